@@ -1,0 +1,355 @@
+//! Model configuration: the checkpoint's `config.json` (`Gr00tN1d6Config`, HF "diff" form) and
+//! the Eagle VLM sub-configuration (SigLIP2 vision tower + Qwen3 text model).
+//!
+//! The checkpoint's `config.json` omits every key equal to the `Gr00tN1d6Config` class default, so
+//! every field here carries that default. The Eagle configuration is never read from the real
+//! checkpoint (the reference always loads its bundled copy), so [`EagleConfig::full_size`] is the
+//! default; a checkpoint directory may carry an `eagle_config.json` to override it (tiny goldens).
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Why a configuration could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}:{column}: {message}")]
+    Parse {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{path}: invalid configuration: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+/// `diffusion_model_cfg`: the DiT (`AlternateVLDiT`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct DiffusionConfig {
+    pub num_layers: usize,
+    pub num_attention_heads: usize,
+    pub attention_head_dim: usize,
+    pub output_dim: usize,
+    pub norm_type: String,
+    pub interleave_self_attention: bool,
+    pub positional_embeddings: Option<String>,
+}
+
+impl Default for DiffusionConfig {
+    fn default() -> Self {
+        Self {
+            num_layers: 32,
+            num_attention_heads: 32,
+            attention_head_dim: 48,
+            output_dim: 1024,
+            norm_type: "ada_norm".into(),
+            interleave_self_attention: true,
+            positional_embeddings: None,
+        }
+    }
+}
+
+/// The action-head / top-level fields of `Gr00tN1d6Config` that matter at inference.
+/// Defaults are the class defaults (`gr00t/configs/model/gr00t_n1d6.py`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct Gr00tConfig {
+    pub backbone_embedding_dim: usize,
+    pub select_layer: usize,
+    pub max_state_dim: usize,
+    pub max_action_dim: usize,
+    pub action_horizon: usize,
+    pub hidden_size: usize,
+    pub input_embedding_dim: usize,
+    pub add_pos_embed: bool,
+    pub use_vlln: bool,
+    pub max_seq_len: usize,
+    pub use_alternate_vl_dit: bool,
+    pub attend_text_every_n_blocks: usize,
+    pub diffusion_model_cfg: DiffusionConfig,
+    pub num_inference_timesteps: usize,
+    pub num_timestep_buckets: usize,
+    pub max_num_embodiments: usize,
+    pub state_dropout_prob: f64,
+}
+
+impl Default for Gr00tConfig {
+    fn default() -> Self {
+        Self {
+            backbone_embedding_dim: 2048,
+            select_layer: 16,
+            max_state_dim: 29,
+            max_action_dim: 29,
+            action_horizon: 16,
+            hidden_size: 1024,
+            input_embedding_dim: 1536,
+            add_pos_embed: true,
+            use_vlln: true,
+            max_seq_len: 1024,
+            use_alternate_vl_dit: true,
+            attend_text_every_n_blocks: 2,
+            diffusion_model_cfg: DiffusionConfig::default(),
+            num_inference_timesteps: 4,
+            num_timestep_buckets: 1000,
+            max_num_embodiments: 32,
+            state_dropout_prob: 0.0,
+        }
+    }
+}
+
+impl Gr00tConfig {
+    /// The real N1.6-3B values (`full_config.json` of the goldens): padded state/action width 128,
+    /// horizon 50; everything else is the class default.
+    pub fn full_size() -> Self {
+        Self {
+            max_state_dim: 128,
+            max_action_dim: 128,
+            action_horizon: 50,
+            ..Self::default()
+        }
+    }
+}
+
+/// SigLIP2 vision tower (`vision_config`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct VisionConfig {
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub num_channels: usize,
+    pub patch_size: usize,
+    pub num_patches: usize,
+    pub layer_norm_eps: f64,
+    pub hidden_act: String,
+    pub use_rope: bool,
+    pub use_windows_attn: bool,
+}
+
+impl Default for VisionConfig {
+    fn default() -> Self {
+        Self {
+            hidden_size: 1152,
+            intermediate_size: 4304,
+            num_hidden_layers: 27,
+            num_attention_heads: 16,
+            num_channels: 3,
+            patch_size: 14,
+            num_patches: 256,
+            layer_norm_eps: 1e-6,
+            hidden_act: "gelu_pytorch_tanh".into(),
+            use_rope: false,
+            use_windows_attn: false,
+        }
+    }
+}
+
+/// Qwen3 text model (`text_config`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct TextConfig {
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub num_hidden_layers: usize,
+    pub num_attention_heads: usize,
+    pub num_key_value_heads: usize,
+    pub head_dim: usize,
+    pub rms_norm_eps: f64,
+    pub rope_theta: f64,
+    pub vocab_size: usize,
+    pub hidden_act: String,
+    pub attention_bias: bool,
+}
+
+impl Default for TextConfig {
+    fn default() -> Self {
+        Self {
+            hidden_size: 2048,
+            intermediate_size: 6144,
+            num_hidden_layers: 28,
+            num_attention_heads: 16,
+            num_key_value_heads: 8,
+            head_dim: 128,
+            rms_norm_eps: 1e-6,
+            rope_theta: 1_000_000.0,
+            vocab_size: 151_680,
+            hidden_act: "silu".into(),
+            attention_bias: false,
+        }
+    }
+}
+
+/// The Eagle-Block2A-2B-v2 configuration (the bundled `config.json`).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(default)]
+pub struct EagleConfig {
+    pub vision_config: VisionConfig,
+    pub text_config: TextConfig,
+    pub image_token_index: u32,
+    pub downsample_ratio: f64,
+    pub use_pixel_shuffle: bool,
+    pub mlp_connector_layers: usize,
+    pub select_layer: i64,
+}
+
+impl Default for EagleConfig {
+    fn default() -> Self {
+        Self {
+            vision_config: VisionConfig::default(),
+            text_config: TextConfig::default(),
+            image_token_index: 151_669,
+            downsample_ratio: 0.5,
+            use_pixel_shuffle: true,
+            mlp_connector_layers: 2,
+            select_layer: -1,
+        }
+    }
+}
+
+impl EagleConfig {
+    /// The bundled full-size values (SigLIP2 1152×27, Qwen3-1.7B).
+    pub fn full_size() -> Self {
+        Self::default()
+    }
+}
+
+/// Everything the forward needs: the action-head config plus the Eagle sub-config.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelConfig {
+    pub gr00t: Gr00tConfig,
+    pub eagle: EagleConfig,
+}
+
+/// File names inside a checkpoint directory.
+pub const CONFIG_FILE: &str = "config.json";
+pub const EAGLE_CONFIG_FILE: &str = "eagle_config.json";
+
+impl ModelConfig {
+    /// The real N1.6-3B architecture.
+    pub fn full_size() -> Self {
+        Self {
+            gr00t: Gr00tConfig::full_size(),
+            eagle: EagleConfig::full_size(),
+        }
+    }
+
+    /// Reads `config.json` and, when present, `eagle_config.json` of a checkpoint directory.
+    pub fn from_dir(dir: &Path) -> Result<Self, ConfigError> {
+        let gr00t: Gr00tConfig = read_json(&dir.join(CONFIG_FILE))?;
+        let eagle_path = dir.join(EAGLE_CONFIG_FILE);
+        let eagle = if eagle_path.exists() {
+            read_json(&eagle_path)?
+        } else {
+            EagleConfig::full_size()
+        };
+        let cfg = Self { gr00t, eagle };
+        cfg.validate().map_err(|message| ConfigError::Invalid {
+            path: dir.join(CONFIG_FILE),
+            message,
+        })?;
+        Ok(cfg)
+    }
+
+    /// Checks the structural constraints the forward relies on.
+    pub fn validate(&self) -> Result<(), String> {
+        let g = &self.gr00t;
+        let d = &g.diffusion_model_cfg;
+        let v = &self.eagle.vision_config;
+        let t = &self.eagle.text_config;
+        let mut errs = Vec::new();
+        if d.num_attention_heads * d.attention_head_dim != g.input_embedding_dim {
+            errs.push(format!(
+                "diffusion heads*head_dim {}*{} != input_embedding_dim {}",
+                d.num_attention_heads, d.attention_head_dim, g.input_embedding_dim
+            ));
+        }
+        if d.output_dim != g.hidden_size {
+            errs.push(format!(
+                "diffusion output_dim {} != hidden_size {}",
+                d.output_dim, g.hidden_size
+            ));
+        }
+        if g.backbone_embedding_dim != t.hidden_size {
+            errs.push(format!(
+                "backbone_embedding_dim {} != text hidden_size {}",
+                g.backbone_embedding_dim, t.hidden_size
+            ));
+        }
+        if g.select_layer == 0 || g.select_layer > t.num_hidden_layers {
+            errs.push(format!(
+                "select_layer {} outside 1..={}",
+                g.select_layer, t.num_hidden_layers
+            ));
+        }
+        if v.hidden_size % v.num_attention_heads != 0 {
+            errs.push("vision hidden_size not divisible by heads".into());
+        }
+        if t.num_key_value_heads == 0 || t.num_attention_heads % t.num_key_value_heads != 0 {
+            errs.push("text heads not a multiple of kv heads".into());
+        }
+        if t.head_dim % 2 != 0 {
+            errs.push("text head_dim must be even (RoPE)".into());
+        }
+        let grid = (v.num_patches as f64).sqrt() as usize;
+        if grid * grid != v.num_patches {
+            errs.push(format!("vision num_patches {} is not a square", v.num_patches));
+        }
+        if (self.eagle.downsample_ratio - 0.5).abs() > 1e-9 || !self.eagle.use_pixel_shuffle {
+            errs.push("only pixel-unshuffle with downsample_ratio 0.5 is supported".into());
+        }
+        if g.input_embedding_dim % 2 != 0 {
+            errs.push("input_embedding_dim must be even (sinusoid)".into());
+        }
+        if g.action_horizon > g.max_seq_len {
+            errs.push("action_horizon > max_seq_len".into());
+        }
+        if g.attend_text_every_n_blocks == 0 {
+            errs.push("attend_text_every_n_blocks must be > 0".into());
+        }
+        if !g.use_alternate_vl_dit || !d.interleave_self_attention || d.norm_type != "ada_norm" {
+            errs.push(
+                "only the alternate VL-DiT with interleaved self-attention and ada_norm is supported"
+                    .into(),
+            );
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(errs.join("; "))
+        }
+    }
+}
+
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+        path: path.to_owned(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| ConfigError::Parse {
+        path: path.to_owned(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_form_takes_class_defaults() {
+        let g: Gr00tConfig = serde_json::from_str(r#"{"action_horizon": 50}"#).unwrap();
+        assert_eq!(g.action_horizon, 50);
+        assert_eq!(g.max_state_dim, 29);
+        assert_eq!(g.diffusion_model_cfg.num_layers, 32);
+        assert!(ModelConfig::full_size().validate().is_ok());
+    }
+}

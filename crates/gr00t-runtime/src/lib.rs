@@ -1,0 +1,19 @@
+//! GR00T N1.6 inference runtime: preprocessing, tokenizer, the model forward and its backends.
+//!
+//! The host side (image/state preprocessing, tokenizer, noise, action decoding) and the model
+//! forward meet behind one seam, [`policy::Policy`]: the host builds [`policy::ModelInputs`],
+//! a backend turns them into a normalized action chunk.
+//!
+//! Module ownership while the runtime is being built: `config`, `weights`, `model` (the forward);
+//! `policy` (the seam); the host modules are added beside them.
+
+pub mod policy;
+pub mod preprocess;
+pub mod processor;
+pub mod randn;
+pub mod request;
+pub mod tokenizer;
+pub mod config;
+pub mod cpu;
+pub mod model;
+pub mod weights;

@@ -1,0 +1,245 @@
+//! The action head's DiT (`AlternateVLDiT`): weights, the executor seam and the CPU executor.
+//!
+//! Block `i` is self-attention over the state/action tokens when `i` is odd, and otherwise
+//! cross-attention to the VL tokens: to the text tokens (image mask false) when
+//! `i % (2·attend_text_every_n_blocks) == 0`, to the image tokens otherwise. Every block is
+//! AdaLN (scale, shift from SiLU(temb)) → attention → residual → LN → GELU-tanh FF → residual.
+//! The output layer is LN(eps 1e-6)·(1 + scale) + shift with (shift, scale) from `proj_out_1`,
+//! then `proj_out_2`.
+
+use super::ModelError;
+use super::layers::Linear;
+use super::taps::Taps;
+use crate::config::Gr00tConfig;
+use crate::cpu::attention::{AttnShape, KeyMask, attention};
+use crate::cpu::norms::{gelu_tanh, layer_norm, silu};
+use crate::weights::{WeightError, WeightSource};
+
+const PREFIX: &str = "action_head.model";
+
+/// What a DiT block attends to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockKind {
+    /// Cross-attention to the non-image VL tokens.
+    CrossText,
+    /// Cross-attention to the image VL tokens.
+    CrossImage,
+    /// Self-attention over the state + action tokens.
+    SelfAttn,
+}
+
+impl BlockKind {
+    /// The reference's choice by block index.
+    pub fn of(index: usize, attend_text_every_n_blocks: usize) -> Self {
+        if index % 2 == 1 {
+            BlockKind::SelfAttn
+        } else if index % (2 * attend_text_every_n_blocks) == 0 {
+            BlockKind::CrossText
+        } else {
+            BlockKind::CrossImage
+        }
+    }
+}
+
+/// One `BasicTransformerBlock`.
+pub struct DitBlock {
+    pub kind: BlockKind,
+    /// `norm1.linear`: D → 2D, chunks (scale, shift).
+    pub ada: Linear,
+    pub q: Linear,
+    /// Input width = backbone width for cross blocks, D for self blocks.
+    pub k: Linear,
+    pub v: Linear,
+    pub out: Linear,
+    pub ff1: Linear,
+    pub ff2: Linear,
+}
+
+/// All DiT weights except the timestep encoder (which lives in the action head, shared by
+/// every executor).
+pub struct DitWeights {
+    pub blocks: Vec<DitBlock>,
+    /// D → 2D, chunks (shift, scale).
+    pub proj_out_1: Linear,
+    pub proj_out_2: Linear,
+    pub heads: usize,
+    pub head_dim: usize,
+    pub dim: usize,
+    pub out_dim: usize,
+}
+
+impl DitWeights {
+    pub fn load(ws: &dyn WeightSource, cfg: &Gr00tConfig) -> Result<Self, WeightError> {
+        let dc = &cfg.diffusion_model_cfg;
+        let d = dc.num_attention_heads * dc.attention_head_dim;
+        let vl = cfg.backbone_embedding_dim;
+        let mut blocks = Vec::with_capacity(dc.num_layers);
+        for i in 0..dc.num_layers {
+            let kind = BlockKind::of(i, cfg.attend_text_every_n_blocks);
+            let kv_in = if kind == BlockKind::SelfAttn { d } else { vl };
+            let b = format!("{PREFIX}.transformer_blocks.{i}");
+            let lin = |name: &str, k, n| Linear::load(ws, &format!("{b}.{name}"), k, n, true);
+            blocks.push(DitBlock {
+                kind,
+                ada: lin("norm1.linear", d, 2 * d)?,
+                q: lin("attn1.to_q", d, d)?,
+                k: lin("attn1.to_k", kv_in, d)?,
+                v: lin("attn1.to_v", kv_in, d)?,
+                out: lin("attn1.to_out.0", d, d)?,
+                ff1: lin("ff.net.0.proj", d, 4 * d)?,
+                ff2: lin("ff.net.2", 4 * d, d)?,
+            });
+        }
+        Ok(Self {
+            blocks,
+            proj_out_1: Linear::load(ws, &format!("{PREFIX}.proj_out_1"), d, 2 * d, true)?,
+            proj_out_2: Linear::load(ws, &format!("{PREFIX}.proj_out_2"), d, dc.output_dim, true)?,
+            heads: dc.num_attention_heads,
+            head_dim: dc.attention_head_dim,
+            dim: d,
+            out_dim: dc.output_dim,
+        })
+    }
+}
+
+/// The VL tokens the cross-attention blocks read (after `vlln`), with the image mask.
+#[derive(Debug, Clone, Copy)]
+pub struct VlContext<'a> {
+    /// `[seq, dim]` row-major.
+    pub vl_embeds: &'a [f32],
+    pub seq: usize,
+    pub dim: usize,
+    /// `input_ids == image_token_index`, length `seq`.
+    pub image_mask: &'a [bool],
+}
+
+/// Runs the DiT stack. The action head calls `prepare` once per observation, then `run` once
+/// per Euler step; another backend (the megakernel emulator) implements this to take over the
+/// DiT while reusing the encoders, timestep embedding and decoder of [`super::ActionHead`].
+pub trait DitExecutor {
+    /// Observation-level setup: e.g. the cross-attention K/V of the VL tokens, which do not
+    /// depend on the timestep.
+    fn prepare(&mut self, ctx: &VlContext<'_>) -> Result<(), ModelError>;
+    /// One DiT evaluation: `sa` `[tokens, D]` (state token + action tokens with position
+    /// embedding), `temb` `[D]` → `[tokens, output_dim]`. Emits `flow.step{step}.dit_block{i}`
+    /// and `flow.step{step}.dit_output` taps where it can.
+    fn run(&mut self, step: usize, sa: &[f32], tokens: usize, temb: &[f32], taps: &mut Taps<'_>) -> Result<Vec<f32>, ModelError>;
+}
+
+/// The CPU executor: K/V of the cross blocks computed once per observation, only for the
+/// tokens each block may attend to.
+pub struct CpuDit<'w> {
+    w: &'w DitWeights,
+    /// Per block: compact (K, V) `[n_keys, D]` for cross blocks, empty for self blocks.
+    kv: Vec<(Vec<f32>, Vec<f32>, usize)>,
+}
+
+impl<'w> CpuDit<'w> {
+    pub fn new(w: &'w DitWeights) -> Self {
+        Self { w, kv: Vec::new() }
+    }
+}
+
+impl DitExecutor for CpuDit<'_> {
+    fn prepare(&mut self, ctx: &VlContext<'_>) -> Result<(), ModelError> {
+        let gather = |want_image: bool| -> (Vec<f32>, usize) {
+            let mut rows = Vec::new();
+            let mut n = 0;
+            for (t, &im) in ctx.image_mask.iter().enumerate() {
+                if im == want_image {
+                    rows.extend_from_slice(&ctx.vl_embeds[t * ctx.dim..(t + 1) * ctx.dim]);
+                    n += 1;
+                }
+            }
+            (rows, n)
+        };
+        let (text, n_text) = gather(false);
+        let (image, n_image) = gather(true);
+        self.kv = self
+            .w
+            .blocks
+            .iter()
+            .map(|b| {
+                let (src, n) = match b.kind {
+                    BlockKind::SelfAttn => return (Vec::new(), Vec::new(), 0),
+                    BlockKind::CrossText => (&text, n_text),
+                    BlockKind::CrossImage => (&image, n_image),
+                };
+                (b.k.forward(src, n), b.v.forward(src, n), n)
+            })
+            .collect();
+        Ok(())
+    }
+
+    fn run(&mut self, step: usize, sa: &[f32], tokens: usize, temb: &[f32], taps: &mut Taps<'_>) -> Result<Vec<f32>, ModelError> {
+        let w = self.w;
+        let d = w.dim;
+        if self.kv.len() != w.blocks.len() {
+            return Err(ModelError::Executor("CpuDit::run before prepare".into()));
+        }
+        if sa.len() != tokens * d || temb.len() != d {
+            return Err(ModelError::Executor(format!("DiT input: sa {} != {tokens}x{d} or temb {} != {d}", sa.len(), temb.len())));
+        }
+        let mut act = temb.to_vec();
+        silu(&mut act);
+        let mut x = sa.to_vec();
+        let mut h = vec![0.0f32; tokens * d];
+        let mut q = vec![0.0f32; tokens * d];
+        let mut ks = vec![0.0f32; tokens * d];
+        let mut vs = vec![0.0f32; tokens * d];
+        let mut a = vec![0.0f32; tokens * d];
+        let mut ff = vec![0.0f32; tokens * 4 * d];
+        let scale = (w.head_dim as f32).powf(-0.5);
+        for (i, b) in w.blocks.iter().enumerate() {
+            let m = b.ada.forward(&act, 1);
+            let (sc, sh) = m.split_at(d);
+            h.copy_from_slice(&x);
+            modulated_norm(&mut h, d, 1e-5, sc, sh);
+            b.q.forward_into(&h, tokens, &mut q);
+            let (k, v, n) = match b.kind {
+                BlockKind::SelfAttn => {
+                    b.k.forward_into(&h, tokens, &mut ks);
+                    b.v.forward_into(&h, tokens, &mut vs);
+                    (&ks[..], &vs[..], tokens)
+                }
+                _ => {
+                    let (k, v, n) = &self.kv[i];
+                    (&k[..], &v[..], *n)
+                }
+            };
+            let shape = AttnShape { q_len: tokens, kv_len: n, heads: w.heads, kv_heads: w.heads, head_dim: w.head_dim, q_stride: d, kv_stride: d };
+            attention(&q, k, v, shape, scale, KeyMask::All, &mut a);
+            b.out.forward_into(&a, tokens, &mut h);
+            add_assign(&mut x, &h);
+            h.copy_from_slice(&x);
+            layer_norm(&mut h, d, None, None, 1e-5);
+            b.ff1.forward_into(&h, tokens, &mut ff);
+            gelu_tanh(&mut ff);
+            b.ff2.forward_into(&ff, tokens, &mut h);
+            add_assign(&mut x, &h);
+            taps.emit_with(|| format!("flow.step{step}.dit_block{i}"), &[1, tokens, d], &x);
+        }
+        let p = w.proj_out_1.forward(&act, 1);
+        let (shift, sc) = p.split_at(d);
+        modulated_norm(&mut x, d, 1e-6, sc, shift);
+        let out = w.proj_out_2.forward(&x, tokens);
+        taps.emit_with(|| format!("flow.step{step}.dit_output"), &[1, tokens, w.out_dim], &out);
+        Ok(out)
+    }
+}
+
+/// LN(x; no affine)·(1 + scale) + shift, row-wise, in place.
+pub fn modulated_norm(x: &mut [f32], d: usize, eps: f32, scale: &[f32], shift: &[f32]) {
+    layer_norm(x, d, None, None, eps);
+    for row in x.chunks_exact_mut(d) {
+        for j in 0..d {
+            row[j] = row[j] * (1.0 + scale[j]) + shift[j];
+        }
+    }
+}
+
+fn add_assign(x: &mut [f32], y: &[f32]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
+    }
+}

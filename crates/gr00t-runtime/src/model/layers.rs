@@ -1,0 +1,82 @@
+//! Parameterized building blocks shared by the towers: Linear, CategorySpecificLinear.
+
+use crate::cpu::gemm::{PackedMat, WeightMat, matmul};
+use crate::weights::{Tensor, WeightError, WeightSource};
+
+/// `nn.Linear`: weight `[n, k]` packed for the GEMM in its stored dtype, bias widened to f32.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    pub w: PackedMat,
+    pub b: Option<Vec<f32>>,
+    pub k: usize,
+    pub n: usize,
+}
+
+impl Linear {
+    /// Loads `{prefix}.weight` `[n, k]` and, if `bias`, `{prefix}.bias` `[n]`.
+    pub fn load(ws: &dyn WeightSource, prefix: &str, k: usize, n: usize, bias: bool) -> Result<Self, WeightError> {
+        let t = ws.tensor(&format!("{prefix}.weight"), &[n, k])?;
+        let w = PackedMat::from_out_in(t.data(), n, k);
+        t.release();
+        let b = if bias { Some(ws.f32(&format!("{prefix}.bias"), &[n])?) } else { None };
+        Ok(Self { w, b, k, n })
+    }
+    pub fn mat(&self) -> WeightMat<'_> {
+        self.w.view()
+    }
+    /// y `[m, n]` = x `[m, k]` · Wᵀ + b.
+    pub fn forward_into(&self, x: &[f32], m: usize, y: &mut [f32]) {
+        matmul(x, m, &self.mat(), self.b.as_deref(), y);
+    }
+    pub fn forward(&self, x: &[f32], m: usize) -> Vec<f32> {
+        let mut y = vec![0.0; m * self.n];
+        self.forward_into(x, m, &mut y);
+        y
+    }
+}
+
+/// `CategorySpecificLinear`: `W` `[E, k, n]` (in × out), `b` `[E, n]`; y = x·W[e] + b[e].
+#[derive(Debug, Clone)]
+pub struct CatLinear {
+    pub w: Tensor,
+    pub b: Tensor,
+    pub e: usize,
+    pub k: usize,
+    pub n: usize,
+}
+
+impl CatLinear {
+    pub fn load(ws: &dyn WeightSource, prefix: &str, e: usize, k: usize, n: usize) -> Result<Self, WeightError> {
+        Ok(Self {
+            w: ws.tensor(&format!("{prefix}.W"), &[e, k, n])?,
+            b: ws.tensor(&format!("{prefix}.b"), &[e, n])?,
+            e,
+            k,
+            n,
+        })
+    }
+    pub fn forward(&self, x: &[f32], m: usize, emb: usize) -> Vec<f32> {
+        assert!(emb < self.e, "embodiment id checked by the caller");
+        let w = WeightMat::KMajor { data: self.w.data().slice(emb * self.k * self.n, self.k * self.n), k: self.k, n: self.n, stride: self.n };
+        let b = self.b.data().slice(emb * self.n, self.n).to_f32_vec();
+        let mut y = vec![0.0; m * self.n];
+        matmul(x, m, &w, Some(&b), &mut y);
+        y
+    }
+}
+
+/// LayerNorm parameters (weight, bias), widened to f32.
+#[derive(Debug, Clone)]
+pub struct NormParams {
+    pub w: Vec<f32>,
+    pub b: Option<Vec<f32>>,
+}
+
+impl NormParams {
+    pub fn layer_norm(ws: &dyn WeightSource, prefix: &str, d: usize) -> Result<Self, WeightError> {
+        Ok(Self { w: ws.f32(&format!("{prefix}.weight"), &[d])?, b: Some(ws.f32(&format!("{prefix}.bias"), &[d])?) })
+    }
+    pub fn rms_norm(ws: &dyn WeightSource, prefix: &str, d: usize) -> Result<Self, WeightError> {
+        Ok(Self { w: ws.f32(&format!("{prefix}.weight"), &[d])?, b: None })
+    }
+}

@@ -1,0 +1,186 @@
+//! The GR00T N1.6 forward (CPU reference backend): Eagle backbone (SigLIP2 + projector + Qwen3
+//! body) → vlln → flow-matching action head with the DiT.
+//!
+//! Entry points: [`Gr00tModel`] (load, [`Gr00tModel::encode`], [`Gr00tModel::forward`],
+//! [`Gr00tModel::forward_with`] for another DiT executor) and [`CpuPolicy`] (the `cpu` backend of
+//! [`crate::policy::Policy`]). Intermediate tensors go to an optional [`Taps`] sink, named like
+//! the golden `taps.safetensors`.
+
+pub mod action_head;
+mod cpu_policy;
+pub mod dit;
+pub mod layers;
+pub mod llm;
+pub mod taps;
+pub mod vision;
+
+pub use action_head::ActionHead;
+pub use cpu_policy::CpuPolicy;
+pub use dit::{CpuDit, DitExecutor, VlContext};
+pub use taps::Taps;
+
+use crate::config::{ConfigError, ModelConfig};
+use crate::policy::{ActionChunk, ModelInputs};
+use crate::weights::{WeightError, WeightSource, WeightStore};
+use llm::Qwen3Body;
+use std::path::Path;
+use vision::{Projector, VisionTower};
+
+/// Why the model could not be built or run.
+#[derive(Debug, thiserror::Error)]
+pub enum ModelError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Weights(#[from] WeightError),
+    #[error("input: {0}")]
+    Input(String),
+    #[error("DiT executor: {0}")]
+    Executor(String),
+}
+
+/// Backbone output for one observation: the VL tokens after `vlln` and the image mask.
+#[derive(Debug, Clone)]
+pub struct BackboneOutput {
+    /// `[seq, dim]`.
+    pub vl_embeds: Vec<f32>,
+    pub seq: usize,
+    pub dim: usize,
+    pub image_mask: Vec<bool>,
+}
+
+impl BackboneOutput {
+    pub fn context(&self) -> VlContext<'_> {
+        VlContext { vl_embeds: &self.vl_embeds, seq: self.seq, dim: self.dim, image_mask: &self.image_mask }
+    }
+}
+
+/// The whole model.
+pub struct Gr00tModel {
+    pub cfg: ModelConfig,
+    pub vision: VisionTower,
+    pub projector: Projector,
+    pub llm: Qwen3Body,
+    pub head: ActionHead,
+}
+
+impl Gr00tModel {
+    /// Loads `config.json` (+ `eagle_config.json` if present) and the (sharded) safetensors.
+    pub fn load(dir: &Path) -> Result<Self, ModelError> {
+        let cfg = ModelConfig::from_dir(dir)?;
+        let ws = WeightStore::open_dir(dir)?;
+        Self::from_source(cfg, &ws)
+    }
+
+    /// Builds the model from any weight source (checkpoint or random).
+    pub fn from_source(cfg: ModelConfig, ws: &dyn WeightSource) -> Result<Self, ModelError> {
+        cfg.validate().map_err(|m| ModelError::Input(format!("configuration: {m}")))?;
+        Ok(Self {
+            vision: VisionTower::load(ws, &cfg.eagle.vision_config)?,
+            projector: Projector::load(ws, &cfg.eagle)?,
+            llm: Qwen3Body::load(ws, &cfg.eagle.text_config, cfg.gr00t.select_layer)?,
+            head: ActionHead::load(ws, &cfg.gr00t)?,
+            cfg,
+        })
+    }
+
+    /// Image tokens per camera for an `h × w` image.
+    pub fn tokens_per_image(&self, h: usize, w: usize) -> usize {
+        let p = self.cfg.eagle.vision_config.patch_size;
+        (h / p / 2) * (w / p / 2)
+    }
+
+    /// Checks every input shape against the configuration.
+    pub fn check_inputs(&self, inp: &ModelInputs) -> Result<(), ModelError> {
+        let g = &self.cfg.gr00t;
+        let v = &self.cfg.eagle.vision_config;
+        let bad = |m: String| Err(ModelError::Input(m));
+        let (h, w) = inp.image_hw;
+        let unit = v.patch_size * 2;
+        if inp.pixel_values.is_empty() {
+            return bad("no camera image".into());
+        }
+        if h == 0 || w == 0 || h % unit != 0 || w % unit != 0 {
+            return bad(format!("image {h}x{w} is not a positive multiple of {unit}"));
+        }
+        for (i, px) in inp.pixel_values.iter().enumerate() {
+            if px.len() != v.num_channels * h * w {
+                return bad(format!("camera {i}: {} pixel values, expected {}x{h}x{w}", px.len(), v.num_channels));
+            }
+        }
+        let vocab = self.llm.vocab();
+        if let Some(id) = inp.input_ids.iter().find(|&&id| id as usize >= vocab) {
+            return bad(format!("token id {id} >= vocab size {vocab}"));
+        }
+        let n_img = inp.input_ids.iter().filter(|&&id| id == self.cfg.eagle.image_token_index).count();
+        let want = inp.pixel_values.len() * self.tokens_per_image(h, w);
+        if n_img != want {
+            return bad(format!("{n_img} image tokens in input_ids, the images give {want}"));
+        }
+        if inp.state.len() != g.max_state_dim {
+            return bad(format!("state has {} values, expected max_state_dim {}", inp.state.len(), g.max_state_dim));
+        }
+        if inp.noise.len() != g.action_horizon * g.max_action_dim {
+            return bad(format!("noise has {} values, expected {}x{}", inp.noise.len(), g.action_horizon, g.max_action_dim));
+        }
+        if inp.embodiment_id >= g.max_num_embodiments {
+            return bad(format!("embodiment id {} >= {}", inp.embodiment_id, g.max_num_embodiments));
+        }
+        if inp.noise.iter().chain(&inp.state).any(|v| !v.is_finite()) {
+            return bad("non-finite state or noise".into());
+        }
+        Ok(())
+    }
+
+    /// Backbone: vision tower per camera, projector, token splice, Qwen3 body, final norm, vlln.
+    pub fn encode(&self, inp: &ModelInputs, taps: &mut Taps<'_>) -> Result<BackboneOutput, ModelError> {
+        self.check_inputs(inp)?;
+        let (h, w) = inp.image_hw;
+        let p = self.cfg.eagle.vision_config.patch_size;
+        let mut image_rows = Vec::new();
+        for (i, px) in inp.pixel_values.iter().enumerate() {
+            let vis = self.vision.forward(px, h, w, taps, i == 0);
+            image_rows.extend(self.projector.forward(&vis, h / p, w / p, taps, i == 0));
+        }
+        let s = inp.input_ids.len();
+        let d = self.llm.hidden();
+        let mut x = self.llm.embed(&inp.input_ids);
+        let img_tok = self.cfg.eagle.image_token_index;
+        let image_mask: Vec<bool> = inp.input_ids.iter().map(|&id| id == img_tok).collect();
+        let mut next = 0;
+        for (t, &m) in image_mask.iter().enumerate() {
+            if m {
+                x[t * d..(t + 1) * d].copy_from_slice(&image_rows[next * d..(next + 1) * d]);
+                next += 1;
+            }
+        }
+        let mut feats = self.llm.forward(x, s, taps);
+        taps.emit("backbone.features", &[1, s, d], &feats);
+        self.head.apply_vlln(&mut feats);
+        taps.emit("action_head.vl_embeds", &[1, s, d], &feats);
+        Ok(BackboneOutput { vl_embeds: feats, seq: s, dim: d, image_mask })
+    }
+
+    /// Full forward with a caller-provided DiT executor.
+    pub fn forward_with(&self, inp: &ModelInputs, dit: &mut dyn DitExecutor, taps: &mut Taps<'_>) -> Result<ActionChunk, ModelError> {
+        let bb = self.encode(inp, taps)?;
+        self.act(&bb, inp, dit, taps)
+    }
+
+    /// The action head on an encoded observation.
+    pub fn act(&self, bb: &BackboneOutput, inp: &ModelInputs, dit: &mut dyn DitExecutor, taps: &mut Taps<'_>) -> Result<ActionChunk, ModelError> {
+        let g = &self.cfg.gr00t;
+        let data = self.head.flow(&bb.context(), &inp.state, inp.embodiment_id, &inp.noise, dit, taps)?;
+        Ok(ActionChunk { horizon: g.action_horizon, dim: g.max_action_dim, data })
+    }
+
+    /// Full forward on the CPU DiT executor.
+    pub fn forward(&self, inp: &ModelInputs, taps: &mut Taps<'_>) -> Result<ActionChunk, ModelError> {
+        let mut dit = self.cpu_dit();
+        self.forward_with(inp, &mut dit, taps)
+    }
+
+    pub fn cpu_dit(&self) -> CpuDit<'_> {
+        CpuDit::new(&self.head.dit)
+    }
+}

@@ -1,0 +1,36 @@
+//! Optional sink for intermediate tensors, named like the golden `taps.safetensors`.
+
+/// Receives `(name, shape, data)` of every intermediate tensor the forward exposes.
+/// `Taps::none()` costs nothing: names are only formatted when a sink is attached.
+pub struct Taps<'a> {
+    sink: Option<&'a mut dyn FnMut(&str, &[usize], &[f32])>,
+}
+
+impl<'a> Taps<'a> {
+    pub fn none() -> Self {
+        Self { sink: None }
+    }
+    pub fn new(sink: &'a mut dyn FnMut(&str, &[usize], &[f32])) -> Self {
+        Self { sink: Some(sink) }
+    }
+    pub fn enabled(&self) -> bool {
+        self.sink.is_some()
+    }
+    pub fn emit(&mut self, name: &str, shape: &[usize], data: &[f32]) {
+        if let Some(f) = self.sink.as_mut() {
+            f(name, shape, data);
+        }
+    }
+    /// Like [`Taps::emit`], building the name only when a sink is attached.
+    pub fn emit_with(&mut self, name: impl FnOnce() -> String, shape: &[usize], data: &[f32]) {
+        if let Some(f) = self.sink.as_mut() {
+            f(&name(), shape, data);
+        }
+    }
+}
+
+impl Default for Taps<'_> {
+    fn default() -> Self {
+        Self::none()
+    }
+}

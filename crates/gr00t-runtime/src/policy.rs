@@ -1,0 +1,54 @@
+//! The seam between the host side (preprocessing, decoding) and a model backend.
+
+/// Everything a backend needs for one forward pass, already preprocessed (batch size 1).
+#[derive(Debug, Clone)]
+pub struct ModelInputs {
+    /// Token ids of the prompt, `<IMG_CONTEXT>` placeholders included (length S).
+    pub input_ids: Vec<u32>,
+    /// One entry per camera, each `[3, H, W]` row-major f32, normalized to [-1, 1].
+    pub pixel_values: Vec<Vec<f32>>,
+    /// Image height and width in pixels (252 for the real model).
+    pub image_hw: (usize, usize),
+    /// Normalized, encoded state padded to `max_state_dim`.
+    pub state: Vec<f32>,
+    /// Embodiment slot of the category-specific layers (GR1 = 20 in the real mapping).
+    pub embodiment_id: usize,
+    /// The initial flow-matching actions x_0, `[action_horizon, max_action_dim]` row-major.
+    pub noise: Vec<f32>,
+}
+
+/// The normalized action chunk `[action_horizon, max_action_dim]` produced by the flow loop.
+#[derive(Debug, Clone)]
+pub struct ActionChunk {
+    pub horizon: usize,
+    pub dim: usize,
+    pub data: Vec<f32>,
+}
+
+/// Wall time of each phase of a forward, in milliseconds.
+#[derive(Debug, Clone, Copy, Default, serde::Serialize)]
+pub struct ForwardTiming {
+    /// Vision tower + projector + LLM (+ vlln).
+    pub encode_ms: f64,
+    /// Action head: state encoder + flow-matching loop.
+    pub device_ms: f64,
+}
+
+/// A model backend: CPU reference, megakernel emulation, or a real device.
+pub trait Policy: Send + Sync {
+    /// Short backend name as shown in `/info` (`cpu`, `megakernel-emulated`, …).
+    fn backend_name(&self) -> &str;
+    /// `(action_horizon, max_action_dim, max_state_dim)` of the loaded model.
+    fn dims(&self) -> (usize, usize, usize);
+    /// Run one forward.
+    fn predict(&self, inputs: &ModelInputs) -> Result<(ActionChunk, ForwardTiming), PolicyError>;
+}
+
+/// Why a forward failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("input shape: {0}")]
+    Shape(String),
+    #[error("backend: {0}")]
+    Backend(String),
+}

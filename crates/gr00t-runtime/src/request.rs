@@ -1,0 +1,241 @@
+//! One observation in, [`ModelInputs`] out, and the action chunk back to physical actions.
+//!
+//! [`HostPipeline`] is the host half of a prediction, independent of any transport: the HTTP
+//! server and the one-shot `predict` command both call [`HostPipeline::prepare`] and
+//! [`HostPipeline::decode`]. Every rejection is an [`InputError`] that names the offending
+//! field the way a client wrote it (`images.<camera>`, `state.<group>`, `instruction`, `noise`).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use crate::policy::{ActionChunk, ModelInputs};
+use crate::preprocess::{self, ImageError};
+use crate::processor::Processor;
+use crate::randn;
+use crate::tokenizer::{QwenTokenizer, TokenizerError, formalize_instruction};
+
+/// Pixels per image token: 14×14 patches merged 2×2.
+const PIXELS_PER_TOKEN: usize = 28 * 28;
+
+/// A rejected input, naming the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("`{field}`: {message}")]
+pub struct InputError {
+    pub field: String,
+    pub message: String,
+}
+
+impl InputError {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self { field: field.into(), message: message.into() }
+    }
+}
+
+/// Where the initial flow-matching actions come from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NoiseSource {
+    /// `torch.randn` with this seed (the Python policy's meaning of the seed).
+    Seed(u64),
+    /// Given values, row-major, with the shape the client sent.
+    Given { shape: Vec<usize>, values: Vec<f64> },
+}
+
+/// One request, already decoded from its wire format (images are the raw PNG/JPEG bytes).
+#[derive(Debug, Clone)]
+pub struct Observation {
+    pub images: BTreeMap<String, Vec<u8>>,
+    pub state: BTreeMap<String, Vec<f64>>,
+    pub instruction: String,
+    pub noise: NoiseSource,
+}
+
+/// The inputs of one forward plus what decoding needs afterwards.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub inputs: ModelInputs,
+    /// Raw state as float32 (the relative groups are composed onto it).
+    pub raw_state: BTreeMap<String, Vec<f32>>,
+    /// Prompt length S.
+    pub seq_len: usize,
+    /// Wall time of image decode + preprocessing + tokenization, ms.
+    pub prepare_ms: f64,
+}
+
+/// Decoded actions, in modality order.
+#[derive(Debug, Clone)]
+pub struct DecodedActions {
+    pub actions: Vec<(String, Vec<Vec<f32>>)>,
+    /// The normalized (model-space) slice, per group, when asked for.
+    pub normalized: Option<Vec<(String, Vec<Vec<f32>>)>>,
+}
+
+/// The host side of the runtime for one embodiment and one loaded model.
+#[derive(Debug)]
+pub struct HostPipeline {
+    pub processor: Processor,
+    pub tokenizer: QwenTokenizer,
+    /// Longest accepted instruction, in tokens (`None`: no limit, as the reference).
+    pub max_instruction_tokens: Option<usize>,
+    /// `(action_horizon, max_action_dim)` of the model: the noise shape.
+    pub noise_shape: (usize, usize),
+    /// Prompt length with an empty instruction.
+    base_seq_len: usize,
+}
+
+/// Why a pipeline cannot be assembled.
+#[derive(Debug, thiserror::Error)]
+pub enum PipelineError {
+    #[error(transparent)]
+    Tokenizer(#[from] TokenizerError),
+    #[error("model and processor disagree: {0}")]
+    Mismatch(String),
+}
+
+impl HostPipeline {
+    /// Assemble; `model_dims` is [`crate::policy::Policy::dims`] of the loaded model.
+    pub fn new(
+        processor: Processor,
+        tokenizer: QwenTokenizer,
+        model_dims: (usize, usize, usize),
+        max_instruction_tokens: Option<usize>,
+    ) -> Result<Self, PipelineError> {
+        let (horizon, action_dim, state_dim) = model_dims;
+        if state_dim != processor.max_state_dim {
+            return Err(PipelineError::Mismatch(format!(
+                "model max_state_dim {state_dim} != processor max_state_dim {}",
+                processor.max_state_dim
+            )));
+        }
+        if action_dim != processor.max_action_dim {
+            return Err(PipelineError::Mismatch(format!(
+                "model max_action_dim {action_dim} != processor max_action_dim {}",
+                processor.max_action_dim
+            )));
+        }
+        if horizon < processor.action_horizon {
+            return Err(PipelineError::Mismatch(format!(
+                "model action_horizon {horizon} < the {} steps the processor decodes",
+                processor.action_horizon
+            )));
+        }
+        let tokens = Self::image_tokens_for(&processor);
+        let base_seq_len = tokenizer.prompt_ids("", &tokens)?.len();
+        Ok(Self { processor, tokenizer, max_instruction_tokens, noise_shape: (horizon, action_dim), base_seq_len })
+    }
+
+    fn image_tokens_for(p: &Processor) -> Vec<usize> {
+        let e = p.image.shortest_edge;
+        let (h, w) = preprocess::smart_resize(e, e);
+        vec![h * w / PIXELS_PER_TOKEN; p.cameras.len()]
+    }
+
+    /// The prompt length for an instruction (used to report `seq_len` and enforce the limit).
+    pub fn instruction_tokens(&self, seq_len: usize) -> usize {
+        seq_len.saturating_sub(self.base_seq_len)
+    }
+
+    /// Validate and preprocess one observation.
+    pub fn prepare(&self, obs: &Observation) -> Result<Prepared, InputError> {
+        let t0 = Instant::now();
+        let p = &self.processor;
+        // Cameras.
+        for key in obs.images.keys() {
+            if !p.cameras.contains(key) {
+                return Err(InputError::new(
+                    format!("images.{key}"),
+                    format!("unknown camera; expected {}", p.cameras.join(", ")),
+                ));
+            }
+        }
+        let mut pixel_values = Vec::with_capacity(p.cameras.len());
+        let mut image_tokens = Vec::with_capacity(p.cameras.len());
+        let mut image_hw = (0, 0);
+        for cam in &p.cameras {
+            let field = format!("images.{cam}");
+            let bytes = obs.images.get(cam).ok_or_else(|| InputError::new(&field, "missing camera image"))?;
+            let img = preprocess::decode_image(bytes).map_err(|e: ImageError| InputError::new(&field, e.to_string()))?;
+            let pre = preprocess::preprocess(&img, &p.image);
+            image_hw = (pre.smart_resized.height, pre.smart_resized.width);
+            image_tokens.push(image_hw.0 * image_hw.1 / PIXELS_PER_TOKEN);
+            pixel_values.push(pre.pixel_values);
+        }
+        // State.
+        for key in obs.state.keys() {
+            if !p.state_groups.iter().any(|g| &g.name == key) {
+                return Err(InputError::new(format!("state.{key}"), "unknown state group"));
+            }
+        }
+        let mut raw_state = BTreeMap::new();
+        for g in &p.state_groups {
+            let field = format!("state.{}", g.name);
+            let v = obs.state.get(&g.name).ok_or_else(|| InputError::new(&field, format!("missing state group ({} values)", g.dim)))?;
+            if v.len() != g.dim {
+                return Err(InputError::new(&field, format!("expected {} values, got {}", g.dim, v.len())));
+            }
+            let mut f = Vec::with_capacity(v.len());
+            for (i, &x) in v.iter().enumerate() {
+                let y = x as f32;
+                if !y.is_finite() {
+                    return Err(InputError::new(format!("{field}[{i}]"), "not a finite float32 number"));
+                }
+                f.push(y);
+            }
+            raw_state.insert(g.name.clone(), f);
+        }
+        let state = p.encode_state(&raw_state);
+        // Prompt.
+        let instruction =
+            if p.formalize_language { formalize_instruction(&obs.instruction) } else { obs.instruction.clone() };
+        let input_ids = self
+            .tokenizer
+            .prompt_ids(&instruction, &image_tokens)
+            .map_err(|e| InputError::new("instruction", e.to_string()))?;
+        let seq_len = input_ids.len();
+        if let Some(max) = self.max_instruction_tokens {
+            let n = self.instruction_tokens(seq_len);
+            if n > max {
+                return Err(InputError::new("instruction", format!("{n} tokens, the limit is {max}")));
+            }
+        }
+        // Noise.
+        let (h, d) = self.noise_shape;
+        let noise = match &obs.noise {
+            NoiseSource::Seed(s) => randn::randn(*s, h * d),
+            NoiseSource::Given { shape, values } => {
+                let ok = shape.as_slice() == [h, d] || shape.as_slice() == [1, h, d];
+                if !ok || values.len() != h * d {
+                    return Err(InputError::new("noise", format!("expected shape [{h}, {d}] or [1, {h}, {d}], got {shape:?}")));
+                }
+                let mut out = Vec::with_capacity(values.len());
+                for &x in values {
+                    let y = x as f32;
+                    if !y.is_finite() {
+                        return Err(InputError::new("noise", "contains a non-finite float32 number"));
+                    }
+                    out.push(y);
+                }
+                out
+            }
+        };
+        let inputs = ModelInputs { input_ids, pixel_values, image_hw, state, embodiment_id: p.embodiment_id, noise };
+        Ok(Prepared { inputs, raw_state, seq_len, prepare_ms: t0.elapsed().as_secs_f64() * 1e3 })
+    }
+
+    /// Turn the model's normalized chunk into physical actions.
+    pub fn decode(&self, prepared: &Prepared, chunk: &ActionChunk, with_normalized: bool) -> Result<DecodedActions, String> {
+        let p = &self.processor;
+        if chunk.horizon < p.action_horizon || chunk.dim < p.action_width() || chunk.data.len() != chunk.horizon * chunk.dim {
+            return Err(format!(
+                "model returned a [{}, {}] chunk ({} values); need at least [{}, {}]",
+                chunk.horizon,
+                chunk.dim,
+                chunk.data.len(),
+                p.action_horizon,
+                p.action_width()
+            ));
+        }
+        let actions = p.decode_actions(&chunk.data, chunk.dim, &prepared.raw_state);
+        let normalized = with_normalized.then(|| p.split_normalized(&chunk.data, chunk.dim));
+        Ok(DecodedActions { actions, normalized })
+    }
+}

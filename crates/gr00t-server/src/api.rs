@@ -1,0 +1,209 @@
+//! Wire types of `POST /predict` and their translation to [`Observation`].
+//!
+//! The request is parsed in one typed pass (fast path). When that fails, the body is re-read as
+//! a JSON value only to find and name the offending field, so every 400 says which field is
+//! wrong.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use gr00t_runtime::request::{NoiseSource, Observation};
+use serde::{Deserialize, Serialize};
+
+use crate::error::ApiError;
+
+/// Default seed, as the deployed Python policy.
+pub const DEFAULT_SEED: u64 = 42;
+
+/// `POST /predict` body. Unknown top-level keys are ignored (as pydantic does).
+#[derive(Debug, Deserialize)]
+pub struct PredictRequest {
+    pub images: BTreeMap<String, String>,
+    pub state: BTreeMap<String, Vec<f64>>,
+    pub instruction: String,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub noise: Option<serde_json::Value>,
+    #[serde(default)]
+    pub return_normalized: Option<bool>,
+}
+
+/// Per-group arrays in modality order, serialised as a JSON object that keeps that order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupArrays(pub Vec<(String, Vec<Vec<f32>>)>);
+
+impl Serialize for GroupArrays {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// `timing_ms` of the response.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
+pub struct Timing {
+    /// Image decode + preprocessing + tokenization (+ noise).
+    pub decode: f64,
+    /// Vision + LLM forward.
+    pub encode: f64,
+    /// Action head (flow-matching loop).
+    pub device: f64,
+    /// Un-normalisation and relative composition.
+    pub decode_actions: f64,
+    pub total: f64,
+}
+
+/// `POST /predict` response.
+#[derive(Debug, Clone, Serialize)]
+pub struct PredictResponse {
+    pub actions: GroupArrays,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actions_normalized: Option<GroupArrays>,
+    pub action_horizon: usize,
+    pub embodiment: String,
+    pub seq_len: usize,
+    /// The seed used, or `null` when the request gave `noise`.
+    pub seed: Option<u64>,
+    pub timing_ms: Timing,
+}
+
+impl PredictRequest {
+    /// Parse a body; on failure, name the field.
+    pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
+        match serde_json::from_slice::<Self>(body) {
+            Ok(r) => Ok(r),
+            Err(e) => Err(diagnose(body, e)),
+        }
+    }
+
+    /// Decode the base64 images and the noise.
+    pub fn into_observation(self) -> Result<(Observation, Option<u64>, bool), ApiError> {
+        let mut images = BTreeMap::new();
+        for (k, v) in self.images {
+            let bytes = decode_b64(&v).map_err(|m| ApiError::bad(format!("images.{k}"), m))?;
+            images.insert(k, bytes);
+        }
+        let (noise, seed) = match (self.noise, self.seed) {
+            (Some(n), None) if !n.is_null() => (noise_from_value(&n)?, None),
+            (Some(n), Some(_)) if !n.is_null() => return Err(ApiError::bad("noise", "give either `seed` or `noise`, not both")),
+            (_, seed) => {
+                let s = seed.unwrap_or(DEFAULT_SEED);
+                (NoiseSource::Seed(s), Some(s))
+            }
+        };
+        Ok((
+            Observation { images, state: self.state, instruction: self.instruction, noise },
+            seed,
+            self.return_normalized.unwrap_or(false),
+        ))
+    }
+}
+
+/// Standard base64, tolerating a `data:image/...;base64,` prefix and line breaks.
+fn decode_b64(s: &str) -> Result<Vec<u8>, String> {
+    let s = match s.strip_prefix("data:") {
+        Some(rest) => rest.split_once(";base64,").map(|(_, d)| d).ok_or("a data: URL must be base64")?,
+        None => s,
+    };
+    let engine = &base64::engine::general_purpose::STANDARD;
+    match engine.decode(s) {
+        Ok(b) => Ok(b),
+        Err(_) if s.contains(['\n', '\r', ' ']) => {
+            let clean: String = s.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+            engine.decode(clean).map_err(|e| format!("invalid base64: {e}"))
+        }
+        Err(e) => Err(format!("invalid base64: {e}")),
+    }
+}
+
+/// `[H, D]` or `[1, H, D]` nested arrays of numbers -> shape + row-major values.
+fn noise_from_value(v: &serde_json::Value) -> Result<NoiseSource, ApiError> {
+    fn walk(v: &serde_json::Value, depth: usize, shape: &mut Vec<usize>, out: &mut Vec<f64>) -> Result<(), String> {
+        match v {
+            serde_json::Value::Array(items) => {
+                if depth > 3 {
+                    return Err("nested deeper than 3".into());
+                }
+                if shape.len() == depth {
+                    shape.push(items.len());
+                } else if shape[depth] != items.len() {
+                    return Err("ragged array".into());
+                }
+                for it in items {
+                    walk(it, depth + 1, shape, out)?;
+                }
+                Ok(())
+            }
+            serde_json::Value::Number(n) => {
+                if depth != shape.len() {
+                    return Err("mixes numbers and arrays".into());
+                }
+                out.push(n.as_f64().ok_or("not a number")?);
+                Ok(())
+            }
+            _ => Err("must contain only numbers".into()),
+        }
+    }
+    let mut shape = vec![];
+    let mut values = vec![];
+    walk(v, 0, &mut shape, &mut values).map_err(|m| ApiError::bad("noise", m))?;
+    Ok(NoiseSource::Given { shape, values })
+}
+
+/// Find the field a failed typed parse tripped on.
+fn diagnose(body: &[u8], err: serde_json::Error) -> ApiError {
+    let v: serde_json::Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return ApiError::bad("body", format!("not valid JSON: {e}")),
+    };
+    let Some(obj) = v.as_object() else {
+        return ApiError::bad("body", "expected a JSON object");
+    };
+    for key in ["images", "state", "instruction"] {
+        if !obj.contains_key(key) {
+            return ApiError::bad(key, "missing");
+        }
+    }
+    match &obj["images"] {
+        serde_json::Value::Object(m) => {
+            if let Some((k, _)) = m.iter().find(|(_, v)| !v.is_string()) {
+                return ApiError::bad(format!("images.{k}"), "expected a base64 string");
+            }
+        }
+        _ => return ApiError::bad("images", "expected an object {camera: base64 image}"),
+    }
+    match &obj["state"] {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                let Some(arr) = v.as_array() else {
+                    return ApiError::bad(format!("state.{k}"), "expected an array of numbers");
+                };
+                if let Some(i) = arr.iter().position(|x| x.as_f64().is_none()) {
+                    return ApiError::bad(format!("state.{k}[{i}]"), "expected a finite number");
+                }
+            }
+        }
+        _ => return ApiError::bad("state", "expected an object {group: [numbers]}"),
+    }
+    if !obj["instruction"].is_string() {
+        return ApiError::bad("instruction", "expected a string");
+    }
+    if let Some(s) = obj.get("seed")
+        && !s.is_null()
+        && s.as_u64().is_none()
+    {
+        return ApiError::bad("seed", "expected a non-negative integer");
+    }
+    if let Some(s) = obj.get("return_normalized")
+        && !s.is_null()
+        && !s.is_boolean()
+    {
+        return ApiError::bad("return_normalized", "expected true or false");
+    }
+    ApiError::bad("body", err.to_string())
+}

@@ -1,0 +1,181 @@
+//! Boot: resolve the model and tokenizer directories, load the runtime, warm up, self-check.
+//!
+//! The policy is built in exactly one place, [`load_policy`]: the real CPU model
+//! (`gr00t_runtime::model::CpuPolicy`). There is no fake policy in this binary.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use gr00t_runtime::policy::Policy;
+use gr00t_runtime::processor::Processor;
+use gr00t_runtime::request::HostPipeline;
+use gr00t_runtime::tokenizer::QwenTokenizer;
+
+use crate::model_dir;
+use crate::runtime::{Runtime, RuntimeInfo, pcc, stage_for};
+use crate::settings::Settings;
+
+/// The shipped demo: a `/predict` body and the actions it must produce.
+#[derive(Debug, Clone)]
+pub struct Demo {
+    pub request: serde_json::Value,
+    /// `{"actions": {group: [[...]]}}` (other keys ignored).
+    pub expected: serde_json::Value,
+}
+
+impl Demo {
+    /// `request.json` + `expected.json` from a directory.
+    pub fn load(dir: &Path) -> anyhow::Result<Self> {
+        let read = |f: &str| -> anyhow::Result<serde_json::Value> {
+            let p = dir.join(f);
+            let text = std::fs::read_to_string(&p).with_context(|| format!("demo file `{}`", p.display()))?;
+            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("`{}`:{}:{}: {e}", p.display(), e.line(), e.column()))
+        };
+        Ok(Self { request: read("request.json")?, expected: read("expected.json")? })
+    }
+
+    /// The expected actions flattened in `groups` order.
+    pub fn expected_flat(&self, groups: &[(String, usize)]) -> anyhow::Result<Vec<f64>> {
+        let acts = self.expected.get("actions").context("demo expected.json has no `actions`")?;
+        let mut out = vec![];
+        for (g, _) in groups {
+            let rows = acts.get(g).and_then(|v| v.as_array()).with_context(|| format!("demo expected.json lacks `actions.{g}`"))?;
+            for r in rows {
+                for x in r.as_array().with_context(|| format!("`actions.{g}` rows must be arrays"))? {
+                    out.push(x.as_f64().with_context(|| format!("`actions.{g}` holds a non-number"))?);
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Build the policy for the requested backend. Only the CPU model exists in this build; a
+/// device backend request (`ttnn`, `megakernel`) is served by it with a warning, and `/info`
+/// reports both what was asked and what runs.
+pub fn load_policy(settings: &Settings, model_dir: &Path) -> anyhow::Result<Box<dyn Policy>> {
+    if settings.dit_backend != "cpu" {
+        tracing::warn!(
+            "GR00T_DIT_BACKEND={} needs a Tenstorrent device backend, which this build does not have; serving the CPU model",
+            settings.dit_backend
+        );
+    }
+    let p = gr00t_runtime::model::CpuPolicy::load(model_dir)
+        .map_err(|e| anyhow::anyhow!("cannot load the model from `{}`: {e}", model_dir.display()))?;
+    Ok(Box::new(p))
+}
+
+/// `--model-dir`, else the HF cache snapshot at `TT_WEIGHTS_REVISION`.
+pub fn resolve_model_dir(settings: &Settings, flag: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let dir = match flag {
+        Some(d) => d.to_path_buf(),
+        None => model_dir::hf_snapshot(&settings.hf_home, &settings.weights_repo, settings.weights_revision.as_deref())?,
+    };
+    model_dir::check(&dir)?;
+    Ok(dir)
+}
+
+/// `--tokenizer-dir`, else `GR00T_TOKENIZER_DIR`, else `<model-dir>/tokenizer`.
+pub fn resolve_tokenizer_dir(settings: &Settings, flag: Option<&Path>, model_dir: &Path) -> anyhow::Result<PathBuf> {
+    let dir = flag
+        .map(Path::to_path_buf)
+        .or_else(|| settings.tokenizer_dir.clone())
+        .unwrap_or_else(|| model_dir.join("tokenizer"));
+    if !dir.is_dir() {
+        bail!("tokenizer directory `{}` does not exist (set --tokenizer-dir or GR00T_TOKENIZER_DIR)", dir.display());
+    }
+    Ok(dir)
+}
+
+/// Assemble the runtime around an already built policy.
+pub fn build_runtime(
+    settings: &Settings,
+    model_dir: &Path,
+    tokenizer_dir: &Path,
+    policy: Box<dyn Policy>,
+) -> anyhow::Result<Runtime> {
+    let processor = Processor::load(model_dir, &settings.embodiment)?;
+    if settings.layout == "gr1" && processor.cameras.len() != 1 {
+        bail!("GR00T_LAYOUT=gr1 is one camera, the processor has {}", processor.cameras.len());
+    }
+    let tokenizer = QwenTokenizer::from_dir(tokenizer_dir)?;
+    let pipeline = HostPipeline::new(processor, tokenizer, policy.dims(), settings.max_instruction_tokens())?;
+    let p = &pipeline.processor;
+    let backend = policy.backend_name().to_string();
+    let info = RuntimeInfo {
+        version: settings.version.clone(),
+        embodiment: p.embodiment.clone(),
+        embodiment_id: p.embodiment_id,
+        layout: settings.layout.clone(),
+        stage: stage_for(&backend).into(),
+        backend,
+        dit_backend_requested: settings.dit_backend.clone(),
+        policy: settings.policy.clone(),
+        weights_repo: settings.weights_repo.clone(),
+        weights_revision: settings.weights_revision.clone(),
+        model_dir: model_dir.display().to_string(),
+        cameras: p.cameras.clone(),
+        state_groups: p.state_groups.iter().map(|g| (g.name.clone(), g.dim)).collect(),
+        action_groups: p.action_groups.iter().map(|g| (g.name.clone(), g.dim)).collect(),
+        action_horizon: p.action_horizon,
+        max_instruction_tokens: settings.max_instruction_tokens(),
+        warmup_pcc: None,
+    };
+    Ok(Runtime::new(pipeline, policy, info))
+}
+
+/// Run `GR00T_WARMUP_RUNS` predictions of the demo and check the last one's PCC against the
+/// demo's expected actions. Returns the measured PCC (None when nothing was checked).
+pub fn warm_up(rt: &Runtime, settings: &Settings, demo: Option<&Demo>) -> anyhow::Result<Option<f64>> {
+    if settings.warmup_runs == 0 {
+        return Ok(None);
+    }
+    let Some(demo) = demo else {
+        if settings.warmup_pcc_min.is_some() {
+            bail!("GR00T_WARMUP_PCC_MIN is set but no demo is shipped (GR00T_DEMO_DIR / --demo-dir)");
+        }
+        tracing::warn!("no demo shipped (GR00T_DEMO_DIR): skipping warm-up and the PCC self-check");
+        return Ok(None);
+    };
+    let body = serde_json::to_vec(&demo.request)?;
+    let mut last = None;
+    for i in 0..settings.warmup_runs {
+        let t = Instant::now();
+        let r = rt.predict_body(&body).map_err(|e| anyhow::anyhow!("warm-up run {}: {e}", i + 1))?;
+        tracing::info!("warm-up {}/{}: {:.1} ms", i + 1, settings.warmup_runs, t.elapsed().as_secs_f64() * 1e3);
+        last = Some(r);
+    }
+    let got: Vec<f64> = last.unwrap().actions.0.iter().flat_map(|(_, rows)| rows.iter().flatten().map(|&v| v as f64)).collect();
+    let want = demo.expected_flat(&rt.info.action_groups)?;
+    if got.len() != want.len() {
+        bail!("warm-up produced {} action values, the demo expects {}", got.len(), want.len());
+    }
+    let p = pcc(&got, &want);
+    let min = settings.warmup_pcc_min.unwrap_or(0.999);
+    if p < min {
+        bail!("warm-up PCC {p:.6} vs the shipped golden is below GR00T_WARMUP_PCC_MIN {min}");
+    }
+    Ok(Some(p))
+}
+
+/// Everything from settings to a warmed-up runtime (what the server runs in the background).
+pub fn boot(
+    settings: &Settings,
+    model_dir_flag: Option<&Path>,
+    tokenizer_dir_flag: Option<&Path>,
+    demo_dir_flag: Option<&Path>,
+) -> anyhow::Result<(Arc<Runtime>, Option<Arc<Demo>>)> {
+    let t = Instant::now();
+    let model_dir = resolve_model_dir(settings, model_dir_flag)?;
+    let tok_dir = resolve_tokenizer_dir(settings, tokenizer_dir_flag, &model_dir)?;
+    let demo_dir = demo_dir_flag.map(Path::to_path_buf).or_else(|| settings.demo_dir.clone());
+    let demo = demo_dir.as_deref().map(Demo::load).transpose()?;
+    let policy = load_policy(settings, &model_dir)?;
+    let mut rt = build_runtime(settings, &model_dir, &tok_dir, policy)?;
+    tracing::info!("loaded `{}` in {:.1} s", model_dir.display(), t.elapsed().as_secs_f64());
+    let p = warm_up(&rt, settings, demo.as_ref())?;
+    rt.info.warmup_pcc = p;
+    Ok((Arc::new(rt), demo.map(Arc::new)))
+}

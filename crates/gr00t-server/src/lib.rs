@@ -1,0 +1,28 @@
+//! `gr00t-server`: the HTTP front of the GR00T N1.6 runtime.
+//!
+//! ```text
+//!  routes (axum only) ──► runtime::Runtime ──► gr00t_runtime::request::HostPipeline (host work)
+//!        │                      └──────────► dyn Policy (the model; one device lock)
+//!        └── state::AppState (health, runtime, demo)      boot: settings ► dirs ► load ► warm-up ► Ready
+//! ```
+
+pub mod api;
+pub mod boot;
+pub mod error;
+pub mod model_dir;
+pub mod routes;
+pub mod runtime;
+pub mod settings;
+pub mod state;
+
+/// The line printed once the server accepts predictions (the package manifest's `ready_line`
+/// matches its prefix `gr00t-server ready on http://`).
+pub fn ready_line(host: &str, port: u16, info: &runtime::RuntimeInfo) -> String {
+    format!(
+        "gr00t-server ready on http://{host}:{port} (backend={}, embodiment={}, stage={}, warmup_pcc={})",
+        info.backend,
+        info.embodiment,
+        info.stage,
+        info.warmup_pcc.map(|p| format!("{p:.6}")).unwrap_or_else(|| "unchecked".into())
+    )
+}

@@ -1,0 +1,150 @@
+//! `gr00t-server`: serve GR00T N1.6 over HTTP, or run one request with `predict`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use gr00t_server::settings::Settings;
+use gr00t_server::state::AppState;
+use gr00t_server::{boot, ready_line, routes};
+
+#[derive(Parser)]
+#[command(name = "gr00t-server", version, about = "GR00T N1.6 inference server (configuration: GR00T_* / TT_* / HF_HOME environment)")]
+#[command(args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Option<Cmd>,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    host: String,
+    /// Port to listen on.
+    #[arg(long, default_value_t = 20000)]
+    port: u16,
+    /// Checkpoint directory (instead of the HF cache snapshot at TT_WEIGHTS_REVISION).
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    /// Tokenizer directory (overrides GR00T_TOKENIZER_DIR).
+    #[arg(long)]
+    tokenizer_dir: Option<PathBuf>,
+    /// Demo directory with request.json + expected.json (overrides GR00T_DEMO_DIR).
+    #[arg(long)]
+    demo_dir: Option<PathBuf>,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run one /predict request without HTTP and print the JSON /predict would return.
+    Predict {
+        #[arg(long)]
+        model_dir: PathBuf,
+        #[arg(long)]
+        tokenizer_dir: Option<PathBuf>,
+        /// A /predict request body.
+        #[arg(long)]
+        request: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let settings = match Settings::from_env() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("gr00t-server: refusing to boot: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.cmd {
+        Some(Cmd::Predict { model_dir, tokenizer_dir, request }) => predict(&settings, &model_dir, tokenizer_dir.as_deref(), &request),
+        None => serve(settings, cli.host, cli.port, cli.model_dir, cli.tokenizer_dir, cli.demo_dir),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("gr00t-server: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn predict(settings: &Settings, model_dir: &std::path::Path, tok: Option<&std::path::Path>, request: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let body = std::fs::read(request).with_context(|| format!("cannot read `{}`", request.display()))?;
+    let model_dir = boot::resolve_model_dir(settings, Some(model_dir))?;
+    let tok_dir = boot::resolve_tokenizer_dir(settings, tok, &model_dir)?;
+    let policy = boot::load_policy(settings, &model_dir)?;
+    let rt = boot::build_runtime(settings, &model_dir, &tok_dir, policy)?;
+    match rt.predict_body(&body) {
+        Ok(resp) => {
+            println!("{}", serde_json::to_string(&resp)?);
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            println!("{}", e.body());
+            Ok(ExitCode::from(if e.status().is_client_error() { 2 } else { 1 }))
+        }
+    }
+}
+
+fn serve(
+    settings: Settings,
+    host: String,
+    port: u16,
+    model_dir: Option<PathBuf>,
+    tok_dir: Option<PathBuf>,
+    demo_dir: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    rt.block_on(async move {
+        let listener = tokio::net::TcpListener::bind((host.as_str(), port))
+            .await
+            .with_context(|| format!("cannot listen on {host}:{port}"))?;
+        let port = listener.local_addr()?.port();
+        let state = AppState::new();
+        let (fail_tx, mut fail_rx) = tokio::sync::mpsc::channel::<String>(1);
+        // Serve first (health answers 503 while loading), load in the background.
+        let boot_state = state.clone();
+        tokio::task::spawn_blocking(move || {
+            match boot::boot(&settings, model_dir.as_deref(), tok_dir.as_deref(), demo_dir.as_deref()) {
+                Ok((runtime, demo)) => {
+                    let line = ready_line(&host, port, &runtime.info);
+                    boot_state.set_ready(runtime, demo);
+                    eprintln!("{line}");
+                }
+                Err(e) => {
+                    let reason = format!("{e:#}").replace('\n', " ");
+                    boot_state.set_failed(reason.clone());
+                    let _ = fail_tx.blocking_send(reason);
+                }
+            }
+        });
+        let app = routes::router(state);
+        let server = axum::serve(listener, app).with_graceful_shutdown(shutdown_signal());
+        tokio::select! {
+            r = server => { r?; Ok(ExitCode::SUCCESS) }
+            Some(reason) = fail_rx.recv() => {
+                eprintln!("gr00t-server: boot failed: {reason}");
+                Ok(ExitCode::FAILURE)
+            }
+        }
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}

@@ -1,0 +1,92 @@
+//! Every HTTP path in one place; handlers only translate to and from the runtime.
+//!
+//! | path | |
+//! |---|---|
+//! | `POST /predict` | one prediction (400 names the bad field, 413 over [`MAX_BODY_BYTES`](crate::state::MAX_BODY_BYTES), 503 until ready) |
+//! | `GET /health` | 200 `{"status":"ready"}`, else 503 with `starting` / `failed` |
+//! | `GET /info` | version, embodiment, layout, backend, stage, weights revision, ... |
+//! | `GET /demo` | the shipped demo request and its expected actions |
+//! | `GET /v1/models` | a one-model list (not an OpenAI-compatible API) |
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::json;
+
+use crate::error::ApiError;
+use crate::state::{AppState, Health};
+
+pub fn router(state: AppState) -> Router {
+    let limit = state.body_limit;
+    Router::new()
+        .route("/predict", post(predict))
+        .route("/health", get(health))
+        .route("/info", get(info))
+        .route("/demo", get(demo))
+        .route("/v1/models", get(models))
+        .fallback(|| async { ApiError::NotFound("no such route".into()) })
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+fn not_ready(state: &AppState) -> ApiError {
+    match state.health() {
+        Health::Failed(r) => ApiError::NotReady(format!("boot failed: {r}")),
+        _ => ApiError::NotReady("model is loading".into()),
+    }
+}
+
+async fn predict(State(state): State<AppState>, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
+    let body = body.map_err(|rej| {
+        if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::PayloadTooLarge { limit: state.body_limit }
+        } else {
+            ApiError::bad("body", rej.body_text())
+        }
+    })?;
+    let rt = state.runtime().ok_or_else(|| not_ready(&state))?;
+    let slot = state.enter().ok_or(ApiError::Busy)?;
+    let out = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        rt.predict_body(&body)
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("prediction task failed: {e}")))??;
+    let bytes = serde_json::to_vec(&out).map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], bytes).into_response())
+}
+
+async fn health(State(state): State<AppState>) -> Response {
+    let h = state.health();
+    let body = match &h {
+        Health::Failed(r) => json!({ "status": h.as_str(), "error": r }),
+        _ => json!({ "status": h.as_str() }),
+    };
+    let code = if h == Health::Ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (code, Json(body)).into_response()
+}
+
+async fn info(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let rt = state.runtime().ok_or_else(|| not_ready(&state))?;
+    Ok(Json(&rt.info).into_response())
+}
+
+async fn demo(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let d = state.demo().ok_or_else(|| ApiError::NotFound("no demo is shipped with this server (GR00T_DEMO_DIR)".into()))?;
+    Ok(Json(json!({ "request": d.request, "expected": d.expected })).into_response())
+}
+
+async fn models(State(state): State<AppState>) -> Result<Response, ApiError> {
+    let rt = state.runtime().ok_or_else(|| not_ready(&state))?;
+    Ok(Json(json!({
+        "object": "list",
+        "data": [{ "id": rt.info.weights_repo, "object": "model", "owned_by": "nvidia",
+                   "embodiment": rt.info.embodiment, "backend": rt.info.backend }]
+    }))
+    .into_response())
+}

@@ -1,0 +1,116 @@
+//! The transport-agnostic prediction service: host pipeline + policy + the device lock.
+//!
+//! [`Runtime::predict_body`] is what `POST /predict` and `gr00t-server predict` both run, so
+//! they return the same JSON. Host work (JSON, PNG decode, preprocessing, tokenization,
+//! decoding) runs concurrently; only the forward holds the device lock, so requests to the one
+//! device are serialized.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use gr00t_runtime::policy::Policy;
+use gr00t_runtime::request::HostPipeline;
+
+use crate::api::{GroupArrays, PredictRequest, PredictResponse, Timing};
+use crate::error::ApiError;
+
+/// Static description served by `/info`.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct RuntimeInfo {
+    pub version: String,
+    pub embodiment: String,
+    pub embodiment_id: usize,
+    pub layout: String,
+    /// The backend actually running the forward (`Policy::backend_name`).
+    pub backend: String,
+    /// What `GR00T_DIT_BACKEND` asked for.
+    pub dit_backend_requested: String,
+    pub stage: String,
+    pub policy: String,
+    pub weights_repo: String,
+    pub weights_revision: Option<String>,
+    pub model_dir: String,
+    pub cameras: Vec<String>,
+    pub state_groups: Vec<(String, usize)>,
+    pub action_groups: Vec<(String, usize)>,
+    pub action_horizon: usize,
+    pub max_instruction_tokens: Option<usize>,
+    pub warmup_pcc: Option<f64>,
+}
+
+/// `stage` names by backend, as the seed server reports them.
+pub fn stage_for(backend: &str) -> &'static str {
+    match backend {
+        "megakernel" => "stage2-megakernel",
+        "ttnn" => "stage1-ttnn-traces",
+        _ => "cpu-reference",
+    }
+}
+
+pub struct Runtime {
+    pub pipeline: HostPipeline,
+    pub policy: Box<dyn Policy>,
+    pub info: RuntimeInfo,
+    device: Mutex<()>,
+}
+
+impl Runtime {
+    pub fn new(pipeline: HostPipeline, policy: Box<dyn Policy>, info: RuntimeInfo) -> Self {
+        Self { pipeline, policy, info, device: Mutex::new(()) }
+    }
+
+    /// Parse and run one `/predict` body.
+    pub fn predict_body(&self, body: &[u8]) -> Result<PredictResponse, ApiError> {
+        let t0 = Instant::now();
+        let req = PredictRequest::parse(body)?;
+        self.predict(req, t0)
+    }
+
+    /// Run one parsed request; `t0` is when the request started (for `timing_ms.total`).
+    pub fn predict(&self, req: PredictRequest, t0: Instant) -> Result<PredictResponse, ApiError> {
+        let (obs, seed, with_norm) = req.into_observation()?;
+        let prepared = self.pipeline.prepare(&obs)?;
+        let decode_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let (chunk, fwd) = {
+            // A panic inside a forward poisons the lock; the device state is owned by the
+            // policy, so keep serving.
+            let _guard = self.device.lock().unwrap_or_else(|p| p.into_inner());
+            self.policy.predict(&prepared.inputs).map_err(|e| ApiError::Internal(format!("forward failed: {e}")))?
+        };
+        let t1 = Instant::now();
+        let decoded = self.pipeline.decode(&prepared, &chunk, with_norm).map_err(ApiError::Internal)?;
+        let decode_actions = t1.elapsed().as_secs_f64() * 1e3;
+        Ok(PredictResponse {
+            actions: GroupArrays(decoded.actions),
+            actions_normalized: decoded.normalized.map(GroupArrays),
+            action_horizon: self.pipeline.processor.action_horizon,
+            embodiment: self.pipeline.processor.embodiment.clone(),
+            seq_len: prepared.seq_len,
+            seed,
+            timing_ms: Timing {
+                decode: decode_ms,
+                encode: fwd.encode_ms,
+                device: fwd.device_ms,
+                decode_actions,
+                total: t0.elapsed().as_secs_f64() * 1e3,
+            },
+        })
+    }
+}
+
+/// Pearson correlation of two equally long series (1.0 for two identical constant series).
+pub fn pcc(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    let n = a.len() as f64;
+    let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
+    for (x, y) in a.iter().zip(b) {
+        sab += (x - ma) * (y - mb);
+        saa += (x - ma) * (x - ma);
+        sbb += (y - mb) * (y - mb);
+    }
+    if saa == 0.0 || sbb == 0.0 {
+        return if a == b { 1.0 } else { 0.0 };
+    }
+    sab / (saa.sqrt() * sbb.sqrt())
+}

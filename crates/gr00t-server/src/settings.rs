@@ -1,0 +1,255 @@
+//! Server configuration: the environment names of the seed manifest plus command-line flags.
+//!
+//! Every value is validated before anything is loaded; an unknown or inconsistent value is a
+//! [`SettingsError`] whose message is one line naming the variable (the binary prints it and
+//! exits non-zero).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+/// The only model version this runtime serves.
+pub const VERSION_N16: &str = "n16";
+/// Hugging Face repository of the N1.6 weights.
+pub const DEFAULT_WEIGHTS_REPO: &str = "nvidia/GR00T-N1.6-3B";
+/// Instruction token limit of the static `gr1` layout (L_max).
+pub const GR1_LAYOUT_MAX_TOKENS: usize = 24;
+
+/// Denoise backends a deployment may ask for (`GR00T_DIT_BACKEND`).
+pub const DIT_BACKENDS: [&str; 3] = ["cpu", "ttnn", "megakernel"];
+/// Precision policies (`GR00T_POLICY`).
+pub const POLICIES: [&str; 3] = ["mixed_dit", "bf16", "fp32"];
+/// Megakernel weight-arena dtypes (`GR00T_MK_ARENA_DTYPE`).
+pub const MK_ARENA_DTYPES: [&str; 4] = ["auto", "bfp8_b", "bfp4_b", "bf16"];
+/// Prompt layouts (`GR00T_LAYOUT`): `gr1` is 1 camera and at most 24 instruction tokens;
+/// `dynamic` applies no limit beyond the processor's own.
+pub const LAYOUTS: [&str; 2] = ["gr1", "dynamic"];
+
+/// Why the server refuses to boot.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("{var}={value:?} is not one of {allowed}")]
+    Unknown { var: &'static str, value: String, allowed: String },
+    #[error("{var}={value:?}: {reason}")]
+    Invalid { var: &'static str, value: String, reason: String },
+    #[error("{0}")]
+    Inconsistent(String),
+}
+
+/// Validated settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub version: String,
+    pub embodiment: String,
+    pub layout: String,
+    pub policy: String,
+    pub dit_backend: String,
+    pub mk_arena_dtype: String,
+    pub num_cqs: u32,
+    pub tokenizer_dir: Option<PathBuf>,
+    pub tt_cache: Option<PathBuf>,
+    pub warmup_runs: u32,
+    /// `None`: not set (the self-check runs only when a demo is shipped).
+    pub warmup_pcc_min: Option<f64>,
+    pub weights_repo: String,
+    pub weights_revision: Option<String>,
+    pub mesh_shape: (u32, u32),
+    pub hf_home: PathBuf,
+    pub demo_dir: Option<PathBuf>,
+}
+
+impl Settings {
+    /// The instruction token limit the layout imposes.
+    pub fn max_instruction_tokens(&self) -> Option<usize> {
+        (self.layout == "gr1").then_some(GR1_LAYOUT_MAX_TOKENS)
+    }
+
+    /// Read from a variable map (the process environment in the binary, a literal map in tests).
+    pub fn from_vars(vars: &HashMap<String, String>) -> Result<Self, SettingsError> {
+        let get = |k: &str| vars.get(k).map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+        let one_of = |var: &'static str, default: &str, allowed: &[&str]| -> Result<String, SettingsError> {
+            let v = get(var).unwrap_or_else(|| default.to_string());
+            if allowed.contains(&v.as_str()) {
+                Ok(v)
+            } else {
+                Err(SettingsError::Unknown { var, value: v, allowed: allowed.join(", ") })
+            }
+        };
+        let version = one_of("GR00T_VERSION", VERSION_N16, &[VERSION_N16])?;
+        let embodiment = get("GR00T_EMBODIMENT").unwrap_or_else(|| "gr1".into());
+        if !embodiment.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(SettingsError::Invalid {
+                var: "GR00T_EMBODIMENT",
+                value: embodiment,
+                reason: "expected an embodiment tag such as `gr1`".into(),
+            });
+        }
+        let default_layout = if embodiment == "gr1" { "gr1" } else { "dynamic" };
+        let layout = one_of("GR00T_LAYOUT", default_layout, &LAYOUTS)?;
+        if layout == "gr1" && embodiment != "gr1" {
+            return Err(SettingsError::Inconsistent(format!(
+                "GR00T_LAYOUT=gr1 is the GR1 layout but GR00T_EMBODIMENT={embodiment}"
+            )));
+        }
+        let policy = one_of("GR00T_POLICY", "mixed_dit", &POLICIES)?;
+        let dit_backend = one_of("GR00T_DIT_BACKEND", "cpu", &DIT_BACKENDS)?;
+        let mk_arena_dtype = one_of("GR00T_MK_ARENA_DTYPE", "auto", &MK_ARENA_DTYPES)?;
+        if mk_arena_dtype != "auto" && dit_backend != "megakernel" {
+            return Err(SettingsError::Inconsistent(format!(
+                "GR00T_MK_ARENA_DTYPE={mk_arena_dtype} only applies to GR00T_DIT_BACKEND=megakernel (got {dit_backend})"
+            )));
+        }
+        let num_cqs = match get("GR00T_NUM_CQS").as_deref() {
+            None => 2,
+            Some("1") => 1,
+            Some("2") => 2,
+            Some(v) => return Err(SettingsError::Unknown { var: "GR00T_NUM_CQS", value: v.into(), allowed: "1, 2".into() }),
+        };
+        let warmup_runs = match get("GR00T_WARMUP_RUNS") {
+            None => 1,
+            Some(v) => v.parse::<u32>().ok().filter(|n| *n <= 100).ok_or(SettingsError::Invalid {
+                var: "GR00T_WARMUP_RUNS",
+                value: v,
+                reason: "expected an integer 0..=100".into(),
+            })?,
+        };
+        let warmup_pcc_min = match get("GR00T_WARMUP_PCC_MIN") {
+            None => None,
+            Some(v) => Some(v.parse::<f64>().ok().filter(|x| (-1.0..=1.0).contains(x)).ok_or(
+                SettingsError::Invalid { var: "GR00T_WARMUP_PCC_MIN", value: v, reason: "expected a number in [-1, 1]".into() },
+            )?),
+        };
+        if warmup_pcc_min.is_some() && warmup_runs == 0 {
+            return Err(SettingsError::Inconsistent(
+                "GR00T_WARMUP_PCC_MIN is set but GR00T_WARMUP_RUNS=0: the self-check needs a warm-up run".into(),
+            ));
+        }
+        let weights_revision = match get("TT_WEIGHTS_REVISION") {
+            None => None,
+            Some(v) if v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) && v != "." && v != ".." => Some(v),
+            Some(v) => {
+                return Err(SettingsError::Invalid {
+                    var: "TT_WEIGHTS_REVISION",
+                    value: v,
+                    reason: "expected a commit sha or ref name".into(),
+                });
+            }
+        };
+        let mesh_shape = match get("TT_MESH_SHAPE") {
+            None => (1, 1),
+            Some(v) => {
+                let shape = parse_mesh_shape(&v).ok_or(SettingsError::Invalid {
+                    var: "TT_MESH_SHAPE",
+                    value: v.clone(),
+                    reason: "expected ROWSxCOLS, e.g. 1x1".into(),
+                })?;
+                if shape != (1, 1) {
+                    return Err(SettingsError::Invalid {
+                        var: "TT_MESH_SHAPE",
+                        value: v,
+                        reason: "this runtime serves one device (1x1)".into(),
+                    });
+                }
+                shape
+            }
+        };
+        let hf_home = get("HF_HOME").map(PathBuf::from).unwrap_or_else(|| {
+            PathBuf::from(get("HOME").unwrap_or_else(|| "/root".into())).join(".cache/huggingface")
+        });
+        Ok(Self {
+            version,
+            embodiment,
+            layout,
+            policy,
+            dit_backend,
+            mk_arena_dtype,
+            num_cqs,
+            tokenizer_dir: get("GR00T_TOKENIZER_DIR").map(PathBuf::from),
+            tt_cache: get("GR00T_TT_CACHE").map(PathBuf::from),
+            warmup_runs,
+            warmup_pcc_min,
+            weights_repo: get("TT_WEIGHTS_REPO").unwrap_or_else(|| DEFAULT_WEIGHTS_REPO.into()),
+            weights_revision,
+            mesh_shape,
+            hf_home,
+            demo_dir: get("GR00T_DEMO_DIR").map(PathBuf::from),
+        })
+    }
+
+    /// Read from the process environment.
+    pub fn from_env() -> Result<Self, SettingsError> {
+        Self::from_vars(&std::env::vars().collect())
+    }
+}
+
+/// `1x1`, `(1, 1)`, `1,1` -> (1, 1).
+pub fn parse_mesh_shape(s: &str) -> Option<(u32, u32)> {
+    let t: String = s.chars().filter(|c| !c.is_whitespace() && *c != '(' && *c != ')').collect();
+    let (a, b) = t.split_once(['x', 'X', ','])?;
+    let (a, b) = (a.parse().ok()?, b.parse().ok()?);
+    (a > 0 && b > 0).then_some((a, b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(kv: &[(&str, &str)]) -> HashMap<String, String> {
+        kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn seed_manifest_env_is_accepted() {
+        let s = Settings::from_vars(&vars(&[
+            ("TT_WEIGHTS_REVISION", "d0814e7ecb19202e7c8468b46098b0b7ef3a6d61"),
+            ("GR00T_VERSION", "n16"),
+            ("GR00T_EMBODIMENT", "gr1"),
+            ("GR00T_LAYOUT", "gr1"),
+            ("GR00T_POLICY", "mixed_dit"),
+            ("GR00T_DIT_BACKEND", "megakernel"),
+            ("GR00T_MK_ARENA_DTYPE", "auto"),
+            ("GR00T_NUM_CQS", "2"),
+            ("GR00T_TOKENIZER_DIR", "/opt/tok"),
+            ("GR00T_TT_CACHE", "/weight-cache/gr00t-tt"),
+            ("GR00T_WARMUP_RUNS", "3"),
+            ("GR00T_WARMUP_PCC_MIN", "0.999"),
+            ("TT_MESH_SHAPE", "1x1"),
+            ("HF_HOME", "/hf"),
+        ]))
+        .unwrap();
+        assert_eq!(s.warmup_runs, 3);
+        assert_eq!(s.warmup_pcc_min, Some(0.999));
+        assert_eq!(s.max_instruction_tokens(), Some(24));
+        assert_eq!(s.hf_home, PathBuf::from("/hf"));
+    }
+
+    #[test]
+    fn bad_values_give_one_line_reasons() {
+        for (kv, needle) in [
+            (vec![("GR00T_VERSION", "n15")], "GR00T_VERSION=\"n15\" is not one of n16"),
+            (vec![("GR00T_LAYOUT", "gr1"), ("GR00T_EMBODIMENT", "libero_panda")], "GR00T_LAYOUT=gr1"),
+            (vec![("GR00T_DIT_BACKEND", "cuda")], "GR00T_DIT_BACKEND"),
+            (vec![("GR00T_MK_ARENA_DTYPE", "bfp8_b"), ("GR00T_DIT_BACKEND", "ttnn")], "only applies"),
+            (vec![("GR00T_NUM_CQS", "3")], "GR00T_NUM_CQS"),
+            (vec![("GR00T_WARMUP_RUNS", "-1")], "GR00T_WARMUP_RUNS"),
+            (vec![("GR00T_WARMUP_PCC_MIN", "high")], "GR00T_WARMUP_PCC_MIN"),
+            (vec![("GR00T_WARMUP_PCC_MIN", "0.9"), ("GR00T_WARMUP_RUNS", "0")], "needs a warm-up run"),
+            (vec![("TT_MESH_SHAPE", "2x4")], "one device"),
+            (vec![("TT_MESH_SHAPE", "banana")], "TT_MESH_SHAPE"),
+            (vec![("TT_WEIGHTS_REVISION", "../x")], "TT_WEIGHTS_REVISION"),
+            (vec![("GR00T_EMBODIMENT", "gr1/../x")], "GR00T_EMBODIMENT"),
+            (vec![("GR00T_POLICY", "int4")], "GR00T_POLICY"),
+        ] {
+            let msg = Settings::from_vars(&vars(&kv)).unwrap_err().to_string();
+            assert!(msg.contains(needle), "{kv:?}: {msg}");
+            assert!(!msg.contains('\n'), "{msg}");
+        }
+    }
+
+    #[test]
+    fn mesh_shapes_parse() {
+        assert_eq!(parse_mesh_shape("1x1"), Some((1, 1)));
+        assert_eq!(parse_mesh_shape("(1, 1)"), Some((1, 1)));
+        assert_eq!(parse_mesh_shape("1,1"), Some((1, 1)));
+        assert_eq!(parse_mesh_shape("0x1"), None);
+    }
+}

@@ -1,0 +1,119 @@
+//! Shared server state: health, the runtime once loaded, the shipped demo.
+//!
+//! ```text
+//!   Starting ──load + warm-up ok──► Ready
+//!       │
+//!       └──────── failure ────────► Failed(reason)   (the binary then exits non-zero)
+//! ```
+//! One lock guards health, runtime and demo together so a snapshot is consistent.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, RwLock};
+
+use crate::boot::Demo;
+use crate::runtime::Runtime;
+
+/// Largest accepted request body. A 4096×4096 PNG (the largest frame the decoder accepts) is
+/// at most ~50 MB raw, but camera frames are JPEG/PNG of a few hundred KB; 32 MiB leaves room
+/// for base64 (+33 %) of any realistic frame plus a `[1, 50, 128]` noise array (~150 KB).
+pub const MAX_BODY_BYTES: usize = 32 << 20;
+/// Requests allowed to wait for the device at once; more get 503 instead of an unbounded queue.
+pub const MAX_IN_FLIGHT: usize = 1024;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Health {
+    Starting,
+    Ready,
+    Failed(String),
+}
+
+impl Health {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Health::Starting => "starting",
+            Health::Ready => "ready",
+            Health::Failed(_) => "failed",
+        }
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    health: Option<Health>,
+    runtime: Option<Arc<Runtime>>,
+    demo: Option<Arc<Demo>>,
+}
+
+/// Cloneable handle given to every handler.
+#[derive(Clone)]
+pub struct AppState {
+    inner: Arc<RwLock<Inner>>,
+    in_flight: Arc<AtomicUsize>,
+    pub body_limit: usize,
+}
+
+impl Default for AppState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AppState {
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(RwLock::new(Inner { health: Some(Health::Starting), ..Default::default() })),
+            in_flight: Arc::new(AtomicUsize::new(0)),
+            body_limit: MAX_BODY_BYTES,
+        }
+    }
+
+    pub fn health(&self) -> Health {
+        self.inner.read().unwrap_or_else(|p| p.into_inner()).health.clone().unwrap_or(Health::Starting)
+    }
+
+    /// The runtime, if ready.
+    pub fn runtime(&self) -> Option<Arc<Runtime>> {
+        let g = self.inner.read().unwrap_or_else(|p| p.into_inner());
+        match g.health {
+            Some(Health::Ready) => g.runtime.clone(),
+            _ => None,
+        }
+    }
+
+    pub fn demo(&self) -> Option<Arc<Demo>> {
+        self.inner.read().unwrap_or_else(|p| p.into_inner()).demo.clone()
+    }
+
+    /// Starting -> Ready.
+    pub fn set_ready(&self, runtime: Arc<Runtime>, demo: Option<Arc<Demo>>) {
+        let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        g.runtime = Some(runtime);
+        g.demo = demo;
+        g.health = Some(Health::Ready);
+    }
+
+    /// Starting -> Failed.
+    pub fn set_failed(&self, reason: String) {
+        let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        g.health = Some(Health::Failed(reason));
+    }
+
+    /// Reserve a slot in the device queue; `None` when full.
+    pub fn enter(&self) -> Option<InFlight> {
+        let n = self.in_flight.fetch_add(1, Ordering::SeqCst);
+        if n >= MAX_IN_FLIGHT {
+            self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            return None;
+        }
+        Some(InFlight(self.in_flight.clone()))
+    }
+}
+
+/// A reserved queue slot, released on drop.
+pub struct InFlight(Arc<AtomicUsize>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}

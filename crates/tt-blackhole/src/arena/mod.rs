@@ -1,0 +1,90 @@
+//! The DiT weight arena: every matmul weight of the DiT blocks, transposed to `[K, N]`
+//! (input features × output features, the orientation a matmul streams), padded to whole
+//! tiles, packed in one format and laid out in the order the DRAM readers stream it.
+//!
+//! * [`layout`]: the index, computed from shapes alone (offset, shape, format per tensor).
+//! * [`build`]: fills the bytes from a [`TensorSource`] (f32 or bf16 tensors).
+//! * [`cache`]: the versioned, checksummed, memory-mappable cache file.
+
+pub mod build;
+pub mod cache;
+pub mod layout;
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+pub use build::{build_arena_bytes, decode_weight};
+pub use cache::{Arena, ArenaKey, CacheOutcome, open_or_build};
+pub use layout::{ArenaEntry, ArenaIndex, LAYOUT_VERSION, arena_layout};
+
+/// Element data of a source tensor.
+#[derive(Debug, Clone)]
+pub enum TensorData<'a> {
+    F32(Cow<'a, [f32]>),
+    /// Little-endian f32 bytes (e.g. straight from a safetensors file; no alignment needed).
+    F32Le(Cow<'a, [u8]>),
+    /// Little-endian bf16 bytes. bf16 widens to f32 exactly before packing, so a bf16 source
+    /// and its f32 equivalent give identical arena bytes.
+    Bf16Le(Cow<'a, [u8]>),
+}
+
+impl TensorData<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            TensorData::F32(v) => v.len(),
+            TensorData::F32Le(b) => b.len() / 4,
+            TensorData::Bf16Le(b) => b.len() / 2,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A tensor as the checkpoint holds it: `[out, in]` for a `nn.Linear` weight.
+#[derive(Debug, Clone)]
+pub struct SourceTensor<'a> {
+    pub shape: Vec<usize>,
+    pub data: TensorData<'a>,
+}
+
+/// Where the arena builder gets tensors from, by checkpoint name. Implemented for closures
+/// `Fn(&str) -> Result<SourceTensor, String>`, so callers need no wrapper type.
+pub trait TensorSource: Sync {
+    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, String>;
+}
+
+impl<F> TensorSource for F
+where
+    F: for<'n> Fn(&'n str) -> Result<SourceTensor<'static>, String> + Sync,
+{
+    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, String> {
+        self(name)
+    }
+}
+
+/// Arena build or cache failure.
+#[derive(Debug, thiserror::Error)]
+pub enum ArenaError {
+    #[error("tensor {name}: {msg}")]
+    Source { name: String, msg: String },
+    #[error("tensor {name}: shape {got:?}, expected {expected:?}")]
+    Shape { name: String, expected: Vec<usize>, got: Vec<usize> },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A cache file that must not be used (the caller rebuilds it).
+    #[error("{path}: corrupt arena cache: {reason}")]
+    Corrupt { path: PathBuf, reason: String },
+    #[error("arena has no tensor {0}")]
+    NoSuchTensor(String),
+}
+
+pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> ArenaError {
+    let path = path.into();
+    move |source| ArenaError::Io { path, source }
+}

@@ -1,0 +1,26 @@
+//! tt-blackhole: the host side of the Blackhole p150a megakernel path for the GR00T DiT.
+//!
+//! * [`format`], [`bf16`], [`tile`], [`bfp`], [`dram`]: Tenstorrent data formats, the TILE
+//!   layout, the bfp8_b/bfp4_b codec (bit-identical to tt-metal's host packer) and interleaved
+//!   DRAM placement.
+//! * [`dims`], [`split`], [`arena`]: the DiT weight arena: every matmul weight of the DiT blocks
+//!   packed in the order the DRAM readers stream it, with an index and a checksummed,
+//!   memory-mappable cache file.
+//! * [`plan`]: the per-core plan for the 11x10 worker grid and its roofline.
+//! * [`device`]: the boundary to a real card (not built in here).
+//!
+//! Pure: nothing here knows about the GR00T runtime; tensors come in through
+//! [`arena::TensorSource`].
+
+pub mod arena;
+pub mod bf16;
+pub mod bfp;
+pub mod device;
+pub mod dims;
+pub mod dram;
+pub mod format;
+pub mod plan;
+pub mod split;
+pub mod tile;
+
+pub use format::{ArenaDtype, DataFormat};

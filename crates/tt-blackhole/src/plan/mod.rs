@@ -1,0 +1,438 @@
+//! The core plan for the Blackhole p150a worker grid (11x10 = 110 Tensix cores on firmware
+//! ≥ 19.5): which core does what, how every DiT weight is divided, the circular buffers and
+//! the L1 they take, and each core's runtime args. Plain serde data: `serde_json` prints it.
+//!
+//! Roles (110 cores): 8 DRAM readers, 96 compute cores, 1 sequencer, 1 norm reducer,
+//! 2 output-gather cores, 2 spares. Column x = 0 holds the readers (rows 0..8, nearest the
+//! DRAM column on the die's edge), the sequencer (row 8) and the norm reducer (row 9); the
+//! other 100 cores hold the 96 compute cores in row-major order, then the gather cores and the
+//! spares.
+
+pub mod roofline;
+
+use serde::{Deserialize, Serialize};
+
+use crate::arena::layout::{ArenaIndex, arena_layout};
+use crate::dims::{DitDims, WeightKind};
+use crate::format::{ArenaDtype, DataFormat};
+use crate::split::{MatmulSplit, balanced, split_matmul};
+use crate::tile::tile_grid;
+
+/// Worker grid in tt-metal logical coordinates.
+pub const GRID_X: usize = 11;
+pub const GRID_Y: usize = 10;
+pub const DRAM_READERS: usize = 8;
+pub const COMPUTE_CORES: usize = crate::arena::layout::COMPUTE_CORES;
+/// L1 per Tensix core.
+pub const L1_BYTES: usize = 1536 * 1024;
+/// Kept back for kernel binaries, runtime args and the firmware mailboxes.
+pub const KERNEL_CONFIG_CUT: usize = 64 * 1024;
+pub const L1_BUDGET: usize = L1_BYTES - KERNEL_CONFIG_CUT;
+/// Weight tiles a reader moves per NoC burst (and double-buffers).
+pub const READER_CHUNK_TILES: usize = 32;
+
+/// What a core does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "role")]
+pub enum CoreRole {
+    /// Streams arena tiles from DRAM to 12 compute cores.
+    DramReader { reader: usize },
+    /// Matmul tiles, attention heads, partial LayerNorm sums.
+    Compute { index: usize },
+    /// Step control: timestep embedding, barriers between ops, the Euler update.
+    Sequencer,
+    /// Adds the compute cores' LayerNorm partial sums and multicasts mean / rstd.
+    NormReducer,
+    /// Collects output column strips and multicasts the next op's activation.
+    OutputGather { index: usize },
+    /// Not used by this plan (headroom for harvesting differences).
+    Spare,
+}
+
+/// One circular buffer on one core.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CircularBuffer {
+    pub id: u8,
+    pub name: String,
+    pub format: DataFormat,
+    pub page_bytes: usize,
+    pub pages: usize,
+    pub total_bytes: usize,
+}
+
+impl CircularBuffer {
+    fn new(id: u8, name: &str, format: DataFormat, pages: usize) -> Self {
+        let page_bytes = format.tile_bytes();
+        CircularBuffer { id, name: name.to_string(), format, page_bytes, pages, total_bytes: page_bytes * pages }
+    }
+}
+
+/// A named runtime arg (the device sees only the values, in this order).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Arg {
+    pub name: String,
+    pub value: u32,
+}
+
+/// Everything about one core.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CorePlan {
+    pub x: usize,
+    pub y: usize,
+    pub role: CoreRole,
+    pub cbs: Vec<CircularBuffer>,
+    pub l1_bytes: usize,
+    pub runtime_args: Vec<Arg>,
+}
+
+impl CorePlan {
+    /// Value of a named runtime arg.
+    pub fn arg(&self, name: &str) -> Option<u32> {
+        self.runtime_args.iter().find(|a| a.name == name).map(|a| a.value)
+    }
+}
+
+/// A weight class: the kind plus whether its block is a cross block (K/V shapes differ).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WeightClass {
+    pub kind: WeightKind,
+    pub cross: bool,
+}
+
+impl WeightClass {
+    /// The fourteen classes (seven kinds in cross and in self blocks), in arg order. Shapes
+    /// differ only for K and V, but every offset after V differs, so all kinds come twice.
+    pub fn all() -> Vec<WeightClass> {
+        [true, false]
+            .into_iter()
+            .flat_map(|cross| WeightKind::STREAM_ORDER.into_iter().map(move |kind| WeightClass { kind, cross }))
+            .collect()
+    }
+
+    /// The class of a block's weight.
+    pub fn of(block: usize, kind: WeightKind) -> Self {
+        WeightClass { kind, cross: DitDims::is_cross(block) }
+    }
+
+    pub fn label(&self) -> String {
+        let k = serde_json::to_value(self.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        format!("{k}_{}", if self.cross { "cross" } else { "self" })
+    }
+}
+
+/// How one weight class is divided, and where it sits inside its block's arena range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClassPlan {
+    pub class: WeightClass,
+    pub label: String,
+    /// Activation rows (tokens) the matmul multiplies: 1 for AdaLN (temb), the context length
+    /// for cross K/V, the 51 state+action tokens otherwise.
+    pub m_tokens: usize,
+    /// Tile offset of this weight from the start of its block in the arena.
+    pub offset_in_block: usize,
+    pub split: MatmulSplit,
+}
+
+/// One op of the per-step schedule (the same 32-block sequence every Euler step).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "op")]
+pub enum StepOp {
+    /// SiLU(temb) · W on the compute cores; result multicast by the gather cores.
+    Matmul { block: usize, weight: WeightKind, m_tokens: usize },
+    /// LayerNorm over D: each compute core sums its slice, the norm reducer adds the partials.
+    LayerNormPartials { block: usize, which: u8 },
+    /// Flash-style SDPA, one head per compute core (cores 0..heads).
+    Attention { block: usize, cross: bool, kv_tokens: usize },
+    /// Residual add into the token stream (bf16 on the device).
+    Residual { block: usize, which: u8 },
+}
+
+/// The whole plan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MegakernelPlan {
+    pub grid: [usize; 2],
+    pub l1_bytes: usize,
+    pub l1_budget: usize,
+    pub dims: DitDims,
+    pub dtype: ArenaDtype,
+    pub arena_tiles: u64,
+    pub arena_bytes: u64,
+    pub cross_block_tiles: usize,
+    pub self_block_tiles: usize,
+    pub classes: Vec<ClassPlan>,
+    pub schedule: Vec<StepOp>,
+    pub cores: Vec<CorePlan>,
+}
+
+/// The plan does not fit the card.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error(
+        "core ({x},{y}) [{role}] needs {needed} B of L1 but the budget is {budget} B \
+         (1.5 MiB minus the 64 KiB kernel-config cut); largest buffer: {largest}"
+    )]
+    L1Overflow { x: usize, y: usize, role: String, needed: usize, budget: usize, largest: String },
+    #[error("{0} heads do not fit on {1} compute cores (one head per core)")]
+    TooManyHeads(usize, usize),
+    #[error("DiT config has no blocks")]
+    Empty,
+}
+
+fn arg(name: impl Into<String>, value: usize) -> Arg {
+    Arg { name: name.into(), value: value as u32 }
+}
+
+/// Grid position of each role (see the module docs).
+pub fn core_roles() -> Vec<(usize, usize, CoreRole)> {
+    let mut v = Vec::with_capacity(GRID_X * GRID_Y);
+    for y in 0..GRID_Y {
+        let role = match y {
+            0..DRAM_READERS => CoreRole::DramReader { reader: y },
+            8 => CoreRole::Sequencer,
+            _ => CoreRole::NormReducer,
+        };
+        v.push((0, y, role));
+    }
+    let mut i = 0;
+    for y in 0..GRID_Y {
+        for x in 1..GRID_X {
+            let role = match i {
+                0..COMPUTE_CORES => CoreRole::Compute { index: i },
+                96 | 97 => CoreRole::OutputGather { index: i - COMPUTE_CORES },
+                _ => CoreRole::Spare,
+            };
+            v.push((x, y, role));
+            i += 1;
+        }
+    }
+    v
+}
+
+/// Compute core `index` → its grid coordinates.
+pub fn compute_coord(index: usize) -> (usize, usize) {
+    (1 + index % (GRID_X - 1), index / (GRID_X - 1))
+}
+
+/// The reader serving compute core `index` (12 consecutive compute cores per reader).
+pub fn reader_of(index: usize) -> usize {
+    index / (COMPUTE_CORES / DRAM_READERS)
+}
+
+/// Build the plan for `dims` with the arena in `dtype`.
+pub fn build_plan(dims: &DitDims, dtype: ArenaDtype) -> Result<MegakernelPlan, PlanError> {
+    if dims.num_layers == 0 {
+        return Err(PlanError::Empty);
+    }
+    if dims.num_heads > COMPUTE_CORES {
+        return Err(PlanError::TooManyHeads(dims.num_heads, COMPUTE_CORES));
+    }
+    let arena: ArenaIndex = arena_layout(dims, dtype);
+    let wfmt = dtype.format();
+    let d = dims.width();
+    let m_sa = dims.sa_tokens.div_ceil(32);
+    let m_ctx = dims.ctx_tokens.max(1).div_ceil(32);
+
+    // Class splits and their tile offsets inside a block (cumulative in stream order).
+    let mut classes = Vec::new();
+    let (mut cross_block_tiles, mut self_block_tiles) = (0, 0);
+    for class in WeightClass::all() {
+        let [out, inp] = dims.torch_shape(if class.cross { 0 } else { 1 }, class.kind);
+        let (kt, nt) = tile_grid(inp, out);
+        let acc = if class.cross { &mut cross_block_tiles } else { &mut self_block_tiles };
+        let offset_in_block = *acc;
+        *acc += kt * nt;
+        let m_tokens = match (class.kind, class.cross) {
+            (WeightKind::AdaNorm, _) => 1,
+            (WeightKind::K | WeightKind::V, true) => dims.ctx_tokens,
+            _ => dims.sa_tokens,
+        };
+        let split = split_matmul(kt, nt, COMPUTE_CORES);
+        classes.push(ClassPlan { class, label: class.label(), m_tokens, offset_in_block, split });
+    }
+
+    let schedule = step_schedule(dims);
+    let mut cores = Vec::new();
+    for (x, y, role) in core_roles() {
+        let (cbs, runtime_args) = match role {
+            CoreRole::Compute { index } => compute_core(index, dims, &classes, wfmt, m_sa, m_ctx, cross_block_tiles, self_block_tiles),
+            CoreRole::DramReader { reader } => reader_core(reader, dims, &classes, wfmt, cross_block_tiles, self_block_tiles),
+            CoreRole::Sequencer => (
+                vec![CircularBuffer::new(0, "temb", DataFormat::Float16B, 2 * d.div_ceil(32)),
+                     CircularBuffer::new(1, "actions", DataFormat::Float32, m_sa * d.div_ceil(32))],
+                vec![arg("num_layers", dims.num_layers), arg("num_steps", 4), arg("compute_cores", COMPUTE_CORES)],
+            ),
+            CoreRole::NormReducer => (
+                vec![CircularBuffer::new(0, "partials", DataFormat::Float32, COMPUTE_CORES * m_sa),
+                     CircularBuffer::new(1, "mean_rstd", DataFormat::Float32, 2 * m_sa)],
+                vec![arg("compute_cores", COMPUTE_CORES), arg("width", d), arg("tokens", dims.sa_tokens)],
+            ),
+            CoreRole::OutputGather { index } => {
+                let widest = d.max(dims.ff_inner).div_ceil(32);
+                (
+                    vec![CircularBuffer::new(0, "activation", DataFormat::Float16B, m_sa * widest)],
+                    vec![arg("gather_index", index), arg("row_tiles", m_sa), arg("widest_col_tiles", widest)],
+                )
+            }
+            CoreRole::Spare => (Vec::new(), Vec::new()),
+        };
+        let l1_bytes = cbs.iter().map(|c| c.total_bytes).sum();
+        if l1_bytes > L1_BUDGET {
+            let largest = cbs.iter().max_by_key(|c| c.total_bytes).map(|c| format!("{} = {} B", c.name, c.total_bytes)).unwrap_or_default();
+            return Err(PlanError::L1Overflow { x, y, role: format!("{role:?}"), needed: l1_bytes, budget: L1_BUDGET, largest });
+        }
+        cores.push(CorePlan { x, y, role, cbs, l1_bytes, runtime_args });
+    }
+    Ok(MegakernelPlan {
+        grid: [GRID_X, GRID_Y],
+        l1_bytes: L1_BYTES,
+        l1_budget: L1_BUDGET,
+        dims: *dims,
+        dtype,
+        arena_tiles: arena.total_tiles,
+        arena_bytes: arena.total_bytes,
+        cross_block_tiles,
+        self_block_tiles,
+        classes,
+        schedule,
+        cores,
+    })
+}
+
+/// Arena tile index where block `b` starts (even blocks are cross blocks).
+pub fn block_base(b: usize, cross_block_tiles: usize, self_block_tiles: usize) -> usize {
+    (b / 2) * (cross_block_tiles + self_block_tiles) + (b % 2) * cross_block_tiles
+}
+
+fn step_schedule(dims: &DitDims) -> Vec<StepOp> {
+    let mut s = Vec::new();
+    for block in 0..dims.num_layers {
+        let cross = DitDims::is_cross(block);
+        let kv_tokens = if cross { dims.ctx_tokens } else { dims.sa_tokens };
+        let mm = |weight, m_tokens| StepOp::Matmul { block, weight, m_tokens };
+        s.push(mm(WeightKind::AdaNorm, 1));
+        s.push(StepOp::LayerNormPartials { block, which: 1 });
+        s.push(mm(WeightKind::Q, dims.sa_tokens));
+        s.push(mm(WeightKind::K, kv_tokens));
+        s.push(mm(WeightKind::V, kv_tokens));
+        s.push(StepOp::Attention { block, cross, kv_tokens });
+        s.push(mm(WeightKind::Out, dims.sa_tokens));
+        s.push(StepOp::Residual { block, which: 1 });
+        s.push(StepOp::LayerNormPartials { block, which: 3 });
+        s.push(mm(WeightKind::FfUp, dims.sa_tokens));
+        s.push(mm(WeightKind::FfDown, dims.sa_tokens));
+        s.push(StepOp::Residual { block, which: 2 });
+    }
+    s
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compute_core(
+    index: usize,
+    dims: &DitDims,
+    classes: &[ClassPlan],
+    wfmt: DataFormat,
+    m_sa: usize,
+    m_ctx: usize,
+    cross_block_tiles: usize,
+    self_block_tiles: usize,
+) -> (Vec<CircularBuffer>, Vec<Arg>) {
+    let (rx, ry) = (0, reader_of(index));
+    let mut args = vec![
+        arg("compute_index", index),
+        arg("reader_x", rx),
+        arg("reader_y", ry),
+        arg("num_layers", dims.num_layers),
+        arg("cross_block_tiles", cross_block_tiles),
+        arg("self_block_tiles", self_block_tiles),
+    ];
+    let (mut act_pages, mut w_pages, mut out_pages) = (0, 0, 0);
+    for c in classes {
+        let l = &c.label;
+        let unit = c.split.units.iter().find(|u| u.core == index);
+        let (ns, nc, ks, kc, ft) = unit.map_or((0, 0, 0, 0, 0), |u| (u.n_start, u.n_count, u.k_start, u.k_count, u.first_tile));
+        args.push(arg(format!("{l}.offset_in_block"), c.offset_in_block));
+        args.push(arg(format!("{l}.first_tile"), ft));
+        args.push(arg(format!("{l}.n_start"), ns));
+        args.push(arg(format!("{l}.n_count"), nc));
+        args.push(arg(format!("{l}.k_start"), ks));
+        args.push(arg(format!("{l}.k_count"), kc));
+        args.push(arg(format!("{l}.k_split"), c.split.k_split));
+        let m_rows = c.m_tokens.max(1).div_ceil(32);
+        act_pages = act_pages.max(m_rows * kc);
+        w_pages = w_pages.max(2 * kc);
+        out_pages = out_pages.max(m_rows * nc);
+    }
+    let head = (index < dims.num_heads) as usize;
+    args.push(arg("attn.head", index.min(dims.num_heads)));
+    args.push(arg("attn.head_count", head));
+    args.push(arg("norm_reducer_x", 0));
+    args.push(arg("norm_reducer_y", 9));
+    let hd_t = dims.head_dim.div_ceil(32);
+    let kv_rows = m_ctx.max(m_sa);
+    let cbs = vec![
+        CircularBuffer::new(0, "act_in", DataFormat::Float16B, act_pages),
+        CircularBuffer::new(1, "weights", wfmt, w_pages),
+        CircularBuffer::new(2, "partials_f32", DataFormat::Float32, out_pages),
+        CircularBuffer::new(3, "out", DataFormat::Float16B, out_pages),
+        CircularBuffer::new(4, "attn_q", DataFormat::Float16B, head * m_sa * hd_t),
+        CircularBuffer::new(5, "attn_kv", DataFormat::Float16B, head * 2 * kv_rows * hd_t),
+        CircularBuffer::new(6, "attn_scores", DataFormat::Float32, head * m_sa * kv_rows),
+        CircularBuffer::new(7, "norm_partials", DataFormat::Float32, 2 * m_sa),
+    ];
+    (cbs, args)
+}
+
+fn reader_core(
+    reader: usize,
+    dims: &DitDims,
+    classes: &[ClassPlan],
+    wfmt: DataFormat,
+    cross_block_tiles: usize,
+    self_block_tiles: usize,
+) -> (Vec<CircularBuffer>, Vec<Arg>) {
+    let per = COMPUTE_CORES / DRAM_READERS;
+    let (first, count) = balanced(COMPUTE_CORES, DRAM_READERS, reader);
+    debug_assert_eq!(count, per);
+    let mut args = vec![
+        arg("reader_index", reader),
+        arg("page_bytes", wfmt.tile_bytes()),
+        arg("num_banks", crate::dram::NUM_DRAM_BANKS),
+        arg("num_layers", dims.num_layers),
+        arg("cross_block_tiles", cross_block_tiles),
+        arg("self_block_tiles", self_block_tiles),
+        arg("first_compute", first),
+        arg("compute_count", count),
+    ];
+    for c in classes {
+        // The served cores' shares are consecutive units, hence one contiguous tile range.
+        let mine: Vec<_> = c.split.units.iter().filter(|u| u.core >= first && u.core < first + count).collect();
+        let start = mine.first().map_or(0, |u| u.first_tile);
+        let tiles: usize = mine.iter().map(|u| u.tiles()).sum();
+        args.push(arg(format!("{}.offset_in_block", c.label), c.offset_in_block));
+        args.push(arg(format!("{}.tile_start", c.label), start));
+        args.push(arg(format!("{}.tile_count", c.label), tiles));
+    }
+    for i in 0..count {
+        let (x, y) = compute_coord(first + i);
+        args.push(arg(format!("dest{i}.x"), x));
+        args.push(arg(format!("dest{i}.y"), y));
+    }
+    (vec![CircularBuffer::new(0, "stream", wfmt, 2 * READER_CHUNK_TILES)], args)
+}
+
+impl MegakernelPlan {
+    pub fn class(&self, block: usize, kind: WeightKind) -> &ClassPlan {
+        let c = WeightClass::of(block, kind);
+        // `classes` holds every class, so the lookup cannot fail.
+        self.classes.iter().find(|p| p.class == c).unwrap_or(&self.classes[0])
+    }
+
+    /// Arena tile index where block `b` starts.
+    pub fn block_base(&self, b: usize) -> usize {
+        block_base(b, self.cross_block_tiles, self.self_block_tiles)
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).unwrap_or_default()
+    }
+}

@@ -1,0 +1,192 @@
+//! Image builds: a context byte stream in, our own [`BuildEvent`]s out, an image id back.
+//!
+//! We drive the engine's classic builder (`version=1`). dockerd 20.10's BuildKit answers the
+//! same endpoint with base64 protobuf trace records that bollard can only decode with its
+//! heavy `buildkit` feature (gRPC session); the classic builder streams plain text, keys its
+//! cache on content (mtimes do not matter), runs `RUN` steps without a bridge network, and
+//! needs no session. The price is no `RUN --mount=type=cache`, which the generated
+//! Dockerfiles therefore do not use.
+//!
+//! Failure reporting follows the daemon's protocol: a failing step arrives as an error item
+//! inside an HTTP-200 stream, so the first error ends the build and carries the last output
+//! lines with it.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+use bollard::query_parameters::{BuildImageOptions, BuilderVersion};
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+
+use crate::client::Client;
+use crate::error::EngineError;
+
+/// How many output lines a build failure keeps for the report.
+pub const FAILURE_TAIL_LINES: usize = 40;
+
+/// What to build.
+#[derive(Debug, Clone, Default)]
+pub struct BuildRequest {
+    /// The tag the result gets (`repo:tag`).
+    pub tag: String,
+    /// The Dockerfile's path inside the context.
+    pub dockerfile: String,
+    /// `--build-arg` values.
+    pub build_args: BTreeMap<String, String>,
+    /// Labels added to the final image.
+    pub labels: BTreeMap<String, String>,
+    /// Network for `RUN` steps: `none` (hermetic), `host`, or the engine default when `None`.
+    pub network_mode: Option<String>,
+    /// Build only up to this stage.
+    pub target: Option<String>,
+    /// Ignore the layer cache.
+    pub no_cache: bool,
+}
+
+/// One thing the build reported.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BuildEvent {
+    /// A Dockerfile instruction started: `Step index/total : instruction`.
+    Step {
+        index: usize,
+        total: usize,
+        instruction: String,
+    },
+    /// The step was served from the layer cache.
+    Cached,
+    /// Any other output line (RUN output, intermediate ids), without its newline.
+    Line(String),
+}
+
+/// Parses a classic-builder line into an event.
+pub fn parse_line(line: &str) -> BuildEvent {
+    let trimmed = line.trim_end_matches(['\r', '\n']);
+    if let Some(rest) = trimmed.strip_prefix("Step ")
+        && let Some((counts, instruction)) = rest.split_once(" : ")
+        && let Some((index, total)) = counts.split_once('/')
+        && let (Ok(index), Ok(total)) = (index.parse(), total.parse())
+    {
+        return BuildEvent::Step {
+            index,
+            total,
+            instruction: instruction.to_string(),
+        };
+    }
+    if trimmed.trim() == "---> Using cache" {
+        return BuildEvent::Cached;
+    }
+    BuildEvent::Line(trimmed.to_string())
+}
+
+impl Client {
+    /// Builds an image from a context tar stream, reporting events as they come, and returns
+    /// the image id (`sha256:…`). Dropping the returned future cancels the build (the engine
+    /// aborts a build whose client went away).
+    pub async fn build_image<S>(
+        &self,
+        request: &BuildRequest,
+        context: S,
+        mut on_event: impl FnMut(BuildEvent),
+    ) -> Result<String, EngineError>
+    where
+        S: Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+    {
+        let options = BuildImageOptions {
+            dockerfile: request.dockerfile.clone(),
+            t: Some(request.tag.clone()),
+            rm: true,
+            forcerm: true,
+            nocache: request.no_cache,
+            buildargs: Some(to_hash_map(&request.build_args)),
+            labels: Some(to_hash_map(&request.labels)),
+            networkmode: request.network_mode.clone(),
+            target: request.target.clone().unwrap_or_default(),
+            version: BuilderVersion::BuilderV1,
+            ..Default::default()
+        };
+        let mut stream =
+            self.docker()
+                .build_image(options, None, Some(bollard::body_try_stream(context)));
+        let mut tail: VecDeque<String> = VecDeque::with_capacity(FAILURE_TAIL_LINES);
+        let mut image_id = None;
+        let mut pending = String::new();
+        while let Some(item) = stream.next().await {
+            let info = match item {
+                Ok(info) => info,
+                Err(bollard::errors::Error::DockerStreamError { error }) => {
+                    return Err(EngineError::Build {
+                        tag: request.tag.clone(),
+                        message: error.trim().to_string(),
+                        last_lines: tail.into_iter().collect(),
+                    });
+                }
+                Err(source) => {
+                    return Err(EngineError::BuildRequest {
+                        tag: request.tag.clone(),
+                        source,
+                    });
+                }
+            };
+            if let Some(detail) = info.error_detail {
+                return Err(EngineError::Build {
+                    tag: request.tag.clone(),
+                    message: detail.message.unwrap_or_default().trim().to_string(),
+                    last_lines: tail.into_iter().collect(),
+                });
+            }
+            if let Some(aux) = info.aux
+                && let Some(id) = aux.id
+            {
+                image_id = Some(id);
+            }
+            // Output chunks are not line-aligned: split on newlines ourselves.
+            if let Some(text) = info.stream {
+                pending.push_str(&text);
+                while let Some(pos) = pending.find('\n') {
+                    let line: String = pending.drain(..=pos).collect();
+                    let line = line.trim_end_matches(['\r', '\n']).to_string();
+                    if tail.len() == FAILURE_TAIL_LINES {
+                        tail.pop_front();
+                    }
+                    tail.push_back(line.clone());
+                    on_event(parse_line(&line));
+                }
+            }
+        }
+        if !pending.is_empty() {
+            on_event(parse_line(&pending));
+        }
+        image_id.ok_or_else(|| EngineError::NoImageId {
+            tag: request.tag.clone(),
+        })
+    }
+}
+
+fn to_hash_map(map: &BTreeMap<String, String>) -> HashMap<String, String> {
+    map.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_steps_cache_hits_and_lines() {
+        assert_eq!(
+            parse_line("Step 3/12 : COPY code/ /opt/tt-metal/\n"),
+            BuildEvent::Step {
+                index: 3,
+                total: 12,
+                instruction: "COPY code/ /opt/tt-metal/".into()
+            }
+        );
+        assert_eq!(parse_line(" ---> Using cache"), BuildEvent::Cached);
+        assert_eq!(
+            parse_line("Step x/12 : RUN true"),
+            BuildEvent::Line("Step x/12 : RUN true".into())
+        );
+        assert_eq!(
+            parse_line("hello world\r\n"),
+            BuildEvent::Line("hello world".into())
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! The diagnosis card for a boot that did not become ready: a pure classifier over the log
+//! evidence, tested on captured log texts.
+
+use std::time::Duration;
+
+/// What the boot left behind.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Evidence {
+    /// The last lines of the log.
+    pub tail: Vec<String>,
+    /// Lines that matched [`crate::bootlog::CAUSE_MARKERS`].
+    pub causes: Vec<String>,
+    /// The container exited (else: still running when the wait ended).
+    pub exited: bool,
+    pub exit_code: Option<i64>,
+}
+
+/// Why the boot failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cause {
+    Timeout,
+    FlagRejected,
+    DeviceHeld,
+    PortTaken,
+    ExitedBeforeReady,
+}
+
+/// A rendered-ready diagnosis: title, evidence line, consequence, actions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Card {
+    pub cause: Cause,
+    pub title: String,
+    pub evidence: Option<String>,
+    pub detail: String,
+    pub actions: Vec<String>,
+}
+
+impl Card {
+    /// Plain text (no colour), for pipes and error messages.
+    pub fn summarize(&self) -> String {
+        let mut s = format!("✗ {}\n", self.title);
+        if let Some(e) = &self.evidence {
+            s.push_str(&format!("  evidence: {e}\n"));
+        }
+        s.push_str(&format!("  {}\n", self.detail));
+        if !self.actions.is_empty() {
+            s.push_str("  Try:\n");
+            for a in &self.actions {
+                s.push_str(&format!("    → {a}\n"));
+            }
+        }
+        s
+    }
+}
+
+const DEVICE_HELD: &[&str] = &[
+    "CHIP_IN_USE",
+    "stale process holding",
+    "Sysmem mapped at unexpected NOC address",
+    "another PID holds the device lock",
+    "Failed to allocate the TLB",
+];
+const FLAG_REJECTED: &[&str] = &["unrecognized arguments", "error: argument", "no such option", "unexpected argument"];
+const PORT_TAKEN: &[&str] = &["Address already in use", "address already in use", "Address in use"];
+
+/// Classify. `target` is what the user served; `passthrough` the extra args they gave.
+pub fn diagnose(ev: &Evidence, target: &str, passthrough: &[String], port: u16, timeout: Duration) -> Card {
+    let all: Vec<&String> = ev.causes.iter().chain(ev.tail.iter()).collect();
+    let find = |pats: &[&str]| all.iter().find(|l| pats.iter().any(|p| l.contains(p))).map(|l| strip_prefixes(l));
+    if !ev.exited {
+        return Card {
+            cause: Cause::Timeout,
+            title: format!("the server did not report ready within {}", human(timeout)),
+            evidence: ev.tail.iter().rev().find(|l| !l.trim().is_empty()).map(|l| strip_prefixes(l)),
+            detail: "The container is still running; a first boot that compiles kernels can take long.".into(),
+            actions: vec![
+                format!("keep watching: tt-model logs {target} -f"),
+                format!("give up: tt-model stop {target}"),
+                "wait longer next time: tt-model serve --timeout 2h …".into(),
+            ],
+        };
+    }
+    if let Some(line) = find(FLAG_REJECTED) {
+        let flag = rejected_flag(&line, passthrough);
+        return Card {
+            cause: Cause::FlagRejected,
+            title: "the container exited — the engine rejected a flag".into(),
+            detail: match &flag {
+                Some(f) => format!("`{f}` was passed through to the server, which does not accept it. tt-model's own flags go BEFORE the target."),
+                None => "An argument passed to the server was refused. tt-model's own flags go BEFORE the target.".into(),
+            },
+            evidence: Some(line),
+            actions: vec![
+                format!("check the server's flags: tt-model logs {target}"),
+                format!("put tt-model flags first: tt-model serve --port N {target} [server args…]"),
+            ],
+        };
+    }
+    if let Some(line) = find(DEVICE_HELD) {
+        return Card {
+            cause: Cause::DeviceHeld,
+            title: "the container exited — another process is holding the Tenstorrent device".into(),
+            evidence: Some(line),
+            detail: "The chip is open in another container or host process (the UMD lock is shared through --ipc host).".into(),
+            actions: vec![
+                "see who holds it: docker ps   (and /proc/driver/tenstorrent/*/pids)".into(),
+                "stop another model: tt-model ps, then tt-model stop <target>".into(),
+                "if nothing holds it, reset the chips: tt-smi -r".into(),
+            ],
+        };
+    }
+    if let Some(line) = find(PORT_TAKEN) {
+        return Card {
+            cause: Cause::PortTaken,
+            title: format!("the container exited — port {port} is already taken"),
+            evidence: Some(line),
+            detail: "Another process listens on the port the server wanted.".into(),
+            actions: vec![format!("find it: lsof -i :{port}"), format!("serve elsewhere: tt-model serve --port N {target}")],
+        };
+    }
+    let last = ev
+        .causes
+        .iter()
+        .rev()
+        .chain(ev.tail.iter().rev())
+        .find(|l| looks_like_error(l))
+        .or_else(|| ev.tail.iter().rev().find(|l| !l.trim().is_empty()))
+        .map(|l| strip_prefixes(l));
+    Card {
+        cause: Cause::ExitedBeforeReady,
+        title: "the container exited before the server was ready".into(),
+        evidence: last,
+        detail: match ev.exit_code {
+            Some(c) => format!("The server process ended with exit code {c}."),
+            None => "The server process ended.".into(),
+        },
+        actions: vec![format!("read the whole log: tt-model logs {target}"), format!("retry: tt-model serve {target}")],
+    }
+}
+
+fn looks_like_error(l: &str) -> bool {
+    ["Error", "error", "FATAL", "Traceback", "panicked", "failed", "Failed", "exception", "Exception"].iter().any(|p| l.contains(p))
+        && !l.contains("Traceback (most recent call last)")
+}
+
+/// The passthrough flag named in a rejection line, if any.
+fn rejected_flag(line: &str, passthrough: &[String]) -> Option<String> {
+    passthrough
+        .iter()
+        .filter(|a| a.starts_with('-'))
+        .map(|a| a.split('=').next().unwrap_or(a).to_string())
+        .find(|f| line.contains(f.as_str()))
+        .or_else(|| line.split_whitespace().find(|w| w.starts_with("--")).map(|w| w.trim_matches(|c: char| c == '\'' || c == '"' || c == ',').to_string()))
+}
+
+/// Drop log prefixes (timestamps, levels, `(EngineCore pid=…)`) so the quoted line is the message.
+pub fn strip_prefixes(line: &str) -> String {
+    let mut s = crate::bootlog::strip_ansi(line).trim().to_string();
+    loop {
+        let before = s.clone();
+        if let Some(rest) = s.strip_prefix('(').and_then(|r| r.split_once(") ")) {
+            s = rest.1.trim_start().to_string();
+        }
+        for lvl in ["ERROR", "WARNING", "INFO", "DEBUG", "CRITICAL", "FATAL"] {
+            if let Some(r) = s.strip_prefix(lvl) {
+                s = r.trim_start_matches([' ', ':', '|']).to_string();
+            }
+        }
+        // `2026-11-30 12:00:01.123 | ` or `12-01 10:00:00 ` timestamps.
+        let ts: String = s.chars().take_while(|c| c.is_ascii_digit() || "-:. T,|".contains(*c)).collect();
+        if ts.chars().filter(|c| c.is_ascii_digit()).count() >= 4 && ts.len() < s.len() {
+            s = s[ts.len()..].trim_start().to_string();
+        }
+        if s == before {
+            return s;
+        }
+    }
+}
+
+fn human(d: Duration) -> String {
+    let m = d.as_secs() / 60;
+    if m >= 60 && m % 60 == 0 {
+        format!("{} h", m / 60)
+    } else if m > 0 {
+        format!("{m} min")
+    } else {
+        format!("{} s", d.as_secs())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(log: &str, exited: bool) -> Evidence {
+        let mut t = crate::bootlog::BootTracker::new("vllm-plugin");
+        for l in log.lines() {
+            t.feed(l);
+        }
+        Evidence { tail: t.tail.into(), causes: t.causes, exited, exit_code: exited.then_some(1) }
+    }
+
+    const T: Duration = Duration::from_secs(1800);
+
+    #[test]
+    fn rejected_flag_is_named() {
+        let log = "INFO vLLM server version 0.24.0\nusage: vllm serve [-h] ...\nvllm serve: error: unrecognized arguments: --max-tokenz 5\n";
+        let c = diagnose(&ev(log, true), "acme/m", &["--max-tokenz".into(), "5".into()], 20000, T);
+        assert_eq!(c.cause, Cause::FlagRejected);
+        assert!(c.detail.contains("`--max-tokenz`"), "{}", c.detail);
+        assert_eq!(c.evidence.as_deref(), Some("vllm serve: error: unrecognized arguments: --max-tokenz 5"));
+    }
+
+    #[test]
+    fn held_device_wins_over_generic_errors() {
+        let log = "2026-11-30 10:00:01.000 | INFO | Opening user mode device driver\n\
+                   2026-11-30 10:00:02.000 | ERROR | Device 0: CHIP_IN_USE held by pid 4242\n\
+                   RuntimeError: failed to open device\n";
+        let c = diagnose(&ev(log, true), "acme/m", &[], 20000, T);
+        assert_eq!(c.cause, Cause::DeviceHeld);
+        assert_eq!(c.evidence.as_deref(), Some("Device 0: CHIP_IN_USE held by pid 4242"));
+    }
+
+    #[test]
+    fn port_clash() {
+        let log = "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 20000): address already in use\n";
+        let c = diagnose(&ev(log, true), "acme/m", &[], 20000, T);
+        assert_eq!(c.cause, Cause::PortTaken);
+        assert!(c.title.contains("port 20000"));
+        assert!(c.actions.iter().any(|a| a.contains("lsof -i :20000")));
+    }
+
+    #[test]
+    fn generic_exit_quotes_the_last_error_line_without_prefixes() {
+        let log = "(EngineCore_0 pid=77) INFO loading\nTraceback (most recent call last):\n  File \"x.py\", line 3\n(EngineCore_0 pid=77) ERROR ValueError: bad config\nshutting down\n";
+        let c = diagnose(&ev(log, true), "acme/m", &[], 20000, T);
+        assert_eq!(c.cause, Cause::ExitedBeforeReady);
+        assert_eq!(c.evidence.as_deref(), Some("ValueError: bad config"));
+        assert!(c.detail.contains("exit code 1"));
+    }
+
+    #[test]
+    fn still_running_is_a_timeout() {
+        let c = diagnose(&ev("Warming up prefill\n", false), "acme/m", &[], 20000, T);
+        assert_eq!(c.cause, Cause::Timeout);
+        assert_eq!(c.title, "the server did not report ready within 30 min");
+        assert!(c.summarize().contains("→ keep watching: tt-model logs acme/m -f"));
+    }
+}

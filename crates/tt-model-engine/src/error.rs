@@ -1,0 +1,210 @@
+//! `EngineError`: one variant per engine operation, the bollard error kept as `#[source]`.
+//!
+//! Messages name the thing that failed (host, tag, container) and leave the cause to the
+//! error chain, so a chain renderer prints each layer once.
+
+/// The underlying engine-client error. Re-exported as an opaque source type so callers can
+/// walk the chain without depending on bollard.
+pub type Cause = bollard::errors::Error;
+
+/// Why an engine operation failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EngineError {
+    /// The client could not be set up for the host (bad `DOCKER_HOST`, unknown scheme).
+    #[error("Cannot use the container engine address `{host}`")]
+    Connect {
+        host: String,
+        #[source]
+        source: Cause,
+    },
+    /// The engine did not answer (daemon down, socket missing or not permitted).
+    #[error("The container engine at `{host}` is not reachable (is dockerd running?)")]
+    Unreachable {
+        host: String,
+        #[source]
+        source: Cause,
+    },
+    /// The engine speaks an API older than the one we need.
+    #[error("The container engine speaks API {found}; tt-model needs at least {needed}")]
+    TooOld { found: String, needed: String },
+    /// An image build request failed before or while streaming.
+    #[error("Building image `{tag}` failed")]
+    BuildRequest {
+        tag: String,
+        #[source]
+        source: Cause,
+    },
+    /// The daemon reported a build step failure inside the build stream.
+    #[error("Building image `{tag}` failed: {message}")]
+    Build {
+        tag: String,
+        message: String,
+        /// The last build output lines before the failure, for the user.
+        last_lines: Vec<String>,
+    },
+    /// The build finished without reporting an image id.
+    #[error("Building image `{tag}` finished without an image id")]
+    NoImageId { tag: String },
+    /// Streaming the build context into the request failed.
+    #[error("Streaming the build context for `{tag}` failed")]
+    Context {
+        tag: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// `image inspect` failed (including "no such image": see [`EngineError::is_not_found`]).
+    #[error("Cannot inspect image `{reference}`")]
+    InspectImage {
+        reference: String,
+        #[source]
+        source: Cause,
+    },
+    /// Tagging an image failed.
+    #[error("Cannot tag image `{image}` as `{tag}`")]
+    Tag {
+        image: String,
+        tag: String,
+        #[source]
+        source: Cause,
+    },
+    /// Removing an image failed.
+    #[error("Cannot remove image `{reference}`")]
+    RemoveImage {
+        reference: String,
+        #[source]
+        source: Cause,
+    },
+    /// Importing a root filesystem tar as an image failed.
+    #[error("Cannot import image `{reference}`")]
+    Import {
+        reference: String,
+        #[source]
+        source: Cause,
+    },
+    /// Exporting (`docker save`) an image failed.
+    #[error("Cannot export image `{reference}`")]
+    Export {
+        reference: String,
+        #[source]
+        source: Cause,
+    },
+    /// The exported archive is not what the engine should produce.
+    #[error("The archive exported for `{reference}` is malformed: {detail}")]
+    BadArchive { reference: String, detail: String },
+    /// Writing an exported image to disk failed.
+    #[error("Cannot write the image layout to `{path}`")]
+    Write {
+        path: std::path::PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Creating a container failed.
+    #[error("Cannot create container `{name}`")]
+    Create {
+        name: String,
+        #[source]
+        source: Cause,
+    },
+    /// Starting a container failed.
+    #[error("Cannot start container `{name}`")]
+    Start {
+        name: String,
+        #[source]
+        source: Cause,
+    },
+    /// Waiting for a container to exit failed.
+    #[error("Cannot wait for container `{name}`")]
+    Wait {
+        name: String,
+        #[source]
+        source: Cause,
+    },
+    /// Stopping a container failed.
+    #[error("Cannot stop container `{name}`")]
+    Stop {
+        name: String,
+        #[source]
+        source: Cause,
+    },
+    /// Removing a container failed.
+    #[error("Cannot remove container `{name}`")]
+    Remove {
+        name: String,
+        #[source]
+        source: Cause,
+    },
+    /// Inspecting a container failed.
+    #[error("Cannot inspect container `{name}`")]
+    InspectContainer {
+        name: String,
+        #[source]
+        source: Cause,
+    },
+    /// Listing containers failed.
+    #[error("Cannot list containers")]
+    List {
+        #[source]
+        source: Cause,
+    },
+    /// Reading a container's logs failed.
+    #[error("Cannot read the logs of container `{name}`")]
+    Logs {
+        name: String,
+        #[source]
+        source: Cause,
+    },
+    /// The operation was cancelled by the user.
+    #[error("Cancelled")]
+    Cancelled,
+}
+
+impl EngineError {
+    /// The bollard cause, when there is one.
+    fn cause(&self) -> Option<&Cause> {
+        match self {
+            Self::Connect { source, .. }
+            | Self::Unreachable { source, .. }
+            | Self::BuildRequest { source, .. }
+            | Self::InspectImage { source, .. }
+            | Self::Tag { source, .. }
+            | Self::RemoveImage { source, .. }
+            | Self::Import { source, .. }
+            | Self::Export { source, .. }
+            | Self::Create { source, .. }
+            | Self::Start { source, .. }
+            | Self::Wait { source, .. }
+            | Self::Stop { source, .. }
+            | Self::Remove { source, .. }
+            | Self::InspectContainer { source, .. }
+            | Self::List { source }
+            | Self::Logs { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+
+    /// The HTTP status the engine answered with, if the failure was an engine response.
+    pub fn status_code(&self) -> Option<u16> {
+        match self.cause()? {
+            bollard::errors::Error::DockerResponseServerError { status_code, .. } => {
+                Some(*status_code)
+            }
+            _ => None,
+        }
+    }
+
+    /// The engine said the object does not exist (HTTP 404).
+    pub fn is_not_found(&self) -> bool {
+        self.status_code() == Some(404)
+    }
+
+    /// The engine refused because of a conflict (HTTP 409: name in use, container running).
+    pub fn is_conflict(&self) -> bool {
+        self.status_code() == Some(409)
+    }
+
+    /// The engine itself could not be reached.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, Self::Unreachable { .. } | Self::Connect { .. })
+    }
+}

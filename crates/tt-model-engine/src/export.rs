@@ -1,0 +1,356 @@
+//! Export an image as an OCI image layout (`oci-layout`, `index.json`, `blobs/sha256/…`).
+//!
+//! dockerd 20.10 only saves docker-archives (`manifest.json`, `<id>.json`, `<dir>/layer.tar`);
+//! OCI-layout output arrived in Docker 25. So we stream the archive to disk, then rewrite it:
+//! every layer tar and the config become content-addressed blobs unchanged (their digests are
+//! the image's diff ids and image id), and we write the OCI manifest and index ourselves.
+//! The result is deterministic for a given image.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use futures_util::StreamExt;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncWriteExt;
+
+use crate::client::Client;
+use crate::error::EngineError;
+
+/// OCI media types we write.
+pub const MEDIA_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+pub const MEDIA_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub const MEDIA_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+pub const MEDIA_LAYER: &str = "application/vnd.oci.image.layer.v1.tar";
+/// The annotation naming the image inside the layout.
+pub const REF_NAME_ANNOTATION: &str = "org.opencontainers.image.ref.name";
+
+/// What an export wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OciExport {
+    /// `sha256:…` of the OCI manifest.
+    pub manifest_digest: String,
+    /// `sha256:…` of the image config (equals the engine's image id on the classic store).
+    pub config_digest: String,
+    /// Layer digests, base first.
+    pub layers: Vec<String>,
+    /// Total bytes of all blobs.
+    pub bytes: u64,
+}
+
+impl Client {
+    /// Saves `reference` and writes it as an OCI layout at `dest`, which must not exist or be
+    /// empty. `ref_name` becomes the index's `org.opencontainers.image.ref.name`.
+    pub async fn export_oci_layout(
+        &self,
+        reference: &str,
+        dest: &Path,
+        ref_name: &str,
+    ) -> Result<OciExport, EngineError> {
+        let write_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| EngineError::Write { path, source }
+        };
+        if dest.exists() && fs::read_dir(dest).map_err(write_err(dest))?.next().is_some() {
+            return Err(EngineError::Write {
+                path: dest.to_path_buf(),
+                source: std::io::Error::new(
+                    std::io::ErrorKind::AlreadyExists,
+                    "the destination is not empty",
+                ),
+            });
+        }
+        fs::create_dir_all(dest).map_err(write_err(dest))?;
+        let archive = dest.join(".docker-save.tar");
+        let mut file = tokio::fs::File::create(&archive)
+            .await
+            .map_err(write_err(&archive))?;
+        let mut stream = self.docker().export_image(reference);
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|source| EngineError::Export {
+                reference: reference.to_string(),
+                source,
+            })?;
+            file.write_all(&chunk).await.map_err(write_err(&archive))?;
+        }
+        file.flush().await.map_err(write_err(&archive))?;
+        drop(file);
+        let (dest_owned, ref_name, reference_owned) =
+            (dest.to_path_buf(), ref_name.to_string(), reference.to_string());
+        let result = tokio::task::spawn_blocking(move || {
+            let out = docker_archive_to_oci(&archive, &dest_owned, &ref_name, &reference_owned);
+            let _ = fs::remove_file(&archive);
+            out
+        })
+        .await
+        .map_err(|e| EngineError::BadArchive {
+            reference: reference.to_string(),
+            detail: format!("the conversion task failed: {e}"),
+        })?;
+        if result.is_err() {
+            let _ = fs::remove_dir_all(dest);
+        }
+        result
+    }
+}
+
+/// One regular file of the archive, stored as a blob.
+#[derive(Debug, Clone)]
+struct Stored {
+    digest: String,
+    size: u64,
+}
+
+/// Rewrites a docker-archive tar at `archive` into an OCI layout at `dest`.
+pub fn docker_archive_to_oci(
+    archive: &Path,
+    dest: &Path,
+    ref_name: &str,
+    reference: &str,
+) -> Result<OciExport, EngineError> {
+    let bad = |detail: String| EngineError::BadArchive {
+        reference: reference.to_string(),
+        detail,
+    };
+    let io = |path: PathBuf| move |source| EngineError::Write { path, source };
+    let blobs = dest.join("blobs").join("sha256");
+    fs::create_dir_all(&blobs).map_err(io(blobs.clone()))?;
+
+    let file = fs::File::open(archive).map_err(io(archive.to_path_buf()))?;
+    let mut tar = tar::Archive::new(file);
+    let mut stored: BTreeMap<String, Stored> = BTreeMap::new();
+    let mut links: BTreeMap<String, String> = BTreeMap::new();
+    let mut small: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let entries = tar.entries().map_err(io(archive.to_path_buf()))?;
+    for (index, entry) in entries.enumerate() {
+        let mut entry = entry.map_err(io(archive.to_path_buf()))?;
+        let name = entry
+            .path()
+            .map_err(io(archive.to_path_buf()))?
+            .to_string_lossy()
+            .trim_start_matches("./")
+            .to_string();
+        let kind = entry.header().entry_type();
+        if kind.is_symlink() {
+            let target = entry
+                .link_name()
+                .map_err(io(archive.to_path_buf()))?
+                .ok_or_else(|| bad(format!("symlink `{name}` has no target")))?;
+            let base = Path::new(&name).parent().unwrap_or(Path::new(""));
+            links.insert(name, normalize(&base.join(target)));
+            continue;
+        }
+        if !kind.is_file() {
+            continue;
+        }
+        let tmp = blobs.join(format!(".incoming-{index}"));
+        let mut out = fs::File::create(&tmp).map_err(io(tmp.clone()))?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        let mut size = 0u64;
+        let keep_small = name.ends_with(".json") || name == "repositories";
+        let mut kept = Vec::new();
+        loop {
+            let n = entry.read(&mut buf).map_err(io(archive.to_path_buf()))?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            out.write_all(&buf[..n]).map_err(io(tmp.clone()))?;
+            if keep_small {
+                kept.extend_from_slice(&buf[..n]);
+            }
+            size += n as u64;
+        }
+        drop(out);
+        let hex = hex::encode(hasher.finalize());
+        let final_path = blobs.join(&hex);
+        if final_path.exists() {
+            fs::remove_file(&tmp).map_err(io(tmp.clone()))?;
+        } else {
+            fs::rename(&tmp, &final_path).map_err(io(final_path.clone()))?;
+        }
+        if keep_small {
+            small.insert(name.clone(), kept);
+        }
+        stored.insert(
+            name,
+            Stored {
+                digest: format!("sha256:{hex}"),
+                size,
+            },
+        );
+    }
+
+    let manifest_bytes = small
+        .get("manifest.json")
+        .ok_or_else(|| bad("no manifest.json in the saved archive".into()))?;
+    let manifest: serde_json::Value = serde_json::from_slice(manifest_bytes)
+        .map_err(|e| bad(format!("manifest.json is not JSON: {e}")))?;
+    let first = manifest
+        .as_array()
+        .and_then(|a| a.first())
+        .ok_or_else(|| bad("manifest.json lists no image".into()))?;
+    let lookup = |name: &str| -> Result<Stored, EngineError> {
+        let resolved = links.get(name).map(String::as_str).unwrap_or(name);
+        stored
+            .get(resolved)
+            .cloned()
+            .ok_or_else(|| bad(format!("the archive lacks `{name}`")))
+    };
+    let config_name = first["Config"]
+        .as_str()
+        .ok_or_else(|| bad("manifest.json has no Config".into()))?;
+    let config = lookup(config_name)?;
+    let mut layers = Vec::new();
+    for layer in first["Layers"].as_array().into_iter().flatten() {
+        let name = layer
+            .as_str()
+            .ok_or_else(|| bad("a layer entry is not a string".into()))?;
+        layers.push(lookup(name)?);
+    }
+
+    // Drop the blobs of archive metadata (manifest.json, repositories, legacy json files).
+    let mut keep: Vec<&str> = layers.iter().map(|l| l.digest.as_str()).collect();
+    keep.push(&config.digest);
+    for s in stored.values() {
+        if !keep.contains(&s.digest.as_str()) {
+            let path = blobs.join(s.digest.trim_start_matches("sha256:"));
+            let _ = fs::remove_file(path);
+        }
+    }
+
+    let oci_manifest = json!({
+        "schemaVersion": 2,
+        "mediaType": MEDIA_MANIFEST,
+        "config": {"mediaType": MEDIA_CONFIG, "digest": config.digest, "size": config.size},
+        "layers": layers.iter().map(|l| json!({
+            "mediaType": MEDIA_LAYER, "digest": l.digest, "size": l.size
+        })).collect::<Vec<_>>(),
+    });
+    let manifest_blob = serde_json::to_vec(&oci_manifest).expect("JSON values serialize");
+    let manifest_hex = hex::encode(Sha256::digest(&manifest_blob));
+    let path = blobs.join(&manifest_hex);
+    fs::write(&path, &manifest_blob).map_err(io(path))?;
+    let index = json!({
+        "schemaVersion": 2,
+        "mediaType": MEDIA_INDEX,
+        "manifests": [{
+            "mediaType": MEDIA_MANIFEST,
+            "digest": format!("sha256:{manifest_hex}"),
+            "size": manifest_blob.len(),
+            "annotations": {REF_NAME_ANNOTATION: ref_name},
+        }],
+    });
+    let path = dest.join("index.json");
+    fs::write(
+        &path,
+        serde_json::to_vec_pretty(&index).expect("JSON values serialize"),
+    )
+    .map_err(io(path))?;
+    let path = dest.join("oci-layout");
+    fs::write(&path, br#"{"imageLayoutVersion":"1.0.0"}"#).map_err(io(path))?;
+
+    let mut bytes = config.size + manifest_blob.len() as u64;
+    let mut seen = Vec::new();
+    for l in &layers {
+        if !seen.contains(&&l.digest) {
+            bytes += l.size;
+            seen.push(&l.digest);
+        }
+    }
+    Ok(OciExport {
+        manifest_digest: format!("sha256:{manifest_hex}"),
+        config_digest: config.digest,
+        layers: layers.into_iter().map(|l| l.digest).collect(),
+        bytes,
+    })
+}
+
+/// Resolves `.`/`..` in an archive-internal path without touching the filesystem.
+fn normalize(path: &Path) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    for comp in path.components() {
+        match comp {
+            std::path::Component::ParentDir => {
+                parts.pop();
+            }
+            std::path::Component::Normal(p) => parts.push(p.to_string_lossy().into_owned()),
+            _ => {}
+        }
+    }
+    parts.join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(builder: &mut tar::Builder<Vec<u8>>, name: &str, data: &[u8]) {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, name, data).unwrap();
+    }
+
+    #[test]
+    fn converts_a_docker_archive_with_a_symlinked_layer() {
+        let dir = tempfile::tempdir().unwrap();
+        let layer = b"layer-bytes".to_vec();
+        let config = br#"{"rootfs":{"type":"layers"}}"#.to_vec();
+        let config_hex = hex::encode(Sha256::digest(&config));
+        let mut builder = tar::Builder::new(Vec::new());
+        add(&mut builder, "aaa/layer.tar", &layer);
+        let mut header = tar::Header::new_gnu();
+        header.set_entry_type(tar::EntryType::Symlink);
+        header.set_size(0);
+        header.set_cksum();
+        builder
+            .append_link(&mut header, "bbb/layer.tar", "../aaa/layer.tar")
+            .unwrap();
+        add(&mut builder, &format!("{config_hex}.json"), &config);
+        let manifest = format!(
+            r#"[{{"Config":"{config_hex}.json","RepoTags":["x:y"],"Layers":["aaa/layer.tar","bbb/layer.tar"]}}]"#
+        );
+        add(&mut builder, "manifest.json", manifest.as_bytes());
+        let archive = dir.path().join("save.tar");
+        fs::write(&archive, builder.into_inner().unwrap()).unwrap();
+
+        let dest = dir.path().join("oci");
+        let out = docker_archive_to_oci(&archive, &dest, "x:y", "x:y").unwrap();
+        assert_eq!(out.config_digest, format!("sha256:{config_hex}"));
+        let layer_digest = format!("sha256:{}", hex::encode(Sha256::digest(&layer)));
+        assert_eq!(out.layers, vec![layer_digest.clone(), layer_digest]);
+        let index: serde_json::Value =
+            serde_json::from_slice(&fs::read(dest.join("index.json")).unwrap()).unwrap();
+        assert_eq!(index["manifests"][0]["digest"], out.manifest_digest.as_str());
+        assert_eq!(
+            index["manifests"][0]["annotations"][REF_NAME_ANNOTATION],
+            "x:y"
+        );
+        // Exactly config + layer + manifest remain; archive metadata was dropped.
+        let blobs: Vec<_> = fs::read_dir(dest.join("blobs/sha256")).unwrap().collect();
+        assert_eq!(blobs.len(), 3);
+        assert!(dest.join("oci-layout").exists());
+        // Every blob's name is its digest.
+        for blob in blobs {
+            let path = blob.unwrap().path();
+            let hex = hex::encode(Sha256::digest(fs::read(&path).unwrap()));
+            assert_eq!(path.file_name().unwrap().to_str().unwrap(), hex);
+        }
+    }
+
+    #[test]
+    fn an_archive_without_manifest_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut builder = tar::Builder::new(Vec::new());
+        add(&mut builder, "x/layer.tar", b"x");
+        let archive = dir.path().join("save.tar");
+        fs::write(&archive, builder.into_inner().unwrap()).unwrap();
+        let err = docker_archive_to_oci(&archive, &dir.path().join("o"), "r", "r").unwrap_err();
+        assert!(err.to_string().contains("manifest.json"), "{err}");
+    }
+}

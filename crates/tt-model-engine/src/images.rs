@@ -1,0 +1,175 @@
+//! Image facts, tags and removal, plus `import` of a root filesystem tar (`docker import`).
+
+use std::collections::BTreeMap;
+
+use bollard::query_parameters::{CreateImageOptions, RemoveImageOptions, TagImageOptions};
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+
+use crate::client::Client;
+use crate::error::EngineError;
+
+/// What we read back about an image.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ImageFacts {
+    /// The image id, `sha256:<64 hex>`.
+    pub id: String,
+    /// Tags pointing at it.
+    pub repo_tags: Vec<String>,
+    /// Registry digests (`repo@sha256:…`), empty for local-only images.
+    pub repo_digests: Vec<String>,
+    /// Image labels.
+    pub labels: BTreeMap<String, String>,
+    /// The default user (`tt`, `1000`, or empty for root).
+    pub user: String,
+    /// The image's environment, `K=V`.
+    pub env: Vec<String>,
+    /// Size in bytes.
+    pub size: i64,
+}
+
+impl ImageFacts {
+    /// The first 12 hex digits of the id, as used in our tags.
+    pub fn short_id(&self) -> &str {
+        let hex = self.id.strip_prefix("sha256:").unwrap_or(&self.id);
+        &hex[..hex.len().min(12)]
+    }
+
+    /// The best pinned reference for provenance: a registry digest if the image has one,
+    /// else the local image id.
+    pub fn pinned_ref(&self) -> String {
+        self.repo_digests
+            .first()
+            .cloned()
+            .unwrap_or_else(|| self.id.clone())
+    }
+}
+
+impl Client {
+    /// Inspects an image; `Ok(None)` when it does not exist.
+    pub async fn image(&self, reference: &str) -> Result<Option<ImageFacts>, EngineError> {
+        match self.docker().inspect_image(reference).await {
+            Ok(inspect) => {
+                let config = inspect.config.unwrap_or_default();
+                Ok(Some(ImageFacts {
+                    id: inspect.id.unwrap_or_default(),
+                    repo_tags: inspect.repo_tags.unwrap_or_default(),
+                    repo_digests: inspect.repo_digests.unwrap_or_default(),
+                    labels: config.labels.unwrap_or_default().into_iter().collect(),
+                    user: config.user.unwrap_or_default(),
+                    env: config.env.unwrap_or_default(),
+                    size: inspect.size.unwrap_or_default(),
+                }))
+            }
+            Err(source) => {
+                let err = EngineError::InspectImage {
+                    reference: reference.to_string(),
+                    source,
+                };
+                if err.is_not_found() {
+                    Ok(None)
+                } else {
+                    Err(err)
+                }
+            }
+        }
+    }
+
+    /// Tags `image` (an id or reference) as `repo:tag`.
+    pub async fn tag_image(&self, image: &str, repo: &str, tag: &str) -> Result<(), EngineError> {
+        let options = TagImageOptions {
+            repo: Some(repo.to_string()),
+            tag: Some(tag.to_string()),
+        };
+        self.docker()
+            .tag_image(image, Some(options))
+            .await
+            .map_err(|source| EngineError::Tag {
+                image: image.to_string(),
+                tag: format!("{repo}:{tag}"),
+                source,
+            })
+    }
+
+    /// Removes a tag or image. A missing image is not an error. Never forces, so an image a
+    /// container still uses stays.
+    pub async fn remove_image(&self, reference: &str) -> Result<(), EngineError> {
+        let options = RemoveImageOptions {
+            force: false,
+            noprune: false,
+            ..Default::default()
+        };
+        match self
+            .docker()
+            .remove_image(reference, Some(options), None)
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(source) => {
+                let err = EngineError::RemoveImage {
+                    reference: reference.to_string(),
+                    source,
+                };
+                if err.is_not_found() { Ok(()) } else { Err(err) }
+            }
+        }
+    }
+
+    /// Imports a root filesystem tar as `repo:tag` (`docker import`), applying Dockerfile
+    /// `changes` such as `CMD ["/bin/sh"]`; returns the new image id.
+    pub async fn import_rootfs<S>(
+        &self,
+        rootfs: S,
+        repo: &str,
+        tag: &str,
+        changes: &[String],
+    ) -> Result<String, EngineError>
+    where
+        S: Stream<Item = Result<Bytes, std::io::Error>> + Send + 'static,
+    {
+        let reference = format!("{repo}:{tag}");
+        let options = CreateImageOptions {
+            from_src: Some("-".to_string()),
+            repo: Some(repo.to_string()),
+            tag: Some(tag.to_string()),
+            changes: changes.to_vec(),
+            ..Default::default()
+        };
+        let mut stream =
+            self.docker()
+                .create_image(Some(options), Some(bollard::body_try_stream(rootfs)), None);
+        while let Some(item) = stream.next().await {
+            item.map_err(|source| EngineError::Import {
+                reference: reference.clone(),
+                source,
+            })?;
+        }
+        let facts = self.image(&reference).await?;
+        facts
+            .map(|f| f.id)
+            .ok_or_else(|| EngineError::BadArchive {
+                reference,
+                detail: "the import finished but the image is not there".into(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_id_and_pinned_ref() {
+        let facts = ImageFacts {
+            id: "sha256:0123456789abcdef0123".into(),
+            ..Default::default()
+        };
+        assert_eq!(facts.short_id(), "0123456789ab");
+        assert_eq!(facts.pinned_ref(), "sha256:0123456789abcdef0123");
+        let pushed = ImageFacts {
+            repo_digests: vec!["r/x@sha256:aa".into()],
+            ..facts
+        };
+        assert_eq!(pushed.pinned_ref(), "r/x@sha256:aa");
+    }
+}

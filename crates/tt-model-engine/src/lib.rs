@@ -1,0 +1,27 @@
+//! tt-model-engine: the only crate that talks to the container engine (through bollard).
+//!
+//! Nothing here exposes bollard types: callers get our own [`Client`], [`EngineError`],
+//! build events and image facts, so the engine library can change without touching the
+//! packaging or CLI crates.
+//!
+//! Module ownership while the crate is being built: `client`, `error`, `build`, `images`,
+//! `export`, `oneshot` (packaging); `run`, `containers`, `logs`, `devices` (serving) are added beside them.
+
+pub mod build;
+pub mod client;
+pub mod error;
+pub mod export;
+pub mod images;
+pub mod oneshot;
+// serving
+pub mod bootlog;
+pub mod containers;
+pub mod devices;
+pub mod diagnose;
+pub mod labels;
+pub mod logs;
+pub mod run_spec;
+pub mod wait;
+
+pub use client::Client;
+pub use error::EngineError;

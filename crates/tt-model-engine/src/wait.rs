@@ -1,0 +1,169 @@
+//! Readiness: the kind's ready line in the log AND an HTTP probe of the health endpoint
+//! (two signals, because a log substring alone broke twice in the Python original), with a
+//! deadline, the boot checklist fed from the log, and cancellation (Ctrl-C detaches).
+
+use std::future::Future;
+use std::time::{Duration, Instant};
+
+use futures_util::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::bootlog::{BootEvent, BootTracker};
+use crate::client::Client;
+use crate::diagnose::Evidence;
+use crate::error::EngineError;
+use crate::logs::{self, LogLine};
+
+/// The default readiness deadline (the original's 4 h detected hung boots far too late).
+pub const DEFAULT_READY_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// What "ready" means for this container.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadySpec {
+    /// The kind's ready substring; `None` when the kind has none (HTTP alone decides).
+    pub ready_line: Option<String>,
+    /// `host:port` of the server as seen from the host.
+    pub http_addr: String,
+    pub health_path: String,
+    pub timeout: Duration,
+    /// How often the HTTP probe and the container state are checked.
+    pub poll: Duration,
+}
+
+/// Progress of the wait, for the checklist renderer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WaitEvent {
+    Line(LogLine),
+    Boot(BootEvent),
+    /// The ready line was seen.
+    LogReady,
+    /// The health endpoint answered 2xx.
+    HttpReady,
+}
+
+/// How the wait ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WaitOutcome {
+    Ready { elapsed: Duration, log_ready: Option<Duration>, http_ready: Duration },
+    /// The container stopped before it was ready.
+    Exited { elapsed: Duration, evidence: Evidence },
+    /// Still running at the deadline.
+    TimedOut { elapsed: Duration, evidence: Evidence },
+    /// The caller cancelled (Ctrl-C): the container keeps running.
+    Detached { elapsed: Duration },
+}
+
+/// One HTTP/1.1 GET with a short timeout; true on a 2xx status.
+pub async fn probe_http(addr: &str, path: &str, timeout: Duration) -> bool {
+    let attempt = async {
+        let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
+        let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: tt-model\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).await.ok()?;
+        let mut buf = vec![0u8; 64];
+        let mut n = 0;
+        while n < 12 {
+            let r = s.read(&mut buf[n..]).await.ok()?;
+            if r == 0 {
+                break;
+            }
+            n += r;
+        }
+        let head = String::from_utf8_lossy(&buf[..n]).to_string();
+        let code: u16 = head.split_whitespace().nth(1)?.parse().ok()?;
+        Some((200..300).contains(&code))
+    };
+    matches!(tokio::time::timeout(timeout, attempt).await, Ok(Some(true)))
+}
+
+fn evidence(t: &BootTracker, exited: bool, exit_code: Option<i64>) -> Evidence {
+    Evidence { tail: t.tail.iter().cloned().collect(), causes: t.causes.clone(), exited, exit_code }
+}
+
+/// Wait for `name` to become ready by both signals. `cancel` resolving detaches.
+pub async fn wait_ready(
+    client: &Client,
+    name: &str,
+    spec: &ReadySpec,
+    tracker: &mut BootTracker,
+    mut on_event: impl FnMut(&WaitEvent),
+    cancel: impl Future<Output = ()>,
+) -> Result<WaitOutcome, EngineError> {
+    let start = Instant::now();
+    let deadline = tokio::time::Instant::now() + spec.timeout;
+    let mut log = Box::pin(logs::lines(client, name, true, None));
+    let mut log_open = true;
+    let mut log_ready: Option<Duration> = None;
+    let mut tick = tokio::time::interval(spec.poll);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tokio::pin!(cancel);
+    loop {
+        tokio::select! {
+            _ = &mut cancel => return Ok(WaitOutcome::Detached { elapsed: start.elapsed() }),
+            _ = tokio::time::sleep_until(deadline) => {
+                return Ok(WaitOutcome::TimedOut { elapsed: start.elapsed(), evidence: evidence(tracker, false, None) });
+            }
+            item = log.next(), if log_open => match item {
+                Some(Ok(line)) => {
+                    for e in tracker.feed(&line.text) {
+                        on_event(&WaitEvent::Boot(e));
+                    }
+                    if log_ready.is_none()
+                        && spec.ready_line.as_deref().is_some_and(|r| line.text.contains(r))
+                    {
+                        log_ready = Some(start.elapsed());
+                        on_event(&WaitEvent::LogReady);
+                    }
+                    on_event(&WaitEvent::Line(line));
+                }
+                Some(Err(e)) => return Err(e),
+                None => log_open = false,
+            },
+            _ = tick.tick() => {
+                let log_ok = spec.ready_line.is_none() || log_ready.is_some();
+                if log_ok && probe_http(&spec.http_addr, &spec.health_path, Duration::from_secs(2)).await {
+                    on_event(&WaitEvent::HttpReady);
+                    return Ok(WaitOutcome::Ready { elapsed: start.elapsed(), log_ready, http_ready: start.elapsed() });
+                }
+                let info = client.container(name).await?;
+                let running = info.as_ref().is_some_and(|i| i.running);
+                if !running {
+                    // Drain what the log still holds so the evidence is complete.
+                    if log_open {
+                        while let Ok(Some(Ok(line))) = tokio::time::timeout(Duration::from_secs(2), log.next()).await {
+                            for e in tracker.feed(&line.text) {
+                                on_event(&WaitEvent::Boot(e));
+                            }
+                            on_event(&WaitEvent::Line(line));
+                        }
+                    }
+                    let code = info.and_then(|i| i.exit_code);
+                    return Ok(WaitOutcome::Exited { elapsed: start.elapsed(), evidence: evidence(tracker, true, code) });
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn http_probe_reads_the_status_line() {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let server = tokio::spawn(async move {
+            for status in ["200 OK", "503 Service Unavailable"] {
+                let (mut s, _) = l.accept().await.unwrap();
+                let mut b = [0u8; 512];
+                let _ = s.read(&mut b).await.unwrap();
+                assert!(String::from_utf8_lossy(&b).starts_with("GET /health HTTP/1.1\r\n"));
+                s.write_all(format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n").as_bytes()).await.unwrap();
+            }
+        });
+        assert!(probe_http(&addr, "/health", Duration::from_secs(2)).await);
+        assert!(!probe_http(&addr, "/health", Duration::from_secs(2)).await);
+        server.await.unwrap();
+        assert!(!probe_http(&addr, "/health", Duration::from_millis(300)).await, "closed port");
+    }
+}

@@ -1,0 +1,166 @@
+//! `tt-model-manifest`: the `tt-model.yaml` authoring manifest (schema 5.1), its checks, its
+//! JSON Schema and the published wire manifest (`tt_kernel_manifest.json`).
+//!
+//! A minimal manifest:
+//!
+//! ```yaml
+//! schema: "5.1"
+//! repo: acme/tiny-llm-p150
+//! name: tiny-llm-p150
+//! weights: {repo: acme/tiny-llm, revision: 0123456789abcdef0123456789abcdef01234567}
+//! arch: blackhole
+//! source: {tt_metal: ../tt-metal, code: [models/tiny], ubuntu: "22.04", python: "3.12"}
+//! runtime: {vllm: {version: "0.10.1"}, plugin: {path: ../vllm-tt-plugin}}
+//! serve: {hardware: p150, mesh_device: P150, max_num_seqs: 32, block_size: 64}
+//! ```
+//!
+//! [`check_str`] returns every finding (errors and warnings, each located); [`load_path`] is
+//! the "give me a valid manifest or an error" entry point the other crates use.
+//!
+//! ```
+//! let src = "schema: '5.1'\nrepo: acme/x\nname: x\nweights: acme/w\narch: blackhole\nsource: {tt_metal: t, code: [m], ubuntu: '22.04', python: '3.12'}\nkind: tt-dit-server\nruntime: {app: 'm.app:app'}\nserve: {hardware: p150, mesh_devcie: P150}\n";
+//! let report = tt_model_manifest::check_str(src, &Default::default());
+//! assert!(report.manifest.is_none());
+//! assert_eq!(report.diagnostics[0].code, "unknown-key");
+//! assert_eq!(report.diagnostics[0].label.as_deref(), Some("did you mean `mesh_device`?"));
+//! ```
+
+pub mod decode;
+pub mod diagnostic;
+pub mod node;
+mod parse;
+pub mod profile;
+pub mod schema;
+pub mod types;
+pub mod validate;
+pub mod wire;
+
+use std::path::{Path, PathBuf};
+
+pub use diagnostic::{Diagnostic, Severity};
+pub use node::{Node, Pos};
+pub use parse::MAX_MANIFEST_BYTES;
+pub use types::*;
+pub use wire::{Built, ImageRef, Producer, WireError, WireManifest};
+
+/// How to check a manifest.
+#[derive(Debug, Clone, Default)]
+pub struct CheckOptions {
+    /// Also check the file system from this directory: every `source.code` / `extra_code`
+    /// path exists and `runtime.app`'s package is shipped (`--check-sources`).
+    pub sources_base: Option<PathBuf>,
+}
+
+/// Everything known about one manifest text.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The decoded manifest, when there is no error.
+    pub manifest: Option<Manifest>,
+    /// Every finding, errors first, each in document order.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Report {
+    /// Whether any finding is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics.iter().any(Diagnostic::is_error)
+    }
+
+    /// The number of errors and of warnings.
+    pub fn counts(&self) -> (usize, usize) {
+        let errors = self.diagnostics.iter().filter(|d| d.is_error()).count();
+        (errors, self.diagnostics.len() - errors)
+    }
+}
+
+/// Checks manifest bytes (UTF-8 required).
+pub fn check_bytes(bytes: &[u8], options: &CheckOptions) -> Report {
+    match std::str::from_utf8(bytes) {
+        Ok(src) => check_str(src, options),
+        Err(err) => Report {
+            manifest: None,
+            diagnostics: vec![parse::utf8_error(bytes, &err)],
+        },
+    }
+}
+
+/// Checks manifest text: parse, decode, semantic rules and warnings.
+pub fn check_str(src: &str, options: &CheckOptions) -> Report {
+    let root = match parse::parse(src) {
+        Ok(root) => root,
+        Err(d) => {
+            return Report {
+                manifest: None,
+                diagnostics: vec![d],
+            };
+        }
+    };
+    let mut cx = decode::Cx::new(src);
+    let decoded = <Manifest as decode::FromNode>::from_node(&root, "", &mut cx);
+    let mut diagnostics = cx.diags;
+    if let Some(manifest) = &decoded {
+        diagnostics.extend(validate::validate(manifest, &root, src, options.sources_base.as_deref()));
+    }
+    diagnostics.sort_by_key(|d| (d.severity, d.pos.line, d.pos.col));
+    let has_errors = diagnostics.iter().any(Diagnostic::is_error);
+    Report {
+        manifest: decoded.filter(|_| !has_errors),
+        diagnostics,
+    }
+}
+
+/// Why a manifest could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// The file could not be read.
+    #[error("cannot read manifest `{}`", path.display())]
+    Read {
+        /// The manifest path.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The manifest has errors; each is located.
+    #[error("{}", render_invalid(path, diagnostics))]
+    Invalid {
+        /// The manifest path.
+        path: PathBuf,
+        /// The manifest text (for rendering snippets).
+        source_text: String,
+        /// Every finding (errors and warnings).
+        diagnostics: Vec<Diagnostic>,
+    },
+}
+
+fn render_invalid(path: &Path, diagnostics: &[Diagnostic]) -> String {
+    let errors: Vec<&Diagnostic> = diagnostics.iter().filter(|d| d.is_error()).collect();
+    let mut out = format!(
+        "`{}` has {} error{}",
+        path.display(),
+        errors.len(),
+        if errors.len() == 1 { "" } else { "s" }
+    );
+    for d in errors {
+        out.push_str("\n  ");
+        out.push_str(&d.one_line(&path.display().to_string()));
+    }
+    out
+}
+
+/// Reads and checks a manifest file: the manifest and its warnings, or every error.
+pub fn load_path(path: &Path, options: &CheckOptions) -> Result<(Manifest, Vec<Diagnostic>), ManifestError> {
+    let bytes = std::fs::read(path).map_err(|source| ManifestError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let report = check_bytes(&bytes, options);
+    match report.manifest {
+        Some(manifest) => Ok((manifest, report.diagnostics)),
+        None => Err(ManifestError::Invalid {
+            path: path.to_owned(),
+            source_text: String::from_utf8_lossy(&bytes).into_owned(),
+            diagnostics: report.diagnostics,
+        }),
+    }
+}

@@ -1,0 +1,53 @@
+//! `verify`: build-time assertions run inside the finished image (no device, no weights).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::decode::{Cx, Fields, FromNode};
+use crate::node::{Node, Value};
+
+/// One check: a Python statement (run with the image's venv `python -c`) or, for images without
+/// Python, `{sh: "shell command"}` (run with `sh -c`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum VerifyStep {
+    /// A Python statement.
+    Python(String),
+    /// A shell command.
+    Shell(ShellStep),
+}
+
+/// `{sh: "…"}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ShellStep {
+    /// The command, run with `sh -c` inside the image.
+    pub sh: String,
+}
+
+impl VerifyStep {
+    /// The statement or command text.
+    pub fn text(&self) -> &str {
+        match self {
+            VerifyStep::Python(s) => s,
+            VerifyStep::Shell(s) => &s.sh,
+        }
+    }
+}
+
+impl FromNode for VerifyStep {
+    fn from_node(node: &Node, path: &str, cx: &mut Cx<'_>) -> Option<Self> {
+        match &node.value {
+            Value::Map(_) => {
+                let f = Fields::new(node, path, &["sh"], cx)?;
+                let sh = f.req("sh", cx)?;
+                Some(VerifyStep::Shell(ShellStep { sh }))
+            }
+            Value::Str(_) => String::from_node(node, path, cx).map(VerifyStep::Python),
+            _ => {
+                cx.wrong_type(node, path, "a Python statement (string) or {sh: \"command\"}");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! The model card (`README.md`): Hugging Face frontmatter, then the sections in the original's
+//! order, then a provenance table. Pure: rendered from the spec and the `built` facts.
+
+use minijinja::{Environment, context};
+
+use crate::error::PackageError;
+use crate::spec::{CardSpec, PackageSpec};
+
+const CARD_TEMPLATE: &str = include_str!("../../../templates/card.md.j2");
+
+/// Facts known only after the build.
+#[derive(Debug, Clone, Default)]
+pub struct CardFacts {
+    pub tool_version: String,
+    pub created_at: String,
+    pub code_sha256: String,
+    pub metal_sha: Option<String>,
+    pub metal_remote: Option<String>,
+    pub metal_dirty: bool,
+}
+
+/// A YAML scalar: bare when unambiguous, else a double-quoted (JSON-compatible) string.
+fn yaml_scalar(s: String) -> String {
+    let flat = s.replace(['\n', '\r'], " ");
+    let bare = !flat.is_empty()
+        && flat.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'))
+        && !flat.starts_with(['-', '.'])
+        && !matches!(flat.as_str(), "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "~")
+        && flat.parse::<f64>().is_err();
+    if bare { flat } else { serde_json::to_string(&flat).expect("strings serialize") }
+}
+
+/// A markdown table cell: no pipes or newlines may break the row.
+fn cell(value: minijinja::Value) -> String {
+    if value.is_none() || value.is_undefined() {
+        return "—".into();
+    }
+    value.to_string().replace('|', "\\|").replace(['\n', '\r'], " ")
+}
+
+/// A public commit link for an https or ssh remote, else `None`.
+pub fn commit_link(remote: &str, sha: &str) -> Option<String> {
+    let base = if let Some(rest) = remote.strip_prefix("git@") {
+        let (host, path) = rest.split_once(':')?;
+        format!("https://{host}/{path}")
+    } else if remote.starts_with("https://") {
+        remote.to_string()
+    } else {
+        return None;
+    };
+    Some(format!("{}/commit/{sha}", base.trim_end_matches(".git")))
+}
+
+/// Renders the card.
+pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, PackageError> {
+    let card = spec.card.clone().unwrap_or_default();
+    let mut env = Environment::new();
+    env.set_keep_trailing_newline(true);
+    env.add_filter("yaml", yaml_scalar);
+    env.add_filter("cell", cell);
+    env.add_template("card", CARD_TEMPLATE).map_err(|e| PackageError::Template {
+        name: "card.md".into(),
+        detail: format!("{e:#}"),
+    })?;
+    let mut tags = card.tags.clone();
+    tags.extend(["tenstorrent".to_string(), spec.arch.clone(), spec.kind.as_str().to_string()]);
+    tags.sort();
+    tags.dedup();
+    let base_model = if card.base_model.is_empty() { vec![spec.weights.clone()] } else { card.base_model.clone() };
+    let pipeline_tag = card
+        .pipeline_tag
+        .clone()
+        .or_else(|| spec.kind.default_pipeline_tag().map(String::from));
+    let s = &spec.serve;
+    let hardware_sentence = if spec.profiles.len() > 1 {
+        let boards: Vec<String> = spec
+            .profiles
+            .iter()
+            .filter_map(|p| p.hardware.clone())
+            .map(|h| format!("**{h}**"))
+            .collect();
+        format!("Runs on {} — see the serve profiles below.", boards.join(" or "))
+    } else {
+        let mut text = match (&s.hardware, &s.mesh_device) {
+            (Some(h), Some(m)) => format!("Runs on **{h}** (mesh `{m}`)"),
+            (Some(h), None) => format!("Runs on **{h}**"),
+            _ => "Runs on a Tenstorrent device".to_string(),
+        };
+        let mut extras = Vec::new();
+        if let Some(n) = s.max_model_len {
+            extras.push(format!("{}-token context", thousands(n)));
+        }
+        if let Some(n) = s.max_num_seqs {
+            extras.push(format!("up to {n} concurrent sequences"));
+        }
+        if !extras.is_empty() {
+            text.push_str(" — ");
+            text.push_str(&extras.join(", "));
+        }
+        text.push('.');
+        text
+    };
+    let mut glance: Vec<(String, String)> = vec![("Architecture".into(), spec.arch.clone())];
+    if let Some(h) = &s.hardware {
+        glance.push(("Hardware".into(), h.clone()));
+    }
+    if let Some(n) = spec.profiles.iter().filter_map(|p| p.max_model_len).max().or(s.max_model_len) {
+        glance.push(("Context".into(), format!("{} tokens", thousands(n))));
+    }
+    if let Some(l) = card.license_name.clone().or(card.license_id.clone()) {
+        glance.push(("License".into(), l));
+    }
+    if let Some(st) = &card.status {
+        glance.push(("Status".into(), st.clone()));
+    }
+    let metal_provenance = match (&facts.metal_sha, &facts.metal_remote) {
+        (Some(sha), Some(remote)) => match commit_link(remote, sha) {
+            Some(link) => link,
+            None => format!("a local checkout — commit {sha} not published"),
+        },
+        (Some(sha), None) => format!("a local checkout — commit {sha} not published"),
+        _ => "a local tree without git metadata".to_string(),
+    } + if facts.metal_dirty { " (dirty tree — uncommitted changes were packaged)" } else { "" };
+    let hex = facts.code_sha256.trim_start_matches("sha256:");
+    let ctx = context! {
+        name => spec.name,
+        repo => spec.repo,
+        weights => spec.weights,
+        tool_version => facts.tool_version,
+        created_at => facts.created_at,
+        tags => tags,
+        license_id => card.license_id,
+        license_name => card.license_name.as_deref().map(slug),
+        license_link => card.license_link,
+        pipeline_tag => pipeline_tag,
+        base_model => base_model,
+        card => clean(&card),
+        hardware_sentence => hardware_sentence,
+        glance => glance,
+        profiles => spec.profiles,
+        openai => spec.kind.openai_compatible(),
+        ready_line => spec.runtime.ready_line.clone().unwrap_or_else(|| default_ready(spec)),
+        metal_provenance => metal_provenance,
+        code_digest_short => &hex[..hex.len().min(16)],
+    };
+    env.get_template("card")
+        .and_then(|t| t.render(ctx))
+        .map_err(|e| PackageError::Template {
+            name: "card.md".into(),
+            detail: format!("{e:#}"),
+        })
+}
+
+fn default_ready(spec: &PackageSpec) -> String {
+    match spec.kind {
+        crate::spec::Kind::VllmFork => "Server ready after".into(),
+        crate::spec::Kind::HttpServer => "(its ready line)".into(),
+        _ => "Application startup complete".into(),
+    }
+}
+
+/// Trims folded-scalar trailing newlines; whitespace-only prose counts as absent.
+fn clean(card: &CardSpec) -> CardSpec {
+    let t = |v: &Option<String>| v.as_ref().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    CardSpec {
+        description: t(&card.description),
+        quickstart: t(&card.quickstart),
+        architecture: t(&card.architecture),
+        status: t(&card.status),
+        intended_use: t(&card.intended_use),
+        out_of_scope_use: t(&card.out_of_scope_use),
+        usage: t(&card.usage),
+        performance: t(&card.performance),
+        limitations: t(&card.limitations),
+        risks: t(&card.risks),
+        licensing: t(&card.licensing),
+        related: t(&card.related),
+        ..card.clone()
+    }
+}
+
+fn slug(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.trim().to_lowercase().chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    out.trim_matches('-').to_string()
+}
+
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers() {
+        assert_eq!(thousands(131072), "131,072");
+        assert_eq!(thousands(512), "512");
+        assert_eq!(slug("My Own License 2.0"), "my-own-license-2-0");
+        assert_eq!(yaml_scalar("apache-2.0".into()), "apache-2.0");
+        assert_eq!(yaml_scalar("yes".into()), "\"yes\"");
+        assert_eq!(yaml_scalar("a: b\nc".into()), "\"a: b c\"");
+        assert_eq!(
+            commit_link("git@github.com:tenstorrent/tt-metal.git", "abc").as_deref(),
+            Some("https://github.com/tenstorrent/tt-metal/commit/abc")
+        );
+        assert_eq!(commit_link("/local/path", "abc"), None);
+    }
+}

@@ -1,0 +1,74 @@
+//! `PackageError`: one variant per pipeline step; causes kept as `#[source]`.
+
+use std::path::PathBuf;
+
+/// Why packaging failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PackageError {
+    /// The manifest could not be turned into a package spec.
+    #[error("{0}")]
+    Spec(String),
+    /// A feature the manifest asks for is not available in this build.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The tt-metal tree is missing or not a checkout.
+    #[error("`source.tt_metal`: {path} {problem}")]
+    MetalTree { path: PathBuf, problem: String },
+    /// An allowlisted path does not exist.
+    #[error(
+        "`{field}` entry `{entry}` does not exist under {root} — the allowlist names exactly what ships, so a missing entry is an error, not a skip"
+    )]
+    MissingCode {
+        field: &'static str,
+        entry: String,
+        root: PathBuf,
+    },
+    /// `runtime.lock` names a file that is not there.
+    #[error("`runtime.lock` names {0}, which does not exist")]
+    MissingLock(PathBuf),
+    /// `--out` would put the build inside a git checkout.
+    #[error(
+        "`--out` {0} is inside a git checkout; package outputs (images, code copies) do not belong in version control — choose a directory outside it"
+    )]
+    OutInsideGit(PathBuf),
+    /// A template failed to render (a bug, or a value the template cannot take).
+    #[error("Rendering template `{name}` failed: {detail}")]
+    Template { name: String, detail: String },
+    /// Reading or writing a file failed.
+    #[error("{action} `{path}`")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A git query about the tt-metal tree failed.
+    #[error("Reading git facts of {path} failed: {detail}")]
+    Git { path: PathBuf, detail: String },
+    /// The engine failed.
+    #[error(transparent)]
+    Engine(#[from] tt_model_engine::EngineError),
+    /// A verify assertion failed inside the image.
+    #[error("Verification failed: check {index} `{check}` exited with status {status}")]
+    Verify {
+        index: usize,
+        check: String,
+        status: i64,
+        /// What the check printed.
+        output: String,
+    },
+    /// The verify run ended without the markers we expect (the script did not run).
+    #[error("Verification did not complete (exit {status})")]
+    VerifyIncomplete { status: i64, output: String },
+    /// The user pressed Ctrl-C twice.
+    #[error("Cancelled; the previous output (if any) is untouched")]
+    Cancelled,
+}
+
+impl PackageError {
+    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+        let path = path.into();
+        move |source| PackageError::Io { action, path, source }
+    }
+}

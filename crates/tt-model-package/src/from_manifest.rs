@@ -1,0 +1,286 @@
+//! The one place that reads the authoring manifest: `Manifest` → [`PackageSpec`], and the
+//! `built` facts → the wire manifest.
+//!
+//! Local paths in the manifest (`source.tt_metal`, `extra_code` roots, `runtime.lock`) are
+//! resolved against a base directory the caller chooses. The CLI passes the process's working
+//! directory, as the original tool and `tt-model lint --check-sources` do.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use tt_model_manifest::wire::{ComponentBuild, TtMetalBuild, WireBuild};
+use tt_model_manifest::{CodeRoot, ImageRef, Manifest, Producer, ServeArg, VerifyStep, WireManifest};
+
+use crate::error::PackageError;
+use crate::pipeline::Built;
+use crate::spec::{
+    CardSpec, Check, ExtraCode, Kind, MetalSource, PackageSpec, PluginSource, ProfileSummary, Runtime, ServeDefault,
+    VllmSource,
+};
+
+/// The port a server binds inside the container when the manifest names none.
+pub const DEFAULT_PORT: u16 = 8000;
+
+fn str_of(map: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
+    map.get(key).and_then(Value::as_str).map(String::from)
+}
+
+fn list_of(map: &serde_json::Map<String, Value>, key: &str) -> Vec<String> {
+    match map.get(key) {
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(String::from).collect(),
+        Some(Value::String(s)) => vec![s.clone()],
+        _ => Vec::new(),
+    }
+}
+
+fn git_pair(v: &Value) -> Option<(String, String)> {
+    Some((v.get("repo")?.as_str()?.to_string(), v.get("ref")?.as_str()?.to_string()))
+}
+
+fn resolve(base: &Path, p: &str) -> PathBuf {
+    let path = Path::new(p);
+    if let Some(rest) = p.strip_prefix("~/")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return PathBuf::from(home).join(rest);
+    }
+    if path.is_absolute() { path.to_path_buf() } else { base.join(path) }
+}
+
+fn flatten_args(args: &[ServeArg]) -> Vec<String> {
+    args.iter()
+        .flat_map(|a| match a {
+            ServeArg::One(s) => vec![s.clone()],
+            ServeArg::Pair(a, b) => vec![a.clone(), b.clone()],
+        })
+        .collect()
+}
+
+/// Builds the package spec from a validated manifest read from `manifest_path`, resolving its
+/// relative paths against `base`.
+pub fn spec_from_manifest(m: &Manifest, manifest_path: &Path, base: &Path) -> Result<PackageSpec, PackageError> {
+    let kind = Kind::parse(m.kind.as_str())
+        .ok_or_else(|| PackageError::Spec(format!("kind `{}` is not packageable", m.kind)))?;
+    let metal = match &m.source.tt_metal {
+        CodeRoot::Path(p) => MetalSource::Local { path: resolve(base, p) },
+        CodeRoot::Git(g) => MetalSource::Git {
+            repo: g.repo.clone(),
+            git_ref: g.git_ref.clone(),
+        },
+    };
+    let mut extra_code = Vec::new();
+    for e in &m.source.extra_code {
+        match &e.root {
+            CodeRoot::Path(p) => extra_code.push(ExtraCode {
+                root: resolve(base, p),
+                paths: e.paths.clone(),
+            }),
+            CodeRoot::Git(g) => {
+                return Err(PackageError::Unsupported(format!(
+                    "`source.extra_code` root {{repo: {}, ref: {}}} is not supported by this tt-model yet; use a local checkout",
+                    g.repo, g.git_ref
+                )));
+            }
+        }
+    }
+    let rt = &m.runtime;
+    let vllm = rt.get("vllm").and_then(|v| {
+        if let Some(version) = v.get("version").and_then(Value::as_str) {
+            Some(VllmSource::Version { version: version.into() })
+        } else if let Some(wheel) = v.get("wheel").and_then(Value::as_str) {
+            Some(VllmSource::Wheel { wheel: wheel.into() })
+        } else if let Some(path) = v.get("path").and_then(Value::as_str) {
+            Some(VllmSource::Path { path: path.into() })
+        } else {
+            git_pair(v).map(|(repo, git_ref)| VllmSource::Git { repo, git_ref })
+        }
+    });
+    let plugin = rt.get("plugin").and_then(|v| {
+        if let Some(version) = v.get("version").and_then(Value::as_str) {
+            Some(PluginSource::Version { version: version.into() })
+        } else if let Some(path) = v.get("path").and_then(Value::as_str) {
+            Some(PluginSource::Path { path: path.into() })
+        } else {
+            git_pair(v).map(|(repo, git_ref)| PluginSource::Git { repo, git_ref })
+        }
+    });
+    if matches!(vllm, Some(VllmSource::Wheel { .. } | VllmSource::Path { .. }))
+        || matches!(plugin, Some(PluginSource::Path { .. }))
+        || !list_of(rt, "wheels").is_empty()
+    {
+        return Err(PackageError::Unsupported(
+            "local vLLM wheels/paths, a local plugin path and `runtime.wheels` are not staged by this tt-model yet; use a version or {repo, ref}".into(),
+        ));
+    }
+    let runtime = Runtime {
+        lock: str_of(rt, "lock").map(|l| resolve(base, &l)),
+        packages: list_of(rt, "packages"),
+        app: str_of(rt, "app"),
+        command: list_of(rt, "command"),
+        ready_line: str_of(rt, "ready_line").or_else(|| m.kind.ready_line().map(String::from)),
+        vllm,
+        plugin,
+        extension: str_of(rt, "extension"),
+        extra_models_dir: str_of(rt, "extra_models_dir"),
+        model_dir: str_of(rt, "model_dir"),
+        overrides: list_of(rt, "overrides"),
+        mesh_shape_env: str_of(rt, "mesh_shape_env"),
+    };
+    let default_name = m.default_profile_name();
+    let settings = m
+        .effective_serve(None)
+        .ok_or_else(|| PackageError::Spec(format!("default profile `{default_name}` does not exist")))?;
+    let caps = settings.capabilities.clone().unwrap_or_default();
+    let serve = ServeDefault {
+        name: default_name.clone(),
+        port: settings.port.unwrap_or(DEFAULT_PORT),
+        hardware: settings.hardware.clone(),
+        mesh_device: settings.mesh_device.clone(),
+        mesh_shape: settings
+            .mesh_device
+            .as_deref()
+            .and_then(tt_model_manifest::validate::hardware::parse_mesh),
+        max_model_len: settings.max_model_len,
+        max_num_seqs: settings.max_num_seqs,
+        block_size: settings.block_size,
+        server_timeout: settings.server_timeout,
+        additional_config: settings
+            .additional_config
+            .as_ref()
+            .map(|c| Value::Object(c.clone()).to_string()),
+        tool_parser: caps.tool_parser,
+        reasoning_parser: caps.reasoning_parser,
+        args: flatten_args(&settings.args),
+        env: settings.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+    };
+    let profiles = m
+        .profiles()
+        .into_iter()
+        .map(|p| {
+            let eff = m.effective_serve(Some(&p.name)).unwrap_or_default();
+            ProfileSummary {
+                default: p.name == default_name,
+                name: p.name,
+                hardware: eff.hardware,
+                mesh: eff.mesh_device,
+                max_model_len: eff.max_model_len,
+            }
+        })
+        .collect();
+    let verify = m
+        .verify
+        .iter()
+        .map(|v| match v {
+            VerifyStep::Python(s) => Check::Python(s.clone()),
+            VerifyStep::Shell(s) => Check::Sh(s.sh.clone()),
+        })
+        .collect();
+    let card = m.card.as_ref().map(|c| CardSpec {
+        description: c.description.clone(),
+        quickstart: c.quickstart.clone(),
+        architecture: c.architecture.clone(),
+        status: c.status.clone(),
+        intended_use: c.intended_use.clone(),
+        out_of_scope_use: c.out_of_scope_use.clone(),
+        usage: c.usage.clone(),
+        performance: c.performance.clone(),
+        limitations: c.limitations.clone(),
+        risks: c.risks.clone(),
+        licensing: c.licensing.clone(),
+        related: c.related.clone(),
+        license_id: c.license.as_ref().map(|l| l.id.clone()),
+        license_name: c.license.as_ref().and_then(|l| l.name.clone()),
+        license_link: c.license.as_ref().and_then(|l| l.link.clone()),
+        pipeline_tag: c.pipeline_tag.clone(),
+        base_model: c.base_model.clone(),
+        tags: Vec::new(),
+    });
+    Ok(PackageSpec {
+        manifest_path: manifest_path.to_path_buf(),
+        name: m.name.clone(),
+        repo: m.repo.clone(),
+        weights: m.weights.repo().to_string(),
+        weights_revision: m.weights.revision().map(String::from),
+        kind,
+        arch: m.arch.as_str().to_string(),
+        metal,
+        code: m.source.code.clone(),
+        extra_code,
+        ubuntu: m.source.ubuntu.clone(),
+        python: m.source.python.clone(),
+        runtime,
+        serve,
+        profiles,
+        verify,
+        card,
+    })
+}
+
+/// The host name recorded as the producer.
+fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// The wire manifest JSON for a packaged manifest.
+pub fn wire_json(m: &Manifest, built: &Built) -> Result<String, PackageError> {
+    let (_, tag) = built.image.rsplit_once(':').unwrap_or((&built.image, ""));
+    let mut runtime = m.runtime.clone();
+    runtime.insert("lock".into(), Value::String("requirements.lock".into()));
+    let f = &built.tt_metal;
+    let mut extra = indexmap::IndexMap::new();
+    extra.insert(
+        "base_images".to_string(),
+        serde_json::to_value(&built.base_images).expect("maps serialize"),
+    );
+    extra.insert("context_sha256".to_string(), Value::String(built.context_sha256.clone()));
+    let vllm = m.runtime.get("vllm").and_then(git_pair).map(|(repo, _)| ComponentBuild {
+        repo: Some(repo),
+        ..Default::default()
+    });
+    let plugin = m.runtime.get("plugin").and_then(git_pair).map(|(repo, _)| ComponentBuild {
+        repo: Some(repo),
+        ..Default::default()
+    });
+    let wire = WireManifest::from_manifest(
+        m,
+        WireBuild {
+            image: ImageRef {
+                registry: m.image.registry.clone(),
+                repository: m.image.repository.clone().unwrap_or_else(|| m.name.clone()),
+                tag: Some(tag.to_string()),
+                digest: Some(built.image_digest.clone()),
+            },
+            runtime: Some(runtime),
+            built: tt_model_manifest::Built {
+                image: built.image.clone(),
+                image_digest: Some(built.image_digest.clone()),
+                repo: Some(built.repo.clone()),
+                tt_model_version: built.tt_model_version.clone(),
+                created_at: built.created_at.clone(),
+                tt_metal: TtMetalBuild {
+                    sha: f.sha.clone(),
+                    describe: f.describe.clone(),
+                    dirty: f.dirty,
+                    scm_version: Some(f.scm_version.clone()),
+                    mode: Some(f.mode.clone()),
+                    remote: f.remote.clone(),
+                    branch: f.branch.clone(),
+                    pushed: Some(f.pushed),
+                },
+                code_sha256: Some(built.code_sha256.clone()),
+                vllm,
+                plugin,
+                extra,
+            },
+            producer: Producer {
+                tt_kernel_version: built.tt_model_version.clone(),
+                created_at: built.created_at.clone(),
+                hostname: hostname(),
+            },
+        },
+    );
+    Ok(wire.to_json())
+}

@@ -1,0 +1,253 @@
+//! Per-kind decisions that are pure data: the default serve argv and env, the kind's own
+//! verify checks, the default HTTP stack, and what is excluded from a frozen lock.
+
+use std::collections::BTreeMap;
+
+use crate::spec::{Check, Kind, PackageSpec};
+
+/// The HTTP stack a `tt-dit-server` gets when the author lists no packages.
+pub const DIT_DEFAULT_PACKAGES: &[&str] = &["fastapi", "uvicorn", "pydantic>=2", "pillow"];
+
+/// The tt-dit-server env var carrying the mesh shape when the author names none.
+pub const DEFAULT_MESH_SHAPE_ENV: &str = "FLUX2_MESH_SHAPE";
+
+/// The runtime image's system libraries: the link closure of tt-metal and sfpi's JIT.
+pub const APT_PACKAGES: &[&str] = &[
+    "libhwloc15",
+    "libnuma1",
+    "libatomic1",
+    "libudev1",
+    "libcap2",
+    "zlib1g",
+    "libmpc3",
+    "libmpfr6",
+    "libgmp10",
+    "libzstd1",
+    "libevent-core-2.1-7",
+    "libevent-pthreads-2.1-7",
+    "libgl1",
+    "libsndfile1",
+    "ca-certificates",
+];
+
+/// The packages a tt-dit-server installs (author's list or the default stack).
+pub fn dit_packages(spec: &PackageSpec) -> Vec<String> {
+    if spec.runtime.packages.is_empty() {
+        DIT_DEFAULT_PACKAGES.iter().map(|s| s.to_string()).collect()
+    } else {
+        spec.runtime.packages.clone()
+    }
+}
+
+/// The default profile's server argv, as `tt-model serve` runs it.
+pub fn serve_argv(spec: &PackageSpec) -> Vec<String> {
+    let s = &spec.serve;
+    let port = s.port.to_string();
+    let mut argv: Vec<String> = Vec::new();
+    let mut push = |items: &[&str]| argv.extend(items.iter().map(|s| s.to_string()));
+    match spec.kind {
+        Kind::VllmPlugin => {
+            push(&["vllm", "serve", &spec.weights]);
+            if let Some(n) = s.max_model_len {
+                push(&["--max-model-len", &n.to_string()]);
+            }
+            if let Some(n) = s.max_num_seqs {
+                push(&["--max-num-seqs", &n.to_string()]);
+            }
+            if let Some(n) = s.block_size {
+                push(&["--block-size", &n.to_string()]);
+            }
+            if let Some(cfg) = &s.additional_config {
+                push(&["--additional-config", cfg]);
+            }
+            if let Some(p) = &s.tool_parser {
+                push(&["--enable-auto-tool-choice", "--tool-call-parser", p]);
+            }
+            if let Some(p) = &s.reasoning_parser {
+                // The underscore is what the engine accepts, deliberately.
+                push(&["--reasoning_parser", p]);
+            }
+            argv.extend(s.args.iter().cloned());
+            argv.extend(["--port".to_string(), port]);
+        }
+        Kind::VllmFork => {
+            push(&["python", "-m", "models.common.readiness_check.run_vllm_server"]);
+            push(&["--stages", "serve"]);
+            if let Some(dir) = &spec.runtime.model_dir {
+                push(&["--model-dir", dir]);
+            }
+            push(&["--hf-model", &spec.weights]);
+            if let Some((r, c)) = s.mesh_shape {
+                push(&["--mesh-device", &format!("({r}, {c})")]);
+            }
+            if let Some(n) = s.max_num_seqs {
+                push(&["--max-num-seqs", &n.to_string()]);
+            }
+            if let Some(n) = s.max_model_len {
+                push(&["--max-model-len", &n.to_string()]);
+            }
+            if let Some(n) = s.block_size {
+                push(&["--block-size", &n.to_string()]);
+            }
+            if let Some(n) = s.server_timeout {
+                push(&["--server-timeout", &n.to_string()]);
+            }
+            push(&["--port", &port]);
+            if let Some(cfg) = &s.additional_config
+                && let Ok(value) = serde_json::from_str::<serde_json::Value>(cfg)
+                && let Some(tt) = value.get("tt")
+            {
+                push(&["--tt-config", &tt.to_string()]);
+            }
+            let mut extra: Vec<String> = s.args.clone();
+            if let Some(p) = &s.tool_parser {
+                extra.extend(["--enable-auto-tool-choice".into(), "--tool-call-parser".into(), p.clone()]);
+            }
+            if let Some(p) = &s.reasoning_parser {
+                extra.extend(["--reasoning_parser".into(), p.clone()]);
+            }
+            if !extra.is_empty() {
+                // The runner shlex-splits this string: quote each token so JSON survives.
+                let joined: Vec<String> = extra.iter().map(|t| crate::shell::quote(t)).collect();
+                push(&["--additional-server-args", &joined.join(" ")]);
+            }
+        }
+        Kind::TtDitServer => {
+            push(&["python", "-m", "uvicorn", "--host", "0.0.0.0", "--port", &port, "--lifespan", "on"]);
+            argv.extend(s.args.iter().cloned());
+            if let Some(app) = &spec.runtime.app {
+                argv.push(app.clone());
+            }
+        }
+        Kind::HttpServer => {
+            for token in &spec.runtime.command {
+                argv.push(token.replace("{host}", "0.0.0.0").replace("{port}", &port));
+            }
+            argv.extend(s.args.iter().cloned());
+        }
+    }
+    argv
+}
+
+/// The default profile's environment, sorted (kind env first, the profile's env wins).
+pub fn serve_env(spec: &PackageSpec) -> BTreeMap<String, String> {
+    let s = &spec.serve;
+    let mut env = BTreeMap::new();
+    env.insert("HF_MODEL".to_string(), spec.weights.clone());
+    match spec.kind {
+        Kind::VllmPlugin => {
+            if let Some(m) = &s.mesh_device {
+                env.insert("MESH_DEVICE".into(), m.clone());
+            }
+        }
+        Kind::VllmFork => {
+            env.insert("PYTHONUNBUFFERED".into(), "1".into());
+        }
+        Kind::TtDitServer => {
+            if let Some(m) = &s.mesh_device {
+                env.insert("MESH_DEVICE".into(), m.clone());
+            }
+            if let Some((r, c)) = s.mesh_shape {
+                let key = spec
+                    .runtime
+                    .mesh_shape_env
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_MESH_SHAPE_ENV.into());
+                env.insert(key, format!("{r}x{c}"));
+            }
+        }
+        Kind::HttpServer => {}
+    }
+    for (k, v) in &s.env {
+        env.insert(k.clone(), v.clone());
+    }
+    env
+}
+
+/// A Python string literal for `s` (JSON string syntax is valid Python for any text).
+fn py(s: &str) -> String {
+    serde_json::to_string(s).expect("strings serialize")
+}
+
+/// The kind's own checks, run before the author's `verify:` entries.
+pub fn kind_checks(spec: &PackageSpec, torch_pin: Option<&str>) -> Vec<Check> {
+    let mut checks = Vec::new();
+    let torch_cpu = "import torch; assert torch.__version__.endswith(\"+cpu\"), \
+                     \"torch is not the CPU build: \" + torch.__version__";
+    let pin_check = |pin: &str| {
+        Check::Python(format!(
+            "import torch; assert torch.__version__.split(\"+\")[0] == {pin}, \
+             \"torch \" + torch.__version__ + \" does not match tt-metal's pin \" + {pin}",
+            pin = py(pin)
+        ))
+    };
+    match spec.kind {
+        Kind::VllmPlugin => {
+            checks.push(Check::Python("import ttnn, vllm, vllm_tt_plugin".into()));
+            checks.push(Check::Python(torch_cpu.into()));
+            checks.push(Check::Python(
+                "import vllm; assert \"/tt-metal/\" not in vllm.__file__, \
+                 \"vllm resolves inside tt-metal: \" + vllm.__file__"
+                    .into(),
+            ));
+            if let Some(pin) = torch_pin {
+                checks.push(pin_check(pin));
+            }
+        }
+        Kind::VllmFork => {
+            checks.push(Check::Python("import ttnn, vllm".into()));
+            checks.push(Check::Python(
+                "import vllm; assert vllm.__file__.startswith(\"/opt/vllm\"), vllm.__file__".into(),
+            ));
+            checks.push(Check::Python(
+                "import models.common.readiness_check.run_vllm_server".into(),
+            ));
+            if let Some(pin) = torch_pin {
+                checks.push(pin_check(pin));
+            }
+        }
+        Kind::TtDitServer => {
+            checks.push(Check::Python("import ttnn".into()));
+            checks.push(Check::Python("import fastapi, uvicorn, pydantic".into()));
+            checks.push(Check::Python(torch_cpu.into()));
+            if let Some(pin) = torch_pin {
+                checks.push(pin_check(pin));
+            }
+            if let Some((module, attr)) = spec.runtime.app.as_deref().and_then(|a| a.split_once(':')) {
+                checks.push(Check::Python(format!(
+                    "import importlib; m = importlib.import_module({m}); \
+                     assert hasattr(m, {a}), {m} + \" has no attribute \" + {a}",
+                    m = py(module),
+                    a = py(attr)
+                )));
+            }
+        }
+        Kind::HttpServer => {
+            checks.push(Check::Sh("test -d /opt/tt-metal/build/lib".into()));
+            for entry in &spec.code {
+                checks.push(Check::Sh(format!(
+                    "test -r {}",
+                    crate::shell::quote(&format!("/opt/tt-metal/{entry}"))
+                )));
+            }
+            if let Some(program) = spec.runtime.command.first()
+                && !program.contains('{')
+            {
+                checks.push(Check::Sh(format!("command -v {}", crate::shell::quote(program))));
+            }
+        }
+    }
+    if spec.needs_python() && spec.kind == Kind::HttpServer {
+        checks.push(Check::Python("import sys; assert sys.prefix == \"/opt/tt-venv\", sys.prefix".into()));
+    }
+    checks
+}
+
+/// Distributions a frozen lock never pins: they come from the tree or the engine source.
+pub fn lock_excludes(kind: Kind) -> &'static [&'static str] {
+    match kind {
+        Kind::VllmPlugin => &["ttnn", "vllm", "vllm-tt-plugin"],
+        Kind::VllmFork => &["ttnn", "vllm", "vllm-tt-plugin"],
+        Kind::TtDitServer | Kind::HttpServer => &["ttnn"],
+    }
+}

@@ -1,0 +1,29 @@
+//! tt-model-package: turn a `tt-model.yaml` into a verified container image, its OCI layout,
+//! a model card and the wire manifest.
+//!
+//! ```text
+//! Resolve ── Stage ── Build ── Verify ── Export
+//! ```
+//! Pure parts (the spec, templates, staging rules, digests, card, verify markers) are plain
+//! functions with tests; the engine is reached only through `tt-model-engine`.
+
+pub mod card;
+pub mod context;
+pub mod digest;
+pub mod error;
+pub mod from_manifest;
+pub mod git;
+pub mod launcher;
+pub mod lock;
+pub mod pipeline;
+pub mod report;
+pub mod shell;
+pub mod spec;
+pub mod stage;
+pub mod templates;
+pub mod verify;
+
+pub use error::PackageError;
+pub use pipeline::{Built, PackageOptions, Packaged, package};
+pub use report::{Event, Phase, Reporter};
+pub use spec::PackageSpec;

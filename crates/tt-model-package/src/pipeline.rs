@@ -1,0 +1,564 @@
+//! The package pipeline: Resolve ── Stage ── Build ── Verify ── Export, then the atomic swap.
+//!
+//! Everything is written into a temporary directory beside the final output and renamed at
+//! the end, so a failed or interrupted package leaves the previous output intact. When the
+//! rebuilt image has the same id as the previous output's (the engine's layer cache made the
+//! build a no-op), verification and export are not repeated: the previous, verified OCI
+//! layout is moved into the new output.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use tt_model_engine::Client;
+use tt_model_engine::build::{BuildEvent, BuildRequest};
+use tt_model_engine::oneshot::OneShot;
+
+use crate::card::{CardFacts, render_card};
+use crate::context::ContextBuilder;
+use crate::error::PackageError;
+use crate::git::{MetalFacts, metal_facts};
+use crate::report::{Event, Phase, Reporter};
+use crate::spec::{MetalSource, PackageSpec};
+use crate::stage::{check_metal_tree, read_torch_pin, stage_code, walk_metal};
+use crate::templates::{DOCKERFILE, RenderOptions, render};
+
+/// The label keys put on every packaged image.
+pub mod labels {
+    pub const NAME: &str = "org.tenstorrent.tt-model";
+    pub const REPO: &str = "org.tenstorrent.tt-model.repo";
+    pub const WEIGHTS: &str = "org.tenstorrent.tt-model.weights";
+    pub const ARCH: &str = "org.tenstorrent.tt-model.arch";
+    pub const KIND: &str = "org.tenstorrent.tt-model.kind";
+    pub const PROFILES: &str = "org.tenstorrent.tt-model.profiles";
+    pub const CODE_SHA256: &str = "org.tenstorrent.tt-model.code-sha256";
+    pub const TT_METAL_SHA: &str = "org.tenstorrent.tt-model.tt-metal-sha";
+}
+
+/// The image repository every package is tagged under.
+pub const IMAGE_REPOSITORY_PREFIX: &str = "tt-model";
+
+/// Options that are not in the manifest.
+#[derive(Debug, Clone)]
+pub struct PackageOptions {
+    /// The staging root; the package lands in `<out_root>/<name>/`.
+    pub out_root: PathBuf,
+    /// Replaces both base images (dev and runtime). It must already carry the runtime
+    /// libraries: no apt step runs on it.
+    pub base_image: Option<String>,
+    /// Where the full build log goes.
+    pub log_path: PathBuf,
+    /// The tt-model version recorded in the outputs.
+    pub tool_version: String,
+    /// Network for the build's `RUN` steps (`None`: the engine default).
+    pub build_network: Option<String>,
+    /// Ignore the layer cache.
+    pub no_cache: bool,
+}
+
+/// The `built` provenance block.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Built {
+    /// The final tag, `tt-model/<name>:<12 hex>`.
+    pub image: String,
+    /// The engine's image id, `sha256:…`.
+    pub image_digest: String,
+    pub repo: String,
+    pub tt_model_version: String,
+    pub created_at: String,
+    pub tt_metal: MetalFacts,
+    pub code_sha256: String,
+    /// Base images by stage, pinned (`sha256:` ids or registry digests).
+    pub base_images: BTreeMap<String, String>,
+    /// SHA-256 of the build-context tar.
+    pub context_sha256: String,
+}
+
+/// What `package` produced.
+#[derive(Debug, Clone)]
+pub struct Packaged {
+    pub out_dir: PathBuf,
+    pub built: Built,
+    pub verify_checks: usize,
+    pub reused_export: bool,
+    /// Paths `source.code` dropped by the ignore list.
+    pub ignored: Vec<String>,
+}
+
+/// Builds the wire manifest JSON from the `built` block (supplied by the caller, which owns
+/// the authoring manifest).
+pub type WireFn<'a> = dyn Fn(&Built) -> Result<String, PackageError> + Send + Sync + 'a;
+
+/// The default dev base image for a Ubuntu release.
+pub fn default_dev_image(ubuntu: &str) -> String {
+    format!("ghcr.io/tenstorrent/tt-metal/tt-metalium/ubuntu-{ubuntu}-dev-amd64:latest")
+}
+
+/// Refuses an output root inside a git checkout (outputs hold images and code copies).
+pub fn check_out_root(out_root: &Path) -> Result<PathBuf, PackageError> {
+    let abs = if out_root.is_absolute() {
+        out_root.to_path_buf()
+    } else {
+        std::env::current_dir()
+            .map_err(PackageError::io("Reading the current directory for", out_root))?
+            .join(out_root)
+    };
+    let mut probe = Some(abs.as_path());
+    while let Some(dir) = probe {
+        if dir.join(".git").exists() {
+            return Err(PackageError::OutInsideGit(abs));
+        }
+        probe = dir.parent();
+    }
+    Ok(abs)
+}
+
+/// Now, as `YYYY-MM-DDTHH:MM:SSZ`.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+struct Log {
+    file: Option<fs::File>,
+}
+
+impl Log {
+    fn open(path: &Path) -> Self {
+        let file = path
+            .parent()
+            .map(fs::create_dir_all)
+            .and_then(|r| r.ok())
+            .and_then(|_| fs::File::create(path).ok());
+        Self { file }
+    }
+    fn line(&mut self, text: &str) {
+        if let Some(f) = &mut self.file {
+            let _ = writeln!(f, "{text}");
+        }
+    }
+}
+
+struct Phases<'r> {
+    reporter: &'r mut dyn Reporter,
+    current: Option<(Phase, Instant)>,
+}
+
+impl Phases<'_> {
+    fn start(&mut self, phase: Phase) {
+        if let Some((p, t)) = self.current.take() {
+            self.reporter.event(Event::PhaseFinished(p, t.elapsed()));
+        }
+        self.reporter.event(Event::PhaseStarted(phase));
+        self.current = Some((phase, Instant::now()));
+    }
+    fn finish(&mut self) {
+        if let Some((p, t)) = self.current.take() {
+            self.reporter.event(Event::PhaseFinished(p, t.elapsed()));
+        }
+    }
+    fn event(&mut self, e: Event) {
+        self.reporter.event(e);
+    }
+}
+
+/// The previous output's image id and whether its OCI layout is complete.
+fn previous_output(out_dir: &Path) -> Option<String> {
+    let text = fs::read_to_string(out_dir.join("tt_kernel_manifest.json")).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let id = json["container"]["built"]["image_digest"].as_str()?.to_string();
+    out_dir.join("image/index.json").is_file().then_some(id)
+}
+
+/// Resolves an image reference to the engine's pinned id, refusing one that is missing.
+async fn pin_image(client: &Client, reference: &str) -> Result<String, PackageError> {
+    match client.image(reference).await? {
+        Some(facts) => Ok(facts.pinned_ref()),
+        None => Err(PackageError::Spec(format!(
+            "base image `{reference}` is not present in the container engine, and no registry is reachable to pull it; build it locally (scripts/make-base-images.sh makes the test bases) or pass `--base-image`"
+        ))),
+    }
+}
+
+/// Runs the whole pipeline.
+pub async fn package(
+    spec: &PackageSpec,
+    wire: &WireFn<'_>,
+    client: &Client,
+    options: &PackageOptions,
+    reporter: &mut dyn Reporter,
+) -> Result<Packaged, PackageError> {
+    let mut phases = Phases { reporter, current: None };
+    let mut log = Log::open(&options.log_path);
+    log.line(&format!("+ tt-model package --container {}", spec.manifest_path.display()));
+
+    // ── Resolve ──
+    phases.start(Phase::Resolve);
+    let out_root = check_out_root(&options.out_root)?;
+    let metal_root = match &spec.metal {
+        MetalSource::Local { path } => path.clone(),
+        MetalSource::Git { .. } => {
+            return Err(PackageError::Unsupported(
+                "`source.tt_metal` as {repo, ref} is not supported by this tt-model yet; point it at a local checkout".into(),
+            ));
+        }
+    };
+    check_metal_tree(&metal_root)?;
+    let facts = metal_facts(&metal_root);
+    let torch_pin = read_torch_pin(&metal_root);
+    let (dev_ref, runtime_ref) = match &options.base_image {
+        Some(b) => (b.clone(), b.clone()),
+        None => (default_dev_image(&spec.ubuntu), format!("ubuntu:{}", spec.ubuntu)),
+    };
+    let dev_pin = pin_image(client, &dev_ref).await?;
+    let runtime_pin = pin_image(client, &runtime_ref).await?;
+    let mut base_images = BTreeMap::new();
+    base_images.insert("builder".to_string(), format!("{dev_ref}@{dev_pin}"));
+    base_images.insert("runtime".to_string(), format!("{runtime_ref}@{runtime_pin}"));
+    phases.event(Event::Note(format!("base image {dev_ref} pinned to {dev_pin}")));
+    match &facts.sha {
+        Some(sha) => phases.event(Event::Note(format!(
+            "tt-metal {} ({}{})",
+            facts.describe.as_deref().unwrap_or(sha),
+            &sha[..sha.len().min(12)],
+            if facts.dirty { ", dirty" } else { "" }
+        ))),
+        None => phases.event(Event::Warning(format!(
+            "{} is not a git checkout: no commit is recorded for tt-metal",
+            metal_root.display()
+        ))),
+    }
+
+    // ── Stage ──
+    phases.start(Phase::Stage);
+    fs::create_dir_all(&out_root).map_err(PackageError::io("Creating", &out_root))?;
+    let out_dir = out_root.join(&spec.name);
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{}.partial-", spec.name))
+        .tempdir_in(&out_root)
+        .map_err(PackageError::io("Creating a staging directory in", &out_root))?;
+    let code_dir = tmp.path().join("code");
+    let (spec_owned, metal_owned, code_owned) = (spec.clone(), metal_root.clone(), code_dir.clone());
+    let code = tokio::task::spawn_blocking(move || stage_code(&spec_owned, &metal_owned, &code_owned))
+        .await
+        .map_err(|e| PackageError::Spec(format!("staging task failed: {e}")))??;
+    for path in &code.ignored {
+        phases.event(Event::Note(format!("code/: ignored {path}")));
+    }
+    phases.event(Event::Note(format!("code/ {} files, {}", code.files.len(), code.digest)));
+    let lock_bytes = match &spec.runtime.lock {
+        Some(lock) => Some(fs::read(lock).map_err(|_| PackageError::MissingLock(lock.clone()))?),
+        None => None,
+    };
+    let metal_root2 = metal_root.clone();
+    let metal_files = tokio::task::spawn_blocking(move || walk_metal(&metal_root2))
+        .await
+        .map_err(|e| PackageError::Spec(format!("staging task failed: {e}")))??;
+    let rendered = render(
+        spec,
+        &RenderOptions {
+            tool_version: options.tool_version.clone(),
+            torch_pin: torch_pin.clone(),
+            install_apt: options.base_image.is_none(),
+            has_lock: lock_bytes.is_some(),
+        },
+    )?;
+    let mut ctx = ContextBuilder::new();
+    for (path, text) in &rendered.files {
+        ctx.with_bytes(path.clone(), text.clone(), 0o755);
+    }
+    ctx.with_tree("metalsrc", &metal_files);
+    ctx.with_dir("metalsrc");
+    for f in &code.files {
+        ctx.with_file(format!("code/{}", f.path), code_dir.join(&f.path), f.size, f.mode);
+    }
+    ctx.with_dir("code");
+    ctx.with_bytes("requirements.lock", lock_bytes.clone().unwrap_or_default(), 0o644);
+    phases.event(Event::Context {
+        files: ctx.file_count(),
+        bytes: ctx.payload_bytes(),
+    });
+
+    // ── Build ──
+    phases.start(Phase::Build);
+    let repository = format!("{IMAGE_REPOSITORY_PREFIX}/{}", spec.name);
+    let provisional = format!("{repository}:build");
+    let mut build_args = BTreeMap::new();
+    build_args.insert("BASE_IMAGE".to_string(), dev_pin.clone());
+    build_args.insert("RUNTIME_IMAGE".to_string(), runtime_pin.clone());
+    build_args.insert("METAL_DESCRIBE".to_string(), facts.describe.clone().unwrap_or_else(|| "v0.0.0".into()));
+    build_args.insert("SCM_VERSION".to_string(), facts.scm_version.clone());
+    build_args.insert("TT_MODEL_KIND".to_string(), spec.kind.as_str().to_string());
+    if let Some(dir) = &spec.runtime.extra_models_dir {
+        build_args.insert("EXTRA_MODELS_DIR".to_string(), format!("/opt/tt-metal/{dir}"));
+    }
+    let mut image_labels = BTreeMap::new();
+    image_labels.insert(labels::NAME.to_string(), spec.name.clone());
+    image_labels.insert(labels::REPO.to_string(), spec.repo.clone());
+    image_labels.insert(labels::WEIGHTS.to_string(), spec.weights.clone());
+    image_labels.insert(labels::ARCH.to_string(), spec.arch.clone());
+    image_labels.insert(labels::KIND.to_string(), spec.kind.as_str().to_string());
+    image_labels.insert(
+        labels::PROFILES.to_string(),
+        spec.profiles.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(","),
+    );
+    image_labels.insert(labels::CODE_SHA256.to_string(), code.digest.clone());
+    if let Some(sha) = &facts.sha {
+        image_labels.insert(labels::TT_METAL_SHA.to_string(), sha.clone());
+    }
+    let request = BuildRequest {
+        tag: provisional.clone(),
+        dockerfile: DOCKERFILE.to_string(),
+        build_args,
+        labels: image_labels,
+        network_mode: options.build_network.clone(),
+        target: None,
+        no_cache: options.no_cache,
+    };
+    let (stream, summary) = ctx.into_stream();
+    let image_id = {
+        let phases = &mut phases;
+        let log = &mut log;
+        client
+            .build_image(&request, stream, |event| {
+                match &event {
+                    BuildEvent::Step { index, total, instruction } => {
+                        log.line(&format!("Step {index}/{total} : {instruction}"));
+                        phases.event(Event::BuildStep {
+                            index: *index,
+                            total: *total,
+                            instruction: instruction.clone(),
+                        });
+                    }
+                    BuildEvent::Cached => {
+                        log.line(" ---> Using cache");
+                        phases.event(Event::BuildCached);
+                    }
+                    BuildEvent::Line(l) => {
+                        log.line(l);
+                        phases.event(Event::BuildLine(l.clone()));
+                    }
+                }
+            })
+            .await
+    };
+    let image_id = match image_id {
+        Ok(id) => id,
+        Err(e) => {
+            if let tt_model_engine::EngineError::Build { message, .. } = &e {
+                log.line(&format!("error: {message}"));
+            }
+            return Err(e.into());
+        }
+    };
+    let context = summary
+        .await
+        .map_err(|e| PackageError::Spec(format!("context task failed: {e}")))?
+        .map_err(PackageError::io("Streaming the build context from", &metal_root))?;
+    log.line(&format!("image {image_id} (context {})", context.sha256));
+    let short = image_id.trim_start_matches("sha256:");
+    let short = &short[..short.len().min(12)];
+    let final_tag = format!("{repository}:{short}");
+
+    // ── Verify ──
+    phases.start(Phase::Verify);
+    let reuse = previous_output(&out_dir).is_some_and(|prev| prev == image_id);
+    let verify_checks = if reuse {
+        phases.event(Event::Verified {
+            checks: rendered.checks.len(),
+            reused: true,
+        });
+        rendered.checks.len()
+    } else {
+        let run = client
+            .run_to_completion(&OneShot {
+                image: image_id.clone(),
+                entrypoint: Some(vec![]),
+                cmd: vec!["sh".into(), "/usr/local/share/tt-model/verify.sh".into()],
+                user: Some("1000:1000".into()),
+                env: vec![],
+                network_mode: Some("none".into()),
+                label: Some((labels::NAME.to_string(), format!("{}-verify", spec.name))),
+            })
+            .await?;
+        for line in run.output.lines() {
+            log.line(line);
+        }
+        match crate::verify::interpret(&rendered.checks, run.exit_code, &run.output) {
+            Ok(n) => {
+                phases.event(Event::Verified { checks: n, reused: false });
+                n
+            }
+            Err(e) => {
+                // The failed image keeps only its provisional tag; the next package reuses
+                // its cached layers.
+                return Err(e);
+            }
+        }
+    };
+
+    // ── Export ──
+    phases.start(Phase::Export);
+    client.tag_image(&image_id, &repository, short).await?;
+    if provisional != final_tag {
+        client.remove_image(&provisional).await?;
+    }
+    let image_dir = tmp.path().join("image");
+    let reused_export = if reuse {
+        fs::rename(out_dir.join("image"), &image_dir).map_err(PackageError::io("Reusing", out_dir.join("image")))?;
+        phases.event(Event::Exported { bytes: 0, reused: true });
+        true
+    } else {
+        let export = client.export_oci_layout(&image_id, &image_dir, &final_tag).await?;
+        if export.config_digest != image_id {
+            phases.event(Event::Warning(format!(
+                "the exported config digest {} differs from the image id {image_id}",
+                export.config_digest
+            )));
+        }
+        phases.event(Event::Exported {
+            bytes: export.bytes,
+            reused: false,
+        });
+        false
+    };
+    let lock_text = match lock_bytes {
+        Some(bytes) => bytes,
+        None => freeze_lock(client, spec, &image_id).await?.into_bytes(),
+    };
+    write(&tmp.path().join("requirements.lock"), &lock_text)?;
+    let built = Built {
+        image: final_tag,
+        image_digest: image_id.clone(),
+        repo: spec.repo.clone(),
+        tt_model_version: options.tool_version.clone(),
+        created_at: utc_now(),
+        tt_metal: facts.clone(),
+        code_sha256: code.digest.clone(),
+        base_images,
+        context_sha256: context.sha256.clone(),
+    };
+    let card = render_card(
+        spec,
+        &CardFacts {
+            tool_version: options.tool_version.clone(),
+            created_at: built.created_at.clone(),
+            code_sha256: built.code_sha256.clone(),
+            metal_sha: facts.sha.clone(),
+            metal_remote: facts.remote.clone(),
+            metal_dirty: facts.dirty,
+        },
+    )?;
+    write(&tmp.path().join("README.md"), card.as_bytes())?;
+    let wire_json = wire(&built)?;
+    write(&tmp.path().join("tt_kernel_manifest.json"), wire_json.as_bytes())?;
+    swap_into_place(tmp, &out_dir)?;
+    phases.finish();
+    log.line(&format!("packaged {} into {}", built.image, out_dir.display()));
+    Ok(Packaged {
+        out_dir,
+        built,
+        verify_checks,
+        reused_export,
+        ignored: code.ignored,
+    })
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), PackageError> {
+    fs::write(path, bytes).map_err(PackageError::io("Writing", path))
+}
+
+/// Replaces `out_dir` with the finished staging directory: the old output is moved aside
+/// first and deleted only once the new one is in place.
+fn swap_into_place(tmp: tempfile::TempDir, out_dir: &Path) -> Result<(), PackageError> {
+    let staged = tmp.keep();
+    let aside = out_dir.with_file_name(format!(
+        ".{}.old-{}",
+        out_dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+        std::process::id()
+    ));
+    let had_old = out_dir.exists();
+    if had_old {
+        fs::rename(out_dir, &aside).map_err(PackageError::io("Moving aside", out_dir))?;
+    }
+    if let Err(e) = fs::rename(&staged, out_dir) {
+        if had_old {
+            let _ = fs::rename(&aside, out_dir);
+        }
+        let _ = fs::remove_dir_all(&staged);
+        return Err(PackageError::Io {
+            action: "Moving the package into",
+            path: out_dir.to_path_buf(),
+            source: e,
+        });
+    }
+    if had_old {
+        let _ = fs::remove_dir_all(&aside);
+    }
+    Ok(())
+}
+
+/// The Python that prints `name==version<TAB>local|index` for every distribution.
+const FREEZE_SCRIPT: &str = r#"
+import importlib.metadata as md, json
+for d in md.distributions():
+    name = d.metadata["Name"]
+    direct = d.read_text("direct_url.json")
+    local = False
+    if direct:
+        try:
+            local = json.loads(direct).get("url", "").startswith("file:")
+        except Exception:
+            local = True
+    print(f"{name}=={d.version}\t{'local' if local else 'index'}")
+"#;
+
+/// Freezes the image's venv into a lock (index-origin distributions, minus the kind's
+/// excludes), or notes that the image has no Python environment.
+async fn freeze_lock(client: &Client, spec: &PackageSpec, image: &str) -> Result<String, PackageError> {
+    if !spec.needs_python() {
+        return Ok(format!(
+            "# {}: this http-server image has no Python environment; nothing to pin.\n",
+            spec.name
+        ));
+    }
+    let run = client
+        .run_to_completion(&OneShot {
+            image: image.to_string(),
+            entrypoint: Some(vec!["/opt/tt-venv/bin/python".into()]),
+            cmd: vec!["-c".into(), FREEZE_SCRIPT.into()],
+            user: Some("1000:1000".into()),
+            network_mode: Some("none".into()),
+            ..Default::default()
+        })
+        .await?;
+    if run.exit_code != 0 {
+        return Err(PackageError::Spec(format!(
+            "freezing the image's Python environment failed (exit {}): {}",
+            run.exit_code,
+            run.output.trim()
+        )));
+    }
+    Ok(crate::lock::lock_from_freeze(&run.output, crate::launcher::lock_excludes(spec.kind)))
+}

@@ -1,0 +1,109 @@
+//! Renders the build files (Dockerfile and scripts) from `templates/` with minijinja.
+//!
+//! `render` is pure: the same spec and options give byte-identical files, which the snapshot
+//! tests pin for every kind. Every authored value that reaches a shell goes through the `sh`
+//! filter ([`crate::shell::quote`]).
+
+use std::collections::BTreeMap;
+
+use minijinja::{Environment, UndefinedBehavior, context};
+
+use crate::error::PackageError;
+use crate::launcher;
+use crate::spec::{Check, PackageSpec};
+
+/// Template sources, embedded so the binary needs no data files.
+const TEMPLATES: &[(&str, &str)] = &[
+    ("Dockerfile", include_str!("../../../templates/Dockerfile.j2")),
+    ("prep.sh", include_str!("../../../templates/prep.sh.j2")),
+    ("build_tt_metal.sh", include_str!("../../../templates/build_tt_metal.sh.j2")),
+    ("install_engine.sh", include_str!("../../../templates/install_engine.sh.j2")),
+    ("runtime_setup.sh", include_str!("../../../templates/runtime_setup.sh.j2")),
+    ("verify.sh", include_str!("../../../templates/verify.sh.j2")),
+    ("serve-default.sh", include_str!("../../../templates/serve-default.sh.j2")),
+];
+
+/// The static entrypoint script.
+const ENTRYPOINT: &str = include_str!("../../../templates/entrypoint.sh");
+
+/// Choices that are not in the manifest.
+#[derive(Debug, Clone, Default)]
+pub struct RenderOptions {
+    /// The tt-model version written into the generated headers.
+    pub tool_version: String,
+    /// tt-metal's torch pin, read from the tree.
+    pub torch_pin: Option<String>,
+    /// Whether the runtime base is stock Ubuntu that needs the apt closure installed (false
+    /// for a `--base-image` that already carries it).
+    pub install_apt: bool,
+    /// Whether the build context carries an author's `requirements.lock`.
+    pub has_lock: bool,
+}
+
+/// The rendered build files, keyed by their path in the build context.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RenderedFiles {
+    pub files: BTreeMap<String, String>,
+    /// The checks `verify.sh` runs, in order (kind checks, then the author's).
+    pub checks: Vec<Check>,
+}
+
+/// The context path of the Dockerfile.
+pub const DOCKERFILE: &str = "tt-model/Dockerfile";
+
+fn environment() -> Result<Environment<'static>, PackageError> {
+    let mut env = Environment::new();
+    env.set_keep_trailing_newline(true);
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.add_filter("sh", |value: String| crate::shell::quote(&value));
+    for (name, source) in TEMPLATES {
+        env.add_template(name, source).map_err(|e| PackageError::Template {
+            name: name.to_string(),
+            detail: format!("{e:#}"),
+        })?;
+    }
+    Ok(env)
+}
+
+/// Renders every build file for `spec`.
+pub fn render(spec: &PackageSpec, options: &RenderOptions) -> Result<RenderedFiles, PackageError> {
+    let env = environment()?;
+    let serve_env = launcher::serve_env(spec);
+    if let Some(bad) = serve_env.keys().find(|k| !crate::shell::is_env_name(k)) {
+        return Err(PackageError::Spec(format!(
+            "serve env key `{bad}` is not a valid environment variable name"
+        )));
+    }
+    let mut checks = launcher::kind_checks(spec, options.torch_pin.as_deref());
+    checks.extend(spec.verify.iter().cloned());
+    let ctx = context! {
+        tool_version => options.tool_version,
+        name => spec.name,
+        kind => spec.kind.as_str(),
+        python => spec.python,
+        needs_python => spec.needs_python(),
+        has_lock => options.has_lock,
+        torch_pin => options.torch_pin,
+        runtime => spec.runtime,
+        packages => launcher::dit_packages(spec),
+        apt_packages => if options.install_apt { launcher::APT_PACKAGES.to_vec() } else { Vec::new() },
+        checks => checks,
+        env => serve_env,
+        argv => launcher::serve_argv(spec),
+        port => spec.serve.port,
+        profile => spec.serve.name,
+    };
+    let mut files = BTreeMap::new();
+    for (name, _) in TEMPLATES {
+        let text = env
+            .get_template(name)
+            .and_then(|t| t.render(&ctx))
+            .map_err(|e| PackageError::Template {
+                name: name.to_string(),
+                detail: format!("{e:#}"),
+            })?;
+        files.insert(format!("tt-model/{name}"), text);
+    }
+    files.insert("tt-model/entrypoint.sh".into(), ENTRYPOINT.to_string());
+    Ok(RenderedFiles { files, checks })
+}

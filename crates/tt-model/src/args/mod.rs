@@ -1,0 +1,86 @@
+//! Command-line arguments (clap derive types only; no behaviour).
+//!
+//! `Cli` and `Commands` live here; each command's flags live in `args/<command>.rs` so that the
+//! engineer owning a command edits only that file.
+
+use clap::{Args, Parser, Subcommand};
+
+mod lint;
+mod list;
+mod logs;
+mod package;
+mod ps;
+mod pull;
+mod push;
+mod rm;
+mod schema;
+mod serve;
+mod stop;
+
+pub use lint::{LintArgs, LintFormat};
+pub use logs::LogsArgs;
+pub use package::PackageArgs;
+pub use list::ListArgs;
+pub use ps::PsArgs;
+pub use pull::PullArgs;
+pub use push::PushArgs;
+pub use rm::RmArgs;
+pub use schema::SchemaArgs;
+pub use serve::ServeArgs;
+pub use stop::StopArgs;
+
+/// Package ML models for Tenstorrent hardware into container images, and serve them.
+#[derive(Debug, Parser)]
+#[command(
+    name = "tt-model",
+    disable_version_flag = true,
+    arg_required_else_help = false,
+    max_term_width = 100
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Option<Commands>,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Show full per-step output (subprocess logs, every checklist row).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// Never colour the output (also honoured: the `NO_COLOR` environment variable).
+    #[arg(long, global = true)]
+    pub no_color: bool,
+    /// Print the bare version (e.g. `0.1.0`) and exit.
+    #[arg(short = 'V', long)]
+    pub version: bool,
+}
+
+/// The commands, in the order `--help` lists them.
+#[derive(Debug, Subcommand)]
+pub enum Commands {
+    /// Check `tt-model.yaml` manifests: every error with file:line:col and a fix.
+    Lint(LintArgs),
+    /// Print the JSON Schema (draft-07) of `tt-model.yaml`, for editors and CI.
+    Schema(SchemaArgs),
+    /// Build a container package from a `tt-model.yaml` (image + `tt_kernel_manifest.json`).
+    Package(PackageArgs),
+    /// Run a packaged model: a staged `tt_kernel_manifest.json` or a pulled `org/name[@rev]`.
+    Serve(ServeArgs),
+    /// Stop the running containers of a package.
+    Stop(StopArgs),
+    /// Show the logs of a package's running container.
+    Logs(LogsArgs),
+    /// List the running tt-model containers.
+    Ps(PsArgs),
+    /// List locally installed packages and whether each can serve now.
+    List(ListArgs),
+    /// Remove an installed package (its image, state and, on request, its weights).
+    Rm(RmArgs),
+    /// Upload a staged container package.
+    Push(PushArgs),
+    /// Download a container package and load its image.
+    Pull(PullArgs),
+}

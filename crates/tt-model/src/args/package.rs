@@ -1,0 +1,34 @@
+//! `tt-model package` arguments.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// Build a container package from an authoring manifest.
+///
+/// Stages the tt-metal tree and the code allowlist, builds the image on the container engine,
+/// verifies it inside the finished image (uid 1000, no network, no devices, no weights), and
+/// writes `<ROOT>/<name>/`: the OCI layout (`image/`), `code/`, `requirements.lock`, the model
+/// card (`README.md`) and `tt_kernel_manifest.json`. Re-packaging unchanged inputs reuses the
+/// engine's layer cache and the previous export.
+///
+/// Example: `tt-model package --container examples/minimal-http/tt-model.yaml --out /tmp/pkgs`
+#[derive(Debug, Args)]
+pub struct PackageArgs {
+    /// The authoring manifest (`tt-model.yaml`).
+    #[arg(long, value_name = "YAML")]
+    pub container: PathBuf,
+    /// The staging root; the package lands in `<ROOT>/<name>/` (refused inside a git checkout).
+    #[arg(long, value_name = "ROOT", default_value = "build")]
+    pub out: PathBuf,
+    /// Use this local image for every build stage instead of the tt-metalium dev image and
+    /// `ubuntu:<release>`; it must already carry the runtime libraries (no apt step runs).
+    #[arg(long, value_name = "REF")]
+    pub base_image: Option<String>,
+    /// Network for the build's RUN steps: `none` (hermetic), `host`, or the engine default.
+    #[arg(long, value_name = "MODE")]
+    pub build_network: Option<String>,
+    /// Rebuild every layer instead of reusing the engine's layer cache.
+    #[arg(long)]
+    pub no_cache: bool,
+}

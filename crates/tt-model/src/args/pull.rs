@@ -1,0 +1,14 @@
+//! `tt-model pull` arguments.
+
+use clap::Args;
+
+/// Download a container package.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// `org/name[@revision]`.
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Also download the weights.
+    #[arg(long)]
+    pub with_weights: bool,
+}

@@ -1,0 +1,16 @@
+//! `tt-model push` arguments.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+/// Upload a staged container package.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// The staged package directory (holds `tt_kernel_manifest.json`).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The target repository (default: `built.repo` of the manifest).
+    #[arg(long, value_name = "NS/NAME")]
+    pub repo: Option<String>,
+}

@@ -1,0 +1,247 @@
+//! `tt-model package`: load the manifest, run the package pipeline with a phase stepper, and
+//! turn failures into diagnosis cards.
+//!
+//! The first Ctrl-C only warns (a build can take hours); the second cancels: the pipeline
+//! future is dropped, the engine aborts the build when its connection closes, and the staging
+//! directory is removed, leaving the previous output untouched.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tt_model_engine::{Client, EngineError};
+use tt_model_manifest::{CheckOptions, load_path};
+use tt_model_package::from_manifest::{spec_from_manifest, wire_json};
+use tt_model_package::{Event, PackageError, PackageOptions, Phase, Reporter, package};
+
+use crate::args::PackageArgs;
+use crate::printer::{DiagnosisCard, Printer};
+use crate::{ExitStatus, UserError};
+
+/// Where build logs go: `$XDG_CACHE_HOME/tt-model/build/<name>.log`, else `~/.cache/…`.
+fn log_path(name: &str) -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("tt-model").join("build").join(format!("{name}.log"))
+}
+
+/// Draws the stepper and the current build step.
+struct CliReporter<'p> {
+    printer: &'p Printer,
+    bar: ProgressBar,
+    phase: Option<Phase>,
+    step: String,
+    cached: usize,
+    steps: usize,
+}
+
+impl<'p> CliReporter<'p> {
+    fn new(printer: &'p Printer) -> Self {
+        let bar = if printer.color_stderr() {
+            let bar = ProgressBar::new_spinner();
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {prefix} {wide_msg} {elapsed}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+        Self {
+            printer,
+            bar,
+            phase: None,
+            step: String::new(),
+            cached: 0,
+            steps: 0,
+        }
+    }
+
+    fn stepper(current: Phase) -> String {
+        Phase::ALL
+            .iter()
+            .map(|p| if *p == current { format!("[{}]", p.name()) } else { p.name().to_string() })
+            .collect::<Vec<_>>()
+            .join(" ── ")
+    }
+
+    fn say(&self, f: impl FnOnce()) {
+        self.bar.suspend(f);
+    }
+}
+
+impl Reporter for CliReporter<'_> {
+    fn event(&mut self, event: Event) {
+        match event {
+            Event::PhaseStarted(p) => {
+                self.phase = Some(p);
+                self.bar.set_prefix(Self::stepper(p));
+                self.bar.set_message("");
+                self.bar.reset_elapsed();
+            }
+            Event::PhaseFinished(p, took) => {
+                let detail = match p {
+                    Phase::Build => format!("{:.1}s, {}/{} steps cached", took.as_secs_f64(), self.cached, self.steps),
+                    _ => format!("{:.1}s", took.as_secs_f64()),
+                };
+                let printer = self.printer;
+                self.say(|| printer.done(p.name(), Some(&detail)));
+            }
+            Event::Note(n) => {
+                if self.printer.verbose() {
+                    let printer = self.printer;
+                    self.say(|| printer.note(&n));
+                }
+            }
+            Event::Warning(w) => {
+                let printer = self.printer;
+                self.say(|| printer.warn(&w));
+            }
+            Event::Context { files, bytes } => {
+                self.bar.set_message(format!("context: {files} files, {:.1} MB", bytes as f64 / 1e6));
+            }
+            Event::BuildStep { index, total, instruction } => {
+                self.steps = total;
+                self.step = format!("step {index}/{total}: {instruction}");
+                self.bar.set_message(self.step.chars().take(100).collect::<String>());
+            }
+            Event::BuildCached => self.cached += 1,
+            Event::BuildLine(line) => {
+                if self.printer.verbose() {
+                    self.bar.suspend(|| eprintln!("    {line}"));
+                }
+            }
+            Event::Verified { checks, reused } => {
+                let printer = self.printer;
+                let text = if reused {
+                    format!("{checks} checks passed (same image as the previous package)")
+                } else {
+                    format!("{checks} checks passed inside the image")
+                };
+                self.say(|| printer.note(&text));
+            }
+            Event::Exported { bytes, reused } => {
+                let printer = self.printer;
+                let text = if reused {
+                    "image/ reused: the image id is unchanged".to_string()
+                } else {
+                    format!("image/ written ({:.1} MB OCI layout)", bytes as f64 / 1e6)
+                };
+                self.say(|| printer.note(&text));
+            }
+        }
+    }
+}
+
+/// Runs `tt-model package`.
+pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let started = Instant::now();
+    let (manifest, warnings) =
+        load_path(&args.container, &CheckOptions::default()).map_err(|e| UserError(e.to_string()))?;
+    for w in &warnings {
+        printer.warn(&w.one_line(&args.container.display().to_string()));
+    }
+    // Relative paths in the manifest resolve against the working directory, as in `lint`.
+    let cwd = std::env::current_dir()?;
+    let spec = spec_from_manifest(&manifest, &args.container, &cwd).map_err(|e| UserError(e.to_string()))?;
+    let log = log_path(&spec.name);
+    let options = PackageOptions {
+        out_root: args.out.clone(),
+        base_image: args.base_image.clone(),
+        log_path: log.clone(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        build_network: args.build_network.clone(),
+        no_cache: args.no_cache,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let result = runtime.block_on(async {
+        let client = Client::connect().await?;
+        let mut reporter = CliReporter::new(printer);
+        let wire = |built: &tt_model_package::Built| wire_json(&manifest, built);
+        let fut = package(&spec, &wire, &client, &options, &mut reporter);
+        tokio::pin!(fut);
+        let mut warned = false;
+        let outcome = loop {
+            tokio::select! {
+                r = &mut fut => break r,
+                _ = tokio::signal::ctrl_c() => {
+                    if warned {
+                        break Err(PackageError::Cancelled);
+                    }
+                    warned = true;
+                    reporter.say(|| printer.warn("Ctrl-C: press it again to cancel the package (the previous output stays intact)"));
+                }
+            }
+        };
+        reporter.bar.finish_and_clear();
+        Ok::<_, EngineError>(outcome)
+    });
+    let outcome = match result {
+        Ok(outcome) => outcome,
+        Err(e) if e.is_unreachable() => {
+            printer.fail(&DiagnosisCard {
+                cause: e.to_string(),
+                evidence: std::iter::successors(std::error::Error::source(&e), |c| c.source())
+                    .map(|c| c.to_string())
+                    .collect(),
+                consequence: Some("nothing was built".into()),
+                actions: vec![
+                    "start the engine (dockerd) or point DOCKER_HOST at it".into(),
+                    "check that your user may use the socket (the docker group)".into(),
+                ],
+            });
+            return Ok(ExitStatus::Failure);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    match outcome {
+        Ok(done) => {
+            printer.done(
+                &format!("Packaged {}", done.built.image),
+                Some(&format!("{:.1}s", started.elapsed().as_secs_f64())),
+            );
+            printer.note(&format!("code/ {}", done.built.code_sha256));
+            printer.note(&format!("full log: {}", log.display()));
+            printer.out(&done.out_dir.display().to_string());
+            printer.next(&format!("tt-model serve {}", done.out_dir.join("tt_kernel_manifest.json").display()));
+            Ok(ExitStatus::Success)
+        }
+        Err(PackageError::Verify { index, check, status, output }) => {
+            let mut evidence = vec![format!("check {index}: {check}"), format!("exit status {status}")];
+            evidence.extend(output.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().map(|l| format!("| {l}")));
+            printer.fail(&DiagnosisCard {
+                cause: "A verify assertion failed inside the finished image".into(),
+                evidence,
+                consequence: Some("the package was not written; the previous output is untouched".into()),
+                actions: vec![
+                    "fix the image contents or the assertion in `verify:`".into(),
+                    format!("full log: {}", log.display()),
+                ],
+            });
+            Ok(ExitStatus::Failure)
+        }
+        Err(PackageError::Engine(EngineError::Build { tag, message, last_lines })) => {
+            let mut evidence: Vec<String> = last_lines.iter().rev().take(15).rev().map(|l| format!("| {l}")).collect();
+            evidence.push(message.clone());
+            printer.fail(&DiagnosisCard {
+                cause: format!("Building `{tag}` failed"),
+                evidence,
+                consequence: Some("the package was not written; the previous output is untouched".into()),
+                actions: vec![format!("full log: {}", log.display())],
+            });
+            Ok(ExitStatus::Failure)
+        }
+        Err(e @ (PackageError::Spec(_)
+        | PackageError::Unsupported(_)
+        | PackageError::MetalTree { .. }
+        | PackageError::MissingCode { .. }
+        | PackageError::MissingLock(_)
+        | PackageError::OutInsideGit(_)
+        | PackageError::Cancelled)) => Err(UserError(e.to_string()).into()),
+        Err(e) => Err(e.into()),
+    }
+}

@@ -1,0 +1,130 @@
+//! The boot checklist on the terminal: finished phases print once (`✓ label  detail  time`),
+//! the active one is a live spinner row with real progress; a piped run prints each finished
+//! row once, without escapes. `-v` also streams the container's log lines.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tt_model_engine::bootlog::{self, BootEvent};
+use tt_model_engine::wait::WaitEvent;
+
+use crate::printer::Printer;
+
+pub struct Checklist<'p> {
+    printer: &'p Printer,
+    spinner: ProgressBar,
+    labels: HashMap<&'static str, &'static str>,
+    details: HashMap<&'static str, String>,
+    started: HashMap<&'static str, Instant>,
+    progress: Option<(u64, u64)>,
+    active: Option<&'static str>,
+}
+
+/// `▕████░░░░▏ 12/32 · 38%`, percentage recomputed from the counts.
+pub fn progress_bar(done: u64, total: u64) -> String {
+    if total == 0 {
+        return String::new();
+    }
+    let width = 8u64;
+    let filled = (done * width / total).min(width);
+    format!(
+        "▕{}{}▏ {done}/{total} · {}%",
+        "█".repeat(filled as usize),
+        "░".repeat((width - filled) as usize),
+        done * 100 / total
+    )
+}
+
+fn elapsed(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s < 60.0 { format!("{s:.1}s") } else { format!("{}m {:02}s", d.as_secs() / 60, d.as_secs() % 60) }
+}
+
+impl<'p> Checklist<'p> {
+    pub fn new(printer: &'p Printer, kind: &str) -> Self {
+        let spinner = ProgressBar::new_spinner();
+        spinner.set_style(ProgressStyle::with_template("{spinner} {msg}  {elapsed}").expect("static template"));
+        spinner.enable_steady_tick(Duration::from_millis(100));
+        Checklist {
+            printer,
+            spinner,
+            labels: bootlog::phases_for(kind).iter().map(|d| (d.key, d.label)).collect(),
+            details: HashMap::new(),
+            started: HashMap::new(),
+            progress: None,
+            active: None,
+        }
+    }
+
+    fn redraw(&self) {
+        let Some(k) = self.active else {
+            self.spinner.set_message("waiting for the server");
+            return;
+        };
+        let mut m = self.labels.get(k).copied().unwrap_or(k).to_string();
+        if let Some((d, t)) = self.progress {
+            m.push_str("  ");
+            m.push_str(&progress_bar(d, t));
+        }
+        if let Some(d) = self.details.get(k) {
+            m.push_str("  ");
+            m.push_str(d);
+        }
+        self.spinner.set_message(m);
+    }
+
+    fn println(&self, line: String) {
+        self.spinner.suspend(|| eprintln!("{line}"));
+    }
+
+    pub fn on_event(&mut self, e: &WaitEvent) {
+        match e {
+            WaitEvent::Boot(BootEvent::Started(k)) => {
+                self.active = Some(k);
+                self.progress = None;
+                self.started.insert(k, Instant::now());
+            }
+            WaitEvent::Boot(BootEvent::Finished(k)) => {
+                let label = self.labels.get(k).copied().unwrap_or(k);
+                let mut detail = self.details.get(k).cloned().unwrap_or_default();
+                if let Some(t) = self.started.get(k).map(Instant::elapsed).filter(|t| t.as_millis() >= 800) {
+                    detail = format!("{detail}  {}", elapsed(t)).trim().to_string();
+                }
+                self.spinner.suspend(|| self.printer.done(label, Some(&detail)));
+                if self.active == Some(*k) {
+                    self.active = None;
+                }
+            }
+            WaitEvent::Boot(BootEvent::Progress { done, total, .. }) => self.progress = Some((*done, *total)),
+            WaitEvent::Boot(BootEvent::Detail { key, detail }) => {
+                self.details.insert(key, detail.clone());
+            }
+            WaitEvent::Line(l) => {
+                if self.printer.verbose() {
+                    self.println(format!("  │ {}", l.text));
+                }
+            }
+            WaitEvent::LogReady => {
+                if self.printer.verbose() {
+                    self.spinner.suspend(|| self.printer.note("ready line seen; probing the health endpoint"));
+                }
+            }
+            WaitEvent::HttpReady => {}
+        }
+        self.redraw();
+    }
+
+    pub fn clear(&self) {
+        self.spinner.finish_and_clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn bar_is_recomputed_from_counts() {
+        assert_eq!(super::progress_bar(12, 32), "▕███░░░░░▏ 12/32 · 37%");
+        assert_eq!(super::progress_bar(1, 0), "");
+    }
+}

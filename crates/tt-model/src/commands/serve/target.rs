@@ -1,0 +1,114 @@
+//! What the user named: a staged manifest, a pulled `org/name[@rev]`, or (for stop/logs/rm) a
+//! package name that only running containers know.
+
+use std::path::{Path, PathBuf};
+
+use super::package::{Package, WIRE_MANIFEST};
+use crate::UserError;
+
+/// `~/.cache/tt-model` (or `$XDG_CACHE_HOME/tt-model`, or `TT_MODEL_HOME`).
+pub fn state_root() -> PathBuf {
+    if let Some(h) = std::env::var_os("TT_MODEL_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(h);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache"));
+    cache.join("tt-model")
+}
+
+/// Where `pull` keeps a package's manifest: `pulled/<org>__<name>/tt_kernel_manifest.json`.
+pub fn pulled_manifest(repo_id: &str) -> PathBuf {
+    state_root().join("pulled").join(repo_id.replace('/', "__")).join(WIRE_MANIFEST)
+}
+
+/// The per-package cache directory `~/.cache/tt-model/<name>`.
+pub fn package_state_dir(name: &str) -> PathBuf {
+    state_root().join(name)
+}
+
+/// `org/name[@rev]` → (`org/name`, rev).
+pub fn split_repo(target: &str) -> Option<(String, Option<String>)> {
+    let (id, rev) = match target.split_once('@') {
+        Some((i, r)) => (i, Some(r.to_string())),
+        None => (target, None),
+    };
+    let parts: Vec<&str> = id.split('/').collect();
+    let ok = parts.len() == 2
+        && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)));
+    ok.then(|| (id.to_string(), rev))
+}
+
+fn is_authoring_yaml(p: &Path) -> bool {
+    matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml"))
+}
+
+fn authoring_hint(p: &str) -> UserError {
+    UserError(format!(
+        "{p} is the AUTHORING manifest, which describes how to BUILD the image — serve needs the built package.\n  \
+         → build it:            tt-model package {p}\n  \
+         → serve the result:    tt-model serve <out-dir>/<name>/{WIRE_MANIFEST}\n  \
+         → or a pulled package: tt-model serve <org>/<name>"
+    ))
+}
+
+/// Resolve a serve target to its package manifest.
+pub fn resolve(target: &str) -> anyhow::Result<Package> {
+    let path = Path::new(target);
+    if is_authoring_yaml(path) {
+        return Err(authoring_hint(target).into());
+    }
+    if path.is_dir() {
+        let m = path.join(WIRE_MANIFEST);
+        if m.is_file() {
+            return Package::load(&m);
+        }
+        if path.join("tt-model.yaml").is_file() {
+            return Err(authoring_hint(&path.join("tt-model.yaml").display().to_string()).into());
+        }
+        return Err(UserError(format!("{target} holds no {WIRE_MANIFEST}; point serve at a staged package")).into());
+    }
+    if path.is_file() {
+        return Package::load(path);
+    }
+    if let Some((id, _rev)) = split_repo(target) {
+        let m = pulled_manifest(&id);
+        if m.is_file() {
+            return Package::load(&m);
+        }
+        return Err(UserError(format!(
+            "{target} is not a pulled container package (nor a container manifest path). Pull it first:  tt-model pull {id}"
+        ))
+        .into());
+    }
+    Err(UserError(format!("{target}: no such file, and not an org/name package id")).into())
+}
+
+/// For stop/logs/rm: the package name and (when known) its manifest. A bare name is accepted
+/// when containers carry it, so a package whose manifest is gone can still be stopped.
+pub fn resolve_name(target: &str) -> anyhow::Result<(String, Option<Package>)> {
+    match resolve(target) {
+        Ok(p) => Ok((p.name.clone(), Some(p))),
+        Err(e) => {
+            let bare = !target.contains('/') && !target.is_empty()
+                && target.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+            if bare && !Path::new(target).exists() { Ok((target.to_string(), None)) } else { Err(e) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repo_ids_and_authoring_yaml() {
+        assert_eq!(split_repo("acme/m@v1"), Some(("acme/m".into(), Some("v1".into()))));
+        assert_eq!(split_repo("acme/m"), Some(("acme/m".into(), None)));
+        assert_eq!(split_repo("a/b/c"), None);
+        let e = resolve("models/tt-model.yaml").unwrap_err().to_string();
+        assert!(e.contains("is the AUTHORING manifest"), "{e}");
+        assert!(e.contains("tt-model package models/tt-model.yaml"));
+    }
+}

@@ -1,0 +1,111 @@
+//! Weights before boot: download the pinned revision into the host HF cache (resumable,
+//! sha256-verified), or, with `--no-weights`/`--local-only`, say what the cache holds.
+
+use indicatif::{ProgressBar, ProgressStyle};
+use tt_model_hub::download::{DownloadPlan, LocalStatus, local_status};
+use tt_model_hub::env::HubEnv;
+use tt_model_hub::{DownloadReporter, Downloader, HubCache, HubError};
+
+use super::package::WeightsRef;
+use crate::UserError;
+use crate::printer::Printer;
+
+/// Decimal bytes (`12.1 MB`).
+pub fn human_bytes(n: u64) -> String {
+    let units = ["B", "kB", "MB", "GB", "TB"];
+    let mut v = n as f64;
+    let mut i = 0;
+    while v >= 1000.0 && i < units.len() - 1 {
+        v /= 1000.0;
+        i += 1;
+    }
+    if i == 0 { format!("{n} B") } else { format!("{v:.1} {}", units[i]) }
+}
+
+struct Bar(ProgressBar);
+
+impl DownloadReporter for Bar {
+    fn planned(&self, plan: &DownloadPlan) {
+        self.0.set_length(plan.bytes_to_fetch());
+    }
+    fn file_started(&self, file: &str, _size: Option<u64>, _resumed_from: u64) {
+        self.0.set_message(file.to_string());
+    }
+    fn bytes(&self, n: u64) {
+        self.0.inc(n);
+    }
+}
+
+/// How serve should mount the cache afterwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WeightsOutcome {
+    /// Complete on the host: mount read-only, run offline.
+    OnHost,
+    /// Not (fully) on the host: the container downloads, so the cache is mounted writable.
+    InContainer,
+}
+
+/// Make sure the weights are in the host cache (or report why not).
+pub async fn ensure(w: &WeightsRef, no_weights: bool, local_only: bool, printer: &Printer) -> anyhow::Result<WeightsOutcome> {
+    let env = HubEnv::from_env();
+    let cache = HubCache::new(env.hub_cache.clone());
+    let short = &w.revision[..w.revision.len().min(8)];
+    if no_weights || local_only {
+        return match local_status(&cache, &w.repo_id, &w.revision)? {
+            LocalStatus::Complete { .. } => {
+                printer.done(&format!("weights {}@{short}", w.repo_id), Some("in the local HF cache"));
+                Ok(WeightsOutcome::OnHost)
+            }
+            other => {
+                let partial = match other {
+                    LocalStatus::Partial { bytes } => format!(" ({} already on disk, resumable)", human_bytes(bytes)),
+                    _ => String::new(),
+                };
+                printer.warn(&format!(
+                    "weights {}@{short} are not in your local HF cache{partial}; the model will download them inside the container at first load (slower, and no progress is shown here)",
+                    w.repo_id
+                ));
+                printer.next(&format!("prefetch them: tt-model serve without --no-weights, or hf download {} --revision {}", w.repo_id, w.revision));
+                Ok(WeightsOutcome::InContainer)
+            }
+        };
+    }
+    let d = Downloader::new(env);
+    let started = std::time::Instant::now();
+    let result = async {
+        let plan = d.plan(&w.repo_id, &w.revision, &w.allow, &w.ignore).await?;
+        d.check_space(&plan)?;
+        let bar = ProgressBar::new(plan.bytes_to_fetch());
+        bar.set_style(
+            ProgressStyle::with_template("  {spinner} weights {prefix}  ▕{bar:24}▏ {bytes}/{total_bytes}  {bytes_per_sec}  {wide_msg}")
+                .expect("static template")
+                .progress_chars("█▉▊▋▌▍▎▏ "),
+        );
+        bar.set_prefix(w.repo_id.clone());
+        let r = d.download(&plan, &Bar(bar.clone())).await;
+        bar.finish_and_clear();
+        r.map(|snap| (plan, snap))
+    }
+    .await;
+    match result {
+        Ok((plan, _snap)) => {
+            let fetched = plan.bytes_to_fetch();
+            let detail = if fetched == 0 {
+                format!("{} files already in the HF cache", plan.files.len())
+            } else {
+                format!("{} · {} files · {:.1}s", human_bytes(fetched), plan.files.len(), started.elapsed().as_secs_f64())
+            };
+            printer.done(&format!("weights {}@{}", w.repo_id, &plan.commit[..8]), Some(&detail));
+            Ok(WeightsOutcome::OnHost)
+        }
+        Err(e) if e.is_no_space() => Err(UserError(format!("ran out of disk space downloading the weights {}: {e}", w.repo_id)).into()),
+        Err(e @ (HubError::ShaMismatch { .. } | HubError::SizeMismatch { .. } | HubError::CommitMismatch { .. } | HubError::BadFileName(_) | HubError::BadRevision(_) | HubError::BadRepoId(_))) => {
+            Err(UserError(format!("weights {}: {e}", w.repo_id)).into())
+        }
+        Err(e) => {
+            printer.warn(&format!("could not prefetch the weights {}@{short}: {e}", w.repo_id));
+            printer.note("the model will try to download them inside the container at first load");
+            Ok(WeightsOutcome::InContainer)
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! `tt-model stop`: SIGTERM with a grace period; a SIGKILL (exit 137) leaves the mesh dirty,
+//! so the chips are reset with `tt-smi -r` from the same image unless another container has
+//! reclaimed them meanwhile. Every container's outcome is reported.
+
+use std::time::Duration;
+
+use tt_model_engine::containers::ContainerInfo;
+use tt_model_engine::{Client, devices, labels};
+
+use super::serve::{host, target};
+use crate::args::StopArgs;
+use crate::printer::Printer;
+use crate::ExitStatus;
+
+/// Bound on the reset container.
+const RESET_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// What happened to the chips after a stop.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reset {
+    NotNeeded,
+    Ran,
+    Failed(String),
+    /// Another container holds the chips now: resetting would break it.
+    Skipped,
+}
+
+/// Runs `tt-model stop`.
+pub fn run(args: &StopArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(stop(args, printer))
+}
+
+/// The running containers of `package` (only `profile` when given), default profile first.
+pub(crate) async fn running_of(client: &Client, package: &str, profile: Option<&str>, all: bool) -> anyhow::Result<Vec<ContainerInfo>> {
+    let mut v: Vec<ContainerInfo> = client
+        .tt_model_containers(Some(package), all)
+        .await?
+        .into_iter()
+        // Exact label match: the list filter already is exact, the name check guards against
+        // containers that were renamed.
+        .filter(|c| c.label(labels::PACKAGE) == Some(package))
+        .filter(|c| profile.is_none_or(|p| c.label(labels::PROFILE) == Some(p)))
+        .collect();
+    v.sort_by_key(|c| (!c.running, c.name.clone()));
+    Ok(v)
+}
+
+async fn stop(args: &StopArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let (package, _) = target::resolve_name(&args.target)?;
+    let client = host::engine().await?;
+    let targets = running_of(&client, &package, args.profile.as_deref(), false).await?;
+    if targets.is_empty() {
+        printer.skipped("nothing running", Some(&package));
+        return Ok(ExitStatus::Success);
+    }
+    let mut failed = false;
+    for c in &targets {
+        let outcome = client.stop_with_grace(&c.name, Duration::from_secs(args.grace)).await?;
+        client.remove_container_force(&c.name).await?;
+        let reset = if outcome.dirty() { reset_after_kill(&client, c).await } else { Reset::NotNeeded };
+        let detail = match &reset {
+            Reset::NotNeeded => "clean shutdown".to_string(),
+            Reset::Ran => "killed — mesh reset ran".to_string(),
+            Reset::Failed(why) => format!("killed — mesh reset did NOT complete: {why}"),
+            Reset::Skipped => "killed — reset skipped (chips reclaimed)".to_string(),
+        };
+        printer.done(&format!("stopped {}", c.name), Some(&detail));
+        if reset != Reset::NotNeeded {
+            printer.warn("the server was killed after the grace period; `tt-smi -r` after a force-kill may not recover the device, and a HOST reboot can be needed (dmesg: `could only pin N of M pages`)");
+            failed |= matches!(reset, Reset::Failed(_));
+        }
+    }
+    printer.done(&format!("stopped {} container(s)", targets.len()), None);
+    Ok(if failed { ExitStatus::Failure } else { ExitStatus::Success })
+}
+
+/// Scoped reset after a SIGKILL, unless another container claims any of the chips now.
+async fn reset_after_kill(client: &Client, c: &ContainerInfo) -> Reset {
+    let Some(label) = c.label(labels::DEVICES) else {
+        // It had no device: nothing to reset.
+        return Reset::NotNeeded;
+    };
+    // A malformed label resets the whole directory: over-broad, never under-broad.
+    let chips = labels::parse_devices(label);
+    let inventory = devices::inventory(std::path::Path::new(tt_model_engine::run_spec::DEV_TENSTORRENT)).unwrap_or_default();
+    let claims = match client.scan_claims().await {
+        Ok(c) => c,
+        Err(e) => return Reset::Failed(format!("cannot scan containers: {e}")),
+    };
+    let claimed = devices::claimed_chips(&claims, &inventory);
+    let ours = chips.clone().unwrap_or_else(|| inventory.clone());
+    if ours.iter().any(|i| claimed.contains(i)) {
+        return Reset::Skipped;
+    }
+    match client.reset_chips(&c.image, chips.as_deref(), RESET_TIMEOUT).await {
+        Ok((0, _)) => Reset::Ran,
+        Ok((code, out)) => Reset::Failed(format!("tt-smi exited {code}: {}", out.lines().last().unwrap_or(""))),
+        Err(e) => Reset::Failed(e.to_string()),
+    }
+}
+

@@ -1,0 +1,228 @@
+//! Every line the user sees goes through the [`Printer`], so the output conventions live in one
+//! place:
+//!
+//! * `✓` done, `○` skipped / nothing to do, `✗` failed (followed by a [`DiagnosisCard`]),
+//!   `!` actionable warning, `•` note, `→` next step;
+//! * status lines go to stderr, machine-readable output ([`Printer::out`]) to stdout;
+//! * no ANSI escapes when the stream is not a terminal, when `NO_COLOR` is set (to anything
+//!   non-empty) or with `--no-color`.
+
+use std::io::{IsTerminal, Write};
+
+/// Why something failed and what to do about it (the original's "diagnosis card").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiagnosisCard {
+    /// One line: what went wrong, in the user's terms.
+    pub cause: String,
+    /// The facts that show it (a log line, a path, a value).
+    pub evidence: Vec<String>,
+    /// What happens because of it, if not obvious.
+    pub consequence: Option<String>,
+    /// Concrete things to try, most likely first.
+    pub actions: Vec<String>,
+}
+
+/// ANSI styles the printer uses.
+#[derive(Debug, Clone, Copy)]
+enum Style {
+    Green,
+    Red,
+    Yellow,
+    Cyan,
+    Dim,
+    Bold,
+}
+
+impl Style {
+    fn code(self) -> &'static str {
+        match self {
+            Style::Green => "\x1b[32m",
+            Style::Red => "\x1b[31m",
+            Style::Yellow => "\x1b[33m",
+            Style::Cyan => "\x1b[36m",
+            Style::Dim => "\x1b[2m",
+            Style::Bold => "\x1b[1m",
+        }
+    }
+}
+
+/// Writes status lines (stderr) and results (stdout) with the glyph conventions.
+#[derive(Debug, Clone)]
+pub struct Printer {
+    verbose: bool,
+    color_out: bool,
+    color_err: bool,
+}
+
+impl Printer {
+    /// A printer for this process: colour only on terminals, never with `NO_COLOR` or
+    /// `--no-color`.
+    pub fn new(verbose: bool, no_color: bool) -> Self {
+        let env_off = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let allowed = !no_color && !env_off;
+        Self {
+            verbose,
+            color_out: allowed && std::io::stdout().is_terminal(),
+            color_err: allowed && std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// A printer that never colours (tests, pipes).
+    pub fn plain(verbose: bool) -> Self {
+        Self {
+            verbose,
+            color_out: false,
+            color_err: false,
+        }
+    }
+
+    /// Whether `-v` was given.
+    pub fn verbose(&self) -> bool {
+        self.verbose
+    }
+
+    /// Whether stdout output may carry ANSI colour.
+    pub fn color_stdout(&self) -> bool {
+        self.color_out
+    }
+
+    /// Whether stderr output may carry ANSI colour.
+    pub fn color_stderr(&self) -> bool {
+        self.color_err
+    }
+
+    fn paint(&self, on: bool, style: Style, text: &str) -> String {
+        if on {
+            format!("{}{text}\x1b[0m", style.code())
+        } else {
+            text.to_owned()
+        }
+    }
+
+    fn err_line(&self, line: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "{line}");
+    }
+
+    fn glyph_line(&self, glyph: &str, style: Style, message: &str, detail: Option<&str>) {
+        let mut line = format!("{} {message}", self.paint(self.color_err, style, glyph));
+        if let Some(detail) = detail.filter(|d| !d.is_empty()) {
+            line.push_str("  ");
+            line.push_str(&self.paint(self.color_err, Style::Dim, detail));
+        }
+        self.err_line(&line);
+    }
+
+    /// `✓ message  detail`: a step finished.
+    pub fn done(&self, message: &str, detail: Option<&str>) {
+        self.glyph_line("✓", Style::Green, message, detail);
+    }
+
+    /// `○ message  detail`: a benign skip or no-op.
+    pub fn skipped(&self, message: &str, detail: Option<&str>) {
+        self.glyph_line("○", Style::Dim, message, detail);
+    }
+
+    /// `! message`: an actionable warning.
+    pub fn warn(&self, message: &str) {
+        self.glyph_line("!", Style::Yellow, message, None);
+    }
+
+    /// `• message`: an informational note (only under `-v` when `routine` is true).
+    pub fn note(&self, message: &str) {
+        self.glyph_line("•", Style::Dim, message, None);
+    }
+
+    /// `→ hint`: what to run next.
+    pub fn next(&self, hint: &str) {
+        self.glyph_line("→", Style::Cyan, hint, None);
+    }
+
+    /// `✗ message`: a handled failure without a card.
+    pub fn error(&self, message: &str) {
+        self.glyph_line("✗", Style::Red, message, None);
+    }
+
+    /// `✗ cause`, then the card: evidence, consequence and `Try:` actions.
+    pub fn fail(&self, card: &DiagnosisCard) {
+        self.glyph_line("✗", Style::Red, &card.cause, None);
+        for line in render_card_body(card) {
+            self.err_line(&line);
+        }
+    }
+
+    /// An unexpected error with its cause chain (`Caused by:`), printed once.
+    pub fn error_chain(&self, err: &anyhow::Error) {
+        self.glyph_line("✗", Style::Red, &err.to_string(), None);
+        for cause in err.chain().skip(1) {
+            self.err_line(&format!("  Caused by: {cause}"));
+        }
+    }
+
+    /// A line of machine-readable or primary output on stdout (never wrapped, no markup).
+    pub fn out(&self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{text}");
+    }
+
+    /// Text on stdout as-is (the caller supplies the newlines).
+    pub fn out_raw(&self, text: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.as_bytes());
+        let _ = out.flush();
+    }
+
+    /// Paints `text` for stdout when colour is allowed there.
+    pub fn style_out_bold(&self, text: &str) -> String {
+        self.paint(self.color_out, Style::Bold, text)
+    }
+}
+
+/// The lines under a card's `✗ cause` line (pure, so tests can pin the layout).
+pub fn render_card_body(card: &DiagnosisCard) -> Vec<String> {
+    let mut lines = Vec::new();
+    for evidence in &card.evidence {
+        lines.push(format!("  {evidence}"));
+    }
+    if let Some(consequence) = &card.consequence {
+        lines.push(format!("  {consequence}"));
+    }
+    if !card.actions.is_empty() {
+        lines.push("  Try:".to_owned());
+        for action in &card.actions {
+            lines.push(format!("    → {action}"));
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn card_body_lists_evidence_consequence_and_actions() {
+        let card = DiagnosisCard {
+            cause: "the device is busy".into(),
+            evidence: vec!["/dev/tenstorrent/0 held by pid 42".into()],
+            consequence: Some("the server cannot open the chip".into()),
+            actions: vec!["tt-model stop org/x".into()],
+        };
+        assert_eq!(
+            render_card_body(&card),
+            vec![
+                "  /dev/tenstorrent/0 held by pid 42",
+                "  the server cannot open the chip",
+                "  Try:",
+                "    → tt-model stop org/x",
+            ]
+        );
+    }
+
+    #[test]
+    fn plain_printer_never_paints() {
+        let p = Printer::plain(false);
+        assert_eq!(p.paint(p.color_err, Style::Red, "x"), "x");
+        assert!(!p.color_stdout() && !p.color_stderr());
+    }
+}
