@@ -15,5 +15,6 @@ pub mod request;
 pub mod tokenizer;
 pub mod config;
 pub mod cpu;
+pub mod megakernel;
 pub mod model;
 pub mod weights;

@@ -361,7 +361,7 @@ impl WeightSource for RandomWeights {
             (0.0, (3.0 / shape[1] as f32).sqrt())
         };
         const CHUNK: usize = 1 << 16;
-        let gen = |c: usize, out: &mut dyn FnMut(usize, f32)| {
+        let fill = |c: usize, out: &mut dyn FnMut(usize, f32)| {
             let mut s = splitmix(h ^ (c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
             for i in 0..CHUNK.min(n - c * CHUNK) {
                 s ^= s << 13;
@@ -375,14 +375,14 @@ impl WeightSource for RandomWeights {
             DType::Bf16 => {
                 let mut v = vec![bf16::ZERO; n];
                 v.par_chunks_mut(CHUNK).enumerate().for_each(|(c, dst)| {
-                    gen(c, &mut |i, x| dst[i] = bf16::from_f32(x));
+                    fill(c, &mut |i, x| dst[i] = bf16::from_f32(x));
                 });
                 Tensor::from_bf16(shape.to_vec(), v)
             }
             DType::F32 => {
                 let mut v = vec![0.0f32; n];
                 v.par_chunks_mut(CHUNK).enumerate().for_each(|(c, dst)| {
-                    gen(c, &mut |i, x| dst[i] = x);
+                    fill(c, &mut |i, x| dst[i] = x);
                 });
                 Tensor::from_f32(shape.to_vec(), v)
             }

@@ -7,9 +7,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use divan::Bencher;
-use tt_blackhole::arena::{ArenaKey, CacheOutcome, SourceTensor, TensorData, TensorSource, arena_layout, open_or_build};
-use tt_blackhole::dims::DitDims;
 use tt_blackhole::ArenaDtype;
+use tt_blackhole::arena::{
+    ArenaKey, CacheOutcome, SourceTensor, TensorData, TensorSource, arena_layout, open_or_build,
+};
+use tt_blackhole::dims::DitDims;
 
 fn main() {
     divan::main();
@@ -44,15 +46,23 @@ impl Random {
 
 impl TensorSource for Random {
     fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, String> {
-        let shape = *self.shapes.get(name).ok_or_else(|| format!("unknown {name}"))?;
-        Ok(SourceTensor { shape: shape.to_vec(), data: TensorData::F32(Cow::Borrowed(&self.by_shape[&shape])) })
+        let shape = *self
+            .shapes
+            .get(name)
+            .ok_or_else(|| format!("unknown {name}"))?;
+        Ok(SourceTensor {
+            shape: shape.to_vec(),
+            data: TensorData::F32(Cow::Borrowed(&self.by_shape[&shape])),
+        })
     }
 }
 
 fn cache_dir() -> std::path::PathBuf {
     std::env::var_os("TT_BLACKHOLE_BENCH_DIR")
         .map(Into::into)
-        .unwrap_or_else(|| std::env::temp_dir().join(format!("tt-blackhole-bench-{}", std::process::id())))
+        .unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("tt-blackhole-bench-{}", std::process::id()))
+        })
 }
 
 #[divan::bench(sample_count = 3, sample_size = 1, args = [1, 2])]
@@ -60,12 +70,17 @@ fn full_arena_cold(b: Bencher, threads: usize) {
     let src = Random::new();
     let layout = arena_layout(&DitDims::FULL, ArenaDtype::Bfp8B);
     let dir = cache_dir();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
     let mut rev = 0;
     b.bench_local(|| {
         rev += 1; // a new revision each time: the key changes, so it rebuilds
         let key = ArenaKey::new(format!("bench-{rev}"), ArenaDtype::Bfp8B);
-        let (_, o) = pool.install(|| open_or_build(&dir, &key, &layout, &src)).unwrap();
+        let (_, o) = pool
+            .install(|| open_or_build(&dir, &key, &layout, &src))
+            .unwrap();
         assert!(matches!(o, CacheOutcome::Built { .. }));
     });
     let _ = std::fs::remove_dir_all(&dir);
@@ -78,9 +93,14 @@ fn full_arena_warm(b: Bencher, threads: usize) {
     let dir = cache_dir();
     let key = ArenaKey::new("bench-warm", ArenaDtype::Bfp8B);
     open_or_build(&dir, &key, &layout, &src).unwrap();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
     b.bench_local(|| {
-        let (a, o) = pool.install(|| open_or_build(&dir, &key, &layout, &src)).unwrap();
+        let (a, o) = pool
+            .install(|| open_or_build(&dir, &key, &layout, &src))
+            .unwrap();
         assert_eq!(o, CacheOutcome::Hit);
         a.index.total_bytes
     });

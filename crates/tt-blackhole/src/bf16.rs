@@ -36,7 +36,11 @@ pub fn round_to_bf16(x: f32) -> f32 {
 
 /// Convert a slice (chunked so the loop autovectorizes; NaN handled by a select).
 pub fn f32_slice_to_bf16_bits(src: &[f32], dst: &mut [u16]) {
-    assert_eq!(src.len(), dst.len(), "f32_slice_to_bf16_bits: length mismatch");
+    assert_eq!(
+        src.len(),
+        dst.len(),
+        "f32_slice_to_bf16_bits: length mismatch"
+    );
     for (s, d) in src.iter().zip(dst.iter_mut()) {
         *d = f32_to_bf16_bits(*s);
     }

@@ -67,6 +67,9 @@ pub struct DitStepInputs<'a> {
 /// Output: `[sa_tokens, D]`, the token stream after the last block (before `norm_out`).
 pub trait DitDevice: Send + Sync {
     fn kind(&self) -> DeviceKind;
+    /// Once per observation: cut the plan for this context length (the L1 check depends on
+    /// it). Fails when the plan does not fit.
+    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), String>;
     fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, String>;
 }
 

@@ -47,7 +47,7 @@ impl DitDims {
 
     /// Blocks with even index cross-attend to the VL context; odd ones self-attend.
     pub const fn is_cross(block: usize) -> bool {
-        block % 2 == 0
+        block.is_multiple_of(2)
     }
 
     /// Read the sizes from a GR00T `config.json` value (`diffusion_model_cfg`,
@@ -80,7 +80,11 @@ impl DitDims {
         let mut v = Vec::with_capacity(self.num_layers * WeightKind::STREAM_ORDER.len());
         for block in 0..self.num_layers {
             for kind in WeightKind::STREAM_ORDER {
-                v.push(WeightRef { block, kind, shape: self.torch_shape(block, kind) });
+                v.push(WeightRef {
+                    block,
+                    kind,
+                    shape: self.torch_shape(block, kind),
+                });
             }
         }
         v
@@ -89,7 +93,11 @@ impl DitDims {
     /// `[out, in]` as stored in the checkpoint (torch `nn.Linear` order).
     pub fn torch_shape(&self, block: usize, kind: WeightKind) -> [usize; 2] {
         let d = self.width();
-        let kv_in = if Self::is_cross(block) { self.cross_dim } else { d };
+        let kv_in = if Self::is_cross(block) {
+            self.cross_dim
+        } else {
+            d
+        };
         match kind {
             WeightKind::AdaNorm => [2 * d, d],
             WeightKind::Q | WeightKind::Out => [d, d],
@@ -146,7 +154,10 @@ impl WeightKind {
 
     /// Position in [`Self::STREAM_ORDER`].
     pub fn stream_index(self) -> usize {
-        Self::STREAM_ORDER.iter().position(|k| *k == self).unwrap_or(0)
+        Self::STREAM_ORDER
+            .iter()
+            .position(|k| *k == self)
+            .unwrap_or(0)
     }
 }
 
@@ -168,7 +179,10 @@ impl WeightRef {
 
 /// Checkpoint tensor name of a block weight.
 pub fn checkpoint_name(block: usize, kind: WeightKind) -> String {
-    format!("action_head.model.transformer_blocks.{block}.{}.weight", kind.module())
+    format!(
+        "action_head.model.transformer_blocks.{block}.{}.weight",
+        kind.module()
+    )
 }
 
 #[cfg(test)]
@@ -183,13 +197,20 @@ mod tests {
         assert_eq!(params, 16 * 34_603_008 + 16 * 33_030_144);
         assert_eq!(d.torch_shape(0, WeightKind::K), [1536, 2048]);
         assert_eq!(d.torch_shape(1, WeightKind::K), [1536, 1536]);
-        assert_eq!(checkpoint_name(7, WeightKind::Out), "action_head.model.transformer_blocks.7.attn1.to_out.0.weight");
+        assert_eq!(
+            checkpoint_name(7, WeightKind::Out),
+            "action_head.model.transformer_blocks.7.attn1.to_out.0.weight"
+        );
     }
 
     #[test]
     fn from_full_config_json() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/golden/gr00t-n16-tiny/case1/full_config.json");
-        let cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/golden/gr00t-n16-tiny/case1/full_config.json"
+        );
+        let cfg: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         assert_eq!(DitDims::from_config(&cfg, 116).unwrap(), DitDims::FULL);
         let err = DitDims::from_config(&serde_json::json!({}), 1).unwrap_err();
         assert!(err.to_string().contains("diffusion_model_cfg"));

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 pub const NUM_DRAM_BANKS: usize = 8;
 
 /// Where one page lands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DramPlace {
     pub bank: usize,
     /// Byte offset inside the bank, relative to the buffer's (same-in-every-bank) base.
@@ -17,7 +17,10 @@ pub struct DramPlace {
 
 /// Placement of page `index` of an interleaved buffer with `page_size`-byte pages.
 pub const fn interleaved(index: u64, page_size: u64, banks: usize) -> DramPlace {
-    DramPlace { bank: (index % banks as u64) as usize, offset: (index / banks as u64) * page_size }
+    DramPlace {
+        bank: (index % banks as u64) as usize,
+        offset: (index / banks as u64) * page_size,
+    }
 }
 
 /// Bytes a buffer of `pages` pages occupies in each bank (the per-bank allocation size).
@@ -34,8 +37,20 @@ mod tests {
         let p = |i| interleaved(i, 1088, NUM_DRAM_BANKS);
         assert_eq!(p(0), DramPlace { bank: 0, offset: 0 });
         assert_eq!(p(7), DramPlace { bank: 7, offset: 0 });
-        assert_eq!(p(8), DramPlace { bank: 0, offset: 1088 });
-        assert_eq!(p(19), DramPlace { bank: 3, offset: 2 * 1088 });
+        assert_eq!(
+            p(8),
+            DramPlace {
+                bank: 0,
+                offset: 1088
+            }
+        );
+        assert_eq!(
+            p(19),
+            DramPlace {
+                bank: 3,
+                offset: 2 * 1088
+            }
+        );
         assert_eq!(bytes_per_bank(17, 1088, 8), 3 * 1088);
         // Every (bank, offset) pair is hit exactly once for a 1000-page buffer.
         let mut seen = std::collections::HashSet::new();

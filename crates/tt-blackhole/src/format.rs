@@ -123,7 +123,10 @@ mod tests {
     fn dtype_parse() {
         assert_eq!(ArenaDtype::parse("BFP4_B"), Ok(ArenaDtype::Bfp4B));
         assert_eq!(ArenaDtype::from_env_value(None), Ok(ArenaDtype::Bfp8B));
-        assert_eq!(ArenaDtype::parse("bf16").unwrap().format(), DataFormat::Float16B);
+        assert_eq!(
+            ArenaDtype::parse("bf16").unwrap().format(),
+            DataFormat::Float16B
+        );
         let err = ArenaDtype::parse("fp8").unwrap_err();
         assert!(err.to_string().contains("bfp8_b, bfp4_b, bf16"));
     }

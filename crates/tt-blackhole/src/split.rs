@@ -53,14 +53,28 @@ pub const fn balanced(total: usize, parts: usize, i: usize) -> (usize, usize) {
 
 /// Split a `[kt, nt]`-tile weight over `cores` compute cores.
 pub fn split_matmul(kt: usize, nt: usize, cores: usize) -> MatmulSplit {
-    assert!(kt > 0 && nt > 0 && cores > 0, "split_matmul: empty matrix or no cores");
+    assert!(
+        kt > 0 && nt > 0 && cores > 0,
+        "split_matmul: empty matrix or no cores"
+    );
     let mut units = Vec::new();
     let mut first_tile = 0;
-    let k_split = if nt >= cores { 1 } else { (cores / nt).clamp(1, kt) };
+    let k_split = if nt >= cores {
+        1
+    } else {
+        (cores / nt).clamp(1, kt)
+    };
     if k_split == 1 {
         for core in 0..cores.min(nt) {
             let (n_start, n_count) = balanced(nt, cores.min(nt), core);
-            let u = WorkUnit { core, n_start, n_count, k_start: 0, k_count: kt, first_tile };
+            let u = WorkUnit {
+                core,
+                n_start,
+                n_count,
+                k_start: 0,
+                k_count: kt,
+                first_tile,
+            };
             first_tile += u.tiles();
             units.push(u);
         }
@@ -69,13 +83,25 @@ pub fn split_matmul(kt: usize, nt: usize, cores: usize) -> MatmulSplit {
             for s in 0..k_split {
                 let (k_start, k_count) = balanced(kt, k_split, s);
                 let core = n * k_split + s;
-                let u = WorkUnit { core, n_start: n, n_count: 1, k_start, k_count, first_tile };
+                let u = WorkUnit {
+                    core,
+                    n_start: n,
+                    n_count: 1,
+                    k_start,
+                    k_count,
+                    first_tile,
+                };
                 first_tile += u.tiles();
                 units.push(u);
             }
         }
     }
-    MatmulSplit { kt, nt, k_split, units }
+    MatmulSplit {
+        kt,
+        nt,
+        k_split,
+        units,
+    }
 }
 
 impl MatmulSplit {
@@ -103,7 +129,10 @@ mod tests {
         for (k, n) in s.stream_order() {
             seen[k * nt + n] += 1;
         }
-        assert!(seen.iter().all(|&c| c == 1), "kt={kt} nt={nt} cores={cores}");
+        assert!(
+            seen.iter().all(|&c| c == 1),
+            "kt={kt} nt={nt} cores={cores}"
+        );
         assert!(s.units.len() <= cores);
         let mut next = 0;
         for (i, u) in s.units.iter().enumerate() {
@@ -115,7 +144,17 @@ mod tests {
 
     #[test]
     fn covers_every_tile_once() {
-        for (kt, nt) in [(48, 48), (64, 48), (48, 96), (48, 192), (192, 48), (2, 2), (5, 1), (1, 200), (7, 13)] {
+        for (kt, nt) in [
+            (48, 48),
+            (64, 48),
+            (48, 96),
+            (48, 192),
+            (192, 48),
+            (2, 2),
+            (5, 1),
+            (1, 200),
+            (7, 13),
+        ] {
             for cores in [1, 3, 96, 97] {
                 check_cover(kt, nt, cores);
             }
@@ -126,10 +165,16 @@ mod tests {
     fn full_size_shares() {
         // D x D: 48 columns, K cut in 2 → 96 units of 24 tiles.
         let s = split_matmul(48, 48, 96);
-        assert_eq!((s.k_split, s.units.len(), s.max_tiles_per_core()), (2, 96, 24));
+        assert_eq!(
+            (s.k_split, s.units.len(), s.max_tiles_per_core()),
+            (2, 96, 24)
+        );
         // FF up: 192 columns → 2 columns of full K per core.
         let s = split_matmul(48, 192, 96);
-        assert_eq!((s.k_split, s.units.len(), s.max_tiles_per_core()), (1, 96, 96));
+        assert_eq!(
+            (s.k_split, s.units.len(), s.max_tiles_per_core()),
+            (1, 96, 96)
+        );
         assert_eq!(balanced(10, 4, 0), (0, 3));
         assert_eq!(balanced(10, 4, 3), (8, 2));
     }

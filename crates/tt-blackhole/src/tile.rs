@@ -16,7 +16,10 @@ pub const fn face_index(r: usize, c: usize) -> usize {
 
 /// Rows and columns rounded up to whole tiles.
 pub const fn padded_dims(rows: usize, cols: usize) -> (usize, usize) {
-    (rows.div_ceil(TILE_DIM) * TILE_DIM, cols.div_ceil(TILE_DIM) * TILE_DIM)
+    (
+        rows.div_ceil(TILE_DIM) * TILE_DIM,
+        cols.div_ceil(TILE_DIM) * TILE_DIM,
+    )
 }
 
 /// Number of (row, column) tiles of a `rows x cols` matrix after padding.
@@ -26,7 +29,12 @@ pub const fn tile_grid(rows: usize, cols: usize) -> (usize, usize) {
 
 /// Tilize a row-major `rows x cols` matrix; padding (up to whole tiles) gets `pad`.
 pub fn tilize<T: Copy>(src: &[T], rows: usize, cols: usize, pad: T) -> Vec<T> {
-    assert_eq!(src.len(), rows * cols, "tilize: {} elements for {rows}x{cols}", src.len());
+    assert_eq!(
+        src.len(),
+        rows * cols,
+        "tilize: {} elements for {rows}x{cols}",
+        src.len()
+    );
     let (tr, tc) = tile_grid(rows, cols);
     let mut out = vec![pad; tr * tc * TILE_ELEMS];
     for (t, tile) in out.chunks_exact_mut(TILE_ELEMS).enumerate() {
@@ -39,7 +47,14 @@ pub fn tilize<T: Copy>(src: &[T], rows: usize, cols: usize, pad: T) -> Vec<T> {
 /// Copy tile (r0, c0) of a row-major matrix into face order; out-of-range elements keep
 /// what `tile` held (the caller's padding value).
 #[inline]
-pub fn gather_tile<T: Copy>(src: &[T], rows: usize, cols: usize, r0: usize, c0: usize, tile: &mut [T]) {
+pub fn gather_tile<T: Copy>(
+    src: &[T],
+    rows: usize,
+    cols: usize,
+    r0: usize,
+    c0: usize,
+    tile: &mut [T],
+) {
     let rmax = (rows - r0.min(rows)).min(TILE_DIM);
     let cmax = (cols - c0.min(cols)).min(TILE_DIM);
     for r in 0..rmax {
@@ -58,7 +73,12 @@ pub fn gather_tile<T: Copy>(src: &[T], rows: usize, cols: usize, r0: usize, c0: 
 /// Untilize back to a row-major `rows x cols` matrix (padding dropped).
 pub fn untilize<T: Copy + Default>(tiled: &[T], rows: usize, cols: usize) -> Vec<T> {
     let (tr, tc) = tile_grid(rows, cols);
-    assert_eq!(tiled.len(), tr * tc * TILE_ELEMS, "untilize: {} elements for {rows}x{cols}", tiled.len());
+    assert_eq!(
+        tiled.len(),
+        tr * tc * TILE_ELEMS,
+        "untilize: {} elements for {rows}x{cols}",
+        tiled.len()
+    );
     let mut out = vec![T::default(); rows * cols];
     for (t, tile) in tiled.chunks_exact(TILE_ELEMS).enumerate() {
         let (r0, c0) = ((t / tc) * TILE_DIM, (t % tc) * TILE_DIM);
@@ -83,7 +103,10 @@ mod tests {
         assert_eq!(t.len(), 2 * 3 * 1024);
         assert_eq!(untilize(&t, rows, cols), src);
         // Padding holds the pad value: tile 0 is full, tile 2 (cols 64..96) has 6 real columns.
-        assert_eq!(t.iter().filter(|&&v| v == u32::MAX).count(), 6 * 1024 - rows * cols);
+        assert_eq!(
+            t.iter().filter(|&&v| v == u32::MAX).count(),
+            6 * 1024 - rows * cols
+        );
         assert_eq!(t[2 * 1024 + face_index(0, 6)], u32::MAX);
         assert_eq!(t[2 * 1024 + face_index(0, 5)], 69);
     }

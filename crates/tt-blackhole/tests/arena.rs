@@ -3,11 +3,13 @@
 mod common;
 
 use common::{SafeTensors, Src, TINY, tiny_dims};
-use tt_blackhole::arena::{ArenaKey, CacheOutcome, arena_layout, build_arena_bytes, decode_weight, open_or_build};
+use tt_blackhole::ArenaDtype;
+use tt_blackhole::arena::{
+    ArenaKey, CacheOutcome, arena_layout, build_arena_bytes, decode_weight, open_or_build,
+};
 use tt_blackhole::bf16::round_to_bf16;
 use tt_blackhole::bfp::{BfpFormat, pack_row_major, unpack_row_major};
 use tt_blackhole::dims::WeightKind;
-use tt_blackhole::ArenaDtype;
 
 fn transpose(w: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     let mut t = vec![0f32; w.len()];
@@ -23,7 +25,10 @@ fn transpose(w: &[f32], rows: usize, cols: usize) -> Vec<f32> {
 fn tiny_checkpoint_names_shapes_and_values() {
     let st = SafeTensors::read(&format!("{TINY}/model.safetensors"));
     let dims = tiny_dims();
-    assert_eq!((dims.num_layers, dims.width(), dims.cross_dim, dims.ff_inner), (8, 40, 16, 160));
+    assert_eq!(
+        (dims.num_layers, dims.width(), dims.cross_dim, dims.ff_inner),
+        (8, 40, 16, 160)
+    );
     for dtype in [ArenaDtype::Bfp8B, ArenaDtype::Bfp4B, ArenaDtype::Bf16] {
         let layout = arena_layout(&dims, dtype);
         assert_eq!(layout.entries.len(), 8 * 7);
@@ -33,12 +38,27 @@ fn tiny_checkpoint_names_shapes_and_values() {
             let [out, inp] = e.torch_shape;
             assert_eq!(st.tensors[&e.name].1, vec![out, inp], "{}", e.name);
             assert_eq!(e.sha256.len(), 64);
-            let got = decode_weight(e, index.compute_cores, &data[e.offset as usize..(e.offset + e.bytes) as usize]).unwrap();
+            let got = decode_weight(
+                e,
+                index.compute_cores,
+                &data[e.offset as usize..(e.offset + e.bytes) as usize],
+            )
+            .unwrap();
             // What the device multiplies with: W^T packed through the plain row-major codec.
             let wt = transpose(&st.f32(&e.name), out, inp);
             let want = match dtype {
-                ArenaDtype::Bfp8B => unpack_row_major(BfpFormat::Bfp8B, &pack_row_major(BfpFormat::Bfp8B, &wt, inp, out), inp, out),
-                ArenaDtype::Bfp4B => unpack_row_major(BfpFormat::Bfp4B, &pack_row_major(BfpFormat::Bfp4B, &wt, inp, out), inp, out),
+                ArenaDtype::Bfp8B => unpack_row_major(
+                    BfpFormat::Bfp8B,
+                    &pack_row_major(BfpFormat::Bfp8B, &wt, inp, out),
+                    inp,
+                    out,
+                ),
+                ArenaDtype::Bfp4B => unpack_row_major(
+                    BfpFormat::Bfp4B,
+                    &pack_row_major(BfpFormat::Bfp4B, &wt, inp, out),
+                    inp,
+                    out,
+                ),
                 ArenaDtype::Bf16 => wt.iter().map(|&x| round_to_bf16(x)).collect(),
             };
             assert_eq!(got, want, "{} {dtype}", e.name);
@@ -58,13 +78,22 @@ fn bf16_source_gives_same_bytes_as_its_f32_value() {
     let bf16_src = |name: &str| -> Result<tt_blackhole::arena::SourceTensor<'static>, String> {
         let t = st.source(name)?;
         let v = st.f32(name);
-        let bytes: Vec<u8> = v.iter().flat_map(|x| tt_blackhole::bf16::f32_to_bf16_bits(*x).to_le_bytes()).collect();
-        Ok(tt_blackhole::arena::SourceTensor { shape: t.shape, data: tt_blackhole::arena::TensorData::Bf16Le(bytes.into()) })
+        let bytes: Vec<u8> = v
+            .iter()
+            .flat_map(|x| tt_blackhole::bf16::f32_to_bf16_bits(*x).to_le_bytes())
+            .collect();
+        Ok(tt_blackhole::arena::SourceTensor {
+            shape: t.shape,
+            data: tt_blackhole::arena::TensorData::Bf16Le(bytes.into()),
+        })
     };
     let f32_src = |name: &str| -> Result<tt_blackhole::arena::SourceTensor<'static>, String> {
         let t = st.source(name)?;
         let v: Vec<f32> = st.f32(name).into_iter().map(round_to_bf16).collect();
-        Ok(tt_blackhole::arena::SourceTensor { shape: t.shape, data: tt_blackhole::arena::TensorData::F32(v.into()) })
+        Ok(tt_blackhole::arena::SourceTensor {
+            shape: t.shape,
+            data: tt_blackhole::arena::TensorData::F32(v.into()),
+        })
     };
     let (a, da) = build_arena_bytes(&layout, &bf16_src).unwrap();
     let (b, db) = build_arena_bytes(&layout, &f32_src).unwrap();
@@ -77,12 +106,27 @@ fn missing_or_misshapen_tensor_is_a_located_error() {
     let st = SafeTensors::read(&format!("{TINY}/model.safetensors"));
     let layout = arena_layout(&tiny_dims(), ArenaDtype::Bfp8B);
     let missing = |name: &str| -> Result<tt_blackhole::arena::SourceTensor<'static>, String> {
-        if name.contains("blocks.5.ff.net.2") { Err("gone".into()) } else { st.source(name).map(|t| tt_blackhole::arena::SourceTensor { shape: t.shape, data: tt_blackhole::arena::TensorData::F32(st.f32(name).into()) }) }
+        if name.contains("blocks.5.ff.net.2") {
+            Err("gone".into())
+        } else {
+            st.source(name).map(|t| tt_blackhole::arena::SourceTensor {
+                shape: t.shape,
+                data: tt_blackhole::arena::TensorData::F32(st.f32(name).into()),
+            })
+        }
     };
-    let e = build_arena_bytes(&layout, &missing).unwrap_err().to_string();
-    assert!(e.contains("transformer_blocks.5.ff.net.2.weight") && e.contains("gone"), "{e}");
+    let e = build_arena_bytes(&layout, &missing)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("transformer_blocks.5.ff.net.2.weight") && e.contains("gone"),
+        "{e}"
+    );
     let wrong = |_: &str| -> Result<tt_blackhole::arena::SourceTensor<'static>, String> {
-        Ok(tt_blackhole::arena::SourceTensor { shape: vec![2, 2], data: tt_blackhole::arena::TensorData::F32(vec![0.0; 4].into()) })
+        Ok(tt_blackhole::arena::SourceTensor {
+            shape: vec![2, 2],
+            data: tt_blackhole::arena::TensorData::F32(vec![0.0; 4].into()),
+        })
     };
     let e = build_arena_bytes(&layout, &wrong).unwrap_err().to_string();
     assert!(e.contains("shape [2, 2], expected [80, 40]"), "{e}");
@@ -105,7 +149,12 @@ fn cache_hit_key_change_and_corruption() {
     let src = Src(&st);
 
     let (a, o) = open_or_build(&dir, &key, &layout, &src).unwrap();
-    assert_eq!(o, CacheOutcome::Built { reason: "no cache file".into() });
+    assert_eq!(
+        o,
+        CacheOutcome::Built {
+            reason: "no cache file".into()
+        }
+    );
     let (expected_index, expected_data) = build_arena_bytes(&layout, &src).unwrap();
     assert_eq!(a.data(), &expected_data[..]);
     assert_eq!(a.index, expected_index);
@@ -116,14 +165,19 @@ fn cache_hit_key_change_and_corruption() {
 
     let (a, o) = open_or_build(&dir, &key, &layout, &src).unwrap();
     assert_eq!(o, CacheOutcome::Hit);
-    let q = a.decode("action_head.model.transformer_blocks.2.attn1.to_q.weight").unwrap();
+    let q = a
+        .decode("action_head.model.transformer_blocks.2.attn1.to_q.weight")
+        .unwrap();
     assert_eq!(q.len(), 40 * 40);
     drop(a);
 
     // A new weights revision rebuilds.
     let key2 = ArenaKey::new("tiny-case1-rev2", ArenaDtype::Bfp8B);
     let (_, o) = open_or_build(&dir, &key2, &layout, &src).unwrap();
-    assert!(matches!(&o, CacheOutcome::Built { reason } if reason.contains("does not match")), "{o:?}");
+    assert!(
+        matches!(&o, CacheOutcome::Built { reason } if reason.contains("does not match")),
+        "{o:?}"
+    );
     let (_, o) = open_or_build(&dir, &key2, &layout, &src).unwrap();
     assert_eq!(o, CacheOutcome::Hit);
 
@@ -131,12 +185,25 @@ fn cache_hit_key_change_and_corruption() {
     let len = good.len();
     // Truncated (partial write), a flipped data byte, a flipped index byte, a flipped trailer
     // byte, a wrong magic: each is detected, rebuilt, and the rebuilt file is the good one.
-    let damages: Vec<(&str, Box<dyn Fn(&mut Vec<u8>)>)> = vec![
-        ("truncated", Box::new(|b: &mut Vec<u8>| b.truncate(b.len() - 1000))),
-        ("truncated to header", Box::new(|b: &mut Vec<u8>| b.truncate(40))),
-        ("data byte", Box::new(move |b: &mut Vec<u8>| b[len - 48 - 5000] ^= 0x01)),
+    type Damage = Box<dyn Fn(&mut Vec<u8>)>;
+    let damages: Vec<(&str, Damage)> = vec![
+        (
+            "truncated",
+            Box::new(|b: &mut Vec<u8>| b.truncate(b.len() - 1000)),
+        ),
+        (
+            "truncated to header",
+            Box::new(|b: &mut Vec<u8>| b.truncate(40)),
+        ),
+        (
+            "data byte",
+            Box::new(move |b: &mut Vec<u8>| b[len - 48 - 5000] ^= 0x01),
+        ),
         ("index byte", Box::new(|b: &mut Vec<u8>| b[200] ^= 0x20)),
-        ("trailer", Box::new(move |b: &mut Vec<u8>| b[len - 40] ^= 0xff)),
+        (
+            "trailer",
+            Box::new(move |b: &mut Vec<u8>| b[len - 40] ^= 0xff),
+        ),
         ("magic", Box::new(|b: &mut Vec<u8>| b[0] = b'X')),
     ];
     for (what, damage) in damages {
@@ -170,14 +237,25 @@ fn full_size_arena_with_random_weights() {
     assert_eq!(index.entries.len(), 224);
     // Spot-check one weight round trip.
     let e = index.entry(30, WeightKind::FfDown).unwrap();
-    let w = decode_weight(e, index.compute_cores, &data[e.offset as usize..(e.offset + e.bytes) as usize]).unwrap();
+    let w = decode_weight(
+        e,
+        index.compute_cores,
+        &data[e.offset as usize..(e.offset + e.bytes) as usize],
+    )
+    .unwrap();
     assert_eq!(w.len(), 6144 * 1536);
 }
 
-pub fn random_source(seed: u64) -> impl Fn(&str) -> Result<tt_blackhole::arena::SourceTensor<'static>, String> + Sync {
+pub fn random_source(
+    seed: u64,
+) -> impl Fn(&str) -> Result<tt_blackhole::arena::SourceTensor<'static>, String> + Sync {
     let dims = tt_blackhole::dims::DitDims::FULL;
     move |name: &str| {
-        let w = dims.weights().into_iter().find(|w| w.name() == name).ok_or_else(|| format!("unknown {name}"))?;
+        let w = dims
+            .weights()
+            .into_iter()
+            .find(|w| w.name() == name)
+            .ok_or_else(|| format!("unknown {name}"))?;
         let n = w.shape[0] * w.shape[1];
         let mut s = seed ^ (w.block as u64 * 7919 + w.kind as u64 * 104_729 + 1);
         let v: Vec<f32> = (0..n)
@@ -188,6 +266,9 @@ pub fn random_source(seed: u64) -> impl Fn(&str) -> Result<tt_blackhole::arena::
                 ((s >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.04
             })
             .collect();
-        Ok(tt_blackhole::arena::SourceTensor { shape: w.shape.to_vec(), data: tt_blackhole::arena::TensorData::F32(v.into()) })
+        Ok(tt_blackhole::arena::SourceTensor {
+            shape: w.shape.to_vec(),
+            data: tt_blackhole::arena::TensorData::F32(v.into()),
+        })
     }
 }

@@ -3,11 +3,13 @@
 
 mod common;
 
+use tt_blackhole::ArenaDtype;
 use tt_blackhole::arena::arena_layout;
 use tt_blackhole::dims::{DitDims, WeightKind};
 use tt_blackhole::plan::roofline::{hoistable_params, roofline};
-use tt_blackhole::plan::{CoreRole, MegakernelPlan, PlanError, WeightClass, block_base, build_plan};
-use tt_blackhole::ArenaDtype;
+use tt_blackhole::plan::{
+    CoreRole, MegakernelPlan, PlanError, WeightClass, block_base, build_plan,
+};
 
 fn count_roles(p: &MegakernelPlan) -> [usize; 6] {
     let mut c = [0; 6];
@@ -36,7 +38,11 @@ fn check_coverage(dims: &DitDims, dtype: ArenaDtype) {
     let mut by_reader = vec![0u8; arena.total_tiles as usize];
     for block in 0..dims.num_layers {
         let base = block_base(block, cb, sb);
-        assert_eq!(base as u64, arena.entry(block, WeightKind::AdaNorm).unwrap().first_tile, "block {block} base");
+        assert_eq!(
+            base as u64,
+            arena.entry(block, WeightKind::AdaNorm).unwrap().first_tile,
+            "block {block} base"
+        );
         for kind in WeightKind::STREAM_ORDER {
             let label = WeightClass::of(block, kind).label();
             let e = arena.entry(block, kind).unwrap();
@@ -47,15 +53,15 @@ fn check_coverage(dims: &DitDims, dtype: ArenaDtype) {
                     CoreRole::Compute { .. } => {
                         let start = base + a("offset_in_block") + a("first_tile");
                         weight_first.get_or_insert(base + a("offset_in_block"));
-                        for t in start..start + a("n_count") * a("k_count") {
-                            by_compute[t] += 1;
-                        }
+                        by_compute[start..start + a("n_count") * a("k_count")]
+                            .iter_mut()
+                            .for_each(|c| *c += 1);
                     }
                     CoreRole::DramReader { .. } => {
                         let start = base + a("offset_in_block") + a("tile_start");
-                        for t in start..start + a("tile_count") {
-                            by_reader[t] += 1;
-                        }
+                        by_reader[start..start + a("tile_count")]
+                            .iter_mut()
+                            .for_each(|c| *c += 1);
                     }
                     _ => {}
                 }
@@ -63,13 +69,25 @@ fn check_coverage(dims: &DitDims, dtype: ArenaDtype) {
             assert_eq!(weight_first.unwrap() as u64, e.first_tile, "{}", e.name);
         }
     }
-    assert!(by_compute.iter().all(|&c| c == 1), "compute args: some tile read {} times", by_compute.iter().max().unwrap());
-    assert!(by_reader.iter().all(|&c| c == 1), "reader args: some tile read {} times", by_reader.iter().max().unwrap());
+    assert!(
+        by_compute.iter().all(|&c| c == 1),
+        "compute args: some tile read {} times",
+        by_compute.iter().max().unwrap()
+    );
+    assert!(
+        by_reader.iter().all(|&c| c == 1),
+        "reader args: some tile read {} times",
+        by_reader.iter().max().unwrap()
+    );
 
     // Inside a weight, the (k, n) tiles a core's args name are exactly its stream range.
     for c in &p.classes {
         let mut seen = vec![0u8; c.split.kt * c.split.nt];
-        for core in p.cores.iter().filter(|c| matches!(c.role, CoreRole::Compute { .. })) {
+        for core in p
+            .cores
+            .iter()
+            .filter(|c| matches!(c.role, CoreRole::Compute { .. }))
+        {
             let a = |n: &str| core.arg(&format!("{}.{n}", c.label)).unwrap() as usize;
             for n in a("n_start")..a("n_start") + a("n_count") {
                 for k in a("k_start")..a("k_start") + a("k_count") {
@@ -90,7 +108,11 @@ fn full_size_plan_roles_and_coverage() {
     coords.sort();
     coords.dedup();
     assert_eq!(coords.len(), 110);
-    assert!(p.cores.iter().all(|c| c.x < 11 && c.y < 10 && c.l1_bytes <= p.l1_budget));
+    assert!(
+        p.cores
+            .iter()
+            .all(|c| c.x < 11 && c.y < 10 && c.l1_bytes <= p.l1_budget)
+    );
     assert_eq!(p.l1_budget, 1536 * 1024 - 64 * 1024);
     for dtype in [ArenaDtype::Bfp8B, ArenaDtype::Bfp4B, ArenaDtype::Bf16] {
         check_coverage(&DitDims::FULL, dtype);
@@ -103,19 +125,41 @@ fn full_size_plan_roles_and_coverage() {
 #[test]
 fn tiny_and_odd_plans_cover() {
     check_coverage(&common::tiny_dims(), ArenaDtype::Bfp8B);
-    let odd = DitDims { num_layers: 3, num_heads: 5, head_dim: 24, cross_dim: 100, ff_inner: 480, sa_tokens: 17, ctx_tokens: 33 };
+    let odd = DitDims {
+        num_layers: 3,
+        num_heads: 5,
+        head_dim: 24,
+        cross_dim: 100,
+        ff_inner: 480,
+        sa_tokens: 17,
+        ctx_tokens: 33,
+    };
     check_coverage(&odd, ArenaDtype::Bfp4B);
 }
 
 #[test]
 fn l1_overflow_is_a_clear_error() {
     // A 4096-token context makes the cross K/V activation buffers far larger than L1.
-    let big = DitDims { ctx_tokens: 4096, ..DitDims::FULL };
+    let big = DitDims {
+        ctx_tokens: 4096,
+        ..DitDims::FULL
+    };
     let e = build_plan(&big, ArenaDtype::Bfp8B).unwrap_err();
     assert!(matches!(e, PlanError::L1Overflow { .. }));
     let msg = e.to_string();
-    assert!(msg.contains("budget is 1507328 B") && msg.contains("Compute"), "{msg}");
-    let e = build_plan(&DitDims { num_heads: 200, head_dim: 8, ..DitDims::FULL }, ArenaDtype::Bfp8B).unwrap_err();
+    assert!(
+        msg.contains("budget is 1507328 B") && msg.contains("Compute"),
+        "{msg}"
+    );
+    let e = build_plan(
+        &DitDims {
+            num_heads: 200,
+            head_dim: 8,
+            ..DitDims::FULL
+        },
+        ArenaDtype::Bfp8B,
+    )
+    .unwrap_err();
     assert_eq!(e, PlanError::TooManyHeads(200, 96));
 }
 
@@ -125,7 +169,11 @@ fn full_size_roofline() {
     let r = roofline(&p);
     assert_eq!(r.weight_bytes_per_step, 1_149_763_584);
     // 1.1498 GB / 512 GB/s = 2245.6 us per step.
-    assert!((r.dram_bound_us_per_step - 2245.63).abs() < 0.1, "{}", r.dram_bound_us_per_step);
+    assert!(
+        (r.dram_bound_us_per_step - 2245.63).abs() < 0.1,
+        "{}",
+        r.dram_bound_us_per_step
+    );
     assert_eq!(r.bound, "dram");
     assert!(r.compute_bound_us_per_step < r.dram_bound_us_per_step / 2.0);
     assert!(r.l1.iter().all(|u| u.max_fraction <= 1.0));

@@ -43,9 +43,16 @@ impl Client {
 
     /// Connects to the engine at `host` (`unix:///path`, `tcp://h:p`, `http://h:p`).
     pub async fn connect_to(host: &str) -> Result<Self, EngineError> {
-        let connect_err = |source| EngineError::Connect {
-            host: host.to_string(),
-            source,
+        // A missing socket means the engine is not running, not that the address is wrong.
+        let connect_err = |source| match source {
+            bollard::errors::Error::SocketNotFoundError(_) => EngineError::Unreachable {
+                host: host.to_string(),
+                source,
+            },
+            source => EngineError::Connect {
+                host: host.to_string(),
+                source,
+            },
         };
         let docker = Docker::connect_with_host(host)
             .map_err(connect_err)?

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use bollard::models::{ContainerCreateBody, DeviceMapping, HostConfig, Mount, MountTypeEnum};
+use bollard::models::{ContainerCreateBody, DeviceMapping, HostConfig, Mount, MountType};
 use bollard::query_parameters::{
     CreateContainerOptions, InspectContainerOptions, ListContainersOptions, RemoveContainerOptions,
     StopContainerOptions, WaitContainerOptions,
@@ -241,7 +241,7 @@ impl Client {
                 mounts: Some(vec![Mount {
                     source: Some(HUGEPAGES_1G.into()),
                     target: Some(HUGEPAGES_1G.into()),
-                    typ: Some(MountTypeEnum::BIND),
+                    typ: Some(MountType::BIND),
                     ..Default::default()
                 }]),
                 ipc_mode: Some("host".into()),

@@ -138,8 +138,8 @@ pub fn docker_archive_to_oci(
                 .link_name()
                 .map_err(io(archive.to_path_buf()))?
                 .ok_or_else(|| bad(format!("symlink `{name}` has no target")))?;
-            let base = Path::new(&name).parent().unwrap_or(Path::new(""));
-            links.insert(name, normalize(&base.join(target)));
+            let resolved = normalize(&Path::new(&name).parent().unwrap_or(Path::new("")).join(target));
+            links.insert(name, resolved);
             continue;
         }
         if !kind.is_file() {

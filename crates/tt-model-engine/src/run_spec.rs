@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use bollard::models::{
-    ContainerCreateBody, DeviceMapping, HostConfig, Mount, MountTypeEnum, PortBinding,
+    ContainerCreateBody, DeviceMapping, HostConfig, Mount, MountType, PortBinding,
 };
 
 use crate::labels;
@@ -248,7 +248,7 @@ impl RunSpec {
             .map(|b| Mount {
                 target: Some(b.dst.clone()),
                 source: Some(b.src.to_string_lossy().into_owned()),
-                typ: Some(MountTypeEnum::BIND),
+                typ: Some(MountType::BIND),
                 read_only: Some(b.read_only),
                 ..Default::default()
             })

@@ -15,6 +15,18 @@ fn golden(name: &str, actual: &str) {
     assert_eq!(actual, expected, "golden {name} differs (TT_MODEL_BLESS=1 rewrites it)");
 }
 
+fn sorted(v: serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(m) => {
+            let mut pairs: Vec<_> = m.into_iter().collect();
+            pairs.sort_by(|a, b| a.0.cmp(&b.0));
+            serde_json::Value::Object(pairs.into_iter().map(|(k, v)| (k, sorted(v))).collect())
+        }
+        serde_json::Value::Array(a) => serde_json::Value::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
 fn request(chips: Chips) -> ServeRequest {
     ServeRequest {
         package: "qwen3-8b".into(),
@@ -78,7 +90,8 @@ fn argv_for_a_host_without_a_card() {
 fn create_body_matches_the_argv() {
     let spec = compose(&request(Chips::Ids(vec![0, 1])), &host(true));
     let body = spec.to_create_body(|k| (k == "HF_TOKEN").then(|| "hf_secret".to_string()));
-    let json = serde_json::to_string_pretty(&body).unwrap();
+    // Labels are a HashMap in bollard: sort every object so the golden is stable.
+    let json = serde_json::to_string_pretty(&sorted(serde_json::to_value(&body).unwrap())).unwrap();
     golden("create_body_card.json", &(json + "\n"));
     // The token reaches the container but never the printed argv.
     assert!(body.env.as_ref().unwrap().contains(&"HF_TOKEN=hf_secret".to_string()));

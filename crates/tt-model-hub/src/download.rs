@@ -220,7 +220,8 @@ impl Downloader {
             let mut buf = vec![0u8; 1 << 20];
             let mut left = have;
             while left > 0 {
-                let n = old.read(&mut buf[..left.min(buf.len() as u64) as usize]).map_err(HubError::io("read", &part))?;
+                let want = left.min(buf.len() as u64) as usize;
+                let n = old.read(&mut buf[..want]).map_err(HubError::io("read", &part))?;
                 if n == 0 {
                     break;
                 }

@@ -246,7 +246,7 @@ mod tests {
         let text = d.render("m.yaml", src, false);
         assert_eq!(
             text,
-            "error[unknown-key]: unknown key `allow_pattern`\n  --> m.yaml:2:3 at `weights.allow_pattern`\n  |\n2 |   allow_pattern: [x]\n  |   ^^^^^^^^^^^^^ did you mean `allow_patterns`?\n"
+            "error[unknown-key]: unknown key `allow_pattern`\n --> m.yaml:2:3 at `weights.allow_pattern`\n  |\n2 |   allow_pattern: [x]\n  |   ^^^^^^^^^^^^^ did you mean `allow_patterns`?\n"
         );
     }
 

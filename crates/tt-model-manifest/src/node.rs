@@ -344,7 +344,7 @@ mod tests {
     use super::*;
 
     fn tree(src: &str) -> Node {
-        parse_tree(src, serde_saphyr::Options::default()).expect("valid yaml")
+        parse_tree(src, serde_saphyr::options! { strict_booleans: true }).expect("valid yaml")
     }
 
     #[test]

@@ -56,6 +56,8 @@ fn options() -> serde_saphyr::Options {
     serde_saphyr::options! {
         duplicate_keys: DuplicateKeyPolicy::Error,
         with_snippet: false,
+        // YAML 1.2: only `true`/`false` are booleans (`y`, `on`, `no` stay strings).
+        strict_booleans: true,
         budget: Some(budget),
     }
 }

@@ -40,10 +40,10 @@ mod tests {
     #[test]
     fn decoder_key_lists_match_the_schema() {
         let schema = json_schema();
-        let sorted = |mut v: Vec<&str>| {
+        fn sorted(mut v: Vec<&str>) -> Vec<&str> {
             v.sort_unstable();
             v
-        };
+        }
         assert_eq!(sorted(properties(&schema, None)), sorted(MANIFEST_KEYS.to_vec()));
         for (def, keys) in [
             ("WeightsSpec", WEIGHTS_KEYS),

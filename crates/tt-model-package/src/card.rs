@@ -55,7 +55,12 @@ pub fn commit_link(remote: &str, sha: &str) -> Option<String> {
 pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, PackageError> {
     let card = spec.card.clone().unwrap_or_default();
     let mut env = Environment::new();
-    env.set_keep_trailing_newline(true);
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .keep_trailing_newline(true)
+            .build()
+            .expect("the default delimiters are valid"),
+    );
     env.add_filter("yaml", yaml_scalar);
     env.add_filter("cell", cell);
     env.add_template("card", CARD_TEMPLATE).map_err(|e| PackageError::Template {
@@ -123,21 +128,21 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
     } + if facts.metal_dirty { " (dirty tree — uncommitted changes were packaged)" } else { "" };
     let hex = facts.code_sha256.trim_start_matches("sha256:");
     let ctx = context! {
-        name => spec.name,
-        repo => spec.repo,
-        weights => spec.weights,
-        tool_version => facts.tool_version,
-        created_at => facts.created_at,
+        name => spec.name.clone(),
+        repo => spec.repo.clone(),
+        weights => spec.weights.clone(),
+        tool_version => facts.tool_version.clone(),
+        created_at => facts.created_at.clone(),
         tags => tags,
-        license_id => card.license_id,
+        license_id => card.license_id.clone(),
         license_name => card.license_name.as_deref().map(slug),
-        license_link => card.license_link,
+        license_link => card.license_link.clone(),
         pipeline_tag => pipeline_tag,
         base_model => base_model,
-        card => clean(&card),
+        card => minijinja::value::Value::from(minijinja::value::Serde(clean(&card))),
         hardware_sentence => hardware_sentence,
         glance => glance,
-        profiles => spec.profiles,
+        profiles => minijinja::value::Value::from(minijinja::value::Serde(&spec.profiles)),
         openai => spec.kind.openai_compatible(),
         ready_line => spec.runtime.ready_line.clone().unwrap_or_else(|| default_ready(spec)),
         metal_provenance => metal_provenance,

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use minijinja::{Environment, UndefinedBehavior, context};
+use minijinja::{Environment, UndefinedBehavior, Value, context};
 
 use crate::error::PackageError;
 use crate::launcher;
@@ -53,7 +53,12 @@ pub const DOCKERFILE: &str = "tt-model/Dockerfile";
 
 fn environment() -> Result<Environment<'static>, PackageError> {
     let mut env = Environment::new();
-    env.set_keep_trailing_newline(true);
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .keep_trailing_newline(true)
+            .build()
+            .expect("the default delimiters are valid"),
+    );
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_filter("sh", |value: String| crate::shell::quote(&value));
     for (name, source) in TEMPLATES {
@@ -77,21 +82,21 @@ pub fn render(spec: &PackageSpec, options: &RenderOptions) -> Result<RenderedFil
     let mut checks = launcher::kind_checks(spec, options.torch_pin.as_deref());
     checks.extend(spec.verify.iter().cloned());
     let ctx = context! {
-        tool_version => options.tool_version,
-        name => spec.name,
+        tool_version => options.tool_version.clone(),
+        name => spec.name.clone(),
         kind => spec.kind.as_str(),
-        python => spec.python,
+        python => spec.python.clone(),
         needs_python => spec.needs_python(),
         has_lock => options.has_lock,
-        torch_pin => options.torch_pin,
-        runtime => spec.runtime,
+        torch_pin => options.torch_pin.clone(),
+        runtime => Value::from(minijinja::value::Serde(&spec.runtime)),
         packages => launcher::dit_packages(spec),
         apt_packages => if options.install_apt { launcher::APT_PACKAGES.to_vec() } else { Vec::new() },
-        checks => checks,
+        checks => Value::from(minijinja::value::Serde(&checks)),
         env => serve_env,
         argv => launcher::serve_argv(spec),
         port => spec.serve.port,
-        profile => spec.serve.name,
+        profile => spec.serve.name.clone(),
     };
     let mut files = BTreeMap::new();
     for (name, _) in TEMPLATES {

@@ -29,7 +29,11 @@ pub fn fill_arena(
     source: &dyn TensorSource,
     data: &mut [u8],
 ) -> Result<ArenaIndex, ArenaError> {
-    assert_eq!(data.len() as u64, layout.total_bytes, "fill_arena: data buffer size");
+    assert_eq!(
+        data.len() as u64,
+        layout.total_bytes,
+        "fill_arena: data buffer size"
+    );
     let mut rest = &mut data[..];
     let mut slices = Vec::with_capacity(layout.entries.len());
     for e in &layout.entries {
@@ -40,12 +44,16 @@ pub fn fill_arena(
     // One weight at a time (bounded memory: only one source tensor is materialised), tiles of
     // that weight in parallel.
     for (e, out) in layout.entries.iter().zip(slices.iter_mut()) {
-        let t = source
-            .tensor(&e.name)
-            .map_err(|msg| ArenaError::Source { name: e.name.clone(), msg })?;
+        let t = source.tensor(&e.name).map_err(|msg| ArenaError::Source {
+            name: e.name.clone(),
+            msg,
+        })?;
         pack_weight(e, layout.compute_cores, &t, out)?;
     }
-    let digests: Vec<String> = slices.par_iter().map(|s| hex(&Sha256::digest(&**s))).collect();
+    let digests: Vec<String> = slices
+        .par_iter()
+        .map(|s| hex(&Sha256::digest(&**s)))
+        .collect();
     let mut index = layout.clone();
     for (e, d) in index.entries.iter_mut().zip(digests) {
         e.sha256 = d;
@@ -62,14 +70,27 @@ pub fn pack_weight(
 ) -> Result<(), ArenaError> {
     let [rows, cols] = e.torch_shape;
     if t.shape != [rows, cols] || t.data.len() != rows * cols {
-        return Err(ArenaError::Shape { name: e.name.clone(), expected: vec![rows, cols], got: t.shape.clone() });
+        return Err(ArenaError::Shape {
+            name: e.name.clone(),
+            expected: vec![rows, cols],
+            got: t.shape.clone(),
+        });
     }
     let order = e.stream_order(compute_cores);
-    let ctx = PackCtx { format: e.format, order: &order, rows, cols };
+    let ctx = PackCtx {
+        format: e.format,
+        order: &order,
+        rows,
+        cols,
+    };
     match &t.data {
         TensorData::F32(v) => ctx.run(out, |i| v[i]),
-        TensorData::F32Le(b) => ctx.run(out, |i| f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])),
-        TensorData::Bf16Le(b) => ctx.run(out, |i| f32::from_bits((u16::from_le_bytes([b[2 * i], b[2 * i + 1]]) as u32) << 16)),
+        TensorData::F32Le(b) => ctx.run(out, |i| {
+            f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
+        }),
+        TensorData::Bf16Le(b) => ctx.run(out, |i| {
+            f32::from_bits((u16::from_le_bytes([b[2 * i], b[2 * i + 1]]) as u32) << 16)
+        }),
     }
     Ok(())
 }
@@ -85,15 +106,24 @@ impl PackCtx<'_> {
     /// Generic over the element reader so the gather loop is monomorphised (no call per element).
     fn run<F: Fn(usize) -> f32 + Sync>(&self, out: &mut [u8], src: F) {
         let tb = self.format.tile_bytes();
-        out.par_chunks_mut(tb * TILES_PER_TASK).enumerate().for_each(|(chunk, bytes)| {
-            let mut tiles = vec![0f32; bytes.len() / tb * TILE_ELEMS];
-            for (i, tile) in tiles.chunks_exact_mut(TILE_ELEMS).enumerate() {
-                let (kt, nt) = self.order[chunk * TILES_PER_TASK + i];
-                gather_transposed(&src, self.rows, self.cols, kt * TILE_DIM, nt * TILE_DIM, tile);
-            }
-            // Sizes are whole tiles by construction, so this cannot fail.
-            let _ = encode_tiles(self.format, &tiles, bytes);
-        });
+        out.par_chunks_mut(tb * TILES_PER_TASK)
+            .enumerate()
+            .for_each(|(chunk, bytes)| {
+                let mut tiles = vec![0f32; bytes.len() / tb * TILE_ELEMS];
+                for (i, tile) in tiles.chunks_exact_mut(TILE_ELEMS).enumerate() {
+                    let (kt, nt) = self.order[chunk * TILES_PER_TASK + i];
+                    gather_transposed(
+                        &src,
+                        self.rows,
+                        self.cols,
+                        kt * TILE_DIM,
+                        nt * TILE_DIM,
+                        tile,
+                    );
+                }
+                // Sizes are whole tiles by construction, so this cannot fail.
+                let _ = encode_tiles(self.format, &tiles, bytes);
+            });
     }
 }
 
@@ -119,15 +149,30 @@ fn gather_transposed<F: Fn(usize) -> f32>(
 
 /// Decode one weight of an arena back to a row-major `[K, N]` f32 matrix (`kn_shape`, padding
 /// dropped): exactly the values the device multiplies with.
-pub fn decode_weight(e: &ArenaEntry, compute_cores: usize, bytes: &[u8]) -> Result<Vec<f32>, ArenaError> {
+pub fn decode_weight(
+    e: &ArenaEntry,
+    compute_cores: usize,
+    bytes: &[u8],
+) -> Result<Vec<f32>, ArenaError> {
     if bytes.len() as u64 != e.bytes {
-        return Err(ArenaError::Shape { name: e.name.clone(), expected: vec![e.bytes as usize], got: vec![bytes.len()] });
+        return Err(ArenaError::Shape {
+            name: e.name.clone(),
+            expected: vec![e.bytes as usize],
+            got: vec![bytes.len()],
+        });
     }
     let [k, n] = e.kn_shape;
     let mut tiled = vec![0f32; e.num_tiles as usize * TILE_ELEMS];
-    decode_tiles(e.format, bytes, &mut tiled).map_err(|err| ArenaError::Source { name: e.name.clone(), msg: err.to_string() })?;
+    decode_tiles(e.format, bytes, &mut tiled).map_err(|err| ArenaError::Source {
+        name: e.name.clone(),
+        msg: err.to_string(),
+    })?;
     let mut out = vec![0f32; k * n];
-    for ((kt, nt), tile) in e.stream_order(compute_cores).into_iter().zip(tiled.chunks_exact(TILE_ELEMS)) {
+    for ((kt, nt), tile) in e
+        .stream_order(compute_cores)
+        .into_iter()
+        .zip(tiled.chunks_exact(TILE_ELEMS))
+    {
         for r in 0..k.saturating_sub(kt * TILE_DIM).min(TILE_DIM) {
             for c in 0..n.saturating_sub(nt * TILE_DIM).min(TILE_DIM) {
                 out[(kt * TILE_DIM + r) * n + nt * TILE_DIM + c] = tile[face_index(r, c)];

@@ -55,7 +55,11 @@ pub struct ArenaKey {
 
 impl ArenaKey {
     pub fn new(weights_revision: impl Into<String>, dtype: ArenaDtype) -> Self {
-        ArenaKey { weights_revision: weights_revision.into(), dtype, layout_version: LAYOUT_VERSION }
+        ArenaKey {
+            weights_revision: weights_revision.into(),
+            dtype,
+            layout_version: LAYOUT_VERSION,
+        }
     }
 
     /// Cache file name inside `GR00T_TT_CACHE`: one file per dtype, so a new revision
@@ -94,7 +98,10 @@ impl Arena {
 
     /// Decode one weight by checkpoint name to row-major `[K, N]` f32.
     pub fn decode(&self, name: &str) -> Result<Vec<f32>, ArenaError> {
-        let e = self.index.by_name(name).ok_or_else(|| ArenaError::NoSuchTensor(name.to_string()))?;
+        let e = self
+            .index
+            .by_name(name)
+            .ok_or_else(|| ArenaError::NoSuchTensor(name.to_string()))?;
         super::build::decode_weight(e, self.index.compute_cores, self.weight_bytes(e))
     }
 }
@@ -104,7 +111,9 @@ impl Arena {
 pub enum CacheOutcome {
     Hit,
     /// Built; `reason` says why the old file (if any) was not used.
-    Built { reason: String },
+    Built {
+        reason: String,
+    },
 }
 
 /// Open the cached arena in `dir` if it is intact and matches `key` and `layout`; otherwise
@@ -129,7 +138,10 @@ pub fn open_or_build(
 }
 
 fn corrupt(path: &Path, reason: impl Into<String>) -> ArenaError {
-    ArenaError::Corrupt { path: path.to_path_buf(), reason: reason.into() }
+    ArenaError::Corrupt {
+        path: path.to_path_buf(),
+        reason: reason.into(),
+    }
 }
 
 fn u64_at(b: &[u8], at: usize) -> u64 {
@@ -165,7 +177,10 @@ pub fn open(path: &Path, key: &ArenaKey, layout: &ArenaIndex) -> Result<Arena, A
     let map = unsafe { Mmap::map(&file) }.map_err(io_err(path))?;
     let len = map.len();
     if len < HEADER + TRAILER {
-        return Err(corrupt(path, format!("file is {len} bytes, shorter than header + trailer")));
+        return Err(corrupt(
+            path,
+            format!("file is {len} bytes, shorter than header + trailer"),
+        ));
     }
     let hdr = &map[..HEADER];
     if &hdr[..8] != MAGIC {
@@ -173,14 +188,26 @@ pub fn open(path: &Path, key: &ArenaKey, layout: &ArenaIndex) -> Result<Arena, A
     }
     let version = u32::from_le_bytes(hdr[8..12].try_into().unwrap_or([0; 4]));
     if version != LAYOUT_VERSION {
-        return Err(corrupt(path, format!("layout version {version}, expected {LAYOUT_VERSION}")));
+        return Err(corrupt(
+            path,
+            format!("layout version {version}, expected {LAYOUT_VERSION}"),
+        ));
     }
-    let (index_len, data_offset, data_len, file_len) =
-        (u64_at(hdr, 16), u64_at(hdr, 24), u64_at(hdr, 32), u64_at(hdr, 40));
+    let (index_len, data_offset, data_len, file_len) = (
+        u64_at(hdr, 16),
+        u64_at(hdr, 24),
+        u64_at(hdr, 32),
+        u64_at(hdr, 40),
+    );
     if file_len != len as u64 {
-        return Err(corrupt(path, format!("file is {len} bytes, header says {file_len} (partial write?)")));
+        return Err(corrupt(
+            path,
+            format!("file is {len} bytes, header says {file_len} (partial write?)"),
+        ));
     }
-    let data_end = data_offset.checked_add(data_len).and_then(|e| e.checked_add(TRAILER as u64));
+    let data_end = data_offset
+        .checked_add(data_len)
+        .and_then(|e| e.checked_add(TRAILER as u64));
     if data_offset < (HEADER as u64).saturating_add(index_len) || data_end != Some(file_len) {
         return Err(corrupt(path, "inconsistent section sizes"));
     }
@@ -189,10 +216,13 @@ pub fn open(path: &Path, key: &ArenaKey, layout: &ArenaIndex) -> Result<Arena, A
         return Err(corrupt(path, "bad trailer"));
     }
     let index_json = &map[HEADER..HEADER + index_len as usize];
-    let doc: IndexDoc =
-        serde_json::from_slice(index_json).map_err(|e| corrupt(path, format!("index JSON: {e}")))?;
+    let doc: IndexDoc = serde_json::from_slice(index_json)
+        .map_err(|e| corrupt(path, format!("index JSON: {e}")))?;
     if &doc.key != key {
-        return Err(corrupt(path, format!("key {:?} does not match wanted {:?}", doc.key, key)));
+        return Err(corrupt(
+            path,
+            format!("key {:?} does not match wanted {:?}", doc.key, key),
+        ));
     }
     if !doc.index.same_layout(layout) || doc.index.total_bytes != data_len {
         return Err(corrupt(path, "index does not match the expected layout"));
@@ -209,11 +239,22 @@ pub fn open(path: &Path, key: &ArenaKey, layout: &ArenaIndex) -> Result<Arena, A
     if let Some(e) = bad {
         return Err(corrupt(path, format!("checksum mismatch in {}", e.name)));
     }
-    Ok(Arena { key: doc.key, index: doc.index, path: path.to_path_buf(), map, data_offset: data_offset as usize })
+    Ok(Arena {
+        key: doc.key,
+        index: doc.index,
+        path: path.to_path_buf(),
+        map,
+        data_offset: data_offset as usize,
+    })
 }
 
 /// Build the arena straight into a mapped temporary file, seal it, sync, rename over `path`.
-pub fn write(path: &Path, key: &ArenaKey, layout: &ArenaIndex, source: &dyn TensorSource) -> Result<(), ArenaError> {
+pub fn write(
+    path: &Path,
+    key: &ArenaKey,
+    layout: &ArenaIndex,
+    source: &dyn TensorSource,
+) -> Result<(), ArenaError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     fs::create_dir_all(dir).map_err(io_err(dir))?;
     let tmp = dir.join(format!(
@@ -221,33 +262,62 @@ pub fn write(path: &Path, key: &ArenaKey, layout: &ArenaIndex, source: &dyn Tens
         path.file_name().and_then(|n| n.to_str()).unwrap_or("arena"),
         std::process::id()
     ));
-    let result = write_to(&tmp, key, layout, source).and_then(|()| fs::rename(&tmp, path).map_err(io_err(path)));
+    let result = write_to(&tmp, key, layout, source)
+        .and_then(|()| fs::rename(&tmp, path).map_err(io_err(path)));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     result
 }
 
-fn write_to(tmp: &Path, key: &ArenaKey, layout: &ArenaIndex, source: &dyn TensorSource) -> Result<(), ArenaError> {
+fn write_to(
+    tmp: &Path,
+    key: &ArenaKey,
+    layout: &ArenaIndex,
+    source: &dyn TensorSource,
+) -> Result<(), ArenaError> {
     // The index JSON length depends on the digests, whose length is fixed (64 hex chars), so
     // size the file with placeholder digests, fill the data, then write the real index.
     let mut placeholder = layout.clone();
-    placeholder.entries.iter_mut().for_each(|e| e.sha256 = "0".repeat(64));
-    let index_len = serde_json::to_vec(&IndexDoc { key: key.clone(), index: placeholder })
-        .map_err(|e| corrupt(tmp, e.to_string()))?
-        .len() as u64;
+    placeholder
+        .entries
+        .iter_mut()
+        .for_each(|e| e.sha256 = "0".repeat(64));
+    let index_len = serde_json::to_vec(&IndexDoc {
+        key: key.clone(),
+        index: placeholder,
+    })
+    .map_err(|e| corrupt(tmp, e.to_string()))?
+    .len() as u64;
     let data_offset = (HEADER as u64 + index_len).div_ceil(DATA_ALIGN) * DATA_ALIGN;
     let data_len = layout.total_bytes;
     let file_len = data_offset + data_len + TRAILER as u64;
 
-    let file = OpenOptions::new().read(true).write(true).create(true).truncate(true).open(tmp).map_err(io_err(tmp))?;
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp)
+        .map_err(io_err(tmp))?;
     file.set_len(file_len).map_err(io_err(tmp))?;
     // SAFETY: the temporary file has a per-process name and nobody else maps it.
     let mut map = unsafe { MmapMut::map_mut(&file) }.map_err(io_err(tmp))?;
-    let index = fill_arena(layout, source, &mut map[data_offset as usize..(data_offset + data_len) as usize])?;
-    let index_json =
-        serde_json::to_vec(&IndexDoc { key: key.clone(), index }).map_err(|e| corrupt(tmp, e.to_string()))?;
-    assert_eq!(index_json.len() as u64, index_len, "index JSON length changed");
+    let index = fill_arena(
+        layout,
+        source,
+        &mut map[data_offset as usize..(data_offset + data_len) as usize],
+    )?;
+    let index_json = serde_json::to_vec(&IndexDoc {
+        key: key.clone(),
+        index,
+    })
+    .map_err(|e| corrupt(tmp, e.to_string()))?;
+    assert_eq!(
+        index_json.len() as u64,
+        index_len,
+        "index JSON length changed"
+    );
 
     let mut hdr = [0u8; HEADER];
     hdr[..8].copy_from_slice(MAGIC);
@@ -257,7 +327,8 @@ fn write_to(tmp: &Path, key: &ArenaKey, layout: &ArenaIndex, source: &dyn Tensor
     hdr[24..32].copy_from_slice(&data_offset.to_le_bytes());
     hdr[32..40].copy_from_slice(&data_len.to_le_bytes());
     hdr[40..48].copy_from_slice(&file_len.to_le_bytes());
-    let doc: IndexDoc = serde_json::from_slice(&index_json).map_err(|e| corrupt(tmp, e.to_string()))?;
+    let doc: IndexDoc =
+        serde_json::from_slice(&index_json).map_err(|e| corrupt(tmp, e.to_string()))?;
     let sealed = seal(&hdr, &index_json, &doc.index.entries).map_err(|r| corrupt(tmp, r))?;
 
     map[..HEADER].copy_from_slice(&hdr);

@@ -62,7 +62,8 @@ pub struct ArenaIndex {
 
 impl ArenaIndex {
     pub fn entry(&self, block: usize, kind: WeightKind) -> Option<&ArenaEntry> {
-        self.entries.get(block * WeightKind::STREAM_ORDER.len() + kind.stream_index())
+        self.entries
+            .get(block * WeightKind::STREAM_ORDER.len() + kind.stream_index())
             .filter(|e| e.block == block && e.kind == kind)
     }
 
@@ -82,7 +83,10 @@ impl ArenaIndex {
 
     /// Logical parameters (before padding).
     pub fn params(&self) -> u64 {
-        self.entries.iter().map(|e| (e.kn_shape[0] * e.kn_shape[1]) as u64).sum()
+        self.entries
+            .iter()
+            .map(|e| (e.kn_shape[0] * e.kn_shape[1]) as u64)
+            .sum()
     }
 }
 
@@ -130,7 +134,9 @@ pub fn arena_layout(dims: &DitDims, dtype: ArenaDtype) -> ArenaIndex {
 impl ArenaEntry {
     /// Tile (k, n) for every position of this weight's stream (the [`crate::split`] order).
     pub fn stream_order(&self, compute_cores: usize) -> Vec<(usize, usize)> {
-        split_matmul(self.tiles[0], self.tiles[1], compute_cores).stream_order().collect()
+        split_matmul(self.tiles[0], self.tiles[1], compute_cores)
+            .stream_order()
+            .collect()
     }
 }
 
@@ -146,14 +152,23 @@ mod tests {
         assert_eq!(idx.params(), 1_082_130_432);
         assert_eq!(idx.total_tiles, 1_082_130_432 / 1024);
         assert_eq!(idx.total_bytes, 1_056_768 * 1088); // 1,149,763,584 B
-        assert_eq!(arena_layout(&DitDims::FULL, ArenaDtype::Bfp4B).total_bytes, 1_056_768 * 576);
-        assert_eq!(arena_layout(&DitDims::FULL, ArenaDtype::Bf16).total_bytes, 1_056_768 * 2048);
+        assert_eq!(
+            arena_layout(&DitDims::FULL, ArenaDtype::Bfp4B).total_bytes,
+            1_056_768 * 576
+        );
+        assert_eq!(
+            arena_layout(&DitDims::FULL, ArenaDtype::Bf16).total_bytes,
+            1_056_768 * 2048
+        );
         // Contiguous, in stream order.
         let mut off = 0;
         for e in &idx.entries {
             assert_eq!(e.offset, off);
             off += e.bytes;
         }
-        assert_eq!(idx.entry(3, WeightKind::V).unwrap().name, "action_head.model.transformer_blocks.3.attn1.to_v.weight");
+        assert_eq!(
+            idx.entry(3, WeightKind::V).unwrap().name,
+            "action_head.model.transformer_blocks.3.attn1.to_v.weight"
+        );
     }
 }

@@ -70,7 +70,11 @@ pub enum ArenaError {
     #[error("tensor {name}: {msg}")]
     Source { name: String, msg: String },
     #[error("tensor {name}: shape {got:?}, expected {expected:?}")]
-    Shape { name: String, expected: Vec<usize>, got: Vec<usize> },
+    Shape {
+        name: String,
+        expected: Vec<usize>,
+        got: Vec<usize>,
+    },
     #[error("{path}: {source}")]
     Io {
         path: PathBuf,

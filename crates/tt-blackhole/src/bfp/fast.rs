@@ -179,7 +179,7 @@ pub fn unpack_tiles_serial(format: BfpFormat, bytes: &[u8], out: &mut [f32]) {
 /// the checked entry point.
 pub fn pack_tiles(format: BfpFormat, tiled: &[f32], out: &mut [u8]) {
     let tb = format.tile_bytes();
-    assert!(tiled.len() % TILE_ELEMS == 0 && out.len() == tiled.len() / TILE_ELEMS * tb);
+    assert!(tiled.len().is_multiple_of(TILE_ELEMS) && out.len() == tiled.len() / TILE_ELEMS * tb);
     tiled
         .par_chunks(TILE_ELEMS * TILES_PER_TASK)
         .zip(out.par_chunks_mut(tb * TILES_PER_TASK))
@@ -189,7 +189,7 @@ pub fn pack_tiles(format: BfpFormat, tiled: &[f32], out: &mut [u8]) {
 /// Unpack tiles to face-ordered f32, in parallel over the current rayon pool.
 pub fn unpack_tiles(format: BfpFormat, bytes: &[u8], out: &mut [f32]) {
     let tb = format.tile_bytes();
-    assert!(bytes.len() % tb == 0 && out.len() == bytes.len() / tb * TILE_ELEMS);
+    assert!(bytes.len().is_multiple_of(tb) && out.len() == bytes.len() / tb * TILE_ELEMS);
     bytes
         .par_chunks(tb * TILES_PER_TASK)
         .zip(out.par_chunks_mut(TILE_ELEMS * TILES_PER_TASK))

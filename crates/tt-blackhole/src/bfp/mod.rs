@@ -51,9 +51,17 @@ impl BfpFormat {
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CodecError {
     #[error("{what}: {len} is not a whole number of {unit}-sized tiles")]
-    NotWholeTiles { what: &'static str, len: usize, unit: usize },
+    NotWholeTiles {
+        what: &'static str,
+        len: usize,
+        unit: usize,
+    },
     #[error("{what}: input holds {input} tiles but output holds {output}")]
-    TileCountMismatch { what: &'static str, input: usize, output: usize },
+    TileCountMismatch {
+        what: &'static str,
+        input: usize,
+        output: usize,
+    },
 }
 
 pub(crate) fn check_sizes(
@@ -62,15 +70,27 @@ pub(crate) fn check_sizes(
     bytes: usize,
     tile_bytes: usize,
 ) -> Result<usize, CodecError> {
-    if elems % TILE_ELEMS != 0 {
-        return Err(CodecError::NotWholeTiles { what, len: elems, unit: TILE_ELEMS });
+    if !elems.is_multiple_of(TILE_ELEMS) {
+        return Err(CodecError::NotWholeTiles {
+            what,
+            len: elems,
+            unit: TILE_ELEMS,
+        });
     }
-    if bytes % tile_bytes != 0 {
-        return Err(CodecError::NotWholeTiles { what, len: bytes, unit: tile_bytes });
+    if !bytes.is_multiple_of(tile_bytes) {
+        return Err(CodecError::NotWholeTiles {
+            what,
+            len: bytes,
+            unit: tile_bytes,
+        });
     }
     let (input, output) = (elems / TILE_ELEMS, bytes / tile_bytes);
     if input != output {
-        return Err(CodecError::TileCountMismatch { what, input, output });
+        return Err(CodecError::TileCountMismatch {
+            what,
+            input,
+            output,
+        });
     }
     Ok(input)
 }

@@ -27,7 +27,11 @@ pub fn encode_value(format: BfpFormat, x: u32, shared_exp: u32) -> u8 {
     let kept = mag >> shift;
     let rest = mag & ((1 << shift) - 1);
     let half = 1 << (shift - 1);
-    let mut m = if rest > half || (rest == half && kept & 1 == 1) { kept + 1 } else { kept };
+    let mut m = if rest > half || (rest == half && kept & 1 == 1) {
+        kept + 1
+    } else {
+        kept
+    };
     let max = (1 << (b - 1)) - 1;
     if m > max {
         m = max; // saturate: the exponent never goes up
@@ -64,7 +68,11 @@ pub fn pack_tile(format: BfpFormat, tile: &[f32], out: &mut [u8]) {
     assert_eq!(out.len(), format.tile_bytes());
     for g in 0..GROUPS_PER_TILE {
         let vals = &tile[g * GROUP..(g + 1) * GROUP];
-        let shared = vals.iter().map(|v| (v.to_bits() >> 23) & 0xff).max().unwrap_or(0);
+        let shared = vals
+            .iter()
+            .map(|v| (v.to_bits() >> 23) & 0xff)
+            .max()
+            .unwrap_or(0);
         out[g] = shared as u8;
         for (j, v) in vals.iter().enumerate() {
             let code = encode_value(format, v.to_bits(), shared);
@@ -104,14 +112,20 @@ pub fn unpack_tile(format: BfpFormat, bytes: &[u8], out: &mut [f32]) {
 
 /// Pack many tiles, single-threaded.
 pub fn pack_tiles(format: BfpFormat, tiled: &[f32], out: &mut [u8]) {
-    for (t, o) in tiled.chunks_exact(TILE_ELEMS).zip(out.chunks_exact_mut(format.tile_bytes())) {
+    for (t, o) in tiled
+        .chunks_exact(TILE_ELEMS)
+        .zip(out.chunks_exact_mut(format.tile_bytes()))
+    {
         pack_tile(format, t, o);
     }
 }
 
 /// Unpack many tiles, single-threaded.
 pub fn unpack_tiles(format: BfpFormat, bytes: &[u8], out: &mut [f32]) {
-    for (b, o) in bytes.chunks_exact(format.tile_bytes()).zip(out.chunks_exact_mut(TILE_ELEMS)) {
+    for (b, o) in bytes
+        .chunks_exact(format.tile_bytes())
+        .zip(out.chunks_exact_mut(TILE_ELEMS))
+    {
         unpack_tile(format, b, o);
     }
 }

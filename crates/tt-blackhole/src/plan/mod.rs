@@ -63,7 +63,14 @@ pub struct CircularBuffer {
 impl CircularBuffer {
     fn new(id: u8, name: &str, format: DataFormat, pages: usize) -> Self {
         let page_bytes = format.tile_bytes();
-        CircularBuffer { id, name: name.to_string(), format, page_bytes, pages, total_bytes: page_bytes * pages }
+        CircularBuffer {
+            id,
+            name: name.to_string(),
+            format,
+            page_bytes,
+            pages,
+            total_bytes: page_bytes * pages,
+        }
     }
 }
 
@@ -88,7 +95,10 @@ pub struct CorePlan {
 impl CorePlan {
     /// Value of a named runtime arg.
     pub fn arg(&self, name: &str) -> Option<u32> {
-        self.runtime_args.iter().find(|a| a.name == name).map(|a| a.value)
+        self.runtime_args
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| a.value)
     }
 }
 
@@ -105,17 +115,27 @@ impl WeightClass {
     pub fn all() -> Vec<WeightClass> {
         [true, false]
             .into_iter()
-            .flat_map(|cross| WeightKind::STREAM_ORDER.into_iter().map(move |kind| WeightClass { kind, cross }))
+            .flat_map(|cross| {
+                WeightKind::STREAM_ORDER
+                    .into_iter()
+                    .map(move |kind| WeightClass { kind, cross })
+            })
             .collect()
     }
 
     /// The class of a block's weight.
     pub fn of(block: usize, kind: WeightKind) -> Self {
-        WeightClass { kind, cross: DitDims::is_cross(block) }
+        WeightClass {
+            kind,
+            cross: DitDims::is_cross(block),
+        }
     }
 
     pub fn label(&self) -> String {
-        let k = serde_json::to_value(self.kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let k = serde_json::to_value(self.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
         format!("{k}_{}", if self.cross { "cross" } else { "self" })
     }
 }
@@ -138,11 +158,19 @@ pub struct ClassPlan {
 #[serde(rename_all = "snake_case", tag = "op")]
 pub enum StepOp {
     /// SiLU(temb) · W on the compute cores; result multicast by the gather cores.
-    Matmul { block: usize, weight: WeightKind, m_tokens: usize },
+    Matmul {
+        block: usize,
+        weight: WeightKind,
+        m_tokens: usize,
+    },
     /// LayerNorm over D: each compute core sums its slice, the norm reducer adds the partials.
     LayerNormPartials { block: usize, which: u8 },
     /// Flash-style SDPA, one head per compute core (cores 0..heads).
-    Attention { block: usize, cross: bool, kv_tokens: usize },
+    Attention {
+        block: usize,
+        cross: bool,
+        kv_tokens: usize,
+    },
     /// Residual add into the token stream (bf16 on the device).
     Residual { block: usize, which: u8 },
 }
@@ -171,7 +199,14 @@ pub enum PlanError {
         "core ({x},{y}) [{role}] needs {needed} B of L1 but the budget is {budget} B \
          (1.5 MiB minus the 64 KiB kernel-config cut); largest buffer: {largest}"
     )]
-    L1Overflow { x: usize, y: usize, role: String, needed: usize, budget: usize, largest: String },
+    L1Overflow {
+        x: usize,
+        y: usize,
+        role: String,
+        needed: usize,
+        budget: usize,
+        largest: String,
+    },
     #[error("{0} heads do not fit on {1} compute cores (one head per core)")]
     TooManyHeads(usize, usize),
     #[error("DiT config has no blocks")]
@@ -179,7 +214,10 @@ pub enum PlanError {
 }
 
 fn arg(name: impl Into<String>, value: usize) -> Arg {
-    Arg { name: name.into(), value: value as u32 }
+    Arg {
+        name: name.into(),
+        value: value as u32,
+    }
 }
 
 /// Grid position of each role (see the module docs).
@@ -198,7 +236,9 @@ pub fn core_roles() -> Vec<(usize, usize, CoreRole)> {
         for x in 1..GRID_X {
             let role = match i {
                 0..COMPUTE_CORES => CoreRole::Compute { index: i },
-                96 | 97 => CoreRole::OutputGather { index: i - COMPUTE_CORES },
+                96 | 97 => CoreRole::OutputGather {
+                    index: i - COMPUTE_CORES,
+                },
                 _ => CoreRole::Spare,
             };
             v.push((x, y, role));
@@ -238,7 +278,11 @@ pub fn build_plan(dims: &DitDims, dtype: ArenaDtype) -> Result<MegakernelPlan, P
     for class in WeightClass::all() {
         let [out, inp] = dims.torch_shape(if class.cross { 0 } else { 1 }, class.kind);
         let (kt, nt) = tile_grid(inp, out);
-        let acc = if class.cross { &mut cross_block_tiles } else { &mut self_block_tiles };
+        let acc = if class.cross {
+            &mut cross_block_tiles
+        } else {
+            &mut self_block_tiles
+        };
         let offset_in_block = *acc;
         *acc += kt * nt;
         let m_tokens = match (class.kind, class.cross) {
@@ -247,40 +291,101 @@ pub fn build_plan(dims: &DitDims, dtype: ArenaDtype) -> Result<MegakernelPlan, P
             _ => dims.sa_tokens,
         };
         let split = split_matmul(kt, nt, COMPUTE_CORES);
-        classes.push(ClassPlan { class, label: class.label(), m_tokens, offset_in_block, split });
+        classes.push(ClassPlan {
+            class,
+            label: class.label(),
+            m_tokens,
+            offset_in_block,
+            split,
+        });
     }
 
     let schedule = step_schedule(dims);
     let mut cores = Vec::new();
     for (x, y, role) in core_roles() {
         let (cbs, runtime_args) = match role {
-            CoreRole::Compute { index } => compute_core(index, dims, &classes, wfmt, m_sa, m_ctx, cross_block_tiles, self_block_tiles),
-            CoreRole::DramReader { reader } => reader_core(reader, dims, &classes, wfmt, cross_block_tiles, self_block_tiles),
+            CoreRole::Compute { index } => compute_core(
+                index,
+                dims,
+                &classes,
+                wfmt,
+                m_sa,
+                m_ctx,
+                cross_block_tiles,
+                self_block_tiles,
+            ),
+            CoreRole::DramReader { reader } => reader_core(
+                reader,
+                dims,
+                &classes,
+                wfmt,
+                cross_block_tiles,
+                self_block_tiles,
+            ),
             CoreRole::Sequencer => (
-                vec![CircularBuffer::new(0, "temb", DataFormat::Float16B, 2 * d.div_ceil(32)),
-                     CircularBuffer::new(1, "actions", DataFormat::Float32, m_sa * d.div_ceil(32))],
-                vec![arg("num_layers", dims.num_layers), arg("num_steps", 4), arg("compute_cores", COMPUTE_CORES)],
+                vec![
+                    CircularBuffer::new(0, "temb", DataFormat::Float16B, d.div_ceil(32)),
+                    CircularBuffer::new(1, "silu_temb_mcast", DataFormat::Float16B, d.div_ceil(32)),
+                ],
+                vec![
+                    arg("num_layers", dims.num_layers),
+                    arg("num_steps", 4),
+                    arg("compute_cores", COMPUTE_CORES),
+                ],
             ),
             CoreRole::NormReducer => (
-                vec![CircularBuffer::new(0, "partials", DataFormat::Float32, COMPUTE_CORES * m_sa),
-                     CircularBuffer::new(1, "mean_rstd", DataFormat::Float32, 2 * m_sa)],
-                vec![arg("compute_cores", COMPUTE_CORES), arg("width", d), arg("tokens", dims.sa_tokens)],
+                vec![
+                    CircularBuffer::new(0, "partials", DataFormat::Float32, COMPUTE_CORES * m_sa),
+                    CircularBuffer::new(1, "mean_rstd", DataFormat::Float32, 2 * m_sa),
+                ],
+                vec![
+                    arg("compute_cores", COMPUTE_CORES),
+                    arg("width", d),
+                    arg("tokens", dims.sa_tokens),
+                ],
             ),
             CoreRole::OutputGather { index } => {
                 let widest = d.max(dims.ff_inner).div_ceil(32);
                 (
-                    vec![CircularBuffer::new(0, "activation", DataFormat::Float16B, m_sa * widest)],
-                    vec![arg("gather_index", index), arg("row_tiles", m_sa), arg("widest_col_tiles", widest)],
+                    vec![CircularBuffer::new(
+                        0,
+                        "activation",
+                        DataFormat::Float16B,
+                        m_sa * widest,
+                    )],
+                    vec![
+                        arg("gather_index", index),
+                        arg("row_tiles", m_sa),
+                        arg("widest_col_tiles", widest),
+                    ],
                 )
             }
             CoreRole::Spare => (Vec::new(), Vec::new()),
         };
         let l1_bytes = cbs.iter().map(|c| c.total_bytes).sum();
         if l1_bytes > L1_BUDGET {
-            let largest = cbs.iter().max_by_key(|c| c.total_bytes).map(|c| format!("{} = {} B", c.name, c.total_bytes)).unwrap_or_default();
-            return Err(PlanError::L1Overflow { x, y, role: format!("{role:?}"), needed: l1_bytes, budget: L1_BUDGET, largest });
+            let largest = cbs
+                .iter()
+                .max_by_key(|c| c.total_bytes)
+                .map(|c| format!("{} = {} B", c.name, c.total_bytes))
+                .unwrap_or_default();
+            return Err(PlanError::L1Overflow {
+                x,
+                y,
+                role: format!("{role:?}"),
+                needed: l1_bytes,
+                budget: L1_BUDGET,
+                largest,
+            });
         }
-        cores.push(CorePlan { x, y, role, cbs, l1_bytes, runtime_args });
+        cores.push(CorePlan {
+            x,
+            y,
+            role,
+            cbs,
+            l1_bytes,
+            runtime_args,
+        });
     }
     Ok(MegakernelPlan {
         grid: [GRID_X, GRID_Y],
@@ -307,14 +412,26 @@ fn step_schedule(dims: &DitDims) -> Vec<StepOp> {
     let mut s = Vec::new();
     for block in 0..dims.num_layers {
         let cross = DitDims::is_cross(block);
-        let kv_tokens = if cross { dims.ctx_tokens } else { dims.sa_tokens };
-        let mm = |weight, m_tokens| StepOp::Matmul { block, weight, m_tokens };
+        let kv_tokens = if cross {
+            dims.ctx_tokens
+        } else {
+            dims.sa_tokens
+        };
+        let mm = |weight, m_tokens| StepOp::Matmul {
+            block,
+            weight,
+            m_tokens,
+        };
         s.push(mm(WeightKind::AdaNorm, 1));
         s.push(StepOp::LayerNormPartials { block, which: 1 });
         s.push(mm(WeightKind::Q, dims.sa_tokens));
         s.push(mm(WeightKind::K, kv_tokens));
         s.push(mm(WeightKind::V, kv_tokens));
-        s.push(StepOp::Attention { block, cross, kv_tokens });
+        s.push(StepOp::Attention {
+            block,
+            cross,
+            kv_tokens,
+        });
         s.push(mm(WeightKind::Out, dims.sa_tokens));
         s.push(StepOp::Residual { block, which: 1 });
         s.push(StepOp::LayerNormPartials { block, which: 3 });
@@ -349,7 +466,9 @@ fn compute_core(
     for c in classes {
         let l = &c.label;
         let unit = c.split.units.iter().find(|u| u.core == index);
-        let (ns, nc, ks, kc, ft) = unit.map_or((0, 0, 0, 0, 0), |u| (u.n_start, u.n_count, u.k_start, u.k_count, u.first_tile));
+        let (ns, nc, ks, kc, ft) = unit.map_or((0, 0, 0, 0, 0), |u| {
+            (u.n_start, u.n_count, u.k_start, u.k_count, u.first_tile)
+        });
         args.push(arg(format!("{l}.offset_in_block"), c.offset_in_block));
         args.push(arg(format!("{l}.first_tile"), ft));
         args.push(arg(format!("{l}.n_start"), ns));
@@ -375,9 +494,17 @@ fn compute_core(
         CircularBuffer::new(2, "partials_f32", DataFormat::Float32, out_pages),
         CircularBuffer::new(3, "out", DataFormat::Float16B, out_pages),
         CircularBuffer::new(4, "attn_q", DataFormat::Float16B, head * m_sa * hd_t),
-        CircularBuffer::new(5, "attn_kv", DataFormat::Float16B, head * 2 * kv_rows * hd_t),
+        CircularBuffer::new(
+            5,
+            "attn_kv",
+            DataFormat::Float16B,
+            head * 2 * kv_rows * hd_t,
+        ),
         CircularBuffer::new(6, "attn_scores", DataFormat::Float32, head * m_sa * kv_rows),
         CircularBuffer::new(7, "norm_partials", DataFormat::Float32, 2 * m_sa),
+        // The residual stream stays f32 on the cores that own its column tiles; only the
+        // activations multicast to the next op are packed to bf16.
+        CircularBuffer::new(8, "residual_f32", DataFormat::Float32, m_sa * dims.width().div_ceil(32).div_ceil(COMPUTE_CORES)),
     ];
     (cbs, args)
 }
@@ -405,10 +532,18 @@ fn reader_core(
     ];
     for c in classes {
         // The served cores' shares are consecutive units, hence one contiguous tile range.
-        let mine: Vec<_> = c.split.units.iter().filter(|u| u.core >= first && u.core < first + count).collect();
+        let mine: Vec<_> = c
+            .split
+            .units
+            .iter()
+            .filter(|u| u.core >= first && u.core < first + count)
+            .collect();
         let start = mine.first().map_or(0, |u| u.first_tile);
         let tiles: usize = mine.iter().map(|u| u.tiles()).sum();
-        args.push(arg(format!("{}.offset_in_block", c.label), c.offset_in_block));
+        args.push(arg(
+            format!("{}.offset_in_block", c.label),
+            c.offset_in_block,
+        ));
         args.push(arg(format!("{}.tile_start", c.label), start));
         args.push(arg(format!("{}.tile_count", c.label), tiles));
     }
@@ -417,14 +552,25 @@ fn reader_core(
         args.push(arg(format!("dest{i}.x"), x));
         args.push(arg(format!("dest{i}.y"), y));
     }
-    (vec![CircularBuffer::new(0, "stream", wfmt, 2 * READER_CHUNK_TILES)], args)
+    (
+        vec![CircularBuffer::new(
+            0,
+            "stream",
+            wfmt,
+            2 * READER_CHUNK_TILES,
+        )],
+        args,
+    )
 }
 
 impl MegakernelPlan {
     pub fn class(&self, block: usize, kind: WeightKind) -> &ClassPlan {
         let c = WeightClass::of(block, kind);
         // `classes` holds every class, so the lookup cannot fail.
-        self.classes.iter().find(|p| p.class == c).unwrap_or(&self.classes[0])
+        self.classes
+            .iter()
+            .find(|p| p.class == c)
+            .unwrap_or(&self.classes[0])
     }
 
     /// Arena tile index where block `b` starts.

@@ -66,7 +66,11 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
     let (mut flops, mut tile_flops, mut act_bytes) = (0f64, 0f64, 0u64);
     for op in &plan.schedule {
         match *op {
-            StepOp::Matmul { block, weight, m_tokens } => {
+            StepOp::Matmul {
+                block,
+                weight,
+                m_tokens,
+            } => {
                 let [n, k] = d.torch_shape(block, weight);
                 flops += 2.0 * (m_tokens * k * n) as f64;
                 tile_flops += 2.0 * pad32(m_tokens) * pad32(k) * pad32(n);
@@ -76,7 +80,11 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
                 // QK^T and PV over all heads.
                 let w = d.width();
                 flops += 4.0 * (d.sa_tokens * kv_tokens * w) as f64;
-                tile_flops += 4.0 * pad32(d.sa_tokens) * pad32(kv_tokens) * pad32(d.head_dim) * d.num_heads as f64;
+                tile_flops += 4.0
+                    * pad32(d.sa_tokens)
+                    * pad32(kv_tokens)
+                    * pad32(d.head_dim)
+                    * d.num_heads as f64;
             }
             StepOp::LayerNormPartials { .. } | StepOp::Residual { .. } => {}
         }
@@ -100,10 +108,17 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
                 u.cores += 1;
                 u.max_bytes = u.max_bytes.max(c.l1_bytes);
             }
-            None => l1.push(L1Use { role: role.into(), cores: 1, max_bytes: c.l1_bytes, budget: plan.l1_budget, max_fraction: 0.0 }),
+            None => l1.push(L1Use {
+                role: role.into(),
+                cores: 1,
+                max_bytes: c.l1_bytes,
+                budget: plan.l1_budget,
+                max_fraction: 0.0,
+            }),
         }
     }
-    l1.iter_mut().for_each(|u| u.max_fraction = u.max_bytes as f64 / u.budget as f64);
+    l1.iter_mut()
+        .for_each(|u| u.max_fraction = u.max_bytes as f64 / u.budget as f64);
     let steps = 4;
     Roofline {
         dtype: plan.dtype,
@@ -116,7 +131,11 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
         fidelity: fid.into(),
         peak_flops: peak,
         compute_bound_us_per_step: compute_us,
-        bound: if dram_us >= compute_us { "dram".into() } else { "compute".into() },
+        bound: if dram_us >= compute_us {
+            "dram".into()
+        } else {
+            "compute".into()
+        },
         steps,
         dram_bound_ms_per_chunk: dram_us * steps as f64 / 1e3,
         compute_cores: COMPUTE_CORES,
@@ -163,7 +182,11 @@ impl Roofline {
         for u in &self.l1 {
             s.push_str(&format!(
                 "L1 {:<14} x{:<3} max {:>8} B of {} ({:.1}%)\n",
-                u.role, u.cores, u.max_bytes, u.budget, 100.0 * u.max_fraction
+                u.role,
+                u.cores,
+                u.max_bytes,
+                u.budget,
+                100.0 * u.max_fraction
             ));
         }
         s

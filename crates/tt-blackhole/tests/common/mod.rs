@@ -8,7 +8,10 @@ use std::collections::HashMap;
 
 use tt_blackhole::arena::{SourceTensor, TensorData};
 
-pub const TINY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/golden/gr00t-n16-tiny/case1");
+pub const TINY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/golden/gr00t-n16-tiny/case1"
+);
 
 pub struct SafeTensors {
     pub tensors: HashMap<String, (String, Vec<usize>, Vec<u8>)>,
@@ -26,28 +29,45 @@ impl SafeTensors {
                 continue;
             }
             let dtype = v["dtype"].as_str().unwrap().to_string();
-            let shape = v["shape"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect();
+            let shape = v["shape"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|x| x.as_u64().unwrap() as usize)
+                .collect();
             let off = v["data_offsets"].as_array().unwrap();
-            let (a, b) = (off[0].as_u64().unwrap() as usize, off[1].as_u64().unwrap() as usize);
+            let (a, b) = (
+                off[0].as_u64().unwrap() as usize,
+                off[1].as_u64().unwrap() as usize,
+            );
             tensors.insert(k.clone(), (dtype, shape, data[a..b].to_vec()));
         }
         SafeTensors { tensors }
     }
 
     pub fn source(&self, name: &str) -> Result<SourceTensor<'_>, String> {
-        let (dtype, shape, bytes) = self.tensors.get(name).ok_or_else(|| format!("not in checkpoint: {name}"))?;
+        let (dtype, shape, bytes) = self
+            .tensors
+            .get(name)
+            .ok_or_else(|| format!("not in checkpoint: {name}"))?;
         let data = match dtype.as_str() {
             "F32" => TensorData::F32Le(Cow::Borrowed(bytes)),
             "BF16" => TensorData::Bf16Le(Cow::Borrowed(bytes)),
             d => return Err(format!("unsupported dtype {d}")),
         };
-        Ok(SourceTensor { shape: shape.clone(), data })
+        Ok(SourceTensor {
+            shape: shape.clone(),
+            data,
+        })
     }
 
     pub fn f32(&self, name: &str) -> Vec<f32> {
         let (dtype, _, bytes) = &self.tensors[name];
         assert_eq!(dtype, "F32");
-        bytes.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+        bytes
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
     }
 }
 
@@ -61,6 +81,9 @@ impl tt_blackhole::arena::TensorSource for Src<'_> {
 }
 
 pub fn tiny_dims() -> tt_blackhole::dims::DitDims {
-    let cfg: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(format!("{TINY}/config_resolved.json")).unwrap()).unwrap();
+    let cfg: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{TINY}/config_resolved.json")).unwrap(),
+    )
+    .unwrap();
     tt_blackhole::dims::DitDims::from_config(&cfg, 20).unwrap()
 }

@@ -58,13 +58,13 @@ pub(super) fn check(c: &mut Checker<'_>) {
     }
 }
 
-struct Runtime<'c, 'a> {
+struct Runtime<'c, 'a, 'n> {
     c: &'c mut Checker<'a>,
-    node: &'a Node,
+    node: &'n Node,
 }
 
-impl<'a> Runtime<'_, 'a> {
-    fn get(&self, key: &str) -> Option<&'a Node> {
+impl<'n> Runtime<'_, '_, 'n> {
+    fn get(&self, key: &str) -> Option<&'n Node> {
         self.node.get(key).filter(|n| n.value != Value::Null)
     }
 
@@ -89,7 +89,7 @@ impl<'a> Runtime<'_, 'a> {
     }
 
     /// The keys present in `runtime.<key>` (a mapping), or a type error.
-    fn sub_keys(&mut self, key: &str) -> Option<(&'a Node, Vec<&'a str>)> {
+    fn sub_keys(&mut self, key: &str) -> Option<(&'n Node, Vec<&'n str>)> {
         let node = self.get(key)?;
         let Some(map) = node.as_map() else {
             self.error_at(node, &join("runtime", key), format!("runtime.{key} must be a mapping, found {}", node.value.describe()));

@@ -1,0 +1,159 @@
+//! The megakernel as the model's DiT executor, and as a [`Policy`] backend.
+
+use std::path::Path;
+use std::time::Instant;
+
+use tt_blackhole::ArenaDtype;
+use tt_blackhole::arena::{ArenaIndex, ArenaKey, CacheOutcome, arena_layout, build_arena_bytes, open_or_build};
+use tt_blackhole::device::{DeviceKind, DitDevice, DitStepInputs, select_device};
+
+use super::arena_source::{CheckpointTensors, dit_dims};
+use super::emulator::{ArenaBytes, Emulator};
+use crate::cpu::norms::silu;
+use crate::model::dit::{DitWeights, modulated_norm};
+use crate::model::{DitExecutor, Gr00tModel, ModelError, Taps, VlContext};
+use crate::policy::{ActionChunk, ForwardTiming, ModelInputs, Policy, PolicyError};
+use crate::weights::WeightSource;
+
+/// Context length the plan is first cut for; [`DitDevice::prepare`] re-cuts it per observation.
+const NOMINAL_CTX: usize = 128;
+
+/// [`DitExecutor`] over a [`DitDevice`]: the device runs the blocks, the output layer
+/// (`proj_out_1`, norm, `proj_out_2`, not in the arena) runs on the host with the CPU model's
+/// own code.
+pub struct MegakernelDit<'a, D: DitDevice> {
+    pub device: D,
+    weights: &'a DitWeights,
+    context: Vec<f32>,
+    text_mask: Vec<bool>,
+    image_mask: Vec<bool>,
+}
+
+impl<'a, D: DitDevice> MegakernelDit<'a, D> {
+    pub fn new(device: D, weights: &'a DitWeights) -> Self {
+        MegakernelDit { device, weights, context: Vec::new(), text_mask: Vec::new(), image_mask: Vec::new() }
+    }
+}
+
+impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
+    fn prepare(&mut self, ctx: &VlContext<'_>) -> Result<(), ModelError> {
+        self.context = ctx.vl_embeds.to_vec();
+        self.image_mask = ctx.image_mask.to_vec();
+        // Text blocks attend every non-image token (B = 1: attention_mask is all ones).
+        self.text_mask = ctx.image_mask.iter().map(|m| !m).collect();
+        self.device.prepare(ctx.seq).map_err(ModelError::Executor)
+    }
+
+    fn run(&mut self, step: usize, sa: &[f32], tokens: usize, temb: &[f32], taps: &mut Taps<'_>) -> Result<Vec<f32>, ModelError> {
+        let w = self.weights;
+        let d = w.dim;
+        let inputs = DitStepInputs {
+            tokens: sa,
+            temb,
+            context: &self.context,
+            text_mask: &self.text_mask,
+            image_mask: &self.image_mask,
+        };
+        let mut x = self.device.run_blocks(&inputs).map_err(ModelError::Executor)?;
+        if x.len() != tokens * d {
+            return Err(ModelError::Executor(format!("device returned {} values, expected {tokens}x{d}", x.len())));
+        }
+        let mut act = temb.to_vec();
+        silu(&mut act);
+        let p = w.proj_out_1.forward(&act, 1);
+        let (shift, scale) = p.split_at(d);
+        modulated_norm(&mut x, d, 1e-6, scale, shift);
+        let out = w.proj_out_2.forward(&x, tokens);
+        taps.emit_with(|| format!("flow.step{step}.dit_output"), &[1, tokens, w.out_dim], &out);
+        Ok(out)
+    }
+}
+
+/// The `megakernel-emulated` backend: the CPU model for everything but the DiT blocks, which
+/// run on the [`Emulator`] from the block-float arena.
+pub struct MegakernelPolicy {
+    model: Gr00tModel,
+    index: ArenaIndex,
+    arena: ArenaBytes,
+    /// How the arena was obtained (cache hit, or built and why).
+    pub arena_outcome: CacheOutcome,
+}
+
+impl MegakernelPolicy {
+    /// Build the arena from `weights` (the model's checkpoint) in `dtype`. With `cache_dir`
+    /// (`GR00T_TT_CACHE`) the arena is cached there under `weights_revision`; without, it is
+    /// built in memory. `device` is the `GR00T_MK_DEVICE`-style choice: only the emulator is
+    /// built in, so anything else fails here, clearly.
+    pub fn new(
+        model: Gr00tModel,
+        weights: &dyn WeightSource,
+        dtype: ArenaDtype,
+        cache_dir: Option<&Path>,
+        weights_revision: &str,
+        device: &str,
+    ) -> Result<Self, ModelError> {
+        match select_device(device).map_err(|e| ModelError::Executor(e.to_string()))? {
+            DeviceKind::Emulator => {}
+            DeviceKind::P150a => return Err(ModelError::Executor("p150a dispatch is not built in".into())),
+        }
+        let dims = dit_dims(&model.cfg.gr00t, NOMINAL_CTX);
+        let layout = arena_layout(&dims, dtype);
+        let source = CheckpointTensors { weights, layout: &layout };
+        let arena_err = |e: tt_blackhole::arena::ArenaError| ModelError::Executor(format!("DiT arena: {e}"));
+        let (index, arena, arena_outcome) = match cache_dir {
+            Some(dir) => {
+                let key = ArenaKey::new(weights_revision, dtype);
+                let (a, outcome) = open_or_build(dir, &key, &layout, &source).map_err(arena_err)?;
+                (a.index.clone(), ArenaBytes::Mapped(a), outcome)
+            }
+            None => {
+                let (index, data) = build_arena_bytes(&layout, &source).map_err(arena_err)?;
+                (index, ArenaBytes::Owned(data), CacheOutcome::Built { reason: "in memory (no cache dir)".into() })
+            }
+        };
+        Ok(MegakernelPolicy { model, index, arena, arena_outcome })
+    }
+
+    pub fn model(&self) -> &Gr00tModel {
+        &self.model
+    }
+
+    pub fn arena_index(&self) -> &ArenaIndex {
+        &self.index
+    }
+
+    /// A DiT executor over the emulator (borrowing this policy's model and arena).
+    pub fn executor(&self) -> Result<MegakernelDit<'_, Emulator<'_>>, ModelError> {
+        let dims = dit_dims(&self.model.cfg.gr00t, NOMINAL_CTX);
+        let emu = Emulator::new(&self.model.head.dit, &self.index, &self.arena, &dims).map_err(ModelError::Executor)?;
+        Ok(MegakernelDit::new(emu, &self.model.head.dit))
+    }
+
+    /// Full forward with the emulated DiT.
+    pub fn forward(&self, inputs: &ModelInputs, taps: &mut Taps<'_>) -> Result<ActionChunk, ModelError> {
+        let mut dit = self.executor()?;
+        self.model.forward_with(inputs, &mut dit, taps)
+    }
+}
+
+impl Policy for MegakernelPolicy {
+    fn backend_name(&self) -> &str {
+        "megakernel-emulated"
+    }
+
+    fn dims(&self) -> (usize, usize, usize) {
+        let g = &self.model.cfg.gr00t;
+        (g.action_horizon, g.max_action_dim, g.max_state_dim)
+    }
+
+    fn predict(&self, inputs: &ModelInputs) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
+        let mut taps = Taps::none();
+        let t0 = Instant::now();
+        let bb = self.model.encode(inputs, &mut taps)?;
+        let t1 = Instant::now();
+        let mut dit = self.executor()?;
+        let chunk = self.model.act(&bb, inputs, &mut dit, &mut taps)?;
+        let t2 = Instant::now();
+        Ok((chunk, ForwardTiming { encode_ms: (t1 - t0).as_secs_f64() * 1e3, device_ms: (t2 - t1).as_secs_f64() * 1e3 }))
+    }
+}

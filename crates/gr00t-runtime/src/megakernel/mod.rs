@@ -1,0 +1,22 @@
+//! The Blackhole megakernel path on the CPU: the DiT denoise executed the way the p150a plan
+//! (`tt_blackhole::plan`) schedules it, from the block-float weight arena
+//! (`tt_blackhole::arena`), so that any machine predicts what the card outputs.
+//!
+//! * [`arena_source`]: builds the arena from the model's checkpoint tensors.
+//! * [`emulator`]: [`Emulator`], the CPU implementation of `tt_blackhole::device::DitDevice`
+//!   (the 32 blocks of one step, numerics as the device packs them).
+//! * [`executor`]: [`MegakernelDit`], the model's [`crate::model::DitExecutor`] on top of a
+//!   device, and [`MegakernelPolicy`], the `megakernel-emulated` [`crate::policy::Policy`].
+//!
+//! Everything outside the DiT blocks (backbone, encoders, timestep embedding, output layer,
+//! decoder, Euler loop) is the CPU model's own code, called, not copied.
+
+pub mod arena_source;
+pub mod emulator;
+pub mod executor;
+#[cfg(test)]
+mod tests;
+
+pub use arena_source::{CheckpointTensors, dit_dims};
+pub use emulator::Emulator;
+pub use executor::{MegakernelDit, MegakernelPolicy};
