@@ -8,7 +8,10 @@
 //! from fresh uniforms when the size is not a multiple of 16. Smaller tensors use the scalar
 //! `at::normal_distribution<double>` (53-bit uniforms, `log1p`, cached second sample) and round
 //! to float. This module reproduces both paths; the x86 AVX2 kernel is the one PyTorch
-//! dispatches to on any machine with AVX2 (all the goldens were produced that way).
+//! dispatches to on any machine with AVX2 (all the goldens were produced that way). PyTorch's
+//! x86 wheels are built by GCC with `-mfma` and the default `-ffp-contract=fast`, so each
+//! `mul` feeding an `add` in those kernels is fused into an FMA; the `mul_add` calls below sit
+//! exactly where GCC fuses (the first single-use product of each sum, in program order).
 
 /// PyTorch's `at::mt19937`.
 pub struct Mt19937 {
@@ -143,14 +146,13 @@ fn log_ps(x: f32) -> f32 {
     ];
     let mut y = p[0];
     for &c in &p[1..] {
-        y = y * x + c;
+        y = y.mul_add(x, c);
     }
     y *= x;
-    y *= z;
-    y += e * -2.121_944_40e-4_f32;
-    y -= z * 0.5;
-    x += y;
-    x += e * 0.693_359_375_f32;
+    let t = e * -2.121_944_40e-4_f32;
+    y = y.mul_add(z, t);
+    y = (-z).mul_add(0.5, y);
+    x = e.mul_add(0.693_359_375_f32, x + y);
     if invalid { f32::NAN } else { x }
 }
 
@@ -164,25 +166,24 @@ fn sincos_ps(x: f32) -> (f32, f32) {
     let y = j as f32;
     let swap_sign_sin = ((j & 4) as u32) << 29;
     let poly_mask = (j & 2) == 0;
-    x += y * -0.785_156_25_f32;
-    x += y * -2.418_756_484_985_351_562_5e-4_f32;
-    x += y * -3.774_894_977_445_941_08e-8_f32;
+    x = y.mul_add(-0.785_156_25_f32, x);
+    x = y.mul_add(-2.418_756_484_985_351_562_5e-4_f32, x);
+    x = y.mul_add(-3.774_894_977_445_941_08e-8_f32, x);
     let sign_cos = ((!(j - 2) & 4) as u32) << 29;
     let sign_sin = sign_in ^ swap_sign_sin;
     let z = x * x;
     let mut yc = 2.443_315_711_809_948E-5_f32;
-    yc = yc * z + -1.388_731_625_493_765E-3_f32;
-    yc = yc * z + 4.166_664_568_298_827E-2_f32;
+    yc = yc.mul_add(z, -1.388_731_625_493_765E-3_f32);
+    yc = yc.mul_add(z, 4.166_664_568_298_827E-2_f32);
     yc *= z;
-    yc *= z;
-    yc -= z * 0.5;
+    let half_z = z * 0.5;
+    yc = yc.mul_add(z, -half_z);
     yc += 1.0;
     let mut ys = -1.951_529_589_1E-4_f32;
-    ys = ys * z + 8.332_160_873_6E-3_f32;
-    ys = ys * z + -1.666_665_461_1E-1_f32;
+    ys = ys.mul_add(z, 8.332_160_873_6E-3_f32);
+    ys = ys.mul_add(z, -1.666_665_461_1E-1_f32);
     ys *= z;
-    ys *= x;
-    ys += x;
+    ys = ys.mul_add(x, x);
     let (s, c) = if poly_mask { (ys, yc) } else { (yc, ys) };
     (f32::from_bits(s.to_bits() ^ sign_sin), f32::from_bits(c.to_bits() ^ sign_cos))
 }

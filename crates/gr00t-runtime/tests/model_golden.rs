@@ -85,9 +85,10 @@ fn every_float_tap_matches_the_reference() {
 
     let mut names: Vec<&String> = golden.f32s.keys().filter(|n| !not_produced_by_model(n)).collect();
     names.sort();
-    assert!(names.len() > 150, "only {} float taps found", names.len());
+    assert!(names.len() >= 80, "only {} float taps found", names.len());
     let mut failures = Vec::new();
     let mut worst = (1.0f64, String::new());
+    let mut worst_abs = (0.0f32, String::new());
     for name in &names {
         let (gshape, gdata) = &golden.f32s[*name];
         let Some((shape, data)) = got.get(*name) else {
@@ -99,15 +100,26 @@ fn every_float_tap_matches_the_reference() {
             continue;
         }
         let p = pcc(data, gdata);
-        let max_excess = data.iter().zip(gdata).map(|(&a, &b)| (a - b).abs() - (2e-4 + 2e-4 * b.abs())).fold(f32::MIN, f32::max);
+        let max_excess = data.iter().zip(gdata).map(|(&a, &b)| (a - b).abs() - (1e-4 + 1e-4 * b.abs())).fold(f32::MIN, f32::max);
+        let max_abs = data.iter().zip(gdata).map(|(&a, &b)| (a - b).abs()).fold(0.0f32, f32::max);
         if p < worst.0 {
             worst = (p, (*name).clone());
+        }
+        if max_abs > worst_abs.0 {
+            worst_abs = (max_abs, (*name).clone());
         }
         if !(p >= 0.99999) || max_excess > 0.0 {
             failures.push(format!("{name}: pcc {p:.7}, worst |diff| over tolerance by {max_excess:e}"));
         }
     }
-    eprintln!("compared {} taps; lowest PCC {:.8} at {}", names.len(), worst.0, worst.1);
+    eprintln!(
+        "compared {} taps; lowest PCC {:.9} at {}; largest |diff| {:e} at {}",
+        names.len(),
+        worst.0,
+        worst.1,
+        worst_abs.0,
+        worst_abs.1
+    );
     assert!(failures.is_empty(), "{} taps differ:\n{}", failures.len(), failures.join("\n"));
 
     // The final normalized chunk, tightly, and its GR1 slices as the decoder sees them.

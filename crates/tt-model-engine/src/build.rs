@@ -57,8 +57,28 @@ pub enum BuildEvent {
     Line(String),
 }
 
+/// Removes ANSI colour sequences (the classic builder paints RUN's stderr red).
+pub fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' && chars.peek() == Some(&'[') {
+            chars.next();
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// Parses a classic-builder line into an event.
 pub fn parse_line(line: &str) -> BuildEvent {
+    let line = strip_ansi(line);
     let trimmed = line.trim_end_matches(['\r', '\n']);
     if let Some(rest) = trimmed.strip_prefix("Step ")
         && let Some((counts, instruction)) = rest.split_once(" : ")
@@ -143,7 +163,7 @@ impl Client {
                 pending.push_str(&text);
                 while let Some(pos) = pending.find('\n') {
                     let line: String = pending.drain(..=pos).collect();
-                    let line = line.trim_end_matches(['\r', '\n']).to_string();
+                    let line = strip_ansi(line.trim_end_matches(['\r', '\n']));
                     if tail.len() == FAILURE_TAIL_LINES {
                         tail.pop_front();
                     }
@@ -187,6 +207,10 @@ mod tests {
         assert_eq!(
             parse_line("hello world\r\n"),
             BuildEvent::Line("hello world".into())
+        );
+        assert_eq!(
+            parse_line("\u{1b}[91mln: missing\u{1b}[0m"),
+            BuildEvent::Line("ln: missing".into())
         );
     }
 }

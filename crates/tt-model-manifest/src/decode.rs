@@ -78,7 +78,10 @@ impl FromNode for String {
                     "too-long",
                     path,
                     node.pos,
-                    format!("this value is {} bytes; the limit is {MAX_SCALAR_BYTES}", text.len()),
+                    format!(
+                        "this value is {} bytes; the limit is {MAX_SCALAR_BYTES}",
+                        text.len()
+                    ),
                 );
                 None
             }
@@ -120,7 +123,11 @@ macro_rules! int_from_node {
                         "range",
                         path,
                         node.pos,
-                        format!("out of range: expected a whole number from {} to {}", <$t>::MIN, <$t>::MAX),
+                        if u64::from(<$t>::MAX) >= u64::from(u32::MAX) {
+                            "out of range: expected a whole number ≥ 0".to_owned()
+                        } else {
+                            format!("out of range: expected a whole number from 0 to {}", <$t>::MAX)
+                        },
                     );
                 }
                 parsed
@@ -199,8 +206,19 @@ impl<'n> Fields<'n> {
         let mut entries = Vec::with_capacity(map.len());
         for (k, v) in map {
             let Value::Str(key) = &k.value else {
-                let shown = k.scalar_text(cx.src).unwrap_or_else(|| k.value.describe().to_owned());
-                cx.error("key-type", path, k.pos, format!("keys must be strings; `{shown}` is {}", k.value.describe()));
+                let shown = k
+                    .scalar_text(cx.src)
+                    .unwrap_or_else(|| k.value.describe().to_owned());
+                let found = match &k.value {
+                    Value::Seq(_) | Value::Map(_) | Value::Null => k.value.describe().to_owned(),
+                    _ => format!("{} `{shown}`", k.value.describe()),
+                };
+                cx.error(
+                    "key-type",
+                    path,
+                    k.pos,
+                    format!("keys must be strings, found {found}"),
+                );
                 continue;
             };
             if known.contains(&key.as_str()) {
@@ -228,7 +246,10 @@ impl<'n> Fields<'n> {
 
     /// The raw node under `key`, if present.
     pub fn get(&self, key: &str) -> Option<&'n Node> {
-        self.entries.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+        self.entries
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| *v)
     }
 
     /// A required key; a missing (or null) one is reported at the mapping's key.
@@ -236,7 +257,11 @@ impl<'n> Fields<'n> {
         match self.get(key).filter(|n| n.value != Value::Null) {
             Some(node) => T::from_node(node, &join(&self.path, key), cx),
             None => {
-                let what = if self.path.is_empty() { "the manifest".to_owned() } else { format!("`{}`", self.path) };
+                let what = if self.path.is_empty() {
+                    "the manifest".to_owned()
+                } else {
+                    format!("`{}`", self.path)
+                };
                 cx.error(
                     "missing-key",
                     &join(&self.path, key),
@@ -264,9 +289,18 @@ impl<'n> Fields<'n> {
 
 /// The "unknown key" finding, with a suggestion when one is close.
 pub fn unknown_key(path: &str, key: &str, pos: Pos, known: &[&str]) -> Diagnostic {
-    let where_ = if path.is_empty() { "the manifest".to_owned() } else { format!("`{path}`") };
-    let mut d = Diagnostic::error("unknown-key", join(path, key), pos, format!("unknown key `{key}` in {where_}"))
-        .with_help(format!("{where_} accepts: {}", known.join(", ")));
+    let where_ = if path.is_empty() {
+        "the manifest".to_owned()
+    } else {
+        format!("`{path}`")
+    };
+    let mut d = Diagnostic::error(
+        "unknown-key",
+        join(path, key),
+        pos,
+        format!("unknown key `{key}` in {where_}"),
+    )
+    .with_help(format!("{where_} accepts: {}", known.join(", ")));
     if let Some(best) = suggest(key, known.iter().copied()) {
         d = d.with_label(format!("did you mean `{best}`?"));
     }
@@ -274,7 +308,13 @@ pub fn unknown_key(path: &str, key: &str, pos: Pos, known: &[&str]) -> Diagnosti
 }
 
 /// Decodes a string that must be one of `allowed`, with a suggestion on a miss.
-pub fn one_of<T: Copy>(node: &Node, path: &str, cx: &mut Cx<'_>, what: &str, allowed: &[(&str, T)]) -> Option<T> {
+pub fn one_of<T: Copy>(
+    node: &Node,
+    path: &str,
+    cx: &mut Cx<'_>,
+    what: &str,
+    allowed: &[(&str, T)],
+) -> Option<T> {
     let text = String::from_node(node, path, cx)?;
     if let Some((_, v)) = allowed.iter().find(|(name, _)| *name == text) {
         return Some(*v);
@@ -285,7 +325,10 @@ pub fn one_of<T: Copy>(node: &Node, path: &str, cx: &mut Cx<'_>, what: &str, all
         "invalid-value",
         path,
         node.pos,
-        format!("{what} must be one of ({}), got '{text}'", quoted.join(", ")),
+        format!(
+            "{what} must be one of ({}), got '{text}'",
+            quoted.join(", ")
+        ),
     );
     if let Some(best) = suggest(&text, names.iter().copied()) {
         d = d.with_label(format!("did you mean `{best}`?"));

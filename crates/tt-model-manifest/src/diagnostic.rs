@@ -53,7 +53,12 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// A new error.
-    pub fn error(code: &'static str, path: impl Into<String>, pos: Pos, message: impl Into<String>) -> Self {
+    pub fn error(
+        code: &'static str,
+        path: impl Into<String>,
+        pos: Pos,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
             severity: Severity::Error,
             code,
@@ -66,7 +71,12 @@ impl Diagnostic {
     }
 
     /// A new warning.
-    pub fn warning(code: &'static str, path: impl Into<String>, pos: Pos, message: impl Into<String>) -> Self {
+    pub fn warning(
+        code: &'static str,
+        path: impl Into<String>,
+        pos: Pos,
+        message: impl Into<String>,
+    ) -> Self {
         Self {
             severity: Severity::Warning,
             ..Self::error(code, path, pos, message)
@@ -124,7 +134,10 @@ impl Diagnostic {
         let _ = writeln!(
             out,
             "{}{} {}",
-            paint(sev_color, &format!("{}[{}]", self.severity.word(), self.code)),
+            paint(
+                sev_color,
+                &format!("{}[{}]", self.severity.word(), self.code)
+            ),
             paint("1", ":"),
             paint("1", &self.message)
         );
@@ -133,20 +146,49 @@ impl Diagnostic {
         } else {
             format!(" at `{}`", self.path)
         };
-        let _ = writeln!(out, "{gutter}{} {file}:{}{at}", paint("34", "-->"), self.pos);
+        let _ = writeln!(
+            out,
+            "{gutter}{} {file}:{}{at}",
+            paint("34", "-->"),
+            self.pos
+        );
         if let Some(text) = line_text(src, self.pos.line) {
             let bar = paint("34", "|");
             let _ = writeln!(out, "{gutter} {bar}");
-            let _ = writeln!(out, "{} {bar} {}", paint("34", &line_no), text.replace('\t', " "));
+            let _ = writeln!(
+                out,
+                "{} {bar} {}",
+                paint("34", &line_no),
+                text.replace('\t', " ")
+            );
             let col = usize::try_from(self.pos.col.max(1)).unwrap_or(1) - 1;
-            let width = caret_width(text, col, self.pos.len.and_then(|len| span_chars(src, self.pos.offset, len)));
+            let width = caret_width(
+                text,
+                col,
+                self.pos
+                    .len
+                    .and_then(|len| span_chars(src, self.pos.offset, len)),
+            );
             let pad = " ".repeat(text.chars().take(col).count());
             let carets = "^".repeat(width);
-            let label = self.label.as_deref().map(|l| format!(" {l}")).unwrap_or_default();
-            let _ = writeln!(out, "{gutter} {bar} {pad}{}", paint(sev_color, &format!("{carets}{label}")));
+            let label = self
+                .label
+                .as_deref()
+                .map(|l| format!(" {l}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{gutter} {bar} {pad}{}",
+                paint(sev_color, &format!("{carets}{label}"))
+            );
         }
         if let Some(help) = &self.help {
-            let _ = writeln!(out, "{gutter} {} {}: {help}", paint("34", "="), paint("1", "help"));
+            let _ = writeln!(
+                out,
+                "{gutter} {} {}: {help}",
+                paint("34", "="),
+                paint("1", "help")
+            );
         }
         out
     }
@@ -208,7 +250,9 @@ fn caret_width(line: &str, col: usize, span: Option<usize>) -> usize {
 }
 
 fn escape_data(s: &str) -> String {
-    s.replace('%', "%25").replace('\r', "%0D").replace('\n', "%0A")
+    s.replace('%', "%25")
+        .replace('\r', "%0D")
+        .replace('\n', "%0A")
 }
 
 fn escape_property(s: &str) -> String {
@@ -221,7 +265,9 @@ pub fn suggest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) ->
     candidates
         .into_iter()
         .map(|c| (c, strsim::jaro_winkler(&lower, &c.to_ascii_lowercase())))
-        .filter(|(c, score)| *score >= 0.82 || (c.len() > 3 && lower.contains(&c.to_ascii_lowercase())))
+        .filter(|(c, score)| {
+            *score >= 0.82 || (c.len() > 3 && lower.contains(&c.to_ascii_lowercase()))
+        })
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map(|(c, _)| c)
 }
@@ -241,8 +287,13 @@ mod tests {
     #[test]
     fn renders_snippet_with_caret() {
         let src = "weights:\n  allow_pattern: [x]\n";
-        let d = Diagnostic::error("unknown-key", "weights.allow_pattern", Pos::at(2, 3), "unknown key `allow_pattern`")
-            .with_label("did you mean `allow_patterns`?");
+        let d = Diagnostic::error(
+            "unknown-key",
+            "weights.allow_pattern",
+            Pos::at(2, 3),
+            "unknown key `allow_pattern`",
+        )
+        .with_label("did you mean `allow_patterns`?");
         let text = d.render("m.yaml", src, false);
         assert_eq!(
             text,

@@ -21,8 +21,9 @@
 //! let src = "schema: '5.1'\nrepo: acme/x\nname: x\nweights: acme/w\narch: blackhole\nsource: {tt_metal: t, code: [m], ubuntu: '22.04', python: '3.12'}\nkind: tt-dit-server\nruntime: {app: 'm.app:app'}\nserve: {hardware: p150, mesh_devcie: P150}\n";
 //! let report = tt_model_manifest::check_str(src, &Default::default());
 //! assert!(report.manifest.is_none());
-//! assert_eq!(report.diagnostics[0].code, "unknown-key");
-//! assert_eq!(report.diagnostics[0].label.as_deref(), Some("did you mean `mesh_device`?"));
+//! let typo = report.diagnostics.iter().find(|d| d.code == "unknown-key").unwrap();
+//! assert_eq!((typo.pos.line, typo.pos.col), (9, 25));
+//! assert_eq!(typo.label.as_deref(), Some("did you mean `mesh_device`?"));
 //! ```
 
 pub mod decode;
@@ -91,7 +92,7 @@ pub fn check_str(src: &str, options: &CheckOptions) -> Report {
         Err(d) => {
             return Report {
                 manifest: None,
-                diagnostics: vec![d],
+                diagnostics: vec![*d],
             };
         }
     };
@@ -99,7 +100,12 @@ pub fn check_str(src: &str, options: &CheckOptions) -> Report {
     let decoded = <Manifest as decode::FromNode>::from_node(&root, "", &mut cx);
     let mut diagnostics = cx.diags;
     if let Some(manifest) = &decoded {
-        diagnostics.extend(validate::validate(manifest, &root, src, options.sources_base.as_deref()));
+        diagnostics.extend(validate::validate(
+            manifest,
+            &root,
+            src,
+            options.sources_base.as_deref(),
+        ));
     }
     diagnostics.sort_by_key(|d| (d.severity, d.pos.line, d.pos.col));
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
@@ -149,7 +155,10 @@ fn render_invalid(path: &Path, diagnostics: &[Diagnostic]) -> String {
 }
 
 /// Reads and checks a manifest file: the manifest and its warnings, or every error.
-pub fn load_path(path: &Path, options: &CheckOptions) -> Result<(Manifest, Vec<Diagnostic>), ManifestError> {
+pub fn load_path(
+    path: &Path,
+    options: &CheckOptions,
+) -> Result<(Manifest, Vec<Diagnostic>), ManifestError> {
     let bytes = std::fs::read(path).map_err(|source| ManifestError::Read {
         path: path.to_owned(),
         source,

@@ -219,17 +219,15 @@ enum Segment<'a> {
 }
 
 fn path_segments(path: &str) -> impl Iterator<Item = Segment<'_>> {
-    path.split('.')
-        .filter(|s| !s.is_empty())
-        .flat_map(|part| {
-            let (key, rest) = part.split_once('[').map_or((part, ""), |(k, r)| (k, r));
-            let key = (!key.is_empty()).then_some(Segment::Key(key));
-            let indices = rest
-                .split('[')
-                .filter_map(|i| i.trim_end_matches(']').parse().ok())
-                .map(Segment::Index);
-            key.into_iter().chain(indices)
-        })
+    path.split('.').filter(|s| !s.is_empty()).flat_map(|part| {
+        let (key, rest) = part.split_once('[').map_or((part, ""), |(k, r)| (k, r));
+        let key = (!key.is_empty()).then_some(Segment::Key(key));
+        let indices = rest
+            .split('[')
+            .filter_map(|i| i.trim_end_matches(']').parse().ok())
+            .map(Segment::Index);
+        key.into_iter().chain(indices)
+    })
 }
 
 /// The text of a plain scalar starting at `pos`: up to whitespace, a flow indicator or a comment.
@@ -355,7 +353,10 @@ mod tests {
         assert_eq!((y.pos.line, y.pos.col), (4, 8));
         assert_eq!(y.scalar_text(src).as_deref(), Some("3.10"));
         assert_eq!(root.locate("b[1].missing").pos, root.locate("b[1]").pos);
-        let b_key = root.get("b").and_then(|b| b.key_pos).expect("a mapping value knows its key");
+        let b_key = root
+            .get("b")
+            .and_then(|b| b.key_pos)
+            .expect("a mapping value knows its key");
         assert_eq!((b_key.line, b_key.col), (2, 1));
     }
 }

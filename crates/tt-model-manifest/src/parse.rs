@@ -11,33 +11,45 @@ use crate::node::{Node, Pos, parse_tree};
 pub const MAX_MANIFEST_BYTES: usize = 4 * 1024 * 1024;
 
 /// Why the text did not become a tree: one located diagnostic.
-pub(crate) fn parse(src: &str) -> Result<Node, Diagnostic> {
+pub(crate) fn parse(src: &str) -> Result<Node, Box<Diagnostic>> {
     if src.len() > MAX_MANIFEST_BYTES {
-        return Err(Diagnostic::error(
+        return Err(Box::new(Diagnostic::error(
             "too-large",
             "",
             Pos::START,
-            format!("the manifest is {} bytes; the limit is {MAX_MANIFEST_BYTES}", src.len()),
-        ));
+            format!(
+                "the manifest is {} bytes; the limit is {MAX_MANIFEST_BYTES}",
+                src.len()
+            ),
+        )));
     }
-    if src.trim().lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
-        return Err(Diagnostic::error(
+    if src
+        .trim()
+        .lines()
+        .all(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
+    {
+        return Err(Box::new(Diagnostic::error(
             "empty",
             "",
             Pos::START,
             "the manifest is empty; expected a mapping with schema, repo, name, weights, arch and source",
-        ));
+        )));
     }
     let options = options();
-    let root = parse_tree(src, options).map_err(|err| from_saphyr(&err))?;
+    let root = parse_tree(src, options).map_err(|err| Box::new(from_saphyr(&err)))?;
     if root.as_map().is_none() {
-        return Err(Diagnostic::error(
-            "not-a-mapping",
-            "",
-            root.pos,
-            format!("the manifest does not contain a YAML mapping (found {} at the top level)", root.value.describe()),
-        )
-        .with_help("a tt-model.yaml is a mapping: `schema: \"5.1\"`, `repo: org/name`, …"));
+        return Err(Box::new(
+            Diagnostic::error(
+                "not-a-mapping",
+                "",
+                root.pos,
+                format!(
+                    "the manifest does not contain a YAML mapping (found {} at the top level)",
+                    root.value.describe()
+                ),
+            )
+            .with_help("a tt-model.yaml is a mapping: `schema: \"5.1\"`, `repo: org/name`, …"),
+        ));
     }
     Ok(root)
 }
@@ -69,10 +81,19 @@ fn from_saphyr(err: &serde_saphyr::Error) -> Diagnostic {
         .location()
         .filter(|l| l.line() > 0)
         .map_or(Pos::START, |l| {
-            Pos::at(u32::try_from(l.line()).unwrap_or(u32::MAX), u32::try_from(l.column()).unwrap_or(u32::MAX))
+            Pos::at(
+                u32::try_from(l.line()).unwrap_or(u32::MAX),
+                u32::try_from(l.column()).unwrap_or(u32::MAX),
+            )
         });
-    let message = serde_saphyr::DefaultMessageFormatter.format_message(err).into_owned();
-    let message = message.trim().to_owned();
+    let message = serde_saphyr::DefaultMessageFormatter
+        .format_message(err)
+        .into_owned();
+    // serde-saphyr's advice names its own API; our users edit YAML, not Options.
+    let message = message
+        .trim()
+        .trim_end_matches(", set DuplicateKeyPolicy in Options if acceptable")
+        .to_owned();
     let (code, help) = classify(&message);
     let mut d = Diagnostic::error(code, "", pos, format!("invalid YAML: {message}"));
     if let Some(help) = help {
@@ -83,12 +104,23 @@ fn from_saphyr(err: &serde_saphyr::Error) -> Diagnostic {
 
 fn classify(message: &str) -> (&'static str, Option<&'static str>) {
     let lower = message.to_ascii_lowercase();
-    if lower.contains("tab") {
-        ("yaml-tab", Some("YAML indents with spaces only; replace the tab characters"))
-    } else if lower.contains("duplicate") {
-        ("duplicate-key", Some("each key may appear once per mapping; remove or merge the repeated one"))
+    if lower.contains("duplicate") {
+        (
+            "duplicate-key",
+            Some("each key may appear once per mapping; remove or merge the repeated one"),
+        )
+    } else if lower.contains("tabs ") || lower.contains("tab character") {
+        (
+            "yaml-tab",
+            Some("YAML indents with spaces only; replace the tab characters"),
+        )
     } else if lower.contains("budget") || lower.contains("alias") || lower.contains("limit") {
-        ("yaml-limit", Some("anchors/aliases may not expand into huge documents; write the values out"))
+        (
+            "yaml-limit",
+            Some(
+                "anchors/aliases may not expand into huge documents, and nesting is limited; write the values out",
+            ),
+        )
     } else {
         ("yaml-syntax", None)
     }
@@ -110,7 +142,11 @@ pub(crate) fn utf8_error(bytes: &[u8], err: &std::str::Utf8Error) -> Diagnostic 
         "encoding",
         "",
         pos,
-        format!("the manifest is not valid UTF-8 (byte 0x{:02x} at offset {})", bytes[err.valid_up_to()], err.valid_up_to()),
+        format!(
+            "the manifest is not valid UTF-8 (byte 0x{:02x} at offset {})",
+            bytes[err.valid_up_to()],
+            err.valid_up_to()
+        ),
     )
     .with_help("save the file as UTF-8")
 }

@@ -33,7 +33,9 @@ pub fn deep_merge(base: &mut Value, over: &Value) {
 }
 
 fn is_empty_collection(v: &Value) -> bool {
-    matches!(v, Value::Null) || matches!(v, Value::Array(a) if a.is_empty()) || matches!(v, Value::Object(o) if o.is_empty())
+    matches!(v, Value::Null)
+        || matches!(v, Value::Array(a) if a.is_empty())
+        || matches!(v, Value::Object(o) if o.is_empty())
 }
 
 /// `serve` with `profile` merged over it.
@@ -103,8 +105,14 @@ mod tests {
     #[test]
     fn merge_rules() {
         let mut base = json!({"a": 1, "d": {"x": 1, "y": 2}, "l": [1], "e": {"k": "v"}});
-        deep_merge(&mut base, &json!({"a": 2, "d": {"x": 9}, "l": [], "e": {}, "n": null, "new": [3]}));
-        assert_eq!(base, json!({"a": 2, "d": {"x": 9, "y": 2}, "l": [1], "e": {"k": "v"}, "new": [3]}));
+        deep_merge(
+            &mut base,
+            &json!({"a": 2, "d": {"x": 9}, "l": [], "e": {}, "n": null, "new": [3]}),
+        );
+        assert_eq!(
+            base,
+            json!({"a": 2, "d": {"x": 9, "y": 2}, "l": [1], "e": {"k": "v"}, "new": [3]})
+        );
     }
 
     #[test]

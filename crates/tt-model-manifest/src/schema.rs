@@ -33,7 +33,10 @@ mod tests {
             None => schema,
             Some(name) => &schema["definitions"][name],
         };
-        object["properties"].as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default()
+        object["properties"]
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default()
     }
 
     /// The hand-written decoders accept exactly the keys the schema documents.
@@ -44,7 +47,10 @@ mod tests {
             v.sort_unstable();
             v
         }
-        assert_eq!(sorted(properties(&schema, None)), sorted(MANIFEST_KEYS.to_vec()));
+        assert_eq!(
+            sorted(properties(&schema, None)),
+            sorted(MANIFEST_KEYS.to_vec())
+        );
         for (def, keys) in [
             ("WeightsSpec", WEIGHTS_KEYS),
             ("Source", SOURCE_KEYS),
@@ -57,13 +63,23 @@ mod tests {
             ("CardSettings", CARD_KEYS),
             ("License", LICENSE_KEYS),
         ] {
-            assert_eq!(sorted(properties(&schema, Some(def))), sorted(keys.to_vec()), "{def}");
-            assert_eq!(schema["definitions"][def]["additionalProperties"], false, "{def}");
+            assert_eq!(
+                sorted(properties(&schema, Some(def))),
+                sorted(keys.to_vec()),
+                "{def}"
+            );
+            assert_eq!(
+                schema["definitions"][def]["additionalProperties"], false,
+                "{def}"
+            );
         }
     }
 
     #[test]
     fn is_draft_07() {
-        assert_eq!(json_schema()["$schema"], "http://json-schema.org/draft-07/schema#");
+        assert_eq!(
+            json_schema()["$schema"],
+            "http://json-schema.org/draft-07/schema#"
+        );
     }
 }

@@ -9,7 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::profile::{default_name, merge_settings, profiles_of};
-use crate::types::{Arch, CardSettings, Kind, Manifest, ServeProfile, ServeSettings, VerifyStep, WeightsSource};
+use crate::types::{
+    Arch, CardSettings, Kind, Manifest, ServeProfile, ServeSettings, VerifyStep, WeightsSource,
+};
 
 /// The file name of the wire manifest.
 pub const MANIFEST_NAME: &str = "tt_kernel_manifest.json";
@@ -284,10 +286,14 @@ pub enum WireError {
     )]
     UnsupportedSchema(String),
     /// No `container` block (a v5/v6 bundle).
-    #[error("this bundle has no container block; only container packages (schema 5.1) are supported")]
+    #[error(
+        "this bundle has no container block; only container packages (schema 5.1) are supported"
+    )]
     NotAContainer,
     /// No profiles at all.
-    #[error("this container package declares no serve profiles — re-package it with a current tt-model")]
+    #[error(
+        "this container package declares no serve profiles — re-package it with a current tt-model"
+    )]
     NoProfiles,
     /// `--profile x` names nothing.
     #[error("no serve profile named '{name}'; available: {}", available.join(", "))]
@@ -315,7 +321,12 @@ pub struct WireBuild {
 impl WireManifest {
     /// The wire manifest of an authoring manifest plus what the build produced.
     pub fn from_manifest(m: &Manifest, build: WireBuild) -> Self {
-        let tt_metal_version = build.built.tt_metal.scm_version.clone().unwrap_or_else(|| "unknown".to_owned());
+        let tt_metal_version = build
+            .built
+            .tt_metal
+            .scm_version
+            .clone()
+            .unwrap_or_else(|| "unknown".to_owned());
         Self {
             schema_version: WIRE_SCHEMA_VERSION.to_owned(),
             name: m.name.clone(),
@@ -379,7 +390,10 @@ impl WireManifest {
     }
 
     /// The effective settings of a profile (`None`: the default): `serve` deep-merged with it.
-    pub fn resolve_profile(&self, name: Option<&str>) -> Result<(ServeProfile, ServeSettings), WireError> {
+    pub fn resolve_profile(
+        &self,
+        name: Option<&str>,
+    ) -> Result<(ServeProfile, ServeSettings), WireError> {
         let c = &self.container;
         if c.serve_profiles.is_empty() {
             return Err(WireError::NoProfiles);
@@ -400,5 +414,8 @@ impl WireManifest {
 /// The profiles and default of a manifest as the wire writes them (for callers that build a
 /// `ContainerSpec` themselves).
 pub fn wire_profiles(m: &Manifest) -> (Vec<ServeProfile>, String) {
-    (profiles_of(&m.serve_profiles), default_name(&m.serve_profiles, m.default_profile.as_deref()))
+    (
+        profiles_of(&m.serve_profiles),
+        default_name(&m.serve_profiles, m.default_profile.as_deref()),
+    )
 }

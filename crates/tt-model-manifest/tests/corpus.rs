@@ -15,7 +15,9 @@ fn corpus_dir() -> PathBuf {
 /// `# expect: <code> <line>:<col>` on the fixture's first line, when it has one.
 fn expectation(bytes: &[u8]) -> Option<(String, u32, u32)> {
     let first = bytes.split(|b| *b == b'\n').next()?;
-    let text = std::str::from_utf8(first).ok()?.strip_prefix("# expect: ")?;
+    let text = std::str::from_utf8(first)
+        .ok()?
+        .strip_prefix("# expect: ")?;
     let (code, at) = text.trim().split_once(' ')?;
     let (line, col) = at.split_once(':')?;
     Some((code.to_owned(), line.parse().ok()?, col.parse().ok()?))
@@ -35,7 +37,11 @@ fn every_bad_fixture_is_refused_with_a_location() {
         let bytes = std::fs::read(file).expect("readable");
         let report = check_bytes(&bytes, &CheckOptions::default());
         let name = file.file_name().unwrap().to_string_lossy();
-        assert!(report.has_errors(), "{name}: accepted: {:#?}", report.diagnostics);
+        assert!(
+            report.has_errors(),
+            "{name}: accepted: {:#?}",
+            report.diagnostics
+        );
         assert!(report.manifest.is_none(), "{name}");
         for d in &report.diagnostics {
             assert!(d.pos.line >= 1 && d.pos.col >= 1, "{name}: unlocated {d:?}");
@@ -44,19 +50,29 @@ fn every_bad_fixture_is_refused_with_a_location() {
         if let Some((code, line, col)) = expectation(&bytes) {
             checked_expectations += 1;
             assert!(
-                report.diagnostics.iter().any(|d| d.is_error() && d.code == code && d.pos.line == line && d.pos.col == col),
+                report.diagnostics.iter().any(|d| d.is_error()
+                    && d.code == code
+                    && d.pos.line == line
+                    && d.pos.col == col),
                 "{name}: expected {code} at {line}:{col}, got {:#?}",
                 report.diagnostics
             );
         }
     }
-    assert!(checked_expectations >= 30, "only {checked_expectations} fixtures state what they expect");
+    assert!(
+        checked_expectations >= 30,
+        "only {checked_expectations} fixtures state what they expect"
+    );
 }
 
 fn refused(src: &[u8]) -> tt_model_manifest::Diagnostic {
     let report = check_bytes(src, &CheckOptions::default());
     assert!(report.has_errors(), "accepted");
-    report.diagnostics.into_iter().find(|d| d.is_error()).expect("an error")
+    report
+        .diagnostics
+        .into_iter()
+        .find(|d| d.is_error())
+        .expect("an error")
 }
 
 #[test]

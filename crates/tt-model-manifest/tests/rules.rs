@@ -9,7 +9,11 @@ fn base_manifest_is_clean() {
     let report = check(BASE);
     assert!(report.diagnostics.is_empty(), "{:#?}", report.diagnostics);
     let m = report.manifest.expect("valid");
-    assert_eq!(m.kind, tt_model_manifest::Kind::VllmPlugin, "kind defaults to vllm-plugin");
+    assert_eq!(
+        m.kind,
+        tt_model_manifest::Kind::VllmPlugin,
+        "kind defaults to vllm-plugin"
+    );
     assert_eq!(m.image.registry, "hf");
     assert_eq!(m.profiles()[0].name, "default");
     assert_eq!(m.device_count(), 1);
@@ -30,8 +34,14 @@ fn unknown_nested_keys_are_all_reported() {
     let src = edit("revision: 0123", "allow_pattern: [x], revison: 0123");
     let errs = errors(&src);
     assert_eq!(errs.len(), 2, "{errs:#?}");
-    assert_eq!(errs[0], "unknown-key 4:25 unknown key `allow_pattern` in `weights`");
-    assert!(errs[1].starts_with("unknown-key 4:46 unknown key `revison` in `weights`"), "{errs:#?}");
+    assert_eq!(
+        errs[0],
+        "unknown-key 4:25 unknown key `allow_pattern` in `weights`"
+    );
+    assert!(
+        errs[1].starts_with("unknown-key 4:45 unknown key `revison` in `weights`"),
+        "{errs:#?}"
+    );
 }
 
 #[test]
@@ -40,7 +50,7 @@ fn wrong_type_names_expected_and_found() {
     assert_eq!(d.code, "type");
     assert_eq!(d.path, "serve.max_num_seqs");
     assert_eq!(d.message, "expected a whole number, found a string");
-    assert_eq!((d.pos.line, d.pos.col), (8, 57));
+    assert_eq!((d.pos.line, d.pos.col), (8, 58));
 }
 
 #[test]
@@ -55,10 +65,16 @@ fn missing_required_key_points_at_parent() {
 #[test]
 fn schema_must_be_the_string_5_1() {
     let d = one_error(&edit("schema: \"5.1\"", "schema: \"5.10\""));
-    assert_eq!(d.message, "unsupported manifest schema '5.10'; this tt-model authors schema '5.1'");
+    assert_eq!(
+        d.message,
+        "unsupported manifest schema '5.10'; this tt-model authors schema '5.1'"
+    );
     // An unquoted 5.10 keeps its text (it is not the float 5.1).
     let d = one_error(&edit("schema: \"5.1\"", "schema: 5.10"));
-    assert_eq!(d.message, "unsupported manifest schema '5.10'; this tt-model authors schema '5.1'");
+    assert_eq!(
+        d.message,
+        "unsupported manifest schema '5.10'; this tt-model authors schema '5.1'"
+    );
     assert!(errors(&edit("schema: \"5.1\"", "schema: 5.1")).is_empty());
     // Omitted: defaults to 5.1.
     assert!(errors(&edit("schema: \"5.1\"\n", "")).is_empty());
@@ -79,51 +95,106 @@ fn repo_weights_and_name_rules() {
         "name '-M' is not a safe slug — use lowercase letters, digits and '.'/'_'/'-', starting alphanumeric (it becomes a cache path + container name)."
     );
     let d = one_error(&format!("{BASE}auxiliary_weights: [acme/d, acme/d]\n"));
-    assert_eq!(d.message, "duplicate weight repositories across weights/auxiliary_weights: ['acme/d']");
+    assert_eq!(
+        d.message,
+        "duplicate weight repositories across weights/auxiliary_weights: ['acme/d']"
+    );
     assert_eq!(d.path, "auxiliary_weights[1]");
 }
 
 #[test]
 fn kind_and_arch_are_closed_sets() {
     let d = one_error(&format!("{BASE}kind: vllm-plugn\n"));
-    assert_eq!(d.message, "kind must be one of ('vllm-plugin', 'vllm-fork', 'tt-dit-server', 'http-server'), got 'vllm-plugn'");
+    assert_eq!(
+        d.message,
+        "kind must be one of ('vllm-plugin', 'vllm-fork', 'tt-dit-server', 'http-server'), got 'vllm-plugn'"
+    );
     assert_eq!(d.label.as_deref(), Some("did you mean `vllm-plugin`?"));
     let d = one_error(&edit("arch: blackhole", "arch: grayskull"));
-    assert_eq!(d.message, "arch must be one of ('blackhole', 'wormhole_b0'), got 'grayskull'");
+    assert_eq!(
+        d.message,
+        "arch must be one of ('blackhole', 'wormhole_b0'), got 'grayskull'"
+    );
 }
 
 #[test]
 fn hardware_labels() {
     let d = one_error(&edit("hardware: p150", "hardware: QB2"));
     assert_eq!(d.code, "hardware-label");
-    assert!(d.message.starts_with("serve profile 'default': hardware 'QB2' is not a recognised board label"), "{}", d.message);
-    assert!(d.message.contains("'QB2' is a box, not a board label: write 'p300x2'"));
+    assert!(
+        d.message
+            .starts_with("serve profile 'default': hardware 'QB2' is not a recognised board label"),
+        "{}",
+        d.message
+    );
+    assert!(
+        d.message
+            .contains("'QB2' is a box, not a board label: write 'p300x2'")
+    );
     assert!(d.message.contains("a T3000 is 'n300x4', a QB2 is 'p300x2'"));
-    assert_eq!(one_error(&edit("hardware: p150", "hardware: p150x0")).message, "serve profile 'default': hardware 'p150x0' names zero boards");
-    assert!(errors(&edit("hardware: p150", "hardware: P150a")).is_empty(), "revision letter and case are tolerated");
+    assert_eq!(
+        one_error(&edit("hardware: p150", "hardware: p150x0")).message,
+        "serve profile 'default': hardware 'p150x0' names zero boards"
+    );
+    assert!(
+        errors(&edit("hardware: p150", "hardware: P150a")).is_empty(),
+        "revision letter and case are tolerated"
+    );
 }
 
 #[test]
 fn mesh_presets_literals_and_chip_cross_check() {
     let d = one_error(&edit("mesh_device: P150", "mesh_device: P15O"));
-    assert!(d.message.starts_with("invalid mesh_device: 'P15O'. Expected one of ['N150', "), "{}", d.message);
+    assert!(
+        d.message
+            .starts_with("invalid mesh_device: 'P15O'. Expected one of ['N150', "),
+        "{}",
+        d.message
+    );
     assert_eq!(d.label.as_deref(), Some("did you mean `P150`?"));
-    let d = one_error(&edit("hardware: p150, mesh_device: P150", "hardware: p150x4, mesh_device: P150x2"));
-    assert_eq!(d.message, "serve profile 'default': mesh_device 'P150x2' opens a 1x2 mesh (2 chips) but hardware 'p150x4' implies 4");
-    assert!(errors(&edit("hardware: p150, mesh_device: P150", "hardware: p300x2, mesh_device: \"(2, 2)\"")).is_empty());
-    assert!(errors(&edit("hardware: p150, mesh_device: P150", "hardware: n300x4, mesh_device: T3K")).is_empty());
+    let d = one_error(&edit(
+        "hardware: p150, mesh_device: P150",
+        "hardware: p150x4, mesh_device: P150x2",
+    ));
+    assert_eq!(
+        d.message,
+        "serve profile 'default': mesh_device 'P150x2' opens a 1x2 mesh (2 chips) but hardware 'p150x4' implies 4"
+    );
+    assert!(
+        errors(&edit(
+            "hardware: p150, mesh_device: P150",
+            "hardware: p300x2, mesh_device: \"(2, 2)\""
+        ))
+        .is_empty()
+    );
+    assert!(
+        errors(&edit(
+            "hardware: p150, mesh_device: P150",
+            "hardware: n300x4, mesh_device: T3K"
+        ))
+        .is_empty()
+    );
 }
 
 #[test]
 fn required_serve_fields_per_kind() {
     let d = one_error(&edit(", max_num_seqs: 32", ""));
-    assert_eq!(d.message, "serve profile 'default': max_num_seqs is required (set it on the profile or under serve:). The TT backend rejects vLLM's own default.");
+    assert_eq!(
+        d.message,
+        "serve profile 'default': max_num_seqs is required (set it on the profile or under serve:). The TT backend rejects vLLM's own default."
+    );
     assert_eq!(d.path, "serve");
     let d = one_error(&edit("hardware: p150, ", ""));
-    assert_eq!(d.message, "serve profile 'default': hardware is required (set it on the profile or under serve:).");
+    assert_eq!(
+        d.message,
+        "serve profile 'default': hardware is required (set it on the profile or under serve:)."
+    );
     // tt-dit-server needs only hardware and mesh_device.
-    let dit = edit("runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}", "kind: tt-dit-server\nruntime: {app: \"models.m.server:app\"}")
-        .replace(", max_num_seqs: 32, block_size: 64", "");
+    let dit = edit(
+        "runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}",
+        "kind: tt-dit-server\nruntime: {app: \"models.m.server:app\"}",
+    )
+    .replace(", max_num_seqs: 32, block_size: 64", "");
     assert!(errors(&dit).is_empty(), "{:#?}", errors(&dit));
 }
 
@@ -131,50 +202,105 @@ fn required_serve_fields_per_kind() {
 fn profiles_merge_and_default_rules() {
     let two = format!("{BASE}serve_profiles:\n  - {{name: a}}\n  - {{name: b, max_num_seqs: 4}}\n");
     let d = one_error(&two);
-    assert_eq!(d.message, "a manifest with multiple serve profiles must name a default_profile — the author decides the default, not the consumer's luck. Profiles: ['a', 'b']");
-    let m = check(&format!("{two}default_profile: b\n")).manifest.expect("valid");
+    assert_eq!(
+        d.message,
+        "a manifest with multiple serve profiles must name a default_profile — the author decides the default, not the consumer's luck. Profiles: ['a', 'b']"
+    );
+    let m = check(&format!("{two}default_profile: b\n"))
+        .manifest
+        .expect("valid");
     assert_eq!(m.effective_serve(None).unwrap().max_num_seqs, Some(4));
     assert_eq!(m.effective_serve(Some("a")).unwrap().max_num_seqs, Some(32));
-    assert_eq!(m.effective_serve(Some("a")).unwrap().hardware.as_deref(), Some("p150"));
+    assert_eq!(
+        m.effective_serve(Some("a")).unwrap().hardware.as_deref(),
+        Some("p150")
+    );
     let d = one_error(&format!("{two}default_profile: c\n"));
-    assert_eq!(d.message, "default_profile 'c' names no profile; available: ['a', 'b']");
-    let d = one_error(&format!("{BASE}serve_profiles:\n  - {{name: a}}\n  - {{name: a}}\ndefault_profile: a\n"));
+    assert_eq!(
+        d.message,
+        "default_profile 'c' names no profile; available: ['a', 'b']"
+    );
+    let d = one_error(&format!(
+        "{BASE}serve_profiles:\n  - {{name: a}}\n  - {{name: a}}\ndefault_profile: a\n"
+    ));
     assert_eq!(d.message, "duplicate serve profile names: ['a']");
-    assert_eq!((d.path.as_str(), d.pos.line), ("serve_profiles[1].name", 11));
+    assert_eq!(
+        (d.path.as_str(), d.pos.line),
+        ("serve_profiles[1].name", 11)
+    );
     // A profile's own bad field is reported at the profile.
-    let d = one_error(&format!("{BASE}serve_profiles:\n  - {{name: a, hardware: p150x2}}\n"));
-    assert_eq!(d.path, "serve.mesh_device", "the inherited field is reported where it is written");
-    assert_eq!(d.message, "serve profile 'a': mesh_device 'P150' opens a 1x1 mesh (1 chips) but hardware 'p150x2' implies 2");
+    let d = one_error(&format!(
+        "{BASE}serve_profiles:\n  - {{name: a, hardware: p150x2}}\n"
+    ));
+    assert_eq!(
+        d.path, "serve.mesh_device",
+        "the inherited field is reported where it is written"
+    );
+    assert_eq!(
+        d.message,
+        "serve profile 'a': mesh_device 'P150' opens a 1x1 mesh (1 chips) but hardware 'p150x2' implies 2"
+    );
 }
 
 #[test]
 fn vllm_plugin_runtime_rules() {
-    let rt = |r: &str| edit("runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}", r);
+    let rt = |r: &str| {
+        edit(
+            "runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}",
+            r,
+        )
+    };
     assert_eq!(
-        one_error(&rt("runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}, vlm: x}")).message,
+        one_error(&rt(
+            "runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}, vlm: x}"
+        ))
+        .message,
         "kind vllm-plugin does not understand runtime.vlm; expected one of vllm, plugin, extension, extra_models_dir, lock, overrides, wheels"
     );
     assert!(one_error(&rt("runtime: {vllm: {repo: tenstorrent/vllm}, plugin: {path: p}}")).message.starts_with("runtime.vllm.repo describes the tenstorrent/vllm fork — that is kind vllm-fork, not vllm-plugin."));
     assert_eq!(
-        one_error(&rt("runtime: {vllm: {version: \"1\", path: v}, plugin: {path: p}}")).message,
+        one_error(&rt(
+            "runtime: {vllm: {version: \"1\", path: v}, plugin: {path: p}}"
+        ))
+        .message,
         "runtime.vllm: give exactly one of version / wheel / path, got version, path"
     );
-    assert!(one_error(&rt("runtime: {plugin: {path: p}}")).message.starts_with("kind vllm-plugin requires runtime.vllm: give exactly one of"));
-    assert!(one_error(&rt("runtime: {vllm: {version: \"1\"}}")).message.starts_with("kind vllm-plugin requires runtime.plugin"));
+    assert!(
+        one_error(&rt("runtime: {plugin: {path: p}}"))
+            .message
+            .starts_with("kind vllm-plugin requires runtime.vllm: give exactly one of")
+    );
+    assert!(
+        one_error(&rt("runtime: {vllm: {version: \"1\"}}"))
+            .message
+            .starts_with("kind vllm-plugin requires runtime.plugin")
+    );
     assert_eq!(
-        one_error(&rt("runtime: {vllm: {version: \"1\"}, plugin: {path: p, version: \"2\"}}")).message,
+        one_error(&rt(
+            "runtime: {vllm: {version: \"1\"}, plugin: {path: p, version: \"2\"}}"
+        ))
+        .message,
         "runtime.plugin: give exactly one of path / {repo, ref} / version, got path, version"
     );
     assert_eq!(
-        one_error(&rt("runtime: {vllm: {wheel: dist/torch-2.whl}, plugin: {path: p}}")).message,
+        one_error(&rt(
+            "runtime: {vllm: {wheel: dist/torch-2.whl}, plugin: {path: p}}"
+        ))
+        .message,
         "runtime.vllm.wheel 'dist/torch-2.whl' must name a vllm-*.whl"
     );
     assert_eq!(
-        one_error(&rt("runtime: {vllm: {version: \"1\"}, plugin: {path: p}, wheels: [w/vllm-1.whl]}")).message,
+        one_error(&rt(
+            "runtime: {vllm: {version: \"1\"}, plugin: {path: p}, wheels: [w/vllm-1.whl]}"
+        ))
+        .message,
         "runtime.wheels may not carry vLLM ('w/vllm-1.whl'); use runtime.vllm.wheel"
     );
     assert_eq!(
-        one_error(&rt("runtime: {vllm: {version: \"1\"}, plugin: {path: p}, extra_models_dir: models/x}")).message,
+        one_error(&rt(
+            "runtime: {vllm: {version: \"1\"}, plugin: {path: p}, extra_models_dir: models/x}"
+        ))
+        .message,
         "runtime.extra_models_dir 'models/x' is not covered by source.code — the plugin would scan a directory that never entered the image"
     );
     assert!(errors(&rt("runtime: {vllm: {version: \"1\"}, plugin: {repo: t/p, ref: main}, extra_models_dir: models/m/vllm}")).is_empty());
@@ -182,47 +308,106 @@ fn vllm_plugin_runtime_rules() {
 
 #[test]
 fn vllm_fork_runtime_rules() {
-    let fork = |r: &str| edit("runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}", &format!("kind: vllm-fork\n{r}"));
-    assert!(errors(&fork("runtime: {vllm: {repo: tenstorrent/vllm, ref: dev}, model_dir: models/m}")).is_empty());
+    let fork = |r: &str| {
+        edit(
+            "runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}",
+            &format!("kind: vllm-fork\n{r}"),
+        )
+    };
+    assert!(
+        errors(&fork(
+            "runtime: {vllm: {repo: tenstorrent/vllm, ref: dev}, model_dir: models/m}"
+        ))
+        .is_empty()
+    );
     assert!(one_error(&fork("runtime: {vllm: {version: \"1\"}, model_dir: models/m}")).message.starts_with("runtime.vllm.version describes stock vLLM from PyPI — that is kind vllm-plugin, not vllm-fork."));
-    assert!(one_error(&fork("runtime: {model_dir: models/m}")).message.starts_with("kind vllm-fork requires runtime.vllm.{repo, ref}"));
-    assert!(one_error(&fork("runtime: {vllm: {repo: r, ref: x}, plugin: {path: p}, model_dir: models/m}")).message.starts_with("kind vllm-fork takes no runtime.plugin"));
+    assert!(
+        one_error(&fork("runtime: {model_dir: models/m}"))
+            .message
+            .starts_with("kind vllm-fork requires runtime.vllm.{repo, ref}")
+    );
+    assert!(
+        one_error(&fork(
+            "runtime: {vllm: {repo: r, ref: x}, plugin: {path: p}, model_dir: models/m}"
+        ))
+        .message
+        .starts_with("kind vllm-fork takes no runtime.plugin")
+    );
     assert_eq!(
-        one_error(&fork("runtime: {vllm: {repo: r, ref: x}, model_dir: elsewhere}")).message,
+        one_error(&fork(
+            "runtime: {vllm: {repo: r, ref: x}, model_dir: elsewhere}"
+        ))
+        .message,
         "runtime.model_dir 'elsewhere' is not covered by source.code — the launcher would not find the model inside the image"
     );
-    assert!(one_error(&fork("runtime: {vllm: {repo: r, ref: x}}")).message.starts_with("kind vllm-fork requires runtime.model_dir"));
+    assert!(
+        one_error(&fork("runtime: {vllm: {repo: r, ref: x}}"))
+            .message
+            .starts_with("kind vllm-fork requires runtime.model_dir")
+    );
 }
 
 #[test]
 fn tt_dit_server_runtime_rules() {
     let dit = |r: &str| {
-        edit("runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}", &format!("kind: tt-dit-server\n{r}"))
-            .replace(", max_num_seqs: 32, block_size: 64", "")
+        edit(
+            "runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}",
+            &format!("kind: tt-dit-server\n{r}"),
+        )
+        .replace(", max_num_seqs: 32, block_size: 64", "")
     };
     assert!(one_error(&dit("runtime: {}")).message.starts_with("kind tt-dit-server requires runtime.app, the ASGI target to serve, as \"module.path:attribute\""));
-    assert!(one_error(&dit("runtime: {app: m.server}")).message.starts_with("runtime.app 'm.server' must look like \"module.path:attribute\""));
+    assert!(
+        one_error(&dit("runtime: {app: m.server}"))
+            .message
+            .starts_with("runtime.app 'm.server' must look like \"module.path:attribute\"")
+    );
     assert_eq!(
         one_error(&dit("runtime: {app: \"m:app\", workers: 2}")).message,
         "runtime key 'workers' is not valid for kind tt-dit-server; allowed: app, packages, lock, mesh_shape_env"
     );
-    assert!(one_error(&dit("runtime: {app: \"m:app\", mesh_shape_env: MESH-SHAPE}")).message.starts_with("runtime.mesh_shape_env 'MESH-SHAPE' is not a valid environment variable name"));
+    assert!(
+        one_error(&dit(
+            "runtime: {app: \"m:app\", mesh_shape_env: MESH-SHAPE}"
+        ))
+        .message
+        .starts_with(
+            "runtime.mesh_shape_env 'MESH-SHAPE' is not a valid environment variable name"
+        )
+    );
 }
 
 #[test]
 fn http_server_runtime_rules() {
     let http = |r: &str| {
-        edit("runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}", &format!("kind: http-server\n{r}"))
-            .replace(", max_num_seqs: 32, block_size: 64", "")
+        edit(
+            "runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}",
+            &format!("kind: http-server\n{r}"),
+        )
+        .replace(", max_num_seqs: 32, block_size: 64", "")
     };
-    assert!(errors(&http("runtime: {command: [srv, --port, \"{port}\"], ready_line: ready}")).is_empty());
-    assert!(one_error(&http("runtime: {ready_line: ready}")).message.starts_with("kind http-server requires runtime.command"));
+    assert!(
+        errors(&http(
+            "runtime: {command: [srv, --port, \"{port}\"], ready_line: ready}"
+        ))
+        .is_empty()
+    );
+    assert!(
+        one_error(&http("runtime: {ready_line: ready}"))
+            .message
+            .starts_with("kind http-server requires runtime.command")
+    );
     let d = one_error(&http("runtime: {command: [srv, --port, \"{prot}\"]}"));
-    assert_eq!(d.message, "unknown placeholder `{prot}` in runtime.command; only {host} and {port} are filled in");
+    assert_eq!(
+        d.message,
+        "unknown placeholder `{prot}` in runtime.command; only {host} and {port} are filled in"
+    );
     assert_eq!(d.label.as_deref(), Some("did you mean `{port}`?"));
     assert_eq!(
         warnings(&http("runtime: {command: [srv]}")),
-        vec!["http-port 8:10 runtime.command has no `{port}` placeholder, so `tt-model serve --port` cannot move the server's port"]
+        vec![
+            "http-port 8:11 runtime.command has no `{port}` placeholder, so `tt-model serve --port` cannot move the server's port"
+        ]
     );
 }
 
@@ -231,41 +416,102 @@ fn source_rules() {
     let errs = errors(&edit("code: [models/m]", "code: [/abs, ../up, \"\"]"));
     assert_eq!(errs.len(), 3, "{errs:#?}");
     assert!(errs[0].ends_with("source.code paths must be relative to the tt-metal tree: '/abs'"));
-    assert!(one_error(&edit("code: [models/m]", "code: []")).message.starts_with("source.code must list at least one path"));
-    let extra = edit("code: [models/m],", "code: [models/m], extra_code: [{root: code, paths: [../x]}],");
-    assert_eq!(one_error(&extra).message, "source.extra_code paths must be relative to their root: '../x'");
-    assert_eq!(one_error(&edit("python: \"3.12\"", "python: \"3\"")).message, "source.python '3' must be a Python version like \"3.12\"");
+    assert!(
+        one_error(&edit("code: [models/m]", "code: []"))
+            .message
+            .starts_with("source.code must list at least one path")
+    );
+    let extra = edit(
+        "code: [models/m],",
+        "code: [models/m], extra_code: [{root: code, paths: [../x]}],",
+    );
+    assert_eq!(
+        one_error(&extra).message,
+        "source.extra_code paths must be relative to their root: '../x'"
+    );
+    assert_eq!(
+        one_error(&edit("python: \"3.12\"", "python: \"3\"")).message,
+        "source.python '3' must be a Python version like \"3.12\""
+    );
     // An unquoted 3.10 stays "3.10".
-    let m = check(&edit("python: \"3.12\"", "python: 3.10")).manifest.expect("valid");
+    let m = check(&edit("python: \"3.12\"", "python: 3.10"))
+        .manifest
+        .expect("valid");
     assert_eq!(m.source.python, "3.10");
-    let git = edit("tt_metal: tt", "tt_metal: {repo: tenstorrent/tt-metal, ref: main}");
+    let git = edit(
+        "tt_metal: tt",
+        "tt_metal: {repo: tenstorrent/tt-metal, ref: main}",
+    );
     assert!(errors(&git).is_empty());
-    let d = one_error(&edit("tt_metal: tt", "tt_metal: {repo: tenstorrent/tt-metal, reff: main}"));
-    assert_eq!(d.label.as_deref(), Some("did you mean `ref`?"));
+    let report = check(&edit(
+        "tt_metal: tt",
+        "tt_metal: {repo: tenstorrent/tt-metal, reff: main}",
+    ));
+    let labels: Vec<_> = report
+        .diagnostics
+        .iter()
+        .map(|d| (d.code, d.label.clone()))
+        .collect();
+    assert_eq!(
+        labels,
+        vec![
+            ("missing-key", None),
+            ("unknown-key", Some("did you mean `ref`?".to_owned()))
+        ],
+        "the typo is reported, and so is the key it leaves missing"
+    );
 }
 
 #[test]
 fn verify_entries_are_python_or_shell() {
-    let m = check(&format!("{BASE}verify:\n  - \"import m\"\n  - sh: test -f /opt/x\n")).manifest.expect("valid");
+    let m = check(&format!(
+        "{BASE}verify:\n  - \"import m\"\n  - sh: test -f /opt/x\n"
+    ))
+    .manifest
+    .expect("valid");
     assert_eq!(m.verify.len(), 2);
     assert_eq!(m.verify[1].text(), "test -f /opt/x");
-    let d = one_error(&format!("{BASE}verify:\n  - {{shell: ls}}\n"));
-    assert_eq!(d.label.as_deref(), Some("did you mean `sh`?"));
-    assert_eq!(one_error(&format!("{BASE}verify:\n  - 42\n")).message, "expected a Python statement (string) or {sh: \"command\"}, found an integer");
+    let report = check(&format!("{BASE}verify:\n  - {{shell: ls}}\n"));
+    assert!(
+        report
+            .diagnostics
+            .iter()
+            .any(|d| d.label.as_deref() == Some("did you mean `sh`?")),
+        "{:#?}",
+        report.diagnostics
+    );
+    assert_eq!(
+        one_error(&format!("{BASE}verify:\n  - 42\n")).message,
+        "expected a Python statement (string) or {sh: \"command\"}, found an integer"
+    );
 }
 
 #[test]
 fn card_rules_and_normalisation() {
     let d = one_error(&format!("{BASE}card:\n  limitiations: x\n"));
     assert_eq!(d.label.as_deref(), Some("did you mean `limitations`?"));
-    let d = one_error(&format!("{BASE}card:\n  performance: p\n  limitations: l\n  license:\n    id: >\n      other\n"));
-    assert_eq!(d.message, "card.license.id 'other' needs a card.license.name (and preferably a link)");
-    assert!(one_error(&format!("{BASE}card:\n  performance: p\n  limitations: l\n  license: {{id: Apache 2}}\n")).message.contains("does not look like a Hub licence identifier"));
+    let d = one_error(&format!(
+        "{BASE}card:\n  performance: p\n  limitations: l\n  license:\n    id: >\n      other\n"
+    ));
+    assert_eq!(
+        d.message,
+        "card.license.id 'other' needs a card.license.name (and preferably a link)"
+    );
+    assert!(
+        one_error(&format!(
+            "{BASE}card:\n  performance: p\n  limitations: l\n  license: {{id: Apache 2}}\n"
+        ))
+        .message
+        .contains("does not look like a Hub licence identifier")
+    );
 }
 
 #[test]
 fn capability_typo_is_refused() {
-    let d = one_error(&edit("block_size: 64}", "block_size: 64, capabilities: {tool_praser: hermes}}"));
+    let d = one_error(&edit(
+        "block_size: 64}",
+        "block_size: 64, capabilities: {tool_praser: hermes}}",
+    ));
     assert_eq!(d.label.as_deref(), Some("did you mean `tool_parser`?"));
     assert_eq!(d.path, "serve.capabilities.tool_praser");
 }
@@ -273,44 +519,100 @@ fn capability_typo_is_refused() {
 #[test]
 fn warnings_revision_env_and_card() {
     assert_eq!(
-        warnings(&edit("revision: 0123456789abcdef0123456789abcdef01234567", "revision: main")),
-        vec!["unpinned-weights 4:35 weights.revision 'main' is not a 40-hex commit; a branch or tag can move"]
+        warnings(&edit(
+            "revision: 0123456789abcdef0123456789abcdef01234567",
+            "revision: main"
+        )),
+        vec![
+            "unpinned-weights 4:35 weights.revision 'main' is not a 40-hex commit; a branch or tag can move"
+        ]
     );
     assert_eq!(
-        warnings(&edit("weights: {repo: acme/w, revision: 0123456789abcdef0123456789abcdef01234567}", "weights: acme/w")),
-        vec!["unpinned-weights 4:10 weights 'acme/w' follows the default branch; the files served can change under you"]
+        warnings(&edit(
+            "weights: {repo: acme/w, revision: 0123456789abcdef0123456789abcdef01234567}",
+            "weights: acme/w"
+        )),
+        vec![
+            "unpinned-weights 4:10 weights 'acme/w' follows the default branch; the files served can change under you"
+        ]
     );
-    let env = edit("block_size: 64}", "block_size: 64, env: {TT_WEIGHTS_REVISION: abc}}");
+    let env = edit(
+        "block_size: 64}",
+        "block_size: 64, env: {TT_WEIGHTS_REVISION: abc}}",
+    );
     assert_eq!(
         warnings(&env),
-        vec!["env-contradiction 8:99 serve.env TT_WEIGHTS_REVISION='abc' contradicts weights.revision '0123456789abcdef0123456789abcdef01234567'"]
+        vec![
+            "env-contradiction 8:105 serve.env TT_WEIGHTS_REVISION='abc' contradicts weights.revision '0123456789abcdef0123456789abcdef01234567'"
+        ]
     );
     assert_eq!(
         warnings(&format!("{BASE}card:\n  description: d\n")),
-        vec!["card-gaps 10:3 card has no performance or limitations section; a publish would be refused"]
+        vec![
+            "card-gaps 9:1 card has no performance or limitations section; a publish would be refused"
+        ]
     );
-    assert!(warnings(&format!("{BASE}card:\n  performance: p\n  limitations: \"  \"\n"))[0].contains("card has no limitations section"));
+    assert!(
+        warnings(&format!(
+            "{BASE}card:\n  performance: p\n  limitations: \"  \"\n"
+        ))[0]
+            .contains("card has no limitations section")
+    );
 }
 
 #[test]
 fn check_sources_finds_missing_paths_and_unshipped_app() {
-    let dir = std::env::temp_dir().join(format!("tt-model-manifest-sources-{}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("tt-model-manifest-sources-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("tt/models/m")).unwrap();
     std::fs::create_dir_all(dir.join("code/srv")).unwrap();
-    let options = tt_model_manifest::CheckOptions { sources_base: Some(dir.clone()) };
+    let options = tt_model_manifest::CheckOptions {
+        sources_base: Some(dir.clone()),
+    };
     let ok = tt_model_manifest::check_str(BASE, &options);
     assert!(ok.diagnostics.is_empty(), "{:#?}", ok.diagnostics);
-    let missing = tt_model_manifest::check_str(&edit("code: [models/m]", "code: [models/m, models/gone]"), &options);
+    let missing = tt_model_manifest::check_str(
+        &edit("code: [models/m]", "code: [models/m, models/gone]"),
+        &options,
+    );
     let errs: Vec<String> = missing.diagnostics.iter().map(common::short).collect();
     assert_eq!(errs.len(), 1, "{errs:#?}");
-    assert!(errs[0].starts_with("source-missing 6:44 source.code path 'models/gone' does not exist under "), "{errs:#?}");
-    let dit = edit("runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}", "kind: tt-dit-server\nruntime: {app: \"srv.app:app\"}")
-        .replace(", max_num_seqs: 32, block_size: 64", "");
-    let errs: Vec<String> = tt_model_manifest::check_str(&dit, &options).diagnostics.iter().map(common::short).collect();
-    assert_eq!(errs, vec!["app-not-shipped 8:16 runtime.app 'srv.app:app' imports package 'srv', which no source.code or source.extra_code entry ships"]);
-    let shipped = dit.replace("ubuntu:", "extra_code: [{root: code, paths: [srv]}], ubuntu:");
-    assert!(tt_model_manifest::check_str(&shipped, &options).diagnostics.is_empty());
+    assert!(
+        errs[0].starts_with(
+            "source-missing 6:41 source.code path 'models/gone' does not exist under "
+        ),
+        "{errs:#?}"
+    );
+    let dit = edit(
+        "runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}",
+        "kind: tt-dit-server\nruntime: {app: \"srv.app:app\"}",
+    )
+    .replace(", max_num_seqs: 32, block_size: 64", "");
+    let errs: Vec<String> = tt_model_manifest::check_str(&dit, &options)
+        .diagnostics
+        .iter()
+        .map(common::short)
+        .collect();
+    assert_eq!(
+        errs,
+        vec![
+            "app-not-shipped 8:16 runtime.app 'srv.app:app' imports package 'srv', which no source.code or source.extra_code entry ships"
+        ]
+    );
+    let shipped = dit.replace(
+        "ubuntu:",
+        "extra_code: [{root: code, paths: [srv]}], ubuntu:",
+    );
+    assert!(
+        tt_model_manifest::check_str(&shipped, &options)
+            .diagnostics
+            .is_empty()
+    );
     // Without the option nothing touches the file system.
-    assert!(check(&edit("code: [models/m]", "code: [models/gone]")).diagnostics.is_empty());
+    assert!(
+        check(&edit("code: [models/m]", "code: [models/gone]"))
+            .diagnostics
+            .is_empty()
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -56,12 +56,19 @@ fn from_manifest_fills_the_container_block() {
     assert_eq!(wire.tt_metal_version, "0.79.0");
     assert_eq!(wire.device_count, 1);
     assert_eq!(wire.weights.repo_id, "acme/w");
-    assert_eq!(wire.container.serve_profiles.len(), 1, "a default profile is synthesized");
+    assert_eq!(
+        wire.container.serve_profiles.len(),
+        1,
+        "a default profile is synthesized"
+    );
     assert_eq!(wire.container.default_profile, "default");
     assert_eq!(wire.container.code_dir, "code");
     let json: serde_json::Value = serde_json::from_str(&wire.to_json()).unwrap();
     assert_eq!(json["weights"]["repo_id"], "acme/w");
-    assert!(json["weights"].get("repo").is_none(), "one spelling is written");
+    assert!(
+        json["weights"].get("repo").is_none(),
+        "one spelling is written"
+    );
     assert_eq!(json["container"]["runtime"]["vllm"]["version"], "0.10.1");
     assert_eq!(json["bundled"], serde_json::Value::Null);
     assert_eq!(json["env"], serde_json::json!({}));
@@ -77,7 +84,11 @@ fn a_flat_manifest_and_one_explicit_default_profile_give_the_same_wire() {
 
 #[test]
 fn json_round_trip_is_lossless() {
-    let src = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/gr00t-n1.6-3b-p150/tt-model.yaml")).unwrap();
+    let src = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/gr00t-n1.6-3b-p150/tt-model.yaml"
+    ))
+    .unwrap();
     let wire = WireManifest::from_manifest(&manifest(&src), build());
     let text = wire.to_json();
     let back = WireManifest::from_json(&text).expect("reads its own output");
@@ -87,7 +98,10 @@ fn json_round_trip_is_lossless() {
 
 #[test]
 fn unknown_keys_survive_and_repo_is_accepted_on_read() {
-    let mut json: serde_json::Value = serde_json::from_str(&WireManifest::from_manifest(&manifest(common::BASE), build()).to_json()).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(
+        &WireManifest::from_manifest(&manifest(common::BASE), build()).to_json(),
+    )
+    .unwrap();
     json["weights"] = serde_json::json!({"repo": "acme/w", "revision": "r"});
     json["future_top"] = serde_json::json!({"x": 1});
     json["container"]["future_container"] = serde_json::json!([1, 2]);
@@ -97,7 +111,10 @@ fn unknown_keys_survive_and_repo_is_accepted_on_read() {
     assert_eq!(wire.weights.repo_type, "model");
     let out: serde_json::Value = serde_json::from_str(&wire.to_json()).unwrap();
     assert_eq!(out["future_top"], serde_json::json!({"x": 1}));
-    assert_eq!(out["container"]["future_container"], serde_json::json!([1, 2]));
+    assert_eq!(
+        out["container"]["future_container"],
+        serde_json::json!([1, 2])
+    );
     assert_eq!(out["container"]["built"]["future_built"], "y");
     assert_eq!(out["weights"]["repo_id"], "acme/w");
 }
@@ -109,21 +126,30 @@ fn other_schemas_and_bad_json_are_refused() {
         err.to_string(),
         "Unsupported bundle schema_version '7'; this tt-model reads schema(s) 5.1. Re-publish the bundle with a current tt-model."
     );
-    assert!(matches!(WireManifest::from_json(r#"{"schema_version": "5.1", "bundled": {}}"#), Err(WireError::NotAContainer)));
+    assert!(matches!(
+        WireManifest::from_json(r#"{"schema_version": "5.1", "bundled": {}}"#),
+        Err(WireError::NotAContainer)
+    ));
     let err = WireManifest::from_json("{\n  \"schema_version\": \"5.1\",\n  oops\n}").unwrap_err();
     assert!(matches!(err, WireError::Json { line: 3, .. }), "{err}");
 }
 
 #[test]
 fn resolve_profile_merges_and_names_the_available_ones() {
-    let src = format!("{}serve_profiles:\n  - {{name: a}}\n  - {{name: b, max_num_seqs: 4}}\ndefault_profile: b\n", common::BASE);
+    let src = format!(
+        "{}serve_profiles:\n  - {{name: a}}\n  - {{name: b, max_num_seqs: 4}}\ndefault_profile: b\n",
+        common::BASE
+    );
     let wire = WireManifest::from_manifest(&manifest(&src), build());
     let (profile, settings) = wire.resolve_profile(None).unwrap();
     assert_eq!(profile.name, "b");
     assert_eq!(settings.max_num_seqs, Some(4));
     assert_eq!(settings.hardware.as_deref(), Some("p150"));
     let err = wire.resolve_profile(Some("c")).unwrap_err();
-    assert_eq!(err.to_string(), "no serve profile named 'c'; available: a, b");
+    assert_eq!(
+        err.to_string(),
+        "no serve profile named 'c'; available: a, b"
+    );
 }
 
 #[test]
@@ -131,7 +157,13 @@ fn pull_refs() {
     let mut image = build().image;
     assert_eq!(image.pull_ref(), None);
     image.registry = "ghcr.io/acme".into();
-    assert_eq!(image.pull_ref().as_deref(), Some("ghcr.io/acme/m@sha256:abc"));
+    assert_eq!(
+        image.pull_ref().as_deref(),
+        Some("ghcr.io/acme/m@sha256:abc")
+    );
     image.digest = None;
-    assert_eq!(image.pull_ref().as_deref(), Some("ghcr.io/acme/m:7c2773460298"));
+    assert_eq!(
+        image.pull_ref().as_deref(),
+        Some("ghcr.io/acme/m:7c2773460298")
+    );
 }

@@ -141,7 +141,7 @@ mod tests {
         std::fs::write(root.join("f"), "1").unwrap();
         run(&["add", "f"]);
         run(&["commit", "-q", "-m", "one"]);
-        run(&["tag", "v0.5.0"]);
+        run(&["tag", "-a", "v0.5.0", "-m", "release"]);
         let facts = metal_facts(root);
         assert_eq!(facts.sha.as_ref().map(|s| s.len()), Some(40));
         assert_eq!(facts.branch.as_deref(), Some("main"));

@@ -216,7 +216,7 @@ async fn a_false_assertion_fails_the_package_with_its_text() {
             assert_eq!(index, 7);
             assert_eq!(check, "cat /opt/tt-metal/models/demos/minimal_http/precision.json");
             assert_ne!(status, 0);
-            assert!(output.contains("No such file"), "{output}");
+            assert!(output.contains("No such file"), "output: {output:?}");
         }
         other => panic!("expected a verify failure, got {other:?}"),
     }

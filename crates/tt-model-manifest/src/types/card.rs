@@ -115,7 +115,11 @@ pub const LICENSE_KEYS: &[&str] = &["id", "name", "link"];
 /// A folded scalar's trailing newline is not part of the value (`other\n` is `other`).
 fn normalise(text: String) -> String {
     let trimmed = text.trim_end_matches('\n');
-    if trimmed.len() == text.len() { text } else { trimmed.to_owned() }
+    if trimmed.len() == text.len() {
+        text
+    } else {
+        trimmed.to_owned()
+    }
 }
 
 impl FromNode for License {

@@ -13,7 +13,9 @@ use serde::{Deserialize, Serialize};
 
 pub use card::{CARD_KEYS, CARD_SECTIONS, CardSettings, LICENSE_KEYS, License};
 pub use image::{IMAGE_KEYS, ImageSettings};
-pub use serve::{CAPABILITY_KEYS, Capabilities, PROFILE_KEYS, SERVE_KEYS, ServeArg, ServeProfile, ServeSettings};
+pub use serve::{
+    CAPABILITY_KEYS, Capabilities, PROFILE_KEYS, SERVE_KEYS, ServeArg, ServeProfile, ServeSettings,
+};
 pub use source::{CodeRoot, EXTRA_CODE_KEYS, ExtraCode, GIT_KEYS, GitSource, SOURCE_KEYS, Source};
 pub use verify::{ShellStep, VerifyStep};
 pub use weights::{WEIGHTS_KEYS, WeightsSource, WeightsSpec};
@@ -50,7 +52,10 @@ impl Kind {
 
     /// The YAML spelling.
     pub fn as_str(self) -> &'static str {
-        Kind::ALL.iter().find(|(_, k)| *k == self).map_or("vllm-plugin", |(s, _)| s)
+        Kind::ALL
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("vllm-plugin", |(s, _)| s)
     }
 
     /// Whether the kind runs vLLM (and so needs `max_num_seqs` and `block_size`).
@@ -96,7 +101,10 @@ pub enum Arch {
 
 impl Arch {
     /// Every arch with its YAML spelling.
-    pub const ALL: &[(&'static str, Arch)] = &[("blackhole", Arch::Blackhole), ("wormhole_b0", Arch::WormholeB0)];
+    pub const ALL: &[(&'static str, Arch)] = &[
+        ("blackhole", Arch::Blackhole),
+        ("wormhole_b0", Arch::WormholeB0),
+    ];
 
     /// The YAML spelling.
     pub fn as_str(self) -> &'static str {
@@ -119,6 +127,7 @@ impl std::fmt::Display for Arch {
 #[schemars(deny_unknown_fields, title = "tt-model.yaml (schema 5.1)")]
 pub struct Manifest {
     /// The schema version, written as a string so that `5.1` is not `5.10`.
+    #[serde(default = "default_schema")]
     #[schemars(extend("const" = "5.1"))]
     pub schema: String,
     /// The Hugging Face repository the package is pushed to (`org/name`).
@@ -159,6 +168,10 @@ pub struct Manifest {
     /// The model card.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub card: Option<CardSettings>,
+}
+
+fn default_schema() -> String {
+    SCHEMA_VERSION.to_owned()
 }
 
 /// The top-level keys.
@@ -211,7 +224,7 @@ impl FromNode for Manifest {
         let verify = f.or_default("verify", cx);
         let card = f.opt("card", cx);
         Some(Self {
-            schema: schema?.unwrap_or_else(|| SCHEMA_VERSION.to_owned()),
+            schema: schema?.unwrap_or_else(default_schema),
             repo: repo?,
             name: name?,
             weights: weights?,

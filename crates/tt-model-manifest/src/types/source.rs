@@ -71,10 +71,11 @@ pub struct Source {
 impl Source {
     /// `code` plus every `extra_code` path, in order.
     pub fn all_code_paths(&self) -> impl Iterator<Item = &str> {
-        self.code
-            .iter()
-            .map(String::as_str)
-            .chain(self.extra_code.iter().flat_map(|e| e.paths.iter().map(String::as_str)))
+        self.code.iter().map(String::as_str).chain(
+            self.extra_code
+                .iter()
+                .flat_map(|e| e.paths.iter().map(String::as_str)),
+        )
     }
 }
 

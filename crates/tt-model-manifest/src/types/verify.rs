@@ -45,7 +45,11 @@ impl FromNode for VerifyStep {
             }
             Value::Str(_) => String::from_node(node, path, cx).map(VerifyStep::Python),
             _ => {
-                cx.wrong_type(node, path, "a Python statement (string) or {sh: \"command\"}");
+                cx.wrong_type(
+                    node,
+                    path,
+                    "a Python statement (string) or {sh: \"command\"}",
+                );
                 None
             }
         }

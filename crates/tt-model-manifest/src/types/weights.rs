@@ -74,7 +74,11 @@ impl FromNode for WeightsSource {
             Value::Map(_) => WeightsSpec::from_node(node, path, cx).map(WeightsSource::Spec),
             Value::Str(_) => String::from_node(node, path, cx).map(WeightsSource::Id),
             _ => {
-                cx.wrong_type(node, path, "an `org/name` string or a mapping {repo, revision, …}");
+                cx.wrong_type(
+                    node,
+                    path,
+                    "an `org/name` string or a mapping {repo, revision, …}",
+                );
                 None
             }
         }

@@ -2,7 +2,14 @@
 //! chip-count cross-check between them. Pure functions.
 
 /// Chips per board; a trailing revision letter (`p150a`) is tolerated.
-pub const BOARDS: &[(&str, u32)] = &[("e150", 1), ("n150", 1), ("n300", 2), ("p100", 1), ("p150", 1), ("p300", 2)];
+pub const BOARDS: &[(&str, u32)] = &[
+    ("e150", 1),
+    ("n150", 1),
+    ("n300", 2),
+    ("p100", 1),
+    ("p150", 1),
+    ("p300", 2),
+];
 
 /// The plugin's closed table of `MESH_DEVICE` presets, as `(rows, cols)`.
 pub const MESH_PRESETS: &[(&str, (u32, u32))] = &[
@@ -71,7 +78,9 @@ pub fn parse_hardware(label: &str) -> Result<Hardware, HardwareError> {
     if digits == 0 || revision.len() > 1 || !revision.iter().all(char::is_ascii_lowercase) {
         return Err(not_a_label(label));
     }
-    let base: String = std::iter::once(first).chain(rest[..digits].iter().copied()).collect();
+    let base: String = std::iter::once(first)
+        .chain(rest[..digits].iter().copied())
+        .collect();
     let Some(&(board, per)) = BOARDS.iter().find(|(b, _)| *b == base) else {
         return Err(not_a_label(label));
     };
@@ -87,10 +96,20 @@ pub fn parse_hardware(label: &str) -> Result<Hardware, HardwareError> {
 
 fn not_a_label(label: &str) -> HardwareError {
     let trimmed = label.trim();
-    let hint = if let Some((_, good)) = BOX_NAMES.iter().find(|(b, _)| b.eq_ignore_ascii_case(trimmed)) {
-        Some(format!("'{trimmed}' is a box, not a board label: write '{good}'"))
-    } else if MESH_PRESETS.iter().any(|(p, _)| p.eq_ignore_ascii_case(trimmed)) {
-        Some(format!("'{trimmed}' is a mesh_device preset, not a board label"))
+    let hint = if let Some((_, good)) = BOX_NAMES
+        .iter()
+        .find(|(b, _)| b.eq_ignore_ascii_case(trimmed))
+    {
+        Some(format!(
+            "'{trimmed}' is a box, not a board label: write '{good}'"
+        ))
+    } else if MESH_PRESETS
+        .iter()
+        .any(|(p, _)| p.eq_ignore_ascii_case(trimmed))
+    {
+        Some(format!(
+            "'{trimmed}' is a mesh_device preset, not a board label"
+        ))
     } else {
         None
     };
@@ -140,8 +159,14 @@ mod tests {
         assert_eq!(parse_hardware("p300cx2").map(|h| h.chips), Ok(4));
         assert_eq!(parse_hardware("n300x4").map(|h| h.chips), Ok(8));
         assert_eq!(parse_hardware("p150x0"), Err(HardwareError::ZeroBoards));
-        assert!(matches!(parse_hardware("QB2"), Err(HardwareError::NotALabel { hint: Some(_) })));
-        assert!(matches!(parse_hardware("p999"), Err(HardwareError::NotALabel { hint: None })));
+        assert!(matches!(
+            parse_hardware("QB2"),
+            Err(HardwareError::NotALabel { hint: Some(_) })
+        ));
+        assert!(matches!(
+            parse_hardware("p999"),
+            Err(HardwareError::NotALabel { hint: None })
+        ));
         assert!(parse_hardware("150").is_err());
         assert!(parse_hardware("p150xx2").is_err());
     }

@@ -30,20 +30,30 @@ impl Checker<'_> {
         self.root.locate(path).anchor()
     }
 
-    /// The value position of `path` (for scalars: the value, not the key).
+    /// Where a finding about `path` points: a scalar's value, or the key of a block.
     pub fn value_pos(&self, path: &str) -> Pos {
-        self.root.locate(path).pos
+        self.root.locate(path).anchor()
     }
 
     /// Records an error at `path`.
-    pub fn error(&mut self, code: &'static str, path: &str, message: impl Into<String>) -> &mut Diagnostic {
+    pub fn error(
+        &mut self,
+        code: &'static str,
+        path: &str,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
         let pos = self.value_pos(path);
         self.out.push(Diagnostic::error(code, path, pos, message));
         self.out.last_mut().expect("just pushed")
     }
 
     /// Records a warning at `path`.
-    pub fn warning(&mut self, code: &'static str, path: &str, message: impl Into<String>) -> &mut Diagnostic {
+    pub fn warning(
+        &mut self,
+        code: &'static str,
+        path: &str,
+        message: impl Into<String>,
+    ) -> &mut Diagnostic {
         let pos = self.value_pos(path);
         self.out.push(Diagnostic::warning(code, path, pos, message));
         self.out.last_mut().expect("just pushed")
@@ -52,7 +62,12 @@ impl Checker<'_> {
 
 /// Runs every semantic check; with `sources_base`, also checks the file system (paths resolve
 /// against it, as `package` resolves them against its working directory).
-pub(crate) fn validate(m: &Manifest, root: &Node, src: &str, sources_base: Option<&Path>) -> Vec<Diagnostic> {
+pub(crate) fn validate(
+    m: &Manifest,
+    root: &Node,
+    src: &str,
+    sources_base: Option<&Path>,
+) -> Vec<Diagnostic> {
     let mut c = Checker {
         m,
         root,

@@ -3,7 +3,9 @@
 use std::collections::BTreeSet;
 
 use super::Checker;
-use super::hardware::{HardwareError, hardware_expectation, mesh_preset_names, parse_hardware, parse_mesh};
+use super::hardware::{
+    HardwareError, hardware_expectation, mesh_preset_names, parse_hardware, parse_mesh,
+};
 use crate::diagnostic::suggest;
 use crate::profile::merge_settings;
 use crate::types::{CodeRoot, SCHEMA_VERSION, WeightsSource};
@@ -23,7 +25,10 @@ pub(super) fn schema(c: &mut Checker<'_>) {
 /// `org/name` with a non-empty, plain namespace and name.
 pub(crate) fn is_namespaced(id: &str) -> bool {
     let ok = |part: &str| {
-        !part.is_empty() && part.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        !part.is_empty()
+            && part
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     };
     matches!(id.split_once('/'), Some((ns, name)) if ok(ns) && ok(name))
 }
@@ -31,14 +36,21 @@ pub(crate) fn is_namespaced(id: &str) -> bool {
 /// The name rule: `[a-z0-9][a-z0-9._-]*`.
 pub(crate) fn is_slug(name: &str) -> bool {
     let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
-        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && chars
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '.' | '_' | '-'))
 }
 
 pub(super) fn repo_and_name(c: &mut Checker<'_>) {
     if !is_namespaced(&c.m.repo) {
         let repo = c.m.repo.clone();
-        c.error("repo", "repo", format!("repo must be a namespaced HF id (org/name), got '{repo}'"));
+        c.error(
+            "repo",
+            "repo",
+            format!("repo must be a namespaced HF id (org/name), got '{repo}'"),
+        );
     }
     if !is_slug(&c.m.name) {
         let name = c.m.name.clone();
@@ -74,7 +86,10 @@ pub(super) fn weights(c: &mut Checker<'_>) {
             c.error(
                 "weights",
                 &at,
-                format!("{path} must be a namespaced HF id (org/name), got '{}'", w.repo()),
+                format!(
+                    "{path} must be a namespaced HF id (org/name), got '{}'",
+                    w.repo()
+                ),
             );
         }
         if !seen.insert(w.repo().to_owned()) {
@@ -124,13 +139,21 @@ pub(super) fn profiles(c: &mut Checker<'_>) {
         );
     }
     if let Some(default) = c.m.default_profile.clone() {
-        let available = if names.is_empty() { vec!["default".to_owned()] } else { names.clone() };
+        let available = if names.is_empty() {
+            vec!["default".to_owned()]
+        } else {
+            names.clone()
+        };
         if !available.contains(&default) {
-            let label = suggest(&default, available.iter().map(String::as_str)).map(|s| format!("did you mean `{s}`?"));
+            let label = suggest(&default, available.iter().map(String::as_str))
+                .map(|s| format!("did you mean `{s}`?"));
             let d = c.error(
                 "default-profile",
                 "default_profile",
-                format!("default_profile '{default}' names no profile; available: {}", quoted_list(&available)),
+                format!(
+                    "default_profile '{default}' names no profile; available: {}",
+                    quoted_list(&available)
+                ),
             );
             d.label = label;
         }
@@ -176,16 +199,23 @@ pub(super) fn profiles(c: &mut Checker<'_>) {
                     "required-serve-field",
                     at,
                     pos,
-                    format!("serve profile '{name}': {field} is required (set it on the profile or under serve:).{hint}"),
+                    format!(
+                        "serve profile '{name}': {field} is required (set it on the profile or under serve:).{hint}"
+                    ),
                 );
-                d.help = Some(format!("kind {} needs {}", c.m.kind, required_list(c.m.kind.is_vllm())));
+                d.help = Some(format!(
+                    "kind {} needs {}",
+                    c.m.kind,
+                    required_list(c.m.kind.is_vllm())
+                ));
                 c.out.push(d);
             }
         }
         let mesh = eff.mesh_device.as_deref().map(|m| (m, parse_mesh(m)));
         if let Some((text, None)) = mesh {
             let presets = mesh_preset_names();
-            let label = suggest(text, presets.iter().copied()).map(|s| format!("did you mean `{s}`?"));
+            let label =
+                suggest(text, presets.iter().copied()).map(|s| format!("did you mean `{s}`?"));
             let at = path("mesh_device");
             let d = c.error(
                 "mesh-device",
@@ -249,7 +279,14 @@ fn required_list(vllm: bool) -> &'static str {
 }
 
 fn quoted_list(items: &[String]) -> String {
-    format!("[{}]", items.iter().map(|s| format!("'{s}'")).collect::<Vec<_>>().join(", "))
+    format!(
+        "[{}]",
+        items
+            .iter()
+            .map(|s| format!("'{s}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
 }
 
 /// A path that must stay inside its root: relative, no `..`, not empty.
@@ -258,16 +295,30 @@ pub(crate) fn is_contained(path: &str) -> bool {
     !path.trim().is_empty()
         && !p.is_absolute()
         && !path.starts_with('~')
-        && p.components().all(|c| matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir))
+        && p.components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
 }
 
 pub(super) fn source_shape(c: &mut Checker<'_>) {
     let src = &c.m.source;
     if src.code.is_empty() {
-        c.error("source-code", "source.code", "source.code must list at least one path (it is an allowlist of what enters the image)");
+        c.error(
+            "source-code",
+            "source.code",
+            "source.code must list at least one path (it is an allowlist of what enters the image)",
+        );
     }
-    let bad: Vec<(usize, String)> =
-        src.code.iter().enumerate().filter(|(_, p)| !is_contained(p)).map(|(i, p)| (i, p.clone())).collect();
+    let bad: Vec<(usize, String)> = src
+        .code
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| !is_contained(p))
+        .map(|(i, p)| (i, p.clone()))
+        .collect();
     for (i, p) in bad {
         c.error(
             "source-path",
@@ -295,7 +346,11 @@ pub(super) fn source_shape(c: &mut Checker<'_>) {
         if let CodeRoot::Path(root) = &extra.root
             && root.trim().is_empty()
         {
-            c.error("source-path", &format!("source.extra_code[{e}].root"), "source.extra_code root is empty");
+            c.error(
+                "source-path",
+                &format!("source.extra_code[{e}].root"),
+                "source.extra_code root is empty",
+            );
         }
     }
     if let CodeRoot::Path(root) = &src.tt_metal
@@ -324,14 +379,26 @@ pub(super) fn source_shape(c: &mut Checker<'_>) {
 /// `N.N` (with `parts` numeric parts).
 fn is_version(text: &str, parts: usize) -> bool {
     let split: Vec<&str> = text.split('.').collect();
-    split.len() == parts && split.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
+    split.len() == parts
+        && split
+            .iter()
+            .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_digit()))
 }
 
 pub(super) fn verify(c: &mut Checker<'_>) {
     let empty: Vec<usize> =
-        c.m.verify.iter().enumerate().filter(|(_, v)| v.text().trim().is_empty()).map(|(i, _)| i).collect();
+        c.m.verify
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| v.text().trim().is_empty())
+            .map(|(i, _)| i)
+            .collect();
     for i in empty {
-        c.error("verify", &format!("verify[{i}]"), "a verify entry is empty; write a Python statement or {sh: \"command\"}");
+        c.error(
+            "verify",
+            &format!("verify[{i}]"),
+            "a verify entry is empty; write a Python statement or {sh: \"command\"}",
+        );
     }
 }
 
@@ -339,8 +406,14 @@ pub(super) fn card(c: &mut Checker<'_>) {
     let Some(license) = c.m.card.as_ref().and_then(|card| card.license.clone()) else {
         return;
     };
-    let id_ok = license.id.chars().next().is_some_and(|ch| ch.is_ascii_alphanumeric())
-        && license.id.chars().all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit() || matches!(ch, '-' | '.' | '+'));
+    let id_ok = license
+        .id
+        .chars()
+        .next()
+        .is_some_and(|ch| ch.is_ascii_alphanumeric())
+        && license.id.chars().all(|ch| {
+            ch.is_ascii_lowercase() || ch.is_ascii_digit() || matches!(ch, '-' | '.' | '+')
+        });
     if !id_ok {
         c.error(
             "card-license",

@@ -10,7 +10,15 @@ use crate::types::Kind;
 /// The keys each kind accepts under `runtime`.
 pub fn allowed_keys(kind: Kind) -> &'static [&'static str] {
     match kind {
-        Kind::VllmPlugin => &["vllm", "plugin", "extension", "extra_models_dir", "lock", "overrides", "wheels"],
+        Kind::VllmPlugin => &[
+            "vllm",
+            "plugin",
+            "extension",
+            "extra_models_dir",
+            "lock",
+            "overrides",
+            "wheels",
+        ],
         Kind::VllmFork => &["vllm", "extension", "lock", "model_dir"],
         Kind::TtDitServer => &["app", "packages", "lock", "mesh_shape_env"],
         Kind::HttpServer => &["command", "ready_line", "packages", "lock"],
@@ -27,7 +35,10 @@ pub(super) fn check(c: &mut Checker<'_>) {
         key_pos: None,
         value: Value::Map(Vec::new()),
     };
-    let node = root.get("runtime").filter(|n| n.value != Value::Null).unwrap_or(&empty);
+    let node = root
+        .get("runtime")
+        .filter(|n| n.value != Value::Null)
+        .unwrap_or(&empty);
     if node.as_map().is_none() {
         return; // decoding already reported "expected a mapping"
     }
@@ -69,14 +80,22 @@ impl<'n> Runtime<'_, '_, 'n> {
     }
 
     fn error_at(&mut self, node: &Node, path: &str, message: impl Into<String>) -> &mut Diagnostic {
-        self.c.out.push(Diagnostic::error("runtime", path, node.pos, message));
+        self.c
+            .out
+            .push(Diagnostic::error("runtime", path, node.pos, message));
         self.c.out.last_mut().expect("just pushed")
     }
 
     fn missing(&mut self, path: &str, message: impl Into<String>) {
         let pos = self.node.key_pos.unwrap_or(self.node.pos);
-        let pos = if self.c.root.get("runtime").is_some() { pos } else { self.c.pos("kind") };
-        self.c.out.push(Diagnostic::error("runtime", path, pos, message));
+        let pos = if self.c.root.get("runtime").is_some() {
+            pos
+        } else {
+            self.c.pos("kind")
+        };
+        self.c
+            .out
+            .push(Diagnostic::error("runtime", path, pos, message));
     }
 
     /// Decodes `runtime.<key>` as `T`, recording type errors.
@@ -92,7 +111,14 @@ impl<'n> Runtime<'_, '_, 'n> {
     fn sub_keys(&mut self, key: &str) -> Option<(&'n Node, Vec<&'n str>)> {
         let node = self.get(key)?;
         let Some(map) = node.as_map() else {
-            self.error_at(node, &join("runtime", key), format!("runtime.{key} must be a mapping, found {}", node.value.describe()));
+            self.error_at(
+                node,
+                &join("runtime", key),
+                format!(
+                    "runtime.{key} must be a mapping, found {}",
+                    node.value.describe()
+                ),
+            );
             return None;
         };
         let keys = map
@@ -106,12 +132,14 @@ impl<'n> Runtime<'_, '_, 'n> {
         Some((node, keys))
     }
 
-    fn unknown_sub_keys(&mut self, key: &str, allowed: &[&str]) {
+    /// Reports keys of `runtime.<key>` that are neither `allowed` nor `handled` (reported by a
+    /// more specific rule).
+    fn unknown_sub_keys(&mut self, key: &str, allowed: &[&str], handled: &[&str]) {
         let Some(node) = self.get(key) else { return };
         for (k, _) in node.as_map().unwrap_or_default() {
             if let Value::Str(name) = &k.value
                 && !allowed.contains(&name.as_str())
-                && name != "repo"
+                && !handled.contains(&name.as_str())
             {
                 let d = crate::decode::unknown_key(&join("runtime", key), name, k.pos, allowed);
                 self.c.out.push(d);
@@ -121,7 +149,9 @@ impl<'n> Runtime<'_, '_, 'n> {
 
     /// `runtime.<key>` must be covered by `source.code` (equal to an entry, or under one).
     fn covered_by_code(&mut self, key: &str, consequence: &str) {
-        let Some(dir) = self.typed::<String>(key) else { return };
+        let Some(dir) = self.typed::<String>(key) else {
+            return;
+        };
         let dir_norm = dir.trim_end_matches('/');
         let covered = self.c.m.source.all_code_paths().any(|p| {
             let p = p.trim_end_matches('/');
@@ -129,8 +159,14 @@ impl<'n> Runtime<'_, '_, 'n> {
         });
         if !covered {
             let node = self.get(key).expect("typed() found it");
-            self.error_at(node, &join("runtime", key), format!("runtime.{key} '{dir}' is not covered by source.code — {consequence}"))
-                .help = Some(format!("add '{dir}' (or a parent directory) to source.code"));
+            self.error_at(
+                node,
+                &join("runtime", key),
+                format!("runtime.{key} '{dir}' is not covered by source.code — {consequence}"),
+            )
+            .help = Some(format!(
+                "add '{dir}' (or a parent directory) to source.code"
+            ));
         }
     }
 
@@ -154,7 +190,7 @@ impl<'n> Runtime<'_, '_, 'n> {
                 if keys.contains(&"repo") {
                     self.error_at(node, "runtime.vllm.repo", "runtime.vllm.repo describes the tenstorrent/vllm fork — that is kind vllm-fork, not vllm-plugin. Use kind: vllm-fork, or give runtime.vllm.version / wheel / path");
                 }
-                self.unknown_sub_keys("vllm", &["version", "wheel", "path"]);
+                self.unknown_sub_keys("vllm", &["version", "wheel", "path"], &["repo", "ref"]);
                 let given: Vec<&str> = keys.iter().copied().filter(|k| matches!(*k, "version" | "wheel" | "path")).collect();
                 if given.is_empty() && !keys.contains(&"repo") {
                     self.error_at(node, "runtime.vllm", "runtime.vllm: give exactly one of version / wheel / path, got none");
@@ -185,7 +221,7 @@ impl<'n> Runtime<'_, '_, 'n> {
             ),
             None => {}
             Some((node, keys)) => {
-                self.unknown_sub_keys("plugin", &["path", "repo", "ref", "version"]);
+                self.unknown_sub_keys("plugin", &["path", "repo", "ref", "version"], &[]);
                 let path = keys.contains(&"path");
                 let git = keys.contains(&"repo") || keys.contains(&"ref");
                 let version = keys.contains(&"version");
@@ -207,7 +243,10 @@ impl<'n> Runtime<'_, '_, 'n> {
             }
         }
         if self.get("extra_models_dir").is_some() {
-            self.covered_by_code("extra_models_dir", "the plugin would scan a directory that never entered the image");
+            self.covered_by_code(
+                "extra_models_dir",
+                "the plugin would scan a directory that never entered the image",
+            );
         }
         self.strings("extension");
         self.strings("lock");
@@ -221,7 +260,13 @@ impl<'n> Runtime<'_, '_, 'n> {
                     _ => None,
                 });
                 if let Some(node) = node {
-                    self.error_at(node, &format!("runtime.wheels[{i}]"), format!("runtime.wheels may not carry vLLM ('{w}'); use runtime.vllm.wheel"));
+                    self.error_at(
+                        node,
+                        &format!("runtime.wheels[{i}]"),
+                        format!(
+                            "runtime.wheels may not carry vLLM ('{w}'); use runtime.vllm.wheel"
+                        ),
+                    );
                 }
             }
         }
@@ -235,7 +280,7 @@ impl<'n> Runtime<'_, '_, 'n> {
             ),
             None => {}
             Some((node, keys)) => {
-                self.unknown_sub_keys("vllm", &["repo", "ref"]);
+                self.unknown_sub_keys("vllm", &["repo", "ref"], &["version"]);
                 let has = |k: &str| keys.contains(&k);
                 if has("version") && !has("repo") {
                     self.error_at(node, "runtime.vllm.version", "runtime.vllm.version describes stock vLLM from PyPI — that is kind vllm-plugin, not vllm-fork. Give runtime.vllm.{repo, ref} of the fork");
@@ -254,7 +299,10 @@ impl<'n> Runtime<'_, '_, 'n> {
         if self.get("model_dir").is_none() {
             self.missing("runtime.model_dir", "kind vllm-fork requires runtime.model_dir: the model's directory inside the tt-metal tree (covered by source.code)");
         } else {
-            self.covered_by_code("model_dir", "the launcher would not find the model inside the image");
+            self.covered_by_code(
+                "model_dir",
+                "the launcher would not find the model inside the image",
+            );
         }
         self.strings("extension");
         self.strings("lock");
@@ -266,13 +314,11 @@ impl<'n> Runtime<'_, '_, 'n> {
                 "runtime.app",
                 "kind tt-dit-server requires runtime.app, the ASGI target to serve, as \"module.path:attribute\" — e.g. \"models.my_model.server:app\"",
             ),
-            None => {}
-            Some(app) => {
-                if !is_app_target(&app) {
-                    let node = self.get("app").expect("typed() found it");
-                    self.error_at(node, "runtime.app", format!("runtime.app '{app}' must look like \"module.path:attribute\" — e.g. \"models.my_model.server:app\""));
-                }
+            Some(app) if !is_app_target(&app) => {
+                let node = self.get("app").expect("typed() found it");
+                self.error_at(node, "runtime.app", format!("runtime.app '{app}' must look like \"module.path:attribute\" — e.g. \"models.my_model.server:app\""));
             }
+            _ => {}
         }
         self.string_list("packages");
         self.strings("lock");
@@ -335,16 +381,24 @@ impl<'n> Runtime<'_, '_, 'n> {
 
 /// `module.path:attribute`.
 pub(crate) fn is_app_target(app: &str) -> bool {
-    let Some((module, attr)) = app.split_once(':') else { return false };
+    let Some((module, attr)) = app.split_once(':') else {
+        return false;
+    };
     let ident = |s: &str| {
-        s.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
     };
     module.split('.').all(ident) && attr.split('.').all(ident)
 }
 
 /// A POSIX-ish environment variable name.
 pub(crate) fn is_env_name(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    name.chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// The `{name}` placeholders in `arg` (`{{`/`}}` are literal braces).
@@ -371,6 +425,9 @@ mod tests {
         assert!(!is_app_target("a-b:app"));
         assert!(is_env_name("TT_MESH_SHAPE"));
         assert!(!is_env_name("1X"));
-        assert_eq!(placeholders("--port={port} {{x}} {hots}"), vec!["port", "hots"]);
+        assert_eq!(
+            placeholders("--port={port} {{x}} {hots}"),
+            vec!["port", "hots"]
+        );
     }
 }

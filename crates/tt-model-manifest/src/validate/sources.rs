@@ -14,7 +14,10 @@ pub(super) fn check(c: &mut Checker<'_>, base: &Path) {
             c.error(
                 "source-missing",
                 "source.tt_metal",
-                format!("source.tt_metal '{root}' is not a directory (resolved to {})", root_dir.display()),
+                format!(
+                    "source.tt_metal '{root}' is not a directory (resolved to {})",
+                    root_dir.display()
+                ),
             );
         } else {
             for (i, p) in m.source.code.iter().enumerate() {
@@ -22,20 +25,28 @@ pub(super) fn check(c: &mut Checker<'_>, base: &Path) {
                     c.error(
                         "source-missing",
                         &format!("source.code[{i}]"),
-                        format!("source.code path '{p}' does not exist under {}", root_dir.display()),
+                        format!(
+                            "source.code path '{p}' does not exist under {}",
+                            root_dir.display()
+                        ),
                     );
                 }
             }
         }
     }
     for (e, extra) in m.source.extra_code.iter().enumerate() {
-        let CodeRoot::Path(root) = &extra.root else { continue };
+        let CodeRoot::Path(root) = &extra.root else {
+            continue;
+        };
         let root_dir = base.join(root);
         if !root_dir.is_dir() {
             c.error(
                 "source-missing",
                 &format!("source.extra_code[{e}].root"),
-                format!("source.extra_code root '{root}' is not a directory (resolved to {})", root_dir.display()),
+                format!(
+                    "source.extra_code root '{root}' is not a directory (resolved to {})",
+                    root_dir.display()
+                ),
             );
             continue;
         }
@@ -44,7 +55,10 @@ pub(super) fn check(c: &mut Checker<'_>, base: &Path) {
                 c.error(
                     "source-missing",
                     &format!("source.extra_code[{e}].paths[{i}]"),
-                    format!("source.extra_code path '{p}' does not exist under {}", root_dir.display()),
+                    format!(
+                        "source.extra_code path '{p}' does not exist under {}",
+                        root_dir.display()
+                    ),
                 );
             }
         }
@@ -54,7 +68,11 @@ pub(super) fn check(c: &mut Checker<'_>, base: &Path) {
     {
         let package = app.split([':', '.']).next().unwrap_or_default();
         let shipped = m.source.all_code_paths().any(|p| {
-            let first = p.trim_start_matches("./").split('/').next().unwrap_or_default();
+            let first = p
+                .trim_start_matches("./")
+                .split('/')
+                .next()
+                .unwrap_or_default();
             first == package || first == format!("{package}.py")
         });
         if !package.is_empty() && !shipped {

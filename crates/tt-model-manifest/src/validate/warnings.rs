@@ -9,11 +9,18 @@ use crate::types::{Kind, WeightsSource};
 
 /// A full 40-hex commit sha.
 pub(crate) fn is_commit(rev: &str) -> bool {
-    rev.len() == 40 && rev.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
+    rev.len() == 40
+        && rev
+            .chars()
+            .all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase())
 }
 
 /// Env names that restate the weights revision.
-const REVISION_ENVS: &[&str] = &["TT_WEIGHTS_REVISION", "TT_MODEL_WEIGHTS_REVISION", "HF_REVISION"];
+const REVISION_ENVS: &[&str] = &[
+    "TT_WEIGHTS_REVISION",
+    "TT_MODEL_WEIGHTS_REVISION",
+    "HF_REVISION",
+];
 
 pub(super) fn check(c: &mut Checker<'_>) {
     revisions(c);
@@ -23,7 +30,12 @@ pub(super) fn check(c: &mut Checker<'_>) {
 
 fn revisions(c: &mut Checker<'_>) {
     let mut all = vec![("weights".to_owned(), c.m.weights.clone())];
-    all.extend(c.m.auxiliary_weights.iter().enumerate().map(|(i, w)| (format!("auxiliary_weights[{i}]"), w.clone())));
+    all.extend(
+        c.m.auxiliary_weights
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (format!("auxiliary_weights[{i}]"), w.clone())),
+    );
     for (path, w) in all {
         match &w {
             WeightsSource::Id(id) => {
@@ -62,29 +74,47 @@ fn env_contradictions(c: &mut Checker<'_>) {
     let weights_repo = c.m.weights.repo().to_owned();
     let mut places = vec![("serve".to_owned(), c.m.serve.clone())];
     for (i, p) in c.m.serve_profiles.iter().enumerate() {
-        places.push((format!("serve_profiles[{i}]"), merge_settings(&c.m.serve, &p.settings)));
+        places.push((
+            format!("serve_profiles[{i}]"),
+            merge_settings(&c.m.serve, &p.settings),
+        ));
     }
     let kind = c.m.kind;
-    let shape_env = c.m.runtime.get("mesh_shape_env").and_then(|v| v.as_str()).unwrap_or(DEFAULT_MESH_SHAPE_ENV).to_owned();
+    let shape_env =
+        c.m.runtime
+            .get("mesh_shape_env")
+            .and_then(|v| v.as_str())
+            .unwrap_or(DEFAULT_MESH_SHAPE_ENV)
+            .to_owned();
     let mut seen = std::collections::BTreeSet::new();
     for (base, settings) in places {
         for (key, value) in &settings.env {
             // A profile inherits serve.env: report each authored line once.
             let own = format!("{base}.env.{key}");
-            let path = if c.root.locate(&own).pos == c.root.locate(&format!("{base}.env")).pos && base != "serve" {
+            let path = if c.root.locate(&own).pos == c.root.locate(&format!("{base}.env")).pos
+                && base != "serve"
+            {
                 format!("serve.env.{key}")
             } else {
                 own
             };
             let problem = if REVISION_ENVS.contains(&key.as_str()) {
                 match &weights_rev {
-                    Some(rev) if rev != value => Some(format!("serve.env {key}='{value}' contradicts weights.revision '{rev}'")),
-                    None => Some(format!("serve.env {key}='{value}' pins a revision but weights has none")),
+                    Some(rev) if rev != value => Some(format!(
+                        "serve.env {key}='{value}' contradicts weights.revision '{rev}'"
+                    )),
+                    None => Some(format!(
+                        "serve.env {key}='{value}' pins a revision but weights has none"
+                    )),
                     _ => None,
                 }
             } else if key == "HF_MODEL" && value != &weights_repo {
-                Some(format!("serve.env HF_MODEL='{value}' contradicts weights '{weights_repo}'"))
-            } else if key == "MESH_DEVICE" && settings.mesh_device.as_deref().is_some_and(|m| m != value) {
+                Some(format!(
+                    "serve.env HF_MODEL='{value}' contradicts weights '{weights_repo}'"
+                ))
+            } else if key == "MESH_DEVICE"
+                && settings.mesh_device.as_deref().is_some_and(|m| m != value)
+            {
                 Some(format!(
                     "serve.env MESH_DEVICE='{value}' contradicts mesh_device '{}'",
                     settings.mesh_device.as_deref().unwrap_or_default()
@@ -132,8 +162,14 @@ fn card_gaps(c: &mut Checker<'_>) {
         c.warning(
             "card-gaps",
             "card",
-            format!("card has no {} section; a publish would be refused", gaps.join(" or ")),
+            format!(
+                "card has no {} section; a publish would be refused",
+                gaps.join(" or ")
+            ),
         )
-        .help = Some(format!("add card.{} (whitespace counts as missing)", gaps.join(" and card.")));
+        .help = Some(format!(
+            "add card.{} (whitespace counts as missing)",
+            gaps.join(" and card.")
+        ));
     }
 }

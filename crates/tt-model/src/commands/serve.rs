@@ -15,7 +15,7 @@ use tt_model_engine::devices::{self, AllocLock, ChipError};
 use tt_model_engine::diagnose::{Card, diagnose};
 use tt_model_engine::run_spec::{self, Chips, ServeRequest, compose, container_name};
 use tt_model_engine::wait::{DEFAULT_READY_TIMEOUT, ReadySpec, WaitOutcome, wait_ready};
-use tt_model_engine::{Client, labels};
+use tt_model_engine::labels;
 use tt_model_hub::env::HubEnv;
 
 use crate::args::ServeArgs;

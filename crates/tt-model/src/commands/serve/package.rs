@@ -108,6 +108,11 @@ impl Package {
         if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') || name.is_empty() || name.starts_with('.') {
             bail!("{where_}: unsafe package name '{name}': refusing to derive a container name or path from it");
         }
+        if let Some(v) = j.get("schema_version").map(value_text)
+            && !matches!(v.as_str(), "5" | "5.1")
+        {
+            bail!("{where_}: Unsupported bundle schema_version '{v}'; this tt-model serves schema(s) 5, 5.1. Re-publish the bundle with a current tt-model.");
+        }
         let Some(c) = j.get("container").filter(|c| c.is_object()) else {
             bail!("{where_} is not a container package (no `container` block); tt-model serves container packages only");
         };
@@ -331,7 +336,8 @@ fn image_ref(c: &Value, name: &str) -> Option<String> {
         return Some(s.to_string());
     }
     let repo = img.get("repository").and_then(Value::as_str).unwrap_or(name);
-    let reg = img.get("registry").and_then(Value::as_str).filter(|r| !r.is_empty());
+    // `hf`: the image travels in the Hub repo and is loaded under its local tag.
+    let reg = img.get("registry").and_then(Value::as_str).filter(|r| !r.is_empty() && *r != "hf");
     let base = match reg {
         Some(r) => format!("{r}/{repo}"),
         None => repo.to_string(),

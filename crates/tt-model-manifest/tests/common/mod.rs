@@ -27,12 +27,22 @@ pub fn check(src: &str) -> Report {
 
 /// The errors as `code line:col message`.
 pub fn errors(src: &str) -> Vec<String> {
-    check(src).diagnostics.iter().filter(|d| d.is_error()).map(short).collect()
+    check(src)
+        .diagnostics
+        .iter()
+        .filter(|d| d.is_error())
+        .map(short)
+        .collect()
 }
 
 /// The warnings as `code line:col message`.
 pub fn warnings(src: &str) -> Vec<String> {
-    check(src).diagnostics.iter().filter(|d| !d.is_error()).map(short).collect()
+    check(src)
+        .diagnostics
+        .iter()
+        .filter(|d| !d.is_error())
+        .map(short)
+        .collect()
 }
 
 /// `code line:col message`.
@@ -44,6 +54,11 @@ pub fn short(d: &Diagnostic) -> String {
 pub fn one_error(src: &str) -> Diagnostic {
     let report = check(src);
     let errors: Vec<&Diagnostic> = report.diagnostics.iter().filter(|d| d.is_error()).collect();
-    assert_eq!(errors.len(), 1, "expected one error, got {:#?}", report.diagnostics);
+    assert_eq!(
+        errors.len(),
+        1,
+        "expected one error, got {:#?}",
+        report.diagnostics
+    );
     errors[0].clone()
 }

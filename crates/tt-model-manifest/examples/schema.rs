@@ -1,0 +1,6 @@
+//! Prints the JSON Schema of `tt-model.yaml` (the library half of `tt-model schema`):
+//! `cargo run -p tt-model-manifest --example schema > schemas/tt-model-5.1.schema.json`.
+
+fn main() {
+    print!("{}", tt_model_manifest::schema::json_schema_string());
+}
