@@ -106,3 +106,12 @@ fn full_arena_warm(b: Bencher, threads: usize) {
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Packing alone (no file, no checksum verification): the arena built into memory.
+#[divan::bench(sample_count = 3, sample_size = 1, args = [1, 2])]
+fn full_arena_in_memory(b: Bencher, threads: usize) {
+    let src = Random::new();
+    let layout = arena_layout(&DitDims::FULL, ArenaDtype::Bfp8B);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+    b.bench_local(|| pool.install(|| tt_blackhole::arena::build_arena_bytes(&layout, &src)).unwrap().1.len());
+}

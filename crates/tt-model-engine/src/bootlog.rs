@@ -20,49 +20,129 @@ pub const VLLM_PHASES: &[PhaseDef] = &[
     PhaseDef {
         key: "engine",
         label: "engine initialised",
-        start: &["Available plugins for group vllm.platform_plugins", "Platform plugin tt is activated", "vLLM server version", "Initializing a V1 LLM engine"],
+        start: &[
+            "Available plugins for group vllm.platform_plugins",
+            "Platform plugin tt is activated",
+            "vLLM server version",
+            "Initializing a V1 LLM engine",
+        ],
         done: &[],
     },
     PhaseDef {
         key: "device",
         label: "Tenstorrent device opened",
-        start: &["Opening user mode device driver", "Attempting to open mesh device", "Starting devices in cluster"],
+        start: &[
+            "Opening user mode device driver",
+            "Attempting to open mesh device",
+            "Starting devices in cluster",
+        ],
         done: &["devices and grid"],
     },
     PhaseDef {
         key: "weights",
         label: "weights loaded",
-        start: &["Checkpoint directory:", "Loading checkpoint shards", "Loading safetensors", "Loading weights"],
+        start: &[
+            "Checkpoint directory:",
+            "Loading checkpoint shards",
+            "Loading safetensors",
+            "Loading weights",
+        ],
         done: &[],
     },
-    PhaseDef { key: "kv", label: "KV cache configured", start: &["KV cache size", "Allocating TT kv caches", "num_gpu_blocks"], done: &[] },
+    PhaseDef {
+        key: "kv",
+        label: "KV cache configured",
+        start: &["KV cache size", "Allocating TT kv caches", "num_gpu_blocks"],
+        done: &[],
+    },
     PhaseDef {
         key: "warmup",
         label: "warming up the model",
-        start: &["Warming up prefill", "Warming up decode", "Starting decode warmup", "Done Compiling Model", "Capturing "],
+        start: &[
+            "Warming up prefill",
+            "Warming up decode",
+            "Starting decode warmup",
+            "Done Compiling Model",
+            "Capturing ",
+        ],
         done: &["init engine"],
     },
     PhaseDef {
         key: "server",
         label: "API server started",
-        start: &["Starting vLLM API server", "Uvicorn running on", "Started server process"],
+        start: &[
+            "Starting vLLM API server",
+            "Uvicorn running on",
+            "Started server process",
+        ],
         done: &[],
     },
 ];
 
 /// tt-dit-server (diffusion, uvicorn) phases.
 pub const TT_DIT_PHASES: &[PhaseDef] = &[
-    PhaseDef { key: "server", label: "server process started", start: &["Started server process", "Waiting for application startup"], done: &[] },
-    PhaseDef { key: "device", label: "Tenstorrent device opened", start: &["Opening user mode device driver", "Starting devices in cluster"], done: &["Fabric initialized on"] },
-    PhaseDef { key: "weights", label: "weights loaded", start: &["Loading checkpoint shards", "Loading pipeline components", "Loading weights"], done: &[] },
-    PhaseDef { key: "warmup", label: "warming up the pipeline", start: &["Warming up", "Compiling"], done: &["Application startup complete"] },
+    PhaseDef {
+        key: "server",
+        label: "server process started",
+        start: &["Started server process", "Waiting for application startup"],
+        done: &[],
+    },
+    PhaseDef {
+        key: "device",
+        label: "Tenstorrent device opened",
+        start: &[
+            "Opening user mode device driver",
+            "Starting devices in cluster",
+        ],
+        done: &["Fabric initialized on"],
+    },
+    PhaseDef {
+        key: "weights",
+        label: "weights loaded",
+        start: &[
+            "Loading checkpoint shards",
+            "Loading pipeline components",
+            "Loading weights",
+        ],
+        done: &[],
+    },
+    PhaseDef {
+        key: "warmup",
+        label: "warming up the pipeline",
+        start: &["Warming up", "Compiling"],
+        done: &["Application startup complete"],
+    },
 ];
 
 /// A model's own HTTP server (`http-server`, GR00T): generic phases.
 pub const HTTP_PHASES: &[PhaseDef] = &[
-    PhaseDef { key: "server", label: "server process started", start: &["Started server process", "listening on", "Listening on", "starting"], done: &[] },
-    PhaseDef { key: "device", label: "device opened", start: &["Opening user mode device driver", "Starting devices in cluster", "backend:"], done: &[] },
-    PhaseDef { key: "weights", label: "weights loaded", start: &["Loading weights", "Loading checkpoint", "loading weights"], done: &[] },
+    PhaseDef {
+        key: "server",
+        label: "server process started",
+        start: &[
+            "Started server process",
+            "listening on",
+            "Listening on",
+            "starting",
+        ],
+        done: &[],
+    },
+    PhaseDef {
+        key: "device",
+        label: "device opened",
+        start: &[
+            "Opening user mode device driver",
+            "Starting devices in cluster",
+            "backend:",
+        ],
+        done: &[],
+    },
+    PhaseDef {
+        key: "weights",
+        label: "weights loaded",
+        start: &["Loading weights", "Loading checkpoint", "loading weights"],
+        done: &[],
+    },
 ];
 
 /// The phase table of a runtime kind.
@@ -127,8 +207,15 @@ pub struct Row {
 pub enum BootEvent {
     Started(&'static str),
     Finished(&'static str),
-    Progress { key: &'static str, done: u64, total: u64 },
-    Detail { key: &'static str, detail: String },
+    Progress {
+        key: &'static str,
+        done: u64,
+        total: u64,
+    },
+    Detail {
+        key: &'static str,
+        detail: String,
+    },
 }
 
 /// The pure boot-log parser.
@@ -148,7 +235,13 @@ impl BootTracker {
             defs,
             rows: defs
                 .iter()
-                .map(|d| Row { key: d.key, label: d.label, state: RowState::Pending, progress: None, detail: None })
+                .map(|d| Row {
+                    key: d.key,
+                    label: d.label,
+                    state: RowState::Pending,
+                    progress: None,
+                    detail: None,
+                })
                 .collect(),
             tail: VecDeque::new(),
             causes: Vec::new(),
@@ -178,7 +271,10 @@ impl BootTracker {
         }
         let mut ev = Vec::new();
         // A later phase's start finishes everything before it.
-        let start = self.defs.iter().position(|d| d.start.iter().any(|p| line.contains(p)) && !false_start(d.key, &line));
+        let start = self
+            .defs
+            .iter()
+            .position(|d| d.start.iter().any(|p| line.contains(p)) && !false_start(d.key, &line));
         if let Some(i) = start
             && self.rows[i].state == RowState::Pending
         {
@@ -194,11 +290,18 @@ impl BootTracker {
         if let Some(a) = self.active() {
             if let Some((done, total)) = tqdm_counts(&line) {
                 self.rows[a].progress = Some((done, total));
-                ev.push(BootEvent::Progress { key: self.rows[a].key, done, total });
+                ev.push(BootEvent::Progress {
+                    key: self.rows[a].key,
+                    done,
+                    total,
+                });
             }
             if let Some(d) = detail(self.rows[a].key, &line) {
                 self.rows[a].detail = Some(d.clone());
-                ev.push(BootEvent::Detail { key: self.rows[a].key, detail: d });
+                ev.push(BootEvent::Detail {
+                    key: self.rows[a].key,
+                    detail: d,
+                });
             }
             if self.defs[a].done.iter().any(|p| line.contains(p)) {
                 self.rows[a].state = RowState::Done;
@@ -232,7 +335,10 @@ pub fn tqdm_counts(line: &str) -> Option<(u64, u64)> {
     let after = &line[bar + 2..];
     let close = after.find('|')?;
     let rest = after[close + 1..].trim_start();
-    let frac: String = rest.chars().take_while(|c| c.is_ascii_digit() || *c == '/').collect();
+    let frac: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '/')
+        .collect();
     let (a, b) = frac.split_once('/')?;
     let (a, b) = (a.parse().ok()?, b.parse().ok()?);
     (b > 0 && a <= b).then_some((a, b))
@@ -241,12 +347,18 @@ pub fn tqdm_counts(line: &str) -> Option<(u64, u64)> {
 fn detail(key: &str, line: &str) -> Option<String> {
     match key {
         "engine" => {
-            let v = line.split("vLLM server version ").nth(1).or_else(|| line.split("vLLM API server version ").nth(1))?;
+            let v = line
+                .split("vLLM server version ")
+                .nth(1)
+                .or_else(|| line.split("vLLM API server version ").nth(1))?;
             Some(format!("vLLM {}", v.split_whitespace().next()?))
         }
         "device" => {
             // "multidevice with 2 devices and grid ..." / "Fabric initialized on 4 devices"
-            let n = line.split(" with ").nth(1).or_else(|| line.split("initialized on ").nth(1))?;
+            let n = line
+                .split(" with ")
+                .nth(1)
+                .or_else(|| line.split("initialized on ").nth(1))?;
             let n: u64 = n.split_whitespace().next()?.parse().ok()?;
             Some(format!("{n} chips"))
         }
@@ -257,7 +369,12 @@ fn detail(key: &str, line: &str) -> Option<String> {
         }
         "warmup" => {
             let t = line.split(" took ").nth(1)?;
-            let n: f64 = t.split_whitespace().next()?.trim_end_matches('s').parse().ok()?;
+            let n: f64 = t
+                .split_whitespace()
+                .next()?
+                .trim_end_matches('s')
+                .parse()
+                .ok()?;
             Some(format!("{n:.0}s of warmup"))
         }
         _ => None,
@@ -268,7 +385,7 @@ fn group_thousands(n: u64) -> String {
     let s = n.to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -301,7 +418,10 @@ mod tests {
 
     #[test]
     fn tqdm_fragments_give_counts() {
-        assert_eq!(tqdm_counts("Loading safetensors:  38%|███▊      | 12/32 [00:42<01:10]"), Some((12, 32)));
+        assert_eq!(
+            tqdm_counts("Loading safetensors:  38%|███▊      | 12/32 [00:42<01:10]"),
+            Some((12, 32))
+        );
         assert_eq!(tqdm_counts("no bar here 3/4"), None);
         assert_eq!(tqdm_counts("100%|██████████| 5/5"), Some((5, 5)));
     }
@@ -325,13 +445,24 @@ mod tests {
         for l in log {
             t.feed(l);
         }
-        let s: Vec<_> = t.rows.iter().map(|r| (r.key, r.state.clone(), r.detail.clone())).collect();
+        let s: Vec<_> = t
+            .rows
+            .iter()
+            .map(|r| (r.key, r.state.clone(), r.detail.clone()))
+            .collect();
         assert_eq!(s[0], ("engine", RowState::Done, Some("vLLM 0.24.0".into())));
         assert_eq!(s[1], ("device", RowState::Done, Some("2 chips".into())));
         assert_eq!(t.rows[2].progress, Some((32, 32)));
         assert_eq!(s[3].2, Some("133,120 tokens".into()));
-        assert_eq!(s[4], ("warmup", RowState::Done, Some("42s of warmup".into())));
+        assert_eq!(
+            s[4],
+            ("warmup", RowState::Done, Some("42s of warmup".into()))
+        );
         assert_eq!(s[5].1, RowState::Active);
-        assert!(t.causes.is_empty(), "ignored chatter is not a cause: {:?}", t.causes);
+        assert!(
+            t.causes.is_empty(),
+            "ignored chatter is not a cause: {:?}",
+            t.causes
+        );
     }
 }

@@ -62,7 +62,11 @@ fn info_from_inspect(r: bollard::models::ContainerInspectResponse) -> ContainerI
     let nonzero_date = |d: Option<String>| d.filter(|s| !s.starts_with("0001-"));
     ContainerInfo {
         id: r.id.unwrap_or_default(),
-        name: r.name.unwrap_or_default().trim_start_matches('/').to_string(),
+        name: r
+            .name
+            .unwrap_or_default()
+            .trim_start_matches('/')
+            .to_string(),
         image: config.image.unwrap_or_default(),
         status: state.status.map(|s| s.to_string()).unwrap_or_default(),
         running: state.running.unwrap_or(false),
@@ -85,40 +89,72 @@ impl Client {
         self.create_and_start_body(&spec.name, body).await
     }
 
-    async fn create_and_start_body(&self, name: &str, body: ContainerCreateBody) -> Result<String, EngineError> {
-        let opts = CreateContainerOptions { name: Some(name.to_string()), ..Default::default() };
+    async fn create_and_start_body(
+        &self,
+        name: &str,
+        body: ContainerCreateBody,
+    ) -> Result<String, EngineError> {
+        let opts = CreateContainerOptions {
+            name: Some(name.to_string()),
+            ..Default::default()
+        };
         let created = self
             .docker()
             .create_container(Some(opts), body)
             .await
-            .map_err(|source| EngineError::Create { name: name.to_string(), source })?;
+            .map_err(|source| EngineError::Create {
+                name: name.to_string(),
+                source,
+            })?;
         if let Err(source) = self.docker().start_container(&created.id, None).await {
             let _ = self.remove_container_force(&created.id).await;
-            return Err(EngineError::Start { name: name.to_string(), source });
+            return Err(EngineError::Start {
+                name: name.to_string(),
+                source,
+            });
         }
         Ok(created.id)
     }
 
     /// Inspect a container; `Ok(None)` when it does not exist.
     pub async fn container(&self, name: &str) -> Result<Option<ContainerInfo>, EngineError> {
-        match self.docker().inspect_container(name, None::<InspectContainerOptions>).await {
+        match self
+            .docker()
+            .inspect_container(name, None::<InspectContainerOptions>)
+            .await
+        {
             Ok(r) => Ok(Some(info_from_inspect(r))),
             Err(source) => {
-                let e = EngineError::InspectContainer { name: name.to_string(), source };
+                let e = EngineError::InspectContainer {
+                    name: name.to_string(),
+                    source,
+                };
                 if e.is_not_found() { Ok(None) } else { Err(e) }
             }
         }
     }
 
     /// Every tt-model container (running or not with `all`), optionally of one package.
-    pub async fn tt_model_containers(&self, package: Option<&str>, all: bool) -> Result<Vec<ContainerInfo>, EngineError> {
+    pub async fn tt_model_containers(
+        &self,
+        package: Option<&str>,
+        all: bool,
+    ) -> Result<Vec<ContainerInfo>, EngineError> {
         let filter = match package {
             Some(p) => labels::package_filter(p),
             None => labels::PACKAGE.to_string(),
         };
         let filters: HashMap<String, Vec<String>> = [("label".to_string(), vec![filter])].into();
-        let opts = ListContainersOptions { all, filters: Some(filters), ..Default::default() };
-        let list = self.docker().list_containers(Some(opts)).await.map_err(|source| EngineError::List { source })?;
+        let opts = ListContainersOptions {
+            all,
+            filters: Some(filters),
+            ..Default::default()
+        };
+        let list = self
+            .docker()
+            .list_containers(Some(opts))
+            .await
+            .map_err(|source| EngineError::List { source })?;
         let mut out = Vec::new();
         for s in list {
             let Some(id) = s.id else { continue };
@@ -132,14 +168,27 @@ impl Client {
     }
 
     /// SIGTERM, then SIGKILL after `grace`; reports whether it was running and how it exited.
-    pub async fn stop_with_grace(&self, name: &str, grace: Duration) -> Result<StopInfo, EngineError> {
+    pub async fn stop_with_grace(
+        &self,
+        name: &str,
+        grace: Duration,
+    ) -> Result<StopInfo, EngineError> {
         let Some(before) = self.container(name).await? else {
-            return Ok(StopInfo { was_running: false, exit_code: None });
+            return Ok(StopInfo {
+                was_running: false,
+                exit_code: None,
+            });
         };
         if before.running {
-            let opts = StopContainerOptions { t: Some(grace.as_secs().min(i32::MAX as u64) as i32), signal: None };
+            let opts = StopContainerOptions {
+                t: Some(grace.as_secs().min(i32::MAX as u64) as i32),
+                signal: None,
+            };
             if let Err(source) = self.docker().stop_container(name, Some(opts)).await {
-                let e = EngineError::Stop { name: name.to_string(), source };
+                let e = EngineError::Stop {
+                    name: name.to_string(),
+                    source,
+                };
                 // 304: already stopped between inspect and stop.
                 if e.status_code() != Some(304) && !e.is_not_found() {
                     return Err(e);
@@ -147,16 +196,26 @@ impl Client {
             }
         }
         let after = self.container(name).await?;
-        Ok(StopInfo { was_running: before.running, exit_code: after.and_then(|a| a.exit_code).or(before.exit_code) })
+        Ok(StopInfo {
+            was_running: before.running,
+            exit_code: after.and_then(|a| a.exit_code).or(before.exit_code),
+        })
     }
 
     /// Force-remove a container (and its anonymous volumes); `Ok(false)` when it did not exist.
     pub async fn remove_container_force(&self, name: &str) -> Result<bool, EngineError> {
-        let opts = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+        let opts = RemoveContainerOptions {
+            force: true,
+            v: true,
+            ..Default::default()
+        };
         match self.docker().remove_container(name, Some(opts)).await {
             Ok(()) => Ok(true),
             Err(source) => {
-                let e = EngineError::Remove { name: name.to_string(), source };
+                let e = EngineError::Remove {
+                    name: name.to_string(),
+                    source,
+                };
                 if e.is_not_found() { Ok(false) } else { Err(e) }
             }
         }
@@ -164,13 +223,23 @@ impl Client {
 
     /// Wait until the container is not running; returns its exit code.
     pub async fn wait_exit(&self, name: &str) -> Result<i64, EngineError> {
-        let mut s = self.docker().wait_container(name, Some(WaitContainerOptions { condition: "not-running".into() }));
+        let mut s = self.docker().wait_container(
+            name,
+            Some(WaitContainerOptions {
+                condition: "not-running".into(),
+            }),
+        );
         let mut code = 0;
         while let Some(item) = s.next().await {
             match item {
                 Ok(r) => code = r.status_code,
                 Err(bollard::errors::Error::DockerContainerWaitError { code: c, .. }) => code = c,
-                Err(source) => return Err(EngineError::Wait { name: name.to_string(), source }),
+                Err(source) => {
+                    return Err(EngineError::Wait {
+                        name: name.to_string(),
+                        source,
+                    });
+                }
             }
         }
         Ok(code)
@@ -181,16 +250,26 @@ impl Client {
     pub async fn scan_claims(&self) -> Result<Vec<ContainerClaim>, EngineError> {
         let list = self
             .docker()
-            .list_containers(Some(ListContainersOptions { all: false, ..Default::default() }))
+            .list_containers(Some(ListContainersOptions {
+                all: false,
+                ..Default::default()
+            }))
             .await
             .map_err(|source| EngineError::List { source })?;
         let mut out = Vec::new();
         for s in list {
             let Some(id) = s.id else { continue };
-            let r = match self.docker().inspect_container(&id, None::<InspectContainerOptions>).await {
+            let r = match self
+                .docker()
+                .inspect_container(&id, None::<InspectContainerOptions>)
+                .await
+            {
                 Ok(r) => r,
                 Err(source) => {
-                    let e = EngineError::InspectContainer { name: id.clone(), source };
+                    let e = EngineError::InspectContainer {
+                        name: id.clone(),
+                        source,
+                    };
                     if e.is_not_found() {
                         continue;
                     }
@@ -198,18 +277,49 @@ impl Client {
                 }
             };
             let hc = r.host_config.clone().unwrap_or_default();
-            let mut mount_sources: Vec<String> =
-                r.mounts.clone().unwrap_or_default().into_iter().filter_map(|m| m.source).collect();
-            mount_sources.extend(hc.binds.clone().unwrap_or_default().into_iter().filter_map(|b| b.split(':').next().map(str::to_string)));
-            mount_sources.extend(hc.mounts.clone().unwrap_or_default().into_iter().filter_map(|m| m.source));
+            let mut mount_sources: Vec<String> = r
+                .mounts
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|m| m.source)
+                .collect();
+            mount_sources.extend(
+                hc.binds
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|b| b.split(':').next().map(str::to_string)),
+            );
+            mount_sources.extend(
+                hc.mounts
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|m| m.source),
+            );
             out.push(ContainerClaim {
                 id: r.id.clone().unwrap_or(id),
-                name: r.name.clone().unwrap_or_default().trim_start_matches('/').to_string(),
+                name: r
+                    .name
+                    .clone()
+                    .unwrap_or_default()
+                    .trim_start_matches('/')
+                    .to_string(),
                 ipc_mode: hc.ipc_mode.clone().unwrap_or_default(),
                 privileged: hc.privileged.unwrap_or(false),
-                device_paths: hc.devices.clone().unwrap_or_default().into_iter().filter_map(|d| d.path_on_host).collect(),
+                device_paths: hc
+                    .devices
+                    .clone()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|d| d.path_on_host)
+                    .collect(),
                 mount_sources,
-                devices_label: r.config.and_then(|c| c.labels).and_then(|l| l.get(labels::DEVICES).cloned()),
+                devices_label: r
+                    .config
+                    .and_then(|c| c.labels)
+                    .and_then(|l| l.get(labels::DEVICES).cloned()),
             });
         }
         Ok(out)
@@ -217,9 +327,17 @@ impl Client {
 
     /// `tt-smi -r` from `image`, scoped to `chips` (the whole directory when `None`), bounded
     /// by `timeout`. Returns the exit code and output.
-    pub async fn reset_chips(&self, image: &str, chips: Option<&[u32]>, timeout: Duration) -> Result<(i64, String), EngineError> {
+    pub async fn reset_chips(
+        &self,
+        image: &str,
+        chips: Option<&[u32]>,
+        timeout: Duration,
+    ) -> Result<(i64, String), EngineError> {
         let devices: Vec<String> = match chips {
-            Some(ids) => ids.iter().map(|i| format!("{DEV_TENSTORRENT}/{i}")).collect(),
+            Some(ids) => ids
+                .iter()
+                .map(|i| format!("{DEV_TENSTORRENT}/{i}"))
+                .collect(),
             None => vec![DEV_TENSTORRENT.to_string()],
         };
         let reset_arg = match chips {
@@ -235,7 +353,11 @@ impl Client {
                 devices: Some(
                     devices
                         .iter()
-                        .map(|d| DeviceMapping { path_on_host: Some(d.clone()), path_in_container: Some(d.clone()), cgroup_permissions: Some("rwm".into()) })
+                        .map(|d| DeviceMapping {
+                            path_on_host: Some(d.clone()),
+                            path_in_container: Some(d.clone()),
+                            cgroup_permissions: Some("rwm".into()),
+                        })
                         .collect(),
                 ),
                 mounts: Some(vec![Mount {
@@ -257,7 +379,9 @@ impl Client {
             Ok(r) => r?,
             Err(_) => -1,
         };
-        let output = crate::logs::collect(self, &id, None).await.unwrap_or_default();
+        let output = crate::logs::collect(self, &id, None)
+            .await
+            .unwrap_or_default();
         let _ = self.remove_container_force(&id).await;
         Ok((code, output))
     }
@@ -266,7 +390,18 @@ impl Client {
 impl Client {
     /// Whether the engine runs rootless (`name=rootless` in its security options).
     pub async fn is_rootless(&self) -> Result<bool, EngineError> {
-        let info = self.docker().info().await.map_err(|source| EngineError::Unreachable { host: self.host().to_string(), source })?;
-        Ok(info.security_options.unwrap_or_default().iter().any(|o| o.contains("name=rootless")))
+        let info = self
+            .docker()
+            .info()
+            .await
+            .map_err(|source| EngineError::Unreachable {
+                host: self.host().to_string(),
+                source,
+            })?;
+        Ok(info
+            .security_options
+            .unwrap_or_default()
+            .iter()
+            .any(|o| o.contains("name=rootless")))
     }
 }

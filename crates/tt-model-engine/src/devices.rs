@@ -24,25 +24,43 @@ pub enum ChipError {
     #[error("--device-id must be distinct, non-negative chip indices, got '{0}'")]
     NotDistinct(String),
     #[error("--device-id gave {given} chip(s) but profile '{profile}' needs {needed}")]
-    WrongCount { given: usize, needed: usize, profile: String },
+    WrongCount {
+        given: usize,
+        needed: usize,
+        profile: String,
+    },
     #[error("--device-id names chip(s) {missing}, which this host does not have (it has {have})")]
     NoSuchChip { missing: String, have: String },
     #[error("chip(s) {0} already in use by another container")]
     InUse(String),
-    #[error("only {free} of {total} tt device(s) are free (chip(s) {busy} in use); this profile needs {needed}")]
-    NotEnough { free: usize, total: usize, busy: String, needed: usize },
+    #[error(
+        "only {free} of {total} tt device(s) are free (chip(s) {busy} in use); this profile needs {needed}"
+    )]
+    NotEnough {
+        free: usize,
+        total: usize,
+        busy: String,
+        needed: usize,
+    },
 }
 
 fn join(ids: impl IntoIterator<Item = u32>) -> String {
-    ids.into_iter().map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+    ids.into_iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The numbered nodes under `root` (normally `/dev/tenstorrent`), sorted.
 pub fn inventory(root: &Path) -> Result<Vec<u32>, ChipError> {
-    let rd = std::fs::read_dir(root)
-        .map_err(|e| ChipError::ScanUnavailable { root: root.into(), detail: e.to_string() })?;
-    let mut ids: Vec<u32> =
-        rd.flatten().filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok())).collect();
+    let rd = std::fs::read_dir(root).map_err(|e| ChipError::ScanUnavailable {
+        root: root.into(),
+        detail: e.to_string(),
+    })?;
+    let mut ids: Vec<u32> = rd
+        .flatten()
+        .filter_map(|e| e.file_name().to_str().and_then(|n| n.parse().ok()))
+        .collect();
     ids.sort_unstable();
     Ok(ids)
 }
@@ -77,13 +95,18 @@ pub struct ContainerClaim {
 /// (so `/dev/tenstorrent-foo` is not)?
 fn covers_whole_dir(path: &str) -> bool {
     let p: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
-    let d: Vec<&str> = crate::run_spec::DEV_TENSTORRENT.split('/').filter(|s| !s.is_empty()).collect();
+    let d: Vec<&str> = crate::run_spec::DEV_TENSTORRENT
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     p.len() <= d.len() && p.iter().zip(&d).all(|(a, b)| a == b)
 }
 
 /// `/dev/tenstorrent/N` → N.
 fn chip_of(path: &str) -> Option<u32> {
-    let rest = path.strip_prefix(crate::run_spec::DEV_TENSTORRENT)?.strip_prefix('/')?;
+    let rest = path
+        .strip_prefix(crate::run_spec::DEV_TENSTORRENT)?
+        .strip_prefix('/')?;
     rest.trim_end_matches('/').parse().ok()
 }
 
@@ -100,13 +123,16 @@ fn in_host_ipc(c: &ContainerClaim, all: &[ContainerClaim]) -> bool {
         if cur.ipc_mode == "host" {
             return true;
         }
-        let Some(target) = cur.ipc_mode.strip_prefix("container:") else { return false };
+        let Some(target) = cur.ipc_mode.strip_prefix("container:") else {
+            return false;
+        };
         if !seen.insert(cur.id.clone()) {
             return true;
         }
         let found = by_key.get(target).copied().or_else(|| {
             // Engines may record a full id while the user wrote a prefix.
-            all.iter().find(|x| !target.is_empty() && x.id.starts_with(target))
+            all.iter()
+                .find(|x| !target.is_empty() && x.id.starts_with(target))
         });
         match found {
             Some(next) => cur = next,
@@ -159,19 +185,38 @@ pub fn choose(
 ) -> Result<Vec<u32>, ChipError> {
     if let Some(ids) = requested {
         if ids.len() != needed {
-            return Err(ChipError::WrongCount { given: ids.len(), needed, profile: profile.into() });
+            return Err(ChipError::WrongCount {
+                given: ids.len(),
+                needed,
+                profile: profile.into(),
+            });
         }
-        let missing: Vec<u32> = ids.iter().copied().filter(|i| !inventory.contains(i)).collect();
+        let missing: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|i| !inventory.contains(i))
+            .collect();
         if !missing.is_empty() {
-            return Err(ChipError::NoSuchChip { missing: join(missing), have: join(inventory.iter().copied()) });
+            return Err(ChipError::NoSuchChip {
+                missing: join(missing),
+                have: join(inventory.iter().copied()),
+            });
         }
-        let busy: Vec<u32> = ids.iter().copied().filter(|i| claimed.contains(i)).collect();
+        let busy: Vec<u32> = ids
+            .iter()
+            .copied()
+            .filter(|i| claimed.contains(i))
+            .collect();
         if !busy.is_empty() {
             return Err(ChipError::InUse(join(busy)));
         }
         return Ok(ids.to_vec());
     }
-    let free: Vec<u32> = inventory.iter().copied().filter(|i| !claimed.contains(i)).collect();
+    let free: Vec<u32> = inventory
+        .iter()
+        .copied()
+        .filter(|i| !claimed.contains(i))
+        .collect();
     if free.len() < needed {
         return Err(ChipError::NotEnough {
             free: free.len(),
@@ -191,13 +236,17 @@ pub const DEFAULT_ALLOC_LOCK: &str = "/tmp/tt-model-alloc.lock";
 /// Why the allocation lock could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
-    #[error("cannot open the chip allocation lock {path} (chip allocation would be unsynchronized)")]
+    #[error(
+        "cannot open the chip allocation lock {path} (chip allocation would be unsynchronized)"
+    )]
     Open {
         path: PathBuf,
         #[source]
         source: std::io::Error,
     },
-    #[error("the chip allocation lock {path} has been held for {waited:?}; another serve seems wedged (its holder is listed by `fuser {path}`)")]
+    #[error(
+        "the chip allocation lock {path} has been held for {waited:?}; another serve seems wedged (its holder is listed by `fuser {path}`)"
+    )]
     Wedged { path: PathBuf, waited: Duration },
 }
 
@@ -211,7 +260,9 @@ pub struct AllocLock {
 impl AllocLock {
     /// The lock path from [`ALLOC_LOCK_ENV`] or the default.
     pub fn default_path() -> PathBuf {
-        std::env::var_os(ALLOC_LOCK_ENV).map(PathBuf::from).unwrap_or_else(|| DEFAULT_ALLOC_LOCK.into())
+        std::env::var_os(ALLOC_LOCK_ENV)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| DEFAULT_ALLOC_LOCK.into())
     }
 
     /// Wait up to `timeout` for the lock.
@@ -225,7 +276,10 @@ impl AllocLock {
             .write(true)
             .mode(0o666)
             .open(path)
-            .map_err(|source| LockError::Open { path: path.into(), source })?;
+            .map_err(|source| LockError::Open {
+                path: path.into(),
+                source,
+            })?;
         // Other users must be able to open it too, whatever our umask was.
         let _ = file.set_permissions(std::fs::Permissions::from_mode(0o666));
         let start = Instant::now();
@@ -233,14 +287,23 @@ impl AllocLock {
             // SAFETY: flock on an fd we own; no memory is touched.
             let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
             if rc == 0 {
-                return Ok(AllocLock { file, path: path.into() });
+                return Ok(AllocLock {
+                    file,
+                    path: path.into(),
+                });
             }
             let err = std::io::Error::last_os_error();
             if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(LockError::Open { path: path.into(), source: err });
+                return Err(LockError::Open {
+                    path: path.into(),
+                    source: err,
+                });
             }
             if start.elapsed() >= timeout {
-                return Err(LockError::Wedged { path: path.into(), waited: start.elapsed() });
+                return Err(LockError::Wedged {
+                    path: path.into(),
+                    waited: start.elapsed(),
+                });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -260,17 +323,30 @@ mod tests {
     use super::*;
 
     fn c(id: &str, ipc: &str) -> ContainerClaim {
-        ContainerClaim { id: id.into(), name: format!("/{id}-name"), ipc_mode: ipc.into(), ..Default::default() }
+        ContainerClaim {
+            id: id.into(),
+            name: format!("/{id}-name"),
+            ipc_mode: ipc.into(),
+            ..Default::default()
+        }
     }
 
     const INV: &[u32] = &[0, 1, 2, 3];
 
     #[test]
     fn hugepages_needs_the_exact_mount() {
-        assert!(hugepages_1g_mounted("none /dev/hugepages-1G hugetlbfs rw,pagesize=1024M 0 0\n"));
-        assert!(!hugepages_1g_mounted("none /dev/hugepages hugetlbfs rw 0 0\n"));
-        assert!(!hugepages_1g_mounted("none /dev/hugepages-1G/x hugetlbfs rw 0 0\n"));
-        assert!(!hugepages_1g_mounted("tmpfs /dev/hugepages-1G tmpfs rw 0 0\n"));
+        assert!(hugepages_1g_mounted(
+            "none /dev/hugepages-1G hugetlbfs rw,pagesize=1024M 0 0\n"
+        ));
+        assert!(!hugepages_1g_mounted(
+            "none /dev/hugepages hugetlbfs rw 0 0\n"
+        ));
+        assert!(!hugepages_1g_mounted(
+            "none /dev/hugepages-1G/x hugetlbfs rw 0 0\n"
+        ));
+        assert!(!hugepages_1g_mounted(
+            "tmpfs /dev/hugepages-1G tmpfs rw 0 0\n"
+        ));
     }
 
     #[test]
@@ -305,7 +381,10 @@ mod tests {
         let root = c("root", "private");
         assert!(claimed_chips(&[leaf.clone(), mid.clone(), root.clone()], INV).is_empty());
         let root_host = c("root", "host");
-        assert_eq!(claimed_chips(&[leaf.clone(), mid.clone(), root_host], INV), [2].into());
+        assert_eq!(
+            claimed_chips(&[leaf.clone(), mid.clone(), root_host], INV),
+            [2].into()
+        );
         // The chain's end is missing → shared.
         assert_eq!(claimed_chips(&[leaf.clone(), mid.clone()], INV), [2].into());
         // A cycle → shared.
@@ -328,20 +407,38 @@ mod tests {
         let busy: BTreeSet<u32> = [1].into();
         assert_eq!(choose(None, 2, "p", INV, &busy).unwrap(), vec![0, 2]);
         let e = choose(None, 4, "p", INV, &busy).unwrap_err();
-        assert_eq!(e.to_string(), "only 3 of 4 tt device(s) are free (chip(s) 1 in use); this profile needs 4");
+        assert_eq!(
+            e.to_string(),
+            "only 3 of 4 tt device(s) are free (chip(s) 1 in use); this profile needs 4"
+        );
         assert_eq!(choose(Some(&[3]), 1, "p", INV, &busy).unwrap(), vec![3]);
-        assert!(matches!(choose(Some(&[1]), 1, "p", INV, &busy), Err(ChipError::InUse(_))));
+        assert!(matches!(
+            choose(Some(&[1]), 1, "p", INV, &busy),
+            Err(ChipError::InUse(_))
+        ));
         let e = choose(Some(&[99]), 1, "p", INV, &busy).unwrap_err();
-        assert_eq!(e.to_string(), "--device-id names chip(s) 99, which this host does not have (it has 0, 1, 2, 3)");
-        assert!(matches!(choose(Some(&[0, 2]), 1, "p", INV, &busy), Err(ChipError::WrongCount { .. })));
+        assert_eq!(
+            e.to_string(),
+            "--device-id names chip(s) 99, which this host does not have (it has 0, 1, 2, 3)"
+        );
+        assert!(matches!(
+            choose(Some(&[0, 2]), 1, "p", INV, &busy),
+            Err(ChipError::WrongCount { .. })
+        ));
     }
 
     #[test]
     fn device_id_parsing() {
         assert_eq!(parse_device_ids("0, 2").unwrap(), vec![0, 2]);
         assert!(matches!(parse_device_ids("a"), Err(ChipError::BadList(_))));
-        assert!(matches!(parse_device_ids("1,1"), Err(ChipError::NotDistinct(_))));
-        assert!(matches!(parse_device_ids("-1"), Err(ChipError::NotDistinct(_))));
+        assert!(matches!(
+            parse_device_ids("1,1"),
+            Err(ChipError::NotDistinct(_))
+        ));
+        assert!(matches!(
+            parse_device_ids("-1"),
+            Err(ChipError::NotDistinct(_))
+        ));
     }
 
     #[test]
@@ -351,7 +448,10 @@ mod tests {
             std::fs::create_dir_all(d.join(n)).unwrap();
         }
         assert_eq!(inventory(&d).unwrap(), vec![0, 1, 3]);
-        assert!(matches!(inventory(&d.join("nope")), Err(ChipError::ScanUnavailable { .. })));
+        assert!(matches!(
+            inventory(&d.join("nope")),
+            Err(ChipError::ScanUnavailable { .. })
+        ));
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -368,7 +468,11 @@ mod tests {
     }
 
     fn tempfile_dir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("tt-dev-test-{}-{:?}", std::process::id(), std::thread::current().id()));
+        let d = std::env::temp_dir().join(format!(
+            "tt-dev-test-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
         std::fs::create_dir_all(&d).unwrap();
         d
     }

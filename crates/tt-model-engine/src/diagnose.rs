@@ -60,19 +60,45 @@ const DEVICE_HELD: &[&str] = &[
     "another PID holds the device lock",
     "Failed to allocate the TLB",
 ];
-const FLAG_REJECTED: &[&str] = &["unrecognized arguments", "error: argument", "no such option", "unexpected argument"];
-const PORT_TAKEN: &[&str] = &["Address already in use", "address already in use", "Address in use"];
+const FLAG_REJECTED: &[&str] = &[
+    "unrecognized arguments",
+    "error: argument",
+    "no such option",
+    "unexpected argument",
+];
+const PORT_TAKEN: &[&str] = &[
+    "Address already in use",
+    "address already in use",
+    "Address in use",
+];
 
 /// Classify. `target` is what the user served; `passthrough` the extra args they gave.
-pub fn diagnose(ev: &Evidence, target: &str, passthrough: &[String], port: u16, timeout: Duration) -> Card {
+pub fn diagnose(
+    ev: &Evidence,
+    target: &str,
+    passthrough: &[String],
+    port: u16,
+    timeout: Duration,
+) -> Card {
     let all: Vec<&String> = ev.causes.iter().chain(ev.tail.iter()).collect();
-    let find = |pats: &[&str]| all.iter().find(|l| pats.iter().any(|p| l.contains(p))).map(|l| strip_prefixes(l));
+    let find = |pats: &[&str]| {
+        all.iter()
+            .find(|l| pats.iter().any(|p| l.contains(p)))
+            .map(|l| strip_prefixes(l))
+    };
     if !ev.exited {
         return Card {
             cause: Cause::Timeout,
             title: format!("the server did not report ready within {}", human(timeout)),
-            evidence: ev.tail.iter().rev().find(|l| !l.trim().is_empty()).map(|l| strip_prefixes(l)),
-            detail: "The container is still running; a first boot that compiles kernels can take long.".into(),
+            evidence: ev
+                .tail
+                .iter()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(|l| strip_prefixes(l)),
+            detail:
+                "The container is still running; a first boot that compiles kernels can take long."
+                    .into(),
             actions: vec![
                 format!("keep watching: tt-model logs {target} -f"),
                 format!("give up: tt-model stop {target}"),
@@ -86,8 +112,12 @@ pub fn diagnose(ev: &Evidence, target: &str, passthrough: &[String], port: u16, 
             cause: Cause::FlagRejected,
             title: "the container exited — the engine rejected a flag".into(),
             detail: match &flag {
-                Some(f) => format!("`{f}` was passed through to the server, which does not accept it. tt-model's own flags go BEFORE the target."),
-                None => "An argument passed to the server was refused. tt-model's own flags go BEFORE the target.".into(),
+                Some(f) => format!(
+                    "`{f}` was passed through to the server, which does not accept it. tt-model's own flags go BEFORE the target."
+                ),
+                None => {
+                    "An argument passed to the server was refused. tt-model's own flags go BEFORE the target.".into()
+                }
             },
             evidence: Some(line),
             actions: vec![
@@ -101,7 +131,9 @@ pub fn diagnose(ev: &Evidence, target: &str, passthrough: &[String], port: u16, 
             cause: Cause::DeviceHeld,
             title: "the container exited — another process is holding the Tenstorrent device".into(),
             evidence: Some(line),
-            detail: "The chip is open in another container or host process (the UMD lock is shared through --ipc host).".into(),
+            detail:
+                "The chip is open in another container or host process (the UMD lock is shared through --ipc host)."
+                    .into(),
             actions: vec![
                 "see who holds it: docker ps   (and /proc/driver/tenstorrent/*/pids)".into(),
                 "stop another model: tt-model ps, then tt-model stop <target>".into(),
@@ -115,7 +147,10 @@ pub fn diagnose(ev: &Evidence, target: &str, passthrough: &[String], port: u16, 
             title: format!("the container exited — port {port} is already taken"),
             evidence: Some(line),
             detail: "Another process listens on the port the server wanted.".into(),
-            actions: vec![format!("find it: lsof -i :{port}"), format!("serve elsewhere: tt-model serve --port N {target}")],
+            actions: vec![
+                format!("find it: lsof -i :{port}"),
+                format!("serve elsewhere: tt-model serve --port N {target}"),
+            ],
         };
     }
     let last = ev
@@ -134,12 +169,27 @@ pub fn diagnose(ev: &Evidence, target: &str, passthrough: &[String], port: u16, 
             Some(c) => format!("The server process ended with exit code {c}."),
             None => "The server process ended.".into(),
         },
-        actions: vec![format!("read the whole log: tt-model logs {target}"), format!("retry: tt-model serve {target}")],
+        actions: vec![
+            format!("read the whole log: tt-model logs {target}"),
+            format!("retry: tt-model serve {target}"),
+        ],
     }
 }
 
 fn looks_like_error(l: &str) -> bool {
-    ["Error", "error", "FATAL", "Traceback", "panicked", "failed", "Failed", "exception", "Exception"].iter().any(|p| l.contains(p))
+    [
+        "Error",
+        "error",
+        "FATAL",
+        "Traceback",
+        "panicked",
+        "failed",
+        "Failed",
+        "exception",
+        "Exception",
+    ]
+    .iter()
+    .any(|p| l.contains(p))
         && !l.contains("Traceback (most recent call last)")
 }
 
@@ -150,7 +200,14 @@ fn rejected_flag(line: &str, passthrough: &[String]) -> Option<String> {
         .filter(|a| a.starts_with('-'))
         .map(|a| a.split('=').next().unwrap_or(a).to_string())
         .find(|f| line.contains(f.as_str()))
-        .or_else(|| line.split_whitespace().find(|w| w.starts_with("--")).map(|w| w.trim_matches(|c: char| c == '\'' || c == '"' || c == ',').to_string()))
+        .or_else(|| {
+            line.split_whitespace()
+                .find(|w| w.starts_with("--"))
+                .map(|w| {
+                    w.trim_matches(|c: char| c == '\'' || c == '"' || c == ',')
+                        .to_string()
+                })
+        })
 }
 
 /// Drop log prefixes (timestamps, levels, `(EngineCore pid=…)`) so the quoted line is the message.
@@ -167,7 +224,10 @@ pub fn strip_prefixes(line: &str) -> String {
             }
         }
         // `2026-11-30 12:00:01.123 | ` or `12-01 10:00:00 ` timestamps.
-        let ts: String = s.chars().take_while(|c| c.is_ascii_digit() || "-:. T,|".contains(*c)).collect();
+        let ts: String = s
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || "-:. T,|".contains(*c))
+            .collect();
         if ts.chars().filter(|c| c.is_ascii_digit()).count() >= 4 && ts.len() < s.len() {
             s = s[ts.len()..].trim_start().to_string();
         }
@@ -179,7 +239,7 @@ pub fn strip_prefixes(line: &str) -> String {
 
 fn human(d: Duration) -> String {
     let m = d.as_secs() / 60;
-    if m >= 60 && m % 60 == 0 {
+    if m >= 60 && m.is_multiple_of(60) {
         format!("{} h", m / 60)
     } else if m > 0 {
         format!("{m} min")
@@ -197,7 +257,12 @@ mod tests {
         for l in log.lines() {
             t.feed(l);
         }
-        Evidence { tail: t.tail.into(), causes: t.causes, exited, exit_code: exited.then_some(1) }
+        Evidence {
+            tail: t.tail.into(),
+            causes: t.causes,
+            exited,
+            exit_code: exited.then_some(1),
+        }
     }
 
     const T: Duration = Duration::from_secs(1800);
@@ -205,10 +270,19 @@ mod tests {
     #[test]
     fn rejected_flag_is_named() {
         let log = "INFO vLLM server version 0.24.0\nusage: vllm serve [-h] ...\nvllm serve: error: unrecognized arguments: --max-tokenz 5\n";
-        let c = diagnose(&ev(log, true), "acme/m", &["--max-tokenz".into(), "5".into()], 20000, T);
+        let c = diagnose(
+            &ev(log, true),
+            "acme/m",
+            &["--max-tokenz".into(), "5".into()],
+            20000,
+            T,
+        );
         assert_eq!(c.cause, Cause::FlagRejected);
         assert!(c.detail.contains("`--max-tokenz`"), "{}", c.detail);
-        assert_eq!(c.evidence.as_deref(), Some("vllm serve: error: unrecognized arguments: --max-tokenz 5"));
+        assert_eq!(
+            c.evidence.as_deref(),
+            Some("vllm serve: error: unrecognized arguments: --max-tokenz 5")
+        );
     }
 
     #[test]
@@ -218,7 +292,10 @@ mod tests {
                    RuntimeError: failed to open device\n";
         let c = diagnose(&ev(log, true), "acme/m", &[], 20000, T);
         assert_eq!(c.cause, Cause::DeviceHeld);
-        assert_eq!(c.evidence.as_deref(), Some("Device 0: CHIP_IN_USE held by pid 4242"));
+        assert_eq!(
+            c.evidence.as_deref(),
+            Some("Device 0: CHIP_IN_USE held by pid 4242")
+        );
     }
 
     #[test]
@@ -244,6 +321,9 @@ mod tests {
         let c = diagnose(&ev("Warming up prefill\n", false), "acme/m", &[], 20000, T);
         assert_eq!(c.cause, Cause::Timeout);
         assert_eq!(c.title, "the server did not report ready within 30 min");
-        assert!(c.summarize().contains("→ keep watching: tt-model logs acme/m -f"));
+        assert!(
+            c.summarize()
+                .contains("→ keep watching: tt-model logs acme/m -f")
+        );
     }
 }

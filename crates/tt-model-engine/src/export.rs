@@ -53,7 +53,12 @@ impl Client {
             let path = path.to_path_buf();
             move |source| EngineError::Write { path, source }
         };
-        if dest.exists() && fs::read_dir(dest).map_err(write_err(dest))?.next().is_some() {
+        if dest.exists()
+            && fs::read_dir(dest)
+                .map_err(write_err(dest))?
+                .next()
+                .is_some()
+        {
             return Err(EngineError::Write {
                 path: dest.to_path_buf(),
                 source: std::io::Error::new(
@@ -77,8 +82,11 @@ impl Client {
         }
         file.flush().await.map_err(write_err(&archive))?;
         drop(file);
-        let (dest_owned, ref_name, reference_owned) =
-            (dest.to_path_buf(), ref_name.to_string(), reference.to_string());
+        let (dest_owned, ref_name, reference_owned) = (
+            dest.to_path_buf(),
+            ref_name.to_string(),
+            reference.to_string(),
+        );
         let result = tokio::task::spawn_blocking(move || {
             let out = docker_archive_to_oci(&archive, &dest_owned, &ref_name, &reference_owned);
             let _ = fs::remove_file(&archive);
@@ -138,7 +146,12 @@ pub fn docker_archive_to_oci(
                 .link_name()
                 .map_err(io(archive.to_path_buf()))?
                 .ok_or_else(|| bad(format!("symlink `{name}` has no target")))?;
-            let resolved = normalize(&Path::new(&name).parent().unwrap_or(Path::new("")).join(target));
+            let resolved = normalize(
+                &Path::new(&name)
+                    .parent()
+                    .unwrap_or(Path::new(""))
+                    .join(target),
+            );
             links.insert(name, resolved);
             continue;
         }
@@ -326,7 +339,10 @@ mod tests {
         assert_eq!(out.layers, vec![layer_digest.clone(), layer_digest]);
         let index: serde_json::Value =
             serde_json::from_slice(&fs::read(dest.join("index.json")).unwrap()).unwrap();
-        assert_eq!(index["manifests"][0]["digest"], out.manifest_digest.as_str());
+        assert_eq!(
+            index["manifests"][0]["digest"],
+            out.manifest_digest.as_str()
+        );
         assert_eq!(
             index["manifests"][0]["annotations"][REF_NAME_ANNOTATION],
             "x:y"

@@ -145,12 +145,10 @@ impl Client {
             })?;
         }
         let facts = self.image(&reference).await?;
-        facts
-            .map(|f| f.id)
-            .ok_or_else(|| EngineError::BadArchive {
-                reference,
-                detail: "the import finished but the image is not there".into(),
-            })
+        facts.map(|f| f.id).ok_or_else(|| EngineError::BadArchive {
+            reference,
+            detail: "the import finished but the image is not there".into(),
+        })
     }
 }
 

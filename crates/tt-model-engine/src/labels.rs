@@ -34,12 +34,19 @@ pub fn parse_devices(value: &str) -> Option<Vec<u32>> {
     if value.trim().is_empty() {
         return Some(Vec::new());
     }
-    value.split(',').map(|p| p.trim().parse::<u32>().ok()).collect()
+    value
+        .split(',')
+        .map(|p| p.trim().parse::<u32>().ok())
+        .collect()
 }
 
 /// Format chips for the `DEVICES` label.
 pub fn format_devices(chips: &[u32]) -> String {
-    chips.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
+    chips
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]

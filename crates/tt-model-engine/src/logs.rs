@@ -53,16 +53,25 @@ impl Splitter {
             if line.last() == Some(&b'\r') {
                 line.pop();
             }
-            lines.push(LogLine { stream, text: String::from_utf8_lossy(&line).into_owned() });
+            lines.push(LogLine {
+                stream,
+                text: String::from_utf8_lossy(&line).into_owned(),
+            });
         }
         lines
     }
 
     fn flush(&mut self) -> Vec<LogLine> {
         let mut v = Vec::new();
-        for (stream, buf) in [(LogStream::Stdout, &mut self.out), (LogStream::Stderr, &mut self.err)] {
+        for (stream, buf) in [
+            (LogStream::Stdout, &mut self.out),
+            (LogStream::Stderr, &mut self.err),
+        ] {
             if !buf.is_empty() {
-                v.push(LogLine { stream, text: String::from_utf8_lossy(buf).into_owned() });
+                v.push(LogLine {
+                    stream,
+                    text: String::from_utf8_lossy(buf).into_owned(),
+                });
                 buf.clear();
             }
         }
@@ -87,13 +96,20 @@ pub fn lines(
             let frame = match frame {
                 Ok(f) => f,
                 Err(source) => {
-                    let _ = tx.send(Err(EngineError::Logs { name: name.clone(), source })).await;
+                    let _ = tx
+                        .send(Err(EngineError::Logs {
+                            name: name.clone(),
+                            source,
+                        }))
+                        .await;
                     return;
                 }
             };
             let (stream, bytes) = match frame {
                 LogOutput::StdErr { message } => (LogStream::Stderr, message),
-                LogOutput::StdOut { message } | LogOutput::Console { message } => (LogStream::Stdout, message),
+                LogOutput::StdOut { message } | LogOutput::Console { message } => {
+                    (LogStream::Stdout, message)
+                }
                 LogOutput::StdIn { .. } => continue,
             };
             for l in split.push(stream, &bytes) {
@@ -132,7 +148,11 @@ impl Drop for AbortOnDrop {
 }
 
 /// The whole log (or its last `tail` lines) as text.
-pub async fn collect(client: &Client, name: &str, tail: Option<usize>) -> Result<String, EngineError> {
+pub async fn collect(
+    client: &Client,
+    name: &str,
+    tail: Option<usize>,
+) -> Result<String, EngineError> {
     let mut s = Box::pin(lines(client, name, false, tail));
     let mut out = String::new();
     while let Some(l) = s.next().await {
@@ -140,22 +160,6 @@ pub async fn collect(client: &Client, name: &str, tail: Option<usize>) -> Result
         out.push('\n');
     }
     Ok(out)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn splitter_joins_partial_frames_per_stream() {
-        let mut s = Splitter::default();
-        assert!(s.push(LogStream::Stdout, b"hel").is_empty());
-        assert!(s.push(LogStream::Stderr, b"e1\ne2").len() == 1);
-        let v = s.push(LogStream::Stdout, b"lo\r\nworld\n");
-        assert_eq!(v.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(), ["hello", "world"]);
-        let rest = s.flush();
-        assert_eq!(rest, vec![LogLine { stream: LogStream::Stderr, text: "e2".into() }]);
-    }
 }
 
 /// [`lines`] behind a plain async `next()`, so callers need no stream library.
@@ -169,5 +173,30 @@ impl LogLines {
     /// The next line; `None` at the end of the log (or when the container stopped, when following).
     pub async fn next(&mut self) -> Option<Result<LogLine, EngineError>> {
         self.0.next().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splitter_joins_partial_frames_per_stream() {
+        let mut s = Splitter::default();
+        assert!(s.push(LogStream::Stdout, b"hel").is_empty());
+        assert!(s.push(LogStream::Stderr, b"e1\ne2").len() == 1);
+        let v = s.push(LogStream::Stdout, b"lo\r\nworld\n");
+        assert_eq!(
+            v.iter().map(|l| l.text.as_str()).collect::<Vec<_>>(),
+            ["hello", "world"]
+        );
+        let rest = s.flush();
+        assert_eq!(
+            rest,
+            vec![LogLine {
+                stream: LogStream::Stderr,
+                text: "e2".into()
+            }]
+        );
     }
 }

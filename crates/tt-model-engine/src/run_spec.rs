@@ -138,7 +138,11 @@ pub fn container_name(package: &str, profile: &str) -> String {
 pub fn state_mounts(state_dir: &std::path::Path) -> [(PathBuf, &'static str, &'static str); 3] {
     [
         (state_dir.join("cache"), "/cache", "TT_METAL_CACHE"),
-        (state_dir.join("weights"), "/weight-cache", "TT_DIT_CACHE_DIR"),
+        (
+            state_dir.join("weights"),
+            "/weight-cache",
+            "TT_DIT_CACHE_DIR",
+        ),
         (state_dir.join("tensors"), "/tensor-cache", "TT_CACHE_PATH"),
     ]
 }
@@ -152,13 +156,22 @@ pub fn compose(req: &ServeRequest, host: &HostFacts) -> RunSpec {
     lab.insert(labels::KIND.into(), req.kind.clone());
     lab.insert(labels::PORT.into(), req.port.to_string());
     lab.insert(labels::HEALTH_PATH.into(), req.health_path.clone());
-    lab.insert(labels::HOST_IP.into(), if req.expose { "0.0.0.0".into() } else { "127.0.0.1".into() });
+    lab.insert(
+        labels::HOST_IP.into(),
+        if req.expose {
+            "0.0.0.0".into()
+        } else {
+            "127.0.0.1".into()
+        },
+    );
 
     let card = req.chips != Chips::None;
     let devices = match &req.chips {
         Chips::Ids(ids) => {
             lab.insert(labels::DEVICES.into(), labels::format_devices(ids));
-            ids.iter().map(|i| format!("{DEV_TENSTORRENT}/{i}")).collect()
+            ids.iter()
+                .map(|i| format!("{DEV_TENSTORRENT}/{i}"))
+                .collect()
         }
         Chips::All => vec![DEV_TENSTORRENT.to_string()],
         Chips::None => Vec::new(),
@@ -166,7 +179,11 @@ pub fn compose(req: &ServeRequest, host: &HostFacts) -> RunSpec {
 
     let mut binds = Vec::new();
     if card && host.hugepages_1g {
-        binds.push(Bind { src: HUGEPAGES_1G.into(), dst: HUGEPAGES_1G.into(), read_only: false });
+        binds.push(Bind {
+            src: HUGEPAGES_1G.into(),
+            dst: HUGEPAGES_1G.into(),
+            read_only: false,
+        });
     }
     binds.push(Bind {
         src: host.hub_cache.clone(),
@@ -175,7 +192,11 @@ pub fn compose(req: &ServeRequest, host: &HostFacts) -> RunSpec {
     });
     let mut env: BTreeMap<String, Option<String>> = BTreeMap::new();
     for (src, dst, var) in state_mounts(&host.state_dir) {
-        binds.push(Bind { src, dst: dst.into(), read_only: false });
+        binds.push(Bind {
+            src,
+            dst: dst.into(),
+            read_only: false,
+        });
         env.insert(var.into(), Some(dst.into()));
     }
     env.insert("HF_HUB_CACHE".into(), Some(HUB_CACHE_IN_CONTAINER.into()));
@@ -183,7 +204,10 @@ pub fn compose(req: &ServeRequest, host: &HostFacts) -> RunSpec {
         env.insert("HF_HUB_OFFLINE".into(), Some("1".into()));
     }
     if matches!(&req.chips, Chips::Ids(ids) if ids.len() == 1) {
-        env.insert("TT_MESH_GRAPH_DESC_PATH".into(), Some(SINGLE_CHIP_MESH_DESC.into()));
+        env.insert(
+            "TT_MESH_GRAPH_DESC_PATH".into(),
+            Some(SINGLE_CHIP_MESH_DESC.into()),
+        );
     }
     for (k, v) in &req.env {
         env.insert(k.clone(), Some(v.clone()));
@@ -202,15 +226,26 @@ pub fn compose(req: &ServeRequest, host: &HostFacts) -> RunSpec {
     RunSpec {
         name: container_name(&req.package, &req.profile),
         image: req.image.clone(),
-        user: if host.rootless { "0:0".into() } else { format!("{}:{}", host.uid, host.gid) },
+        user: if host.rootless {
+            "0:0".into()
+        } else {
+            format!("{}:{}", host.uid, host.gid)
+        },
         labels: lab,
         devices,
         ipc_host: card,
         binds,
-        env: env.into_iter().map(|(key, value)| EnvVar { key, value }).collect(),
+        env: env
+            .into_iter()
+            .map(|(key, value)| EnvVar { key, value })
+            .collect(),
         publish,
         network: req.network.clone(),
-        cap_add: if card { CARD_CAPS.iter().map(|c| c.to_string()).collect() } else { Vec::new() },
+        cap_add: if card {
+            CARD_CAPS.iter().map(|c| c.to_string()).collect()
+        } else {
+            Vec::new()
+        },
         cap_drop: vec!["ALL".into()],
         no_new_privileges: true,
         init: true,
@@ -237,9 +272,15 @@ impl RunSpec {
             let key = format!("{}/tcp", p.container_port);
             exposed = Some(vec![key.clone()]);
             bindings = Some(
-                [(key, Some(vec![PortBinding { host_ip: p.host_ip.clone(), host_port: Some(p.host_port.to_string()) }]))]
-                    .into_iter()
-                    .collect(),
+                [(
+                    key,
+                    Some(vec![PortBinding {
+                        host_ip: p.host_ip.clone(),
+                        host_port: Some(p.host_port.to_string()),
+                    }]),
+                )]
+                .into_iter()
+                .collect(),
             );
         }
         let mounts = self
@@ -310,14 +351,24 @@ impl RunSpec {
         }
         for b in &self.binds {
             let ro = if b.read_only { ",readonly" } else { "" };
-            push("--mount", format!("type=bind,src={},dst={}{ro}", b.src.display(), b.dst));
+            push(
+                "--mount",
+                format!("type=bind,src={},dst={}{ro}", b.src.display(), b.dst),
+            );
         }
         if let Some(n) = &self.network {
             push("--network", n.clone());
         }
         if let Some(p) = &self.publish {
-            let ip = p.host_ip.as_deref().map(|i| format!("{i}:")).unwrap_or_default();
-            push("--publish", format!("{ip}{}:{}", p.host_port, p.container_port));
+            let ip = p
+                .host_ip
+                .as_deref()
+                .map(|i| format!("{i}:"))
+                .unwrap_or_default();
+            push(
+                "--publish",
+                format!("{ip}{}:{}", p.host_port, p.container_port),
+            );
         }
         for c in &self.cap_drop {
             push("--cap-drop", c.clone());
@@ -347,15 +398,24 @@ impl RunSpec {
 
     /// The argv as one shell-quoted line.
     pub fn to_shell(&self) -> String {
-        self.to_argv().iter().map(|s| shell_quote(s)).collect::<Vec<_>>().join(" ")
+        self.to_argv()
+            .iter()
+            .map(|s| shell_quote(s))
+            .collect::<Vec<_>>()
+            .join(" ")
     }
 }
 
 /// POSIX shell quoting: bare when safe, else single quotes.
 pub fn shell_quote(s: &str) -> String {
     let safe = !s.is_empty()
-        && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./:=,@%+".contains(&b));
-    if safe { s.to_string() } else { format!("'{}'", s.replace('\'', r"'\''")) }
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=,@%+".contains(&b));
+    if safe {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 #[cfg(test)]

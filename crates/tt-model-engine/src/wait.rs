@@ -44,11 +44,21 @@ pub enum WaitEvent {
 /// How the wait ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WaitOutcome {
-    Ready { elapsed: Duration, log_ready: Option<Duration>, http_ready: Duration },
+    Ready {
+        elapsed: Duration,
+        log_ready: Option<Duration>,
+        http_ready: Duration,
+    },
     /// The container stopped before it was ready.
-    Exited { elapsed: Duration, evidence: Evidence },
+    Exited {
+        elapsed: Duration,
+        evidence: Evidence,
+    },
     /// Still running at the deadline.
-    TimedOut { elapsed: Duration, evidence: Evidence },
+    TimedOut {
+        elapsed: Duration,
+        evidence: Evidence,
+    },
     /// The caller cancelled (Ctrl-C): the container keeps running.
     Detached { elapsed: Duration },
 }
@@ -57,9 +67,11 @@ pub enum WaitOutcome {
 pub async fn probe_http(addr: &str, path: &str, timeout: Duration) -> bool {
     let attempt = async {
         let mut s = tokio::net::TcpStream::connect(addr).await.ok()?;
-        let req = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: tt-model\r\nConnection: close\r\n\r\n");
+        let req = format!(
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nUser-Agent: tt-model\r\nConnection: close\r\n\r\n"
+        );
         s.write_all(req.as_bytes()).await.ok()?;
-        let mut buf = vec![0u8; 64];
+        let mut buf = [0u8; 64];
         let mut n = 0;
         while n < 12 {
             let r = s.read(&mut buf[n..]).await.ok()?;
@@ -76,7 +88,12 @@ pub async fn probe_http(addr: &str, path: &str, timeout: Duration) -> bool {
 }
 
 fn evidence(t: &BootTracker, exited: bool, exit_code: Option<i64>) -> Evidence {
-    Evidence { tail: t.tail.iter().cloned().collect(), causes: t.causes.clone(), exited, exit_code }
+    Evidence {
+        tail: t.tail.iter().cloned().collect(),
+        causes: t.causes.clone(),
+        exited,
+        exit_code,
+    }
 }
 
 /// Wait for `name` to become ready by both signals. `cancel` resolving detaches.
@@ -158,12 +175,17 @@ mod tests {
                 let mut b = [0u8; 512];
                 let _ = s.read(&mut b).await.unwrap();
                 assert!(String::from_utf8_lossy(&b).starts_with("GET /health HTTP/1.1\r\n"));
-                s.write_all(format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n").as_bytes()).await.unwrap();
+                s.write_all(format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\n\r\n").as_bytes())
+                    .await
+                    .unwrap();
             }
         });
         assert!(probe_http(&addr, "/health", Duration::from_secs(2)).await);
         assert!(!probe_http(&addr, "/health", Duration::from_secs(2)).await);
         server.await.unwrap();
-        assert!(!probe_http(&addr, "/health", Duration::from_millis(300)).await, "closed port");
+        assert!(
+            !probe_http(&addr, "/health", Duration::from_millis(300)).await,
+            "closed port"
+        );
     }
 }

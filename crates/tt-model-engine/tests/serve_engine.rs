@@ -27,7 +27,8 @@ exec httpd -f -p "127.0.0.1:${PORT}" -h /tmp/www
 
 /// A rootfs tar with busybox-static and its applet links (`docker import` input).
 fn rootfs_tar() -> Vec<u8> {
-    let busybox = std::fs::read("/bin/busybox").expect("busybox-static at /bin/busybox (apt-get install busybox-static)");
+    let busybox = std::fs::read("/bin/busybox")
+        .expect("busybox-static at /bin/busybox (apt-get install busybox-static)");
     let mut b = tar::Builder::new(Vec::new());
     let dir = |b: &mut tar::Builder<Vec<u8>>, p: &str, mode: u32| {
         let mut h = tar::Header::new_gnu();
@@ -48,28 +49,44 @@ fn rootfs_tar() -> Vec<u8> {
     };
     file(&mut b, "bin/busybox", &busybox);
     file(&mut b, "serve.sh", SERVE_SH.as_bytes());
-    for applet in ["sh", "echo", "sleep", "mkdir", "httpd", "cat", "wget", "true", "false"] {
+    for applet in [
+        "sh", "echo", "sleep", "mkdir", "httpd", "cat", "wget", "true", "false",
+    ] {
         let mut h = tar::Header::new_gnu();
         h.set_entry_type(tar::EntryType::Symlink);
         h.set_mode(0o777);
         h.set_size(0);
         h.set_mtime(0);
-        b.append_link(&mut h, format!("bin/{applet}"), "busybox").unwrap();
+        b.append_link(&mut h, format!("bin/{applet}"), "busybox")
+            .unwrap();
     }
     b.into_inner().unwrap()
 }
 
 async fn client_with_image() -> Client {
-    let c = Client::connect().await.expect("a Docker engine (scripts/ensure-docker.sh)");
-    if c.image(&format!("{IMAGE_REPO}:{IMAGE_TAG}")).await.unwrap().is_none() {
-        let body = futures_util::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(rootfs_tar()))]);
-        c.import_rootfs(body, IMAGE_REPO, IMAGE_TAG, &["CMD [\"/serve.sh\"]".into()]).await.unwrap();
+    let c = Client::connect()
+        .await
+        .expect("a Docker engine (scripts/ensure-docker.sh)");
+    if c.image(&format!("{IMAGE_REPO}:{IMAGE_TAG}"))
+        .await
+        .unwrap()
+        .is_none()
+    {
+        let body =
+            futures_util::stream::iter([Ok::<_, std::io::Error>(bytes::Bytes::from(rootfs_tar()))]);
+        c.import_rootfs(body, IMAGE_REPO, IMAGE_TAG, &["CMD [\"/serve.sh\"]".into()])
+            .await
+            .unwrap();
     }
     c
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn spec(name: &str, port: u16, cmd: &[&str], tmp: &std::path::Path) -> RunSpec {
@@ -130,25 +147,57 @@ async fn serve_waits_for_both_signals_then_stops_and_removes() {
 
     let mut tracker = BootTracker::new("http-server");
     let mut events = Vec::new();
-    let out = wait_ready(&c, &s.name, &ready_spec(port, Duration::from_secs(60)), &mut tracker, |e| events.push(e.clone()), std::future::pending())
+    let out = wait_ready(
+        &c,
+        &s.name,
+        &ready_spec(port, Duration::from_secs(60)),
+        &mut tracker,
+        |e| events.push(e.clone()),
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    let WaitOutcome::Ready {
+        log_ready,
+        http_ready,
+        ..
+    } = out
+    else {
+        panic!("not ready: {out:?}")
+    };
+    assert!(
+        log_ready.unwrap() <= http_ready,
+        "the log line alone is not enough"
+    );
+    assert!(
+        probe_http(
+            &format!("127.0.0.1:{port}"),
+            "/health",
+            Duration::from_secs(2)
+        )
         .await
-        .unwrap();
-    let WaitOutcome::Ready { log_ready, http_ready, .. } = out else { panic!("not ready: {out:?}") };
-    assert!(log_ready.unwrap() <= http_ready, "the log line alone is not enough");
-    assert!(probe_http(&format!("127.0.0.1:{port}"), "/health", Duration::from_secs(2)).await);
+    );
     assert!(tracker.rows.iter().any(|r| r.key == "weights"));
 
     let info = c.container(&s.name).await.unwrap().unwrap();
     assert!(info.running);
     assert_eq!(info.label("org.tenstorrent.tt-model"), Some("engine-ready"));
-    let listed = c.tt_model_containers(Some("engine-ready"), false).await.unwrap();
+    let listed = c
+        .tt_model_containers(Some("engine-ready"), false)
+        .await
+        .unwrap();
     assert_eq!(listed.len(), 1);
 
-    let stop = c.stop_with_grace(&s.name, Duration::from_secs(10)).await.unwrap();
+    let stop = c
+        .stop_with_grace(&s.name, Duration::from_secs(10))
+        .await
+        .unwrap();
     assert!(stop.was_running);
     assert!(!stop.dirty(), "init forwards SIGTERM: {stop:?}");
     // logs still work on the exited container
-    let log = tt_model_engine::logs::collect(&c, &s.name, None).await.unwrap();
+    let log = tt_model_engine::logs::collect(&c, &s.name, None)
+        .await
+        .unwrap();
     assert!(log.contains("Application startup complete."), "{log}");
     assert!(c.remove_container_force(&s.name).await.unwrap());
     assert!(c.container(&s.name).await.unwrap().is_none());
@@ -162,18 +211,37 @@ async fn early_exit_yields_the_flag_rejected_card() {
     let s = spec(
         "engine-exit",
         port,
-        &["sh", "-c", "echo 'usage: server [-h]'; echo 'server: error: unrecognized arguments: --max-tokenz' >&2; exit 2"],
+        &[
+            "sh",
+            "-c",
+            "echo 'usage: server [-h]'; echo 'server: error: unrecognized arguments: --max-tokenz' >&2; exit 2",
+        ],
         tmp.path(),
     );
     c.remove_container_force(&s.name).await.unwrap();
     c.create_and_start(&s, |_| None).await.unwrap();
     let mut tracker = BootTracker::new("http-server");
-    let out = wait_ready(&c, &s.name, &ready_spec(port, Duration::from_secs(30)), &mut tracker, |_| {}, std::future::pending())
-        .await
-        .unwrap();
-    let WaitOutcome::Exited { evidence, .. } = out else { panic!("expected exit: {out:?}") };
+    let out = wait_ready(
+        &c,
+        &s.name,
+        &ready_spec(port, Duration::from_secs(30)),
+        &mut tracker,
+        |_| {},
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    let WaitOutcome::Exited { evidence, .. } = out else {
+        panic!("expected exit: {out:?}")
+    };
     assert_eq!(evidence.exit_code, Some(2));
-    let card = diagnose(&evidence, "engine-exit", &["--max-tokenz".into()], port, Duration::from_secs(30));
+    let card = diagnose(
+        &evidence,
+        "engine-exit",
+        &["--max-tokenz".into()],
+        port,
+        Duration::from_secs(30),
+    );
     assert_eq!(card.cause, Cause::FlagRejected, "{card:?}");
     assert!(card.detail.contains("--max-tokenz"));
     c.remove_container_force(&s.name).await.unwrap();
@@ -184,20 +252,44 @@ async fn timeout_leaves_the_container_running_and_says_so() {
     let c = client_with_image().await;
     let tmp = tempfile::tempdir().unwrap();
     let port = free_port();
-    let s = spec("engine-slow", port, &["sh", "-c", "echo booting; sleep 30"], tmp.path());
+    let s = spec(
+        "engine-slow",
+        port,
+        &["sh", "-c", "echo booting; sleep 30"],
+        tmp.path(),
+    );
     c.remove_container_force(&s.name).await.unwrap();
     c.create_and_start(&s, |_| None).await.unwrap();
     let mut tracker = BootTracker::new("http-server");
-    let out = wait_ready(&c, &s.name, &ready_spec(port, Duration::from_millis(800)), &mut tracker, |_| {}, std::future::pending())
-        .await
-        .unwrap();
-    let WaitOutcome::TimedOut { evidence, .. } = out else { panic!("expected timeout: {out:?}") };
+    let out = wait_ready(
+        &c,
+        &s.name,
+        &ready_spec(port, Duration::from_millis(800)),
+        &mut tracker,
+        |_| {},
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    let WaitOutcome::TimedOut { evidence, .. } = out else {
+        panic!("expected timeout: {out:?}")
+    };
     assert!(!evidence.exited);
-    assert_eq!(diagnose(&evidence, "x", &[], port, Duration::from_millis(800)).cause, Cause::Timeout);
+    assert_eq!(
+        diagnose(&evidence, "x", &[], port, Duration::from_millis(800)).cause,
+        Cause::Timeout
+    );
     // A wait can also be detached by the caller.
-    let out = wait_ready(&c, &s.name, &ready_spec(port, Duration::from_secs(60)), &mut tracker, |_| {}, async {})
-        .await
-        .unwrap();
+    let out = wait_ready(
+        &c,
+        &s.name,
+        &ready_spec(port, Duration::from_secs(60)),
+        &mut tracker,
+        |_| {},
+        async {},
+    )
+    .await
+    .unwrap();
     assert!(matches!(out, WaitOutcome::Detached { .. }));
     c.remove_container_force(&s.name).await.unwrap();
 }
@@ -208,11 +300,15 @@ async fn claim_scan_sees_host_ipc_containers_and_their_labels() {
     let tmp = tempfile::tempdir().unwrap();
     let mut s = spec("engine-claim", free_port(), &["sleep", "30"], tmp.path());
     s.ipc_host = true;
-    s.labels.insert("org.tenstorrent.tt-model.devices".into(), "3".into());
+    s.labels
+        .insert("org.tenstorrent.tt-model.devices".into(), "3".into());
     c.remove_container_force(&s.name).await.unwrap();
     c.create_and_start(&s, |_| None).await.unwrap();
     let claims = c.scan_claims().await.unwrap();
-    let ours = claims.iter().find(|x| x.name == s.name).expect("our container in the scan");
+    let ours = claims
+        .iter()
+        .find(|x| x.name == s.name)
+        .expect("our container in the scan");
     assert_eq!(ours.ipc_mode, "host");
     assert!(ours.mount_sources.iter().any(|m| m.ends_with("/hub")));
     let claimed = tt_model_engine::devices::claimed_chips(&claims, &[0, 1, 2, 3]);

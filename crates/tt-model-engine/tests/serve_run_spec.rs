@@ -7,12 +7,18 @@ use std::path::PathBuf;
 use tt_model_engine::run_spec::{Chips, HostFacts, ServeRequest, compose};
 
 fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/serve_golden").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/serve_golden")
+        .join(name);
     if std::env::var_os("TT_MODEL_BLESS").is_some() {
         std::fs::write(&path, actual).unwrap();
     }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (run with TT_MODEL_BLESS=1)", path.display()));
-    assert_eq!(actual, expected, "golden {name} differs (TT_MODEL_BLESS=1 rewrites it)");
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (run with TT_MODEL_BLESS=1)", path.display()));
+    assert_eq!(
+        actual, expected,
+        "golden {name} differs (TT_MODEL_BLESS=1 rewrites it)"
+    );
 }
 
 fn sorted(v: serde_json::Value) -> serde_json::Value {
@@ -22,7 +28,9 @@ fn sorted(v: serde_json::Value) -> serde_json::Value {
             pairs.sort_by(|a, b| a.0.cmp(&b.0));
             serde_json::Value::Object(pairs.into_iter().map(|(k, v)| (k, sorted(v))).collect())
         }
-        serde_json::Value::Array(a) => serde_json::Value::Array(a.into_iter().map(sorted).collect()),
+        serde_json::Value::Array(a) => {
+            serde_json::Value::Array(a.into_iter().map(sorted).collect())
+        }
         other => other,
     }
 }
@@ -48,9 +56,19 @@ fn request(chips: Chips) -> ServeRequest {
             ("tt.model.manifest_schema".into(), "5.1".into()),
             ("tt.model.openai_compatible".into(), "true".into()),
         ]),
-        cmd: ["vllm", "serve", "Qwen/Qwen3-8B", "--max-num-seqs", "32", "--additional-config", "{\"a\": 1}", "--port", "20000"]
-            .map(String::from)
-            .to_vec(),
+        cmd: [
+            "vllm",
+            "serve",
+            "Qwen/Qwen3-8B",
+            "--max-num-seqs",
+            "32",
+            "--additional-config",
+            "{\"a\": 1}",
+            "--port",
+            "20000",
+        ]
+        .map(String::from)
+        .to_vec(),
         network: None,
     }
 }
@@ -94,7 +112,12 @@ fn create_body_matches_the_argv() {
     let json = serde_json::to_string_pretty(&sorted(serde_json::to_value(&body).unwrap())).unwrap();
     golden("create_body_card.json", &(json + "\n"));
     // The token reaches the container but never the printed argv.
-    assert!(body.env.as_ref().unwrap().contains(&"HF_TOKEN=hf_secret".to_string()));
+    assert!(
+        body.env
+            .as_ref()
+            .unwrap()
+            .contains(&"HF_TOKEN=hf_secret".to_string())
+    );
     assert!(!spec.to_shell().contains("hf_secret"));
     assert!(spec.to_argv().contains(&"HF_TOKEN".to_string()));
 }
@@ -104,17 +127,37 @@ fn hardening_and_mount_invariants() {
     let spec = compose(&request(Chips::Ids(vec![0, 1])), &host(true));
     let argv = spec.to_argv();
     let has = |a: &str, b: &str| argv.windows(2).any(|w| w[0] == a && w[1] == b);
-    assert!(has("--publish", "127.0.0.1:20000:20000"), "loopback by default");
+    assert!(
+        has("--publish", "127.0.0.1:20000:20000"),
+        "loopback by default"
+    );
     assert!(has("--cap-drop", "ALL"));
     assert!(has("--security-opt", "no-new-privileges"));
     assert!(argv.contains(&"--init".to_string()));
-    assert!(has("--mount", "type=bind,src=/home/u/.cache/huggingface/hub,dst=/hf-hub,readonly"));
-    assert!(!argv.iter().any(|a| a.contains("src=/home/u/.cache/huggingface,")), "never HF_HOME (token file)");
+    assert!(has(
+        "--mount",
+        "type=bind,src=/home/u/.cache/huggingface/hub,dst=/hf-hub,readonly"
+    ));
+    assert!(
+        !argv
+            .iter()
+            .any(|a| a.contains("src=/home/u/.cache/huggingface,")),
+        "never HF_HOME (token file)"
+    );
     assert!(has("--label", "org.tenstorrent.tt-model.devices=0,1"));
     assert!(has("--device", "/dev/tenstorrent/1:/dev/tenstorrent/1"));
-    assert!(!argv.iter().any(|a| a.starts_with("TT_MESH_GRAPH_DESC_PATH")), "only for a single chip");
+    assert!(
+        !argv
+            .iter()
+            .any(|a| a.starts_with("TT_MESH_GRAPH_DESC_PATH")),
+        "only for a single chip"
+    );
     // Env is sorted by key.
-    let keys: Vec<&str> = argv.windows(2).filter(|w| w[0] == "--env").map(|w| w[1].split('=').next().unwrap()).collect();
+    let keys: Vec<&str> = argv
+        .windows(2)
+        .filter(|w| w[0] == "--env")
+        .map(|w| w[1].split('=').next().unwrap())
+        .collect();
     let mut sorted = keys.clone();
     sorted.sort();
     assert_eq!(keys, sorted);

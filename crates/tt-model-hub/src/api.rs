@@ -14,7 +14,11 @@ pub struct LfsInfo {
     #[serde(alias = "oid")]
     pub sha256: String,
     pub size: u64,
-    #[serde(rename = "pointerSize", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "pointerSize",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub pointer_size: Option<u64>,
 }
 
@@ -34,7 +38,10 @@ impl Sibling {
     /// The cache's blob name: the LFS sha256, or the git blob id for a regular file
     /// (what Python stores as the etag).
     pub fn etag(&self) -> Option<&str> {
-        self.lfs.as_ref().map(|l| l.sha256.as_str()).or(self.blob_id.as_deref())
+        self.lfs
+            .as_ref()
+            .map(|l| l.sha256.as_str())
+            .or(self.blob_id.as_deref())
     }
     pub fn byte_size(&self) -> Option<u64> {
         self.lfs.as_ref().map(|l| l.size).or(self.size)
@@ -65,15 +72,29 @@ pub fn encode_segment(s: &str) -> String {
 
 /// Encode a repo-relative path, keeping its `/` separators.
 pub fn encode_path(p: &str) -> String {
-    p.split('/').map(encode_segment).collect::<Vec<_>>().join("/")
+    p.split('/')
+        .map(encode_segment)
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 pub fn revision_url(env: &HubEnv, repo: &str, rev: &str) -> String {
-    format!("{}/api/models/{}/revision/{}?blobs=true", env.endpoint, repo, encode_segment(rev))
+    format!(
+        "{}/api/models/{}/revision/{}?blobs=true",
+        env.endpoint,
+        repo,
+        encode_segment(rev)
+    )
 }
 
 pub fn resolve_url(env: &HubEnv, repo: &str, rev: &str, file: &str) -> String {
-    format!("{}/{}/resolve/{}/{}", env.endpoint, repo, encode_segment(rev), encode_path(file))
+    format!(
+        "{}/{}/resolve/{}/{}",
+        env.endpoint,
+        repo,
+        encode_segment(rev),
+        encode_path(file)
+    )
 }
 
 /// Fetch the commit and file listing of `repo` at `rev`.
@@ -88,10 +109,19 @@ pub async fn repo_info(
     if let Some(t) = &env.token {
         req = req.bearer_auth(t);
     }
-    let resp = req.send().await.map_err(|source| HubError::Network { url: url.clone(), source })?;
+    let resp = req.send().await.map_err(|source| HubError::Network {
+        url: url.clone(),
+        source,
+    })?;
     check_status(&resp, &url, env, repo, rev)?;
-    let text = resp.text().await.map_err(|source| HubError::Network { url: url.clone(), source })?;
-    serde_json::from_str(&text).map_err(|e| HubError::BadResponse { url, detail: e.to_string() })
+    let text = resp.text().await.map_err(|source| HubError::Network {
+        url: url.clone(),
+        source,
+    })?;
+    serde_json::from_str(&text).map_err(|e| HubError::BadResponse {
+        url,
+        detail: e.to_string(),
+    })
 }
 
 pub(crate) fn check_status(
@@ -104,13 +134,19 @@ pub(crate) fn check_status(
     let s = resp.status().as_u16();
     match s {
         200..=299 => Ok(()),
-        401 | 403 => Err(HubError::Unauthorized { repo: repo.to_string(), status: s }),
+        401 | 403 => Err(HubError::Unauthorized {
+            repo: repo.to_string(),
+            status: s,
+        }),
         404 => Err(HubError::NotFound {
             repo: repo.to_string(),
             revision: rev.to_string(),
             endpoint: env.endpoint.clone(),
         }),
-        _ => Err(HubError::Http { url: url.to_string(), status: s }),
+        _ => Err(HubError::Http {
+            url: url.to_string(),
+            status: s,
+        }),
     }
 }
 
@@ -139,7 +175,13 @@ mod tests {
             hub_cache: "/x/hub".into(),
             token: None,
         };
-        assert_eq!(revision_url(&env, "o/n", "main"), "http://h/api/models/o/n/revision/main?blobs=true");
-        assert_eq!(resolve_url(&env, "o/n", "refs/pr/1", "a b/c.json"), "http://h/o/n/resolve/refs%2Fpr%2F1/a%20b/c.json");
+        assert_eq!(
+            revision_url(&env, "o/n", "main"),
+            "http://h/api/models/o/n/revision/main?blobs=true"
+        );
+        assert_eq!(
+            resolve_url(&env, "o/n", "refs/pr/1", "a b/c.json"),
+            "http://h/o/n/resolve/refs%2Fpr%2F1/a%20b/c.json"
+        );
     }
 }

@@ -46,7 +46,8 @@ pub fn validate_repo_id(repo_id: &str) -> Result<(), HubError> {
             && p != "."
             && p != ".."
             && !p.contains("--")
-            && p.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+            && p.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
     };
     if (1..=2).contains(&parts.len()) && parts.iter().all(|p| ok_part(p)) {
         Ok(())
@@ -62,7 +63,11 @@ pub fn validate_revision(rev: &str) -> Result<(), HubError> {
         || rev.contains('\0')
         || p.is_absolute()
         || p.components().any(|c| !matches!(c, Component::Normal(_)));
-    if bad { Err(HubError::BadRevision(rev.to_string())) } else { Ok(()) }
+    if bad {
+        Err(HubError::BadRevision(rev.to_string()))
+    } else {
+        Ok(())
+    }
 }
 
 /// A repo file path written under a snapshot: relative, no `..`.
@@ -71,12 +76,19 @@ pub fn validate_file_name(name: &str) -> Result<(), HubError> {
     let bad = name.is_empty()
         || p.is_absolute()
         || p.components().any(|c| !matches!(c, Component::Normal(_)));
-    if bad { Err(HubError::BadFileName(name.to_string())) } else { Ok(()) }
+    if bad {
+        Err(HubError::BadFileName(name.to_string()))
+    } else {
+        Ok(())
+    }
 }
 
 /// A 40-hex commit sha.
 pub fn is_commit_sha(rev: &str) -> bool {
-    rev.len() == 40 && rev.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    rev.len() == 40
+        && rev
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
 /// One repo's directory in the hub cache.
@@ -116,18 +128,30 @@ impl RepoCache {
         let path = self.ref_path(name);
         let parent = path.parent().expect("ref path has a parent");
         std::fs::create_dir_all(parent).map_err(HubError::io("create", parent))?;
-        let tmp = parent.join(format!(".{}.tmp", path.file_name().unwrap().to_string_lossy()));
+        let tmp = parent.join(format!(
+            ".{}.tmp",
+            path.file_name().unwrap().to_string_lossy()
+        ));
         std::fs::write(&tmp, commit).map_err(HubError::io("write", &tmp))?;
         std::fs::rename(&tmp, &path).map_err(HubError::io("rename", &path))
     }
 
     /// Resolve a revision to a commit using only the cache: a sha is itself, a branch via refs/.
     pub fn resolve_local(&self, revision: &str) -> Option<String> {
-        if is_commit_sha(revision) { Some(revision.to_string()) } else { self.read_ref(revision) }
+        if is_commit_sha(revision) {
+            Some(revision.to_string())
+        } else {
+            self.read_ref(revision)
+        }
     }
 
     /// Make `snapshots/<commit>/<file>` a relative symlink to `blobs/<etag>`, replacing an old link.
-    pub fn link_snapshot_file(&self, commit: &str, file: &str, etag: &str) -> Result<PathBuf, HubError> {
+    pub fn link_snapshot_file(
+        &self,
+        commit: &str,
+        file: &str,
+        etag: &str,
+    ) -> Result<PathBuf, HubError> {
         validate_file_name(file)?;
         let link = self.snapshot_dir(commit).join(file);
         let parent = link.parent().expect("snapshot file has a parent");
@@ -151,12 +175,16 @@ impl RepoCache {
 
     /// Whether `snapshots/<commit>/<file>` resolves to a complete blob.
     pub fn has_file(&self, commit: &str, file: &str) -> bool {
-        std::fs::metadata(self.snapshot_dir(commit).join(file)).map(|m| m.is_file()).unwrap_or(false)
+        std::fs::metadata(self.snapshot_dir(commit).join(file))
+            .map(|m| m.is_file())
+            .unwrap_or(false)
     }
 
     /// Total bytes of `blobs/*.incomplete` (a partial, resumable download).
     pub fn incomplete_bytes(&self) -> u64 {
-        let Ok(rd) = std::fs::read_dir(self.blobs_dir()) else { return 0 };
+        let Ok(rd) = std::fs::read_dir(self.blobs_dir()) else {
+            return 0;
+        };
         rd.flatten()
             .filter(|e| e.file_name().to_string_lossy().ends_with(".incomplete"))
             .filter_map(|e| e.metadata().ok())
@@ -166,8 +194,13 @@ impl RepoCache {
 
     /// Total bytes of all complete blobs (what `rm --include-weights` frees).
     pub fn size_on_disk(&self) -> u64 {
-        let Ok(rd) = std::fs::read_dir(self.blobs_dir()) else { return 0 };
-        rd.flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum()
+        let Ok(rd) = std::fs::read_dir(self.blobs_dir()) else {
+            return 0;
+        };
+        rd.flatten()
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum()
     }
 }
 
@@ -198,9 +231,18 @@ mod tests {
     fn layout_paths_match_python() {
         let c = HubCache::new("/c").repo("org/My.Model-1").unwrap();
         assert_eq!(c.dir, PathBuf::from("/c/models--org--My.Model-1"));
-        assert_eq!(c.blob_path("abc"), PathBuf::from("/c/models--org--My.Model-1/blobs/abc"));
-        assert_eq!(c.incomplete_path("abc"), PathBuf::from("/c/models--org--My.Model-1/blobs/abc.incomplete"));
-        assert_eq!(c.ref_path("main"), PathBuf::from("/c/models--org--My.Model-1/refs/main"));
+        assert_eq!(
+            c.blob_path("abc"),
+            PathBuf::from("/c/models--org--My.Model-1/blobs/abc")
+        );
+        assert_eq!(
+            c.incomplete_path("abc"),
+            PathBuf::from("/c/models--org--My.Model-1/blobs/abc.incomplete")
+        );
+        assert_eq!(
+            c.ref_path("main"),
+            PathBuf::from("/c/models--org--My.Model-1/refs/main")
+        );
     }
 
     #[test]
@@ -224,7 +266,10 @@ mod tests {
         std::fs::write(c.blob_path("e1"), b"hi").unwrap();
         let sha = "a".repeat(40);
         let link = c.link_snapshot_file(&sha, "sub/dir/f.txt", "e1").unwrap();
-        assert_eq!(std::fs::read_link(&link).unwrap(), PathBuf::from("../../../../blobs/e1"));
+        assert_eq!(
+            std::fs::read_link(&link).unwrap(),
+            PathBuf::from("../../../../blobs/e1")
+        );
         assert_eq!(std::fs::read(&link).unwrap(), b"hi");
         assert!(c.has_file(&sha, "sub/dir/f.txt"));
         c.write_ref("main", &sha).unwrap();

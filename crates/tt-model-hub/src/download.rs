@@ -70,14 +70,23 @@ impl DownloadPlan {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LocalStatus {
     /// A snapshot for the revision exists and no partial blobs remain.
-    Complete { commit: String, snapshot: PathBuf },
+    Complete {
+        commit: String,
+        snapshot: PathBuf,
+    },
     /// Partial blobs are on disk (resumable).
-    Partial { bytes: u64 },
+    Partial {
+        bytes: u64,
+    },
     Missing,
 }
 
 /// Offline probe, like `snapshot_download(local_files_only=True)` plus the `.incomplete` check.
-pub fn local_status(cache: &HubCache, repo_id: &str, revision: &str) -> Result<LocalStatus, HubError> {
+pub fn local_status(
+    cache: &HubCache,
+    repo_id: &str,
+    revision: &str,
+) -> Result<LocalStatus, HubError> {
     cache::validate_revision(revision)?;
     let rc = cache.repo(repo_id)?;
     let partial = rc.incomplete_bytes();
@@ -85,9 +94,10 @@ pub fn local_status(cache: &HubCache, repo_id: &str, revision: &str) -> Result<L
         return Ok(LocalStatus::Partial { bytes: partial });
     }
     match rc.resolve_local(revision) {
-        Some(commit) if rc.snapshot_dir(&commit).is_dir() => {
-            Ok(LocalStatus::Complete { snapshot: rc.snapshot_dir(&commit), commit })
-        }
+        Some(commit) if rc.snapshot_dir(&commit).is_dir() => Ok(LocalStatus::Complete {
+            snapshot: rc.snapshot_dir(&commit),
+            commit,
+        }),
         _ => Ok(LocalStatus::Missing),
     }
 }
@@ -158,7 +168,11 @@ impl Downloader {
     }
 
     /// Fetch every missing file of the plan (resuming partial blobs), then write refs.
-    pub async fn download(&self, plan: &DownloadPlan, reporter: &dyn DownloadReporter) -> Result<PathBuf, HubError> {
+    pub async fn download(
+        &self,
+        plan: &DownloadPlan,
+        reporter: &dyn DownloadReporter,
+    ) -> Result<PathBuf, HubError> {
         let rc = self.cache.repo(&plan.repo_id)?;
         reporter.planned(plan);
         std::fs::create_dir_all(rc.blobs_dir()).map_err(HubError::io("create", rc.blobs_dir()))?;
@@ -206,11 +220,21 @@ impl Downloader {
         if have > 0 {
             req = req.header(reqwest::header::RANGE, format!("bytes={have}-"));
         }
-        let resp = req.send().await.map_err(|source| HubError::Network { url: url.clone(), source })?;
-        if let Some(c) = resp.headers().get("x-repo-commit").and_then(|v| v.to_str().ok())
+        let resp = req.send().await.map_err(|source| HubError::Network {
+            url: url.clone(),
+            source,
+        })?;
+        if let Some(c) = resp
+            .headers()
+            .get("x-repo-commit")
+            .and_then(|v| v.to_str().ok())
             && c != plan.commit
         {
-            return Err(HubError::CommitMismatch { file: f.name.clone(), expected: plan.commit.clone(), got: c.to_string() });
+            return Err(HubError::CommitMismatch {
+                file: f.name.clone(),
+                expected: plan.commit.clone(),
+                got: c.to_string(),
+            });
         }
         let status = resp.status().as_u16();
         let mut hasher = Sha256::new();
@@ -221,17 +245,24 @@ impl Downloader {
             let mut left = have;
             while left > 0 {
                 let want = left.min(buf.len() as u64) as usize;
-                let n = old.read(&mut buf[..want]).map_err(HubError::io("read", &part))?;
+                let n = old
+                    .read(&mut buf[..want])
+                    .map_err(HubError::io("read", &part))?;
                 if n == 0 {
                     break;
                 }
                 hasher.update(&buf[..n]);
                 left -= n as u64;
             }
-            let file = std::fs::OpenOptions::new().write(true).open(&part).map_err(HubError::io("open", &part))?;
-            file.set_len(have).map_err(HubError::io("truncate", &part))?;
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&part)
+                .map_err(HubError::io("open", &part))?;
+            file.set_len(have)
+                .map_err(HubError::io("truncate", &part))?;
             let mut file = file;
-            std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0)).map_err(HubError::io("seek", &part))?;
+            std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0))
+                .map_err(HubError::io("seek", &part))?;
             file
         } else {
             api::check_status(&resp, &url, &self.env, &plan.repo_id, &plan.revision)?;
@@ -242,8 +273,12 @@ impl Downloader {
         let mut got = have;
         let mut stream = resp.bytes_stream();
         while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|source| HubError::Network { url: url.clone(), source })?;
-            out.write_all(&chunk).map_err(HubError::io("write", &part))?;
+            let chunk = chunk.map_err(|source| HubError::Network {
+                url: url.clone(),
+                source,
+            })?;
+            out.write_all(&chunk)
+                .map_err(HubError::io("write", &part))?;
             hasher.update(&chunk);
             got += chunk.len() as u64;
             reporter.bytes(chunk.len() as u64);
@@ -270,7 +305,11 @@ impl Downloader {
             if got > size {
                 let _ = std::fs::remove_file(part);
             }
-            return Err(HubError::SizeMismatch { file: f.name.clone(), expected: size, actual: got });
+            return Err(HubError::SizeMismatch {
+                file: f.name.clone(),
+                expected: size,
+                actual: got,
+            });
         }
         if let Some(expected) = &f.lfs_sha256 {
             let digest = match hasher {
@@ -280,7 +319,11 @@ impl Downloader {
             let actual = hex(&digest);
             if &actual != expected {
                 let _ = std::fs::remove_file(part);
-                return Err(HubError::ShaMismatch { file: f.name.clone(), expected: expected.clone(), actual });
+                return Err(HubError::ShaMismatch {
+                    file: f.name.clone(),
+                    expected: expected.clone(),
+                    actual,
+                });
             }
         }
         let blob = rc.blob_path(&f.etag);
@@ -312,7 +355,11 @@ pub fn plan_from_info(
         });
     }
     if cache::is_commit_sha(revision) && revision != info.sha {
-        return Err(HubError::CommitMismatch { file: "(listing)".into(), expected: revision.into(), got: info.sha.clone() });
+        return Err(HubError::CommitMismatch {
+            file: "(listing)".into(),
+            expected: revision.into(),
+            got: info.sha.clone(),
+        });
     }
     let mut files = Vec::new();
     for s in &info.siblings {
@@ -328,7 +375,13 @@ pub fn plan_from_info(
             return Err(HubError::BadFileName(etag.to_string()));
         }
         let present = rc.blob_path(etag).is_file();
-        let partial = if present { 0 } else { std::fs::metadata(rc.incomplete_path(etag)).map(|m| m.len()).unwrap_or(0) };
+        let partial = if present {
+            0
+        } else {
+            std::fs::metadata(rc.incomplete_path(etag))
+                .map(|m| m.len())
+                .unwrap_or(0)
+        };
         files.push(PlannedFile {
             name: s.rfilename.clone(),
             size: s.byte_size(),
@@ -338,7 +391,12 @@ pub fn plan_from_info(
             partial,
         });
     }
-    Ok(DownloadPlan { repo_id: rc.repo_id.clone(), revision: revision.to_string(), commit: info.sha.clone(), files })
+    Ok(DownloadPlan {
+        repo_id: rc.repo_id.clone(),
+        revision: revision.to_string(),
+        commit: info.sha.clone(),
+        files,
+    })
 }
 
 pub(crate) fn hex(b: &[u8]) -> String {

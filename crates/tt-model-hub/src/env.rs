@@ -38,9 +38,15 @@ impl HubEnv {
 
     /// Resolve from any lookup function (pure: tests inject the variables).
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Self {
-        let home = get("HOME").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("/root"));
-        let xdg = get(XDG_CACHE_HOME).map(PathBuf::from).unwrap_or_else(|| home.join(".cache"));
-        let hf_home = get(HF_HOME).map(PathBuf::from).unwrap_or_else(|| xdg.join("huggingface"));
+        let home = get("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/root"));
+        let xdg = get(XDG_CACHE_HOME)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| home.join(".cache"));
+        let hf_home = get(HF_HOME)
+            .map(PathBuf::from)
+            .unwrap_or_else(|| xdg.join("huggingface"));
         let hub_cache = get(HF_HUB_CACHE)
             .or_else(|| get(HUGGINGFACE_HUB_CACHE))
             .map(PathBuf::from)
@@ -49,7 +55,12 @@ impl HubEnv {
             .map(|e| e.trim_end_matches('/').to_string())
             .unwrap_or_else(|| DEFAULT_ENDPOINT.to_string());
         let token = get(HF_TOKEN).or_else(|| read_token_file(&hf_home));
-        HubEnv { endpoint, hf_home, hub_cache, token }
+        HubEnv {
+            endpoint,
+            hf_home,
+            hub_cache,
+            token,
+        }
     }
 }
 
@@ -65,8 +76,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn env(pairs: &[(&str, &str)]) -> HubEnv {
-        let m: HashMap<String, String> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         HubEnv::from_lookup(|k| m.get(k).cloned())
     }
 

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HubError {
-    #[error("invalid repo id '{0}': expected <org>/<name> made of letters, digits, '-', '_' and '.'")]
+    #[error(
+        "invalid repo id '{0}': expected <org>/<name> made of letters, digits, '-', '_' and '.'"
+    )]
     BadRepoId(String),
     #[error("unsafe revision '{0}': a revision may not be empty, absolute, or contain '..'")]
     BadRevision(String),
@@ -17,21 +19,48 @@ pub enum HubError {
         source: reqwest::Error,
     },
     #[error("{repo}@{revision} was not found on {endpoint} (404): check the repo id and revision")]
-    NotFound { repo: String, revision: String, endpoint: String },
-    #[error("access to {repo} was refused ({status}): the repo is gated or private; set HF_TOKEN to a token that can read it")]
+    NotFound {
+        repo: String,
+        revision: String,
+        endpoint: String,
+    },
+    #[error(
+        "access to {repo} was refused ({status}): the repo is gated or private; set HF_TOKEN to a token that can read it"
+    )]
     Unauthorized { repo: String, status: u16 },
     #[error("the Hub answered {status} for {url}")]
     Http { url: String, status: u16 },
     #[error("the Hub's answer for {url} could not be read: {detail}")]
     BadResponse { url: String, detail: String },
-    #[error("sha256 mismatch for {file}: the Hub's LFS oid is {expected}, the downloaded bytes hash to {actual}; the partial file was deleted")]
-    ShaMismatch { file: String, expected: String, actual: String },
+    #[error(
+        "sha256 mismatch for {file}: the Hub's LFS oid is {expected}, the downloaded bytes hash to {actual}; the partial file was deleted"
+    )]
+    ShaMismatch {
+        file: String,
+        expected: String,
+        actual: String,
+    },
     #[error("size mismatch for {file}: expected {expected} bytes, got {actual}")]
-    SizeMismatch { file: String, expected: u64, actual: u64 },
+    SizeMismatch {
+        file: String,
+        expected: u64,
+        actual: u64,
+    },
     #[error("the Hub served {file} from commit {got}, but {expected} was requested")]
-    CommitMismatch { file: String, expected: String, got: String },
-    #[error("not enough disk space for the weights {repo}: needs {needed} bytes more, {free} bytes free on the HF cache filesystem ({cache})")]
-    NoSpace { repo: String, needed: u64, free: u64, cache: PathBuf },
+    CommitMismatch {
+        file: String,
+        expected: String,
+        got: String,
+    },
+    #[error(
+        "not enough disk space for the weights {repo}: needs {needed} bytes more, {free} bytes free on the HF cache filesystem ({cache})"
+    )]
+    NoSpace {
+        repo: String,
+        needed: u64,
+        free: u64,
+        cache: PathBuf,
+    },
     #[error("{op} {path}")]
     Io {
         op: &'static str,
@@ -42,7 +71,10 @@ pub enum HubError {
 }
 
 impl HubError {
-    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> HubError {
+    pub(crate) fn io(
+        op: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> HubError {
         let path = path.into();
         move |source| HubError::Io { op, path, source }
     }

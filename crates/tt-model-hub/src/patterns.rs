@@ -8,7 +8,11 @@ pub fn is_selected(path: &str, allow: &[String], ignore: &[String]) -> bool {
 }
 
 fn dir_wildcard(p: &str) -> String {
-    if p.ends_with('/') { format!("{p}*") } else { p.to_string() }
+    if p.ends_with('/') {
+        format!("{p}*")
+    } else {
+        p.to_string()
+    }
 }
 
 /// Python's `fnmatch.fnmatchcase`: `*`, `?`, `[seq]`, `[!seq]`; a malformed `[` matches literally.
@@ -110,7 +114,10 @@ mod tests {
         assert!(fnmatch("a/b/model.safetensors", "*.safetensors"));
         assert!(fnmatch("config.json", "*.json"));
         assert!(!fnmatch("config.json", "*.bin"));
-        assert!(fnmatch("model-00001-of-00002.safetensors", "model-?????-of-*.safetensors"));
+        assert!(fnmatch(
+            "model-00001-of-00002.safetensors",
+            "model-?????-of-*.safetensors"
+        ));
         assert!(fnmatch("x1", "x[0-9]"));
         assert!(!fnmatch("xa", "x[0-9]"));
         assert!(fnmatch("xa", "x[!0-9]"));

@@ -38,10 +38,20 @@ pub struct FakeFile {
 
 impl FakeFile {
     pub fn regular(path: &str, content: impl Into<Vec<u8>>) -> Self {
-        FakeFile { path: path.into(), content: content.into(), lfs: false, corrupt_with: None }
+        FakeFile {
+            path: path.into(),
+            content: content.into(),
+            lfs: false,
+            corrupt_with: None,
+        }
     }
     pub fn lfs(path: &str, content: impl Into<Vec<u8>>) -> Self {
-        FakeFile { path: path.into(), content: content.into(), lfs: true, corrupt_with: None }
+        FakeFile {
+            path: path.into(),
+            content: content.into(),
+            lfs: true,
+            corrupt_with: None,
+        }
     }
     fn served(&self) -> &[u8] {
         self.corrupt_with.as_deref().unwrap_or(&self.content)
@@ -72,7 +82,12 @@ impl FakeRepo {
             h.update(f.path.as_bytes());
             h.update(&f.content);
         }
-        FakeRepo { id: id.into(), commit: hex(&h.finalize())[..40].to_string(), branches: vec!["main".into()], files }
+        FakeRepo {
+            id: id.into(),
+            commit: hex(&h.finalize())[..40].to_string(),
+            branches: vec!["main".into()],
+            files,
+        }
     }
 }
 
@@ -115,7 +130,11 @@ impl HubServer {
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });
-        Ok(HubServer { addr, seen: shared.seen, task })
+        Ok(HubServer {
+            addr,
+            seen: shared.seen,
+            task,
+        })
     }
 
     /// The value for `HF_ENDPOINT`.
@@ -152,7 +171,8 @@ fn find<'a>(s: &'a Shared, org: &str, name: &str, rev: &str) -> Option<&'a FakeR
 
 fn not_found(msg: &str) -> Response {
     let mut r = (StatusCode::NOT_FOUND, format!("{{\"error\":\"{msg}\"}}")).into_response();
-    r.headers_mut().insert("x-error-code", HeaderValue::from_static("RepoNotFound"));
+    r.headers_mut()
+        .insert("x-error-code", HeaderValue::from_static("RepoNotFound"));
     r
 }
 
@@ -161,8 +181,15 @@ async fn revision(
     Path((org, name, rev)): Path<(String, String, String)>,
     h: HeaderMap,
 ) -> Response {
-    record(&s, "GET", format!("/api/models/{org}/{name}/revision/{rev}"), &h);
-    let Some(r) = find(&s, &org, &name, &rev) else { return not_found("Repository not found") };
+    record(
+        &s,
+        "GET",
+        format!("/api/models/{org}/{name}/revision/{rev}"),
+        &h,
+    );
+    let Some(r) = find(&s, &org, &name, &rev) else {
+        return not_found("Repository not found");
+    };
     let siblings = r
         .files
         .iter()
@@ -170,10 +197,19 @@ async fn revision(
             rfilename: f.path.clone(),
             size: Some(f.content.len() as u64),
             blob_id: Some(f.blob_id()),
-            lfs: f.lfs.then(|| LfsInfo { sha256: f.sha256(), size: f.content.len() as u64, pointer_size: Some(134) }),
+            lfs: f.lfs.then(|| LfsInfo {
+                sha256: f.sha256(),
+                size: f.content.len() as u64,
+                pointer_size: Some(134),
+            }),
         })
         .collect();
-    axum::Json(RepoInfo { id: r.id.clone(), sha: r.commit.clone(), siblings }).into_response()
+    axum::Json(RepoInfo {
+        id: r.id.clone(),
+        sha: r.commit.clone(),
+        siblings,
+    })
+    .into_response()
 }
 
 async fn resolve(
@@ -182,24 +218,36 @@ async fn resolve(
     h: HeaderMap,
 ) -> Response {
     record(&s, "GET", format!("/{org}/{name}/resolve/{rev}/{file}"), &h);
-    let Some(r) = find(&s, &org, &name, &rev) else { return not_found("Revision not found") };
+    let Some(r) = find(&s, &org, &name, &rev) else {
+        return not_found("Revision not found");
+    };
     let Some(f) = r.files.iter().find(|f| f.path == file) else {
         let mut resp = not_found("Entry not found");
-        resp.headers_mut().insert("x-error-code", HeaderValue::from_static("EntryNotFound"));
+        resp.headers_mut()
+            .insert("x-error-code", HeaderValue::from_static("EntryNotFound"));
         return resp;
     };
     let commit = HeaderValue::from_str(&r.commit).unwrap();
     if f.lfs {
         let mut resp = StatusCode::FOUND.into_response();
         let hd = resp.headers_mut();
-        hd.insert(header::LOCATION, HeaderValue::from_str(&format!("/cdn-lfs/{org}/{name}/{}", f.sha256())).unwrap());
-        hd.insert("x-linked-etag", HeaderValue::from_str(&format!("\"{}\"", f.sha256())).unwrap());
+        hd.insert(
+            header::LOCATION,
+            HeaderValue::from_str(&format!("/cdn-lfs/{org}/{name}/{}", f.sha256())).unwrap(),
+        );
+        hd.insert(
+            "x-linked-etag",
+            HeaderValue::from_str(&format!("\"{}\"", f.sha256())).unwrap(),
+        );
         hd.insert("x-linked-size", HeaderValue::from(f.content.len() as u64));
         hd.insert("x-repo-commit", commit);
         return resp;
     }
     let mut resp = ranged(f.served(), &h);
-    resp.headers_mut().insert(header::ETAG, HeaderValue::from_str(&format!("\"{}\"", f.blob_id())).unwrap());
+    resp.headers_mut().insert(
+        header::ETAG,
+        HeaderValue::from_str(&format!("\"{}\"", f.blob_id())).unwrap(),
+    );
     resp.headers_mut().insert("x-repo-commit", commit);
     resp
 }
@@ -210,11 +258,16 @@ async fn cdn(
     h: HeaderMap,
 ) -> Response {
     record(&s, "GET", format!("/cdn-lfs/{org}/{name}/{oid}"), &h);
-    let Some(r) = s.repos.get(&format!("{org}/{name}")) else { return not_found("no such repo") };
+    let Some(r) = s.repos.get(&format!("{org}/{name}")) else {
+        return not_found("no such repo");
+    };
     match r.files.iter().find(|f| f.lfs && f.sha256() == oid) {
         Some(f) => {
             let mut resp = ranged(f.served(), &h);
-            resp.headers_mut().insert(header::ETAG, HeaderValue::from_str(&format!("\"{oid}\"")).unwrap());
+            resp.headers_mut().insert(
+                header::ETAG,
+                HeaderValue::from_str(&format!("\"{oid}\"")).unwrap(),
+            );
             resp
         }
         None => not_found("no such object"),
@@ -233,12 +286,16 @@ fn ranged(body: &[u8], h: &HeaderMap) -> Response {
     match start {
         None => {
             let mut r = (StatusCode::OK, body.to_vec()).into_response();
-            r.headers_mut().insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+            r.headers_mut()
+                .insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
             r
         }
         Some(n) if n >= len => {
             let mut r = StatusCode::RANGE_NOT_SATISFIABLE.into_response();
-            r.headers_mut().insert(header::CONTENT_RANGE, HeaderValue::from_str(&format!("bytes */{len}")).unwrap());
+            r.headers_mut().insert(
+                header::CONTENT_RANGE,
+                HeaderValue::from_str(&format!("bytes */{len}")).unwrap(),
+            );
             r
         }
         Some(n) => {

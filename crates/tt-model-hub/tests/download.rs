@@ -8,7 +8,9 @@ use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
 use tt_model_hub::{DownloadReporter, Downloader, HubCache, HubError, NoProgress};
 
 fn weights() -> Vec<u8> {
-    (0..300_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect()
+    (0..300_000u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect()
 }
 
 fn repo() -> FakeRepo {
@@ -46,12 +48,33 @@ async fn downloads_into_the_python_layout_with_refs() {
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
     let count = Count::default();
-    let snap = d.snapshot("acme/tiny-model", "main", &[], &["original/".into()], &count).await.unwrap();
+    let snap = d
+        .snapshot(
+            "acme/tiny-model",
+            "main",
+            &[],
+            &["original/".into()],
+            &count,
+        )
+        .await
+        .unwrap();
 
     let r = repo();
-    assert_eq!(snap, tmp.path().join(format!("hub/models--acme--tiny-model/snapshots/{}", r.commit)));
-    assert_eq!(std::fs::read(snap.join("model.safetensors")).unwrap(), weights());
-    assert_eq!(std::fs::read(snap.join("tokenizer/vocab.txt")).unwrap(), b"a\nb\n");
+    assert_eq!(
+        snap,
+        tmp.path().join(format!(
+            "hub/models--acme--tiny-model/snapshots/{}",
+            r.commit
+        ))
+    );
+    assert_eq!(
+        std::fs::read(snap.join("model.safetensors")).unwrap(),
+        weights()
+    );
+    assert_eq!(
+        std::fs::read(snap.join("tokenizer/vocab.txt")).unwrap(),
+        b"a\nb\n"
+    );
     assert!(!snap.join("original").exists(), "ignore_patterns honoured");
     // Snapshot entries are relative symlinks into blobs/, LFS blobs named by their sha256.
     let link = std::fs::read_link(snap.join("model.safetensors")).unwrap();
@@ -60,15 +83,32 @@ async fn downloads_into_the_python_layout_with_refs() {
     assert_eq!(oid.len(), 64);
     let refs = tmp.path().join("hub/models--acme--tiny-model/refs/main");
     assert_eq!(std::fs::read_to_string(refs).unwrap(), r.commit);
-    assert_eq!(count.0.load(Ordering::Relaxed), weights().len() as u64 + 13 + 4);
+    assert_eq!(
+        count.0.load(Ordering::Relaxed),
+        weights().len() as u64 + 13 + 4
+    );
     // The token was sent; the LFS file went through the CDN redirect.
     let seen = server.requests();
-    assert!(seen.iter().all(|s| s.authorization.as_deref() == Some("Bearer hf_test")));
-    assert!(seen.iter().any(|s| s.path.starts_with("/cdn-lfs/acme/tiny-model/")));
+    assert!(
+        seen.iter()
+            .all(|s| s.authorization.as_deref() == Some("Bearer hf_test"))
+    );
+    assert!(
+        seen.iter()
+            .any(|s| s.path.starts_with("/cdn-lfs/acme/tiny-model/"))
+    );
 
     // A second run is a metadata no-op: only the listing is fetched.
     let before = server.requests().len();
-    d.snapshot("acme/tiny-model", "main", &[], &["original/".into()], &NoProgress).await.unwrap();
+    d.snapshot(
+        "acme/tiny-model",
+        "main",
+        &[],
+        &["original/".into()],
+        &NoProgress,
+    )
+    .await
+    .unwrap();
     assert_eq!(server.requests().len(), before + 1);
 }
 
@@ -77,8 +117,20 @@ async fn allow_patterns_select_files() {
     let server = HubServer::start(vec![repo()]).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
-    let snap = d.snapshot("acme/tiny-model", "main", &["*.json".into()], &[], &NoProgress).await.unwrap();
-    let names: Vec<_> = std::fs::read_dir(&snap).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let snap = d
+        .snapshot(
+            "acme/tiny-model",
+            "main",
+            &["*.json".into()],
+            &[],
+            &NoProgress,
+        )
+        .await
+        .unwrap();
+    let names: Vec<_> = std::fs::read_dir(&snap)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("config.json")]);
 }
 
@@ -87,7 +139,15 @@ async fn partial_blob_is_resumed_with_a_range_request() {
     let server = HubServer::start(vec![repo()]).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
-    let plan = d.plan("acme/tiny-model", "main", &["model.safetensors".into()], &[]).await.unwrap();
+    let plan = d
+        .plan(
+            "acme/tiny-model",
+            "main",
+            &["model.safetensors".into()],
+            &[],
+        )
+        .await
+        .unwrap();
     let f = &plan.files[0];
     let rc = d.cache().repo("acme/tiny-model").unwrap();
     std::fs::create_dir_all(rc.blobs_dir()).unwrap();
@@ -97,16 +157,38 @@ async fn partial_blob_is_resumed_with_a_range_request() {
         LocalStatus::Partial { bytes: 123_456 }
     );
 
-    let plan = d.plan("acme/tiny-model", "main", &["model.safetensors".into()], &[]).await.unwrap();
+    let plan = d
+        .plan(
+            "acme/tiny-model",
+            "main",
+            &["model.safetensors".into()],
+            &[],
+        )
+        .await
+        .unwrap();
     assert_eq!(plan.files[0].partial, 123_456);
     assert_eq!(plan.bytes_to_fetch(), weights().len() as u64 - 123_456);
     let count = Count::default();
     let snap = d.download(&plan, &count).await.unwrap();
-    assert_eq!(std::fs::read(snap.join("model.safetensors")).unwrap(), weights());
-    assert_eq!(count.0.load(Ordering::Relaxed), weights().len() as u64 - 123_456);
-    assert!(server.requests().iter().any(|s| s.range.as_deref() == Some("bytes=123456-")));
+    assert_eq!(
+        std::fs::read(snap.join("model.safetensors")).unwrap(),
+        weights()
+    );
+    assert_eq!(
+        count.0.load(Ordering::Relaxed),
+        weights().len() as u64 - 123_456
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .any(|s| s.range.as_deref() == Some("bytes=123456-"))
+    );
     assert!(!rc.incomplete_path(&f.etag).exists());
-    assert!(matches!(local_status(d.cache(), "acme/tiny-model", "main").unwrap(), LocalStatus::Complete { .. }));
+    assert!(matches!(
+        local_status(d.cache(), "acme/tiny-model", "main").unwrap(),
+        LocalStatus::Complete { .. }
+    ));
 }
 
 #[tokio::test]
@@ -118,9 +200,16 @@ async fn sha256_mismatch_is_fatal_and_names_the_file() {
     let server = HubServer::start(vec![r]).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
-    let err = d.snapshot("acme/tiny-model", "main", &[], &[], &NoProgress).await.unwrap_err();
+    let err = d
+        .snapshot("acme/tiny-model", "main", &[], &[], &NoProgress)
+        .await
+        .unwrap_err();
     match &err {
-        HubError::ShaMismatch { file, expected, actual } => {
+        HubError::ShaMismatch {
+            file,
+            expected,
+            actual,
+        } => {
             assert_eq!(file, "model.safetensors");
             assert_ne!(expected, actual);
         }
@@ -129,8 +218,14 @@ async fn sha256_mismatch_is_fatal_and_names_the_file() {
     assert!(err.to_string().contains("model.safetensors"));
     let rc = d.cache().repo("acme/tiny-model").unwrap();
     assert_eq!(rc.incomplete_bytes(), 0, "the corrupt partial is deleted");
-    let leftovers: Vec<_> = std::fs::read_dir(rc.blobs_dir()).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert!(leftovers.iter().all(|n| n.len() != 64), "no blob named by the LFS sha: {leftovers:?}");
+    let leftovers: Vec<_> = std::fs::read_dir(rc.blobs_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        leftovers.iter().all(|n| n.len() != 64),
+        "no blob named by the LFS sha: {leftovers:?}"
+    );
 }
 
 #[tokio::test]
@@ -139,13 +234,29 @@ async fn pinned_sha_writes_refs_main_once() {
     let server = HubServer::start(vec![r.clone()]).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
-    d.snapshot("acme/tiny-model", &r.commit, &["config.json".into()], &[], &NoProgress).await.unwrap();
+    d.snapshot(
+        "acme/tiny-model",
+        &r.commit,
+        &["config.json".into()],
+        &[],
+        &NoProgress,
+    )
+    .await
+    .unwrap();
     let rc = d.cache().repo("acme/tiny-model").unwrap();
     assert_eq!(rc.read_ref("main"), Some(r.commit.clone()));
     // An existing refs/main (a real branch) is not overwritten by a pinned download.
     let other = "f".repeat(40);
     rc.write_ref("main", &other).unwrap();
-    d.snapshot("acme/tiny-model", &r.commit, &["config.json".into()], &[], &NoProgress).await.unwrap();
+    d.snapshot(
+        "acme/tiny-model",
+        &r.commit,
+        &["config.json".into()],
+        &[],
+        &NoProgress,
+    )
+    .await
+    .unwrap();
     assert_eq!(rc.read_ref("main"), Some(other));
 }
 
@@ -154,7 +265,10 @@ async fn unknown_repo_and_no_space_are_clear_errors() {
     let server = HubServer::start(vec![repo()]).await.unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
-    let err = d.snapshot("acme/nope", "main", &[], &[], &NoProgress).await.unwrap_err();
+    let err = d
+        .snapshot("acme/nope", "main", &[], &[], &NoProgress)
+        .await
+        .unwrap_err();
     assert!(matches!(err, HubError::NotFound { .. }), "{err:?}");
     assert!(err.to_string().contains("acme/nope@main"));
 
@@ -163,5 +277,13 @@ async fn unknown_repo_and_no_space_are_clear_errors() {
     let err = d.check_space(&plan).unwrap_err();
     assert!(err.is_no_space(), "{err:?}");
     assert!(err.to_string().contains("not enough disk space"));
-    assert_eq!(local_status(&HubCache::new(tmp.path().join("hub")), "acme/tiny-model", "main").unwrap(), LocalStatus::Missing);
+    assert_eq!(
+        local_status(
+            &HubCache::new(tmp.path().join("hub")),
+            "acme/tiny-model",
+            "main"
+        )
+        .unwrap(),
+        LocalStatus::Missing
+    );
 }

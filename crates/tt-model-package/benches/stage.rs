@@ -37,7 +37,9 @@ fn tree(total: usize, files: usize) -> (tempfile::TempDir, PackageSpec) {
         weights_revision: None,
         kind: Kind::HttpServer,
         arch: "blackhole".into(),
-        metal: MetalSource::Local { path: dir.path().to_path_buf() },
+        metal: MetalSource::Local {
+            path: dir.path().to_path_buf(),
+        },
         code: vec!["models/demos/bench".into()],
         extra_code: vec![],
         ubuntu: "22.04".into(),

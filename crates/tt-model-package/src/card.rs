@@ -23,11 +23,20 @@ pub struct CardFacts {
 fn yaml_scalar(s: String) -> String {
     let flat = s.replace(['\n', '\r'], " ");
     let bare = !flat.is_empty()
-        && flat.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'))
+        && flat
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '/' | '-'))
         && !flat.starts_with(['-', '.'])
-        && !matches!(flat.as_str(), "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "~")
+        && !matches!(
+            flat.as_str(),
+            "true" | "false" | "null" | "yes" | "no" | "on" | "off" | "~"
+        )
         && flat.parse::<f64>().is_err();
-    if bare { flat } else { serde_json::to_string(&flat).expect("strings serialize") }
+    if bare {
+        flat
+    } else {
+        serde_json::to_string(&flat).expect("strings serialize")
+    }
 }
 
 /// A markdown table cell: no pipes or newlines may break the row.
@@ -35,7 +44,10 @@ fn cell(value: minijinja::Value) -> String {
     if value.is_none() || value.is_undefined() {
         return "—".into();
     }
-    value.to_string().replace('|', "\\|").replace(['\n', '\r'], " ")
+    value
+        .to_string()
+        .replace('|', "\\|")
+        .replace(['\n', '\r'], " ")
 }
 
 /// A public commit link for an https or ssh remote, else `None`.
@@ -63,15 +75,24 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
     );
     env.add_filter("yaml", yaml_scalar);
     env.add_filter("cell", cell);
-    env.add_template("card", CARD_TEMPLATE).map_err(|e| PackageError::Template {
-        name: "card.md".into(),
-        detail: format!("{e:#}"),
-    })?;
+    env.add_template("card", CARD_TEMPLATE)
+        .map_err(|e| PackageError::Template {
+            name: "card.md".into(),
+            detail: format!("{e:#}"),
+        })?;
     let mut tags = card.tags.clone();
-    tags.extend(["tenstorrent".to_string(), spec.arch.clone(), spec.kind.as_str().to_string()]);
+    tags.extend([
+        "tenstorrent".to_string(),
+        spec.arch.clone(),
+        spec.kind.as_str().to_string(),
+    ]);
     tags.sort();
     tags.dedup();
-    let base_model = if card.base_model.is_empty() { vec![spec.weights.clone()] } else { card.base_model.clone() };
+    let base_model = if card.base_model.is_empty() {
+        vec![spec.weights.clone()]
+    } else {
+        card.base_model.clone()
+    };
     let pipeline_tag = card
         .pipeline_tag
         .clone()
@@ -84,7 +105,10 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
             .filter_map(|p| p.hardware.clone())
             .map(|h| format!("**{h}**"))
             .collect();
-        format!("Runs on {} — see the serve profiles below.", boards.join(" or "))
+        format!(
+            "Runs on {} — see the serve profiles below.",
+            boards.join(" or ")
+        )
     } else {
         let mut text = match (&s.hardware, &s.mesh_device) {
             (Some(h), Some(m)) => format!("Runs on **{h}** (mesh `{m}`)"),
@@ -109,7 +133,13 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
     if let Some(h) = &s.hardware {
         glance.push(("Hardware".into(), h.clone()));
     }
-    if let Some(n) = spec.profiles.iter().filter_map(|p| p.max_model_len).max().or(s.max_model_len) {
+    if let Some(n) = spec
+        .profiles
+        .iter()
+        .filter_map(|p| p.max_model_len)
+        .max()
+        .or(s.max_model_len)
+    {
         glance.push(("Context".into(), format!("{} tokens", thousands(n))));
     }
     if let Some(l) = card.license_name.clone().or(card.license_id.clone()) {
@@ -125,7 +155,11 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
         },
         (Some(sha), None) => format!("a local checkout — commit {sha} not published"),
         _ => "a local tree without git metadata".to_string(),
-    } + if facts.metal_dirty { " (dirty tree — uncommitted changes were packaged)" } else { "" };
+    } + if facts.metal_dirty {
+        " (dirty tree — uncommitted changes were packaged)"
+    } else {
+        ""
+    };
     let hex = facts.code_sha256.trim_start_matches("sha256:");
     let ctx = context! {
         name => spec.name.clone(),
@@ -166,7 +200,11 @@ fn default_ready(spec: &PackageSpec) -> String {
 
 /// Trims folded-scalar trailing newlines; whitespace-only prose counts as absent.
 fn clean(card: &CardSpec) -> CardSpec {
-    let t = |v: &Option<String>| v.as_ref().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let t = |v: &Option<String>| {
+        v.as_ref()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+    };
     CardSpec {
         description: t(&card.description),
         quickstart: t(&card.quickstart),
@@ -200,7 +238,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

@@ -63,9 +63,18 @@ mod tests {
         let a = [rec("a", 0o644, b"x"), rec("b/c", 0o644, b"y")];
         let b = [rec("b/c", 0o644, b"y"), rec("a", 0o644, b"x")];
         assert_eq!(tree_digest(&a), tree_digest(&b));
-        assert_ne!(tree_digest(&a), tree_digest(&[rec("a", 0o755, b"x"), rec("b/c", 0o644, b"y")]));
-        assert_ne!(tree_digest(&a), tree_digest(&[rec("a", 0o644, b"z"), rec("b/c", 0o644, b"y")]));
-        assert_ne!(tree_digest(&a), tree_digest(&[rec("A", 0o644, b"x"), rec("b/c", 0o644, b"y")]));
+        assert_ne!(
+            tree_digest(&a),
+            tree_digest(&[rec("a", 0o755, b"x"), rec("b/c", 0o644, b"y")])
+        );
+        assert_ne!(
+            tree_digest(&a),
+            tree_digest(&[rec("a", 0o644, b"z"), rec("b/c", 0o644, b"y")])
+        );
+        assert_ne!(
+            tree_digest(&a),
+            tree_digest(&[rec("A", 0o644, b"x"), rec("b/c", 0o644, b"y")])
+        );
     }
 
     #[test]

@@ -67,8 +67,15 @@ pub enum PackageError {
 }
 
 impl PackageError {
-    pub(crate) fn io(action: &'static str, path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Self {
+    pub(crate) fn io(
+        action: &'static str,
+        path: impl Into<PathBuf>,
+    ) -> impl FnOnce(std::io::Error) -> Self {
         let path = path.into();
-        move |source| PackageError::Io { action, path, source }
+        move |source| PackageError::Io {
+            action,
+            path,
+            source,
+        }
     }
 }

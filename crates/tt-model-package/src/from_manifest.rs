@@ -9,13 +9,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tt_model_manifest::wire::{ComponentBuild, TtMetalBuild, WireBuild};
-use tt_model_manifest::{CodeRoot, ImageRef, Manifest, Producer, ServeArg, VerifyStep, WireManifest};
+use tt_model_manifest::{
+    CodeRoot, ImageRef, Manifest, Producer, ServeArg, VerifyStep, WireManifest,
+};
 
 use crate::error::PackageError;
 use crate::pipeline::Built;
 use crate::spec::{
-    CardSpec, Check, ExtraCode, Kind, MetalSource, PackageSpec, PluginSource, ProfileSummary, Runtime, ServeDefault,
-    VllmSource,
+    CardSpec, Check, ExtraCode, Kind, MetalSource, PackageSpec, PluginSource, ProfileSummary,
+    Runtime, ServeDefault, VllmSource,
 };
 
 /// The port a server binds inside the container when the manifest names none.
@@ -27,14 +29,21 @@ fn str_of(map: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
 
 fn list_of(map: &serde_json::Map<String, Value>, key: &str) -> Vec<String> {
     match map.get(key) {
-        Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).map(String::from).collect(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect(),
         Some(Value::String(s)) => vec![s.clone()],
         _ => Vec::new(),
     }
 }
 
 fn git_pair(v: &Value) -> Option<(String, String)> {
-    Some((v.get("repo")?.as_str()?.to_string(), v.get("ref")?.as_str()?.to_string()))
+    Some((
+        v.get("repo")?.as_str()?.to_string(),
+        v.get("ref")?.as_str()?.to_string(),
+    ))
 }
 
 fn resolve(base: &Path, p: &str) -> PathBuf {
@@ -44,7 +53,11 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
     {
         return PathBuf::from(home).join(rest);
     }
-    if path.is_absolute() { path.to_path_buf() } else { base.join(path) }
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        base.join(path)
+    }
 }
 
 fn flatten_args(args: &[ServeArg]) -> Vec<String> {
@@ -58,11 +71,17 @@ fn flatten_args(args: &[ServeArg]) -> Vec<String> {
 
 /// Builds the package spec from a validated manifest read from `manifest_path`, resolving its
 /// relative paths against `base`.
-pub fn spec_from_manifest(m: &Manifest, manifest_path: &Path, base: &Path) -> Result<PackageSpec, PackageError> {
+pub fn spec_from_manifest(
+    m: &Manifest,
+    manifest_path: &Path,
+    base: &Path,
+) -> Result<PackageSpec, PackageError> {
     let kind = Kind::parse(m.kind.as_str())
         .ok_or_else(|| PackageError::Spec(format!("kind `{}` is not packageable", m.kind)))?;
     let metal = match &m.source.tt_metal {
-        CodeRoot::Path(p) => MetalSource::Local { path: resolve(base, p) },
+        CodeRoot::Path(p) => MetalSource::Local {
+            path: resolve(base, p),
+        },
         CodeRoot::Git(g) => MetalSource::Git {
             repo: g.repo.clone(),
             git_ref: g.git_ref.clone(),
@@ -86,9 +105,13 @@ pub fn spec_from_manifest(m: &Manifest, manifest_path: &Path, base: &Path) -> Re
     let rt = &m.runtime;
     let vllm = rt.get("vllm").and_then(|v| {
         if let Some(version) = v.get("version").and_then(Value::as_str) {
-            Some(VllmSource::Version { version: version.into() })
+            Some(VllmSource::Version {
+                version: version.into(),
+            })
         } else if let Some(wheel) = v.get("wheel").and_then(Value::as_str) {
-            Some(VllmSource::Wheel { wheel: wheel.into() })
+            Some(VllmSource::Wheel {
+                wheel: wheel.into(),
+            })
         } else if let Some(path) = v.get("path").and_then(Value::as_str) {
             Some(VllmSource::Path { path: path.into() })
         } else {
@@ -97,15 +120,19 @@ pub fn spec_from_manifest(m: &Manifest, manifest_path: &Path, base: &Path) -> Re
     });
     let plugin = rt.get("plugin").and_then(|v| {
         if let Some(version) = v.get("version").and_then(Value::as_str) {
-            Some(PluginSource::Version { version: version.into() })
+            Some(PluginSource::Version {
+                version: version.into(),
+            })
         } else if let Some(path) = v.get("path").and_then(Value::as_str) {
             Some(PluginSource::Path { path: path.into() })
         } else {
             git_pair(v).map(|(repo, git_ref)| PluginSource::Git { repo, git_ref })
         }
     });
-    if matches!(vllm, Some(VllmSource::Wheel { .. } | VllmSource::Path { .. }))
-        || matches!(plugin, Some(PluginSource::Path { .. }))
+    if matches!(
+        vllm,
+        Some(VllmSource::Wheel { .. } | VllmSource::Path { .. })
+    ) || matches!(plugin, Some(PluginSource::Path { .. }))
         || !list_of(rt, "wheels").is_empty()
     {
         return Err(PackageError::Unsupported(
@@ -127,9 +154,9 @@ pub fn spec_from_manifest(m: &Manifest, manifest_path: &Path, base: &Path) -> Re
         mesh_shape_env: str_of(rt, "mesh_shape_env"),
     };
     let default_name = m.default_profile_name();
-    let settings = m
-        .effective_serve(None)
-        .ok_or_else(|| PackageError::Spec(format!("default profile `{default_name}` does not exist")))?;
+    let settings = m.effective_serve(None).ok_or_else(|| {
+        PackageError::Spec(format!("default profile `{default_name}` does not exist"))
+    })?;
     let caps = settings.capabilities.clone().unwrap_or_default();
     let serve = ServeDefault {
         name: default_name.clone(),
@@ -151,7 +178,11 @@ pub fn spec_from_manifest(m: &Manifest, manifest_path: &Path, base: &Path) -> Re
         tool_parser: caps.tool_parser,
         reasoning_parser: caps.reasoning_parser,
         args: flatten_args(&settings.args),
-        env: settings.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        env: settings
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
     };
     let profiles = m
         .profiles()
@@ -235,15 +266,26 @@ pub fn wire_json(m: &Manifest, built: &Built) -> Result<String, PackageError> {
         "base_images".to_string(),
         serde_json::to_value(&built.base_images).expect("maps serialize"),
     );
-    extra.insert("context_sha256".to_string(), Value::String(built.context_sha256.clone()));
-    let vllm = m.runtime.get("vllm").and_then(git_pair).map(|(repo, _)| ComponentBuild {
-        repo: Some(repo),
-        ..Default::default()
-    });
-    let plugin = m.runtime.get("plugin").and_then(git_pair).map(|(repo, _)| ComponentBuild {
-        repo: Some(repo),
-        ..Default::default()
-    });
+    extra.insert(
+        "context_sha256".to_string(),
+        Value::String(built.context_sha256.clone()),
+    );
+    let vllm = m
+        .runtime
+        .get("vllm")
+        .and_then(git_pair)
+        .map(|(repo, _)| ComponentBuild {
+            repo: Some(repo),
+            ..Default::default()
+        });
+    let plugin = m
+        .runtime
+        .get("plugin")
+        .and_then(git_pair)
+        .map(|(repo, _)| ComponentBuild {
+            repo: Some(repo),
+            ..Default::default()
+        });
     let wire = WireManifest::from_manifest(
         m,
         WireBuild {

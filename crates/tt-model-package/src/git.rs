@@ -26,7 +26,12 @@ pub struct MetalFacts {
 pub const FALLBACK_SCM_VERSION: &str = "0.0.0.dev0";
 
 fn git(root: &Path, args: &[&str]) -> Option<String> {
-    let out = Command::new("git").arg("-C").arg(root).args(args).output().ok()?;
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .output()
+        .ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
@@ -54,7 +59,16 @@ pub fn metal_facts(root: &Path) -> MetalFacts {
     facts.branch = git(root, &["rev-parse", "--abbrev-ref", "HEAD"]).filter(|b| b != "HEAD");
     facts.dirty = git(root, &["status", "--porcelain", "--untracked-files=no"])
         .is_some_and(|s| !s.is_empty());
-    facts.describe = git(root, &["describe", "--abbrev=10", "--first-parent", "--dirty=-dirty", "--always"]);
+    facts.describe = git(
+        root,
+        &[
+            "describe",
+            "--abbrev=10",
+            "--first-parent",
+            "--dirty=-dirty",
+            "--always",
+        ],
+    );
     let contains = git(root, &["branch", "-r", "--contains", "HEAD"]).unwrap_or_default();
     facts.pushed = !contains.trim().is_empty();
     let remote_name = contains
@@ -68,11 +82,23 @@ pub fn metal_facts(root: &Path) -> MetalFacts {
     let release = git(
         root,
         &[
-            "describe", "--tags", "--long", "--first-parent", "--match", "v[0-9]*.[0-9]*.[0-9]*",
-            "--exclude", "*dev*", "--exclude", "*rc*",
+            "describe",
+            "--tags",
+            "--long",
+            "--first-parent",
+            "--match",
+            "v[0-9]*.[0-9]*.[0-9]*",
+            "--exclude",
+            "*dev*",
+            "--exclude",
+            "*rc*",
         ],
     );
-    let node = facts.sha.as_deref().map(|s| &s[..s.len().min(10)]).unwrap_or("");
+    let node = facts
+        .sha
+        .as_deref()
+        .map(|s| &s[..s.len().min(10)])
+        .unwrap_or("");
     facts.scm_version = release
         .as_deref()
         .and_then(|d| scm_version(d, facts.dirty, node))
@@ -87,7 +113,10 @@ pub fn scm_version(describe_long: &str, dirty: bool, node: &str) -> Option<Strin
     let _hash = parts.next()?;
     let distance: u64 = parts.next()?.parse().ok()?;
     let tag = parts.next()?.strip_prefix('v')?;
-    let nums: Vec<u64> = tag.split('.').map(|p| p.parse().ok()).collect::<Option<_>>()?;
+    let nums: Vec<u64> = tag
+        .split('.')
+        .map(|p| p.parse().ok())
+        .collect::<Option<_>>()?;
     let [x, y, z] = nums[..] else { return None };
     let mut version = if distance == 0 {
         format!("{x}.{y}.{z}")
@@ -106,9 +135,18 @@ mod tests {
 
     #[test]
     fn scm_versions() {
-        assert_eq!(scm_version("v0.62.0-0-gabc", false, "abc").as_deref(), Some("0.62.0"));
-        assert_eq!(scm_version("v0.62.0-14-gabc", false, "abc").as_deref(), Some("0.62.1.dev14"));
-        assert_eq!(scm_version("v0.62.0-14-gabc", true, "abc").as_deref(), Some("0.62.1.dev14+gabc"));
+        assert_eq!(
+            scm_version("v0.62.0-0-gabc", false, "abc").as_deref(),
+            Some("0.62.0")
+        );
+        assert_eq!(
+            scm_version("v0.62.0-14-gabc", false, "abc").as_deref(),
+            Some("0.62.1.dev14")
+        );
+        assert_eq!(
+            scm_version("v0.62.0-14-gabc", true, "abc").as_deref(),
+            Some("0.62.1.dev14+gabc")
+        );
         assert_eq!(scm_version("v1.2-3-gabc", false, "abc"), None);
         assert_eq!(scm_version("garbage", false, "abc"), None);
     }
@@ -152,6 +190,10 @@ mod tests {
         let facts = metal_facts(root);
         assert!(facts.dirty);
         assert_eq!(facts.describe.as_deref(), Some("v0.5.0-dirty"));
-        assert!(facts.scm_version.starts_with("0.5.0+g"), "{}", facts.scm_version);
+        assert!(
+            facts.scm_version.starts_with("0.5.0+g"),
+            "{}",
+            facts.scm_version
+        );
     }
 }

@@ -71,7 +71,11 @@ pub fn serve_argv(spec: &PackageSpec) -> Vec<String> {
             argv.extend(["--port".to_string(), port]);
         }
         Kind::VllmFork => {
-            push(&["python", "-m", "models.common.readiness_check.run_vllm_server"]);
+            push(&[
+                "python",
+                "-m",
+                "models.common.readiness_check.run_vllm_server",
+            ]);
             push(&["--stages", "serve"]);
             if let Some(dir) = &spec.runtime.model_dir {
                 push(&["--model-dir", dir]);
@@ -101,7 +105,11 @@ pub fn serve_argv(spec: &PackageSpec) -> Vec<String> {
             }
             let mut extra: Vec<String> = s.args.clone();
             if let Some(p) = &s.tool_parser {
-                extra.extend(["--enable-auto-tool-choice".into(), "--tool-call-parser".into(), p.clone()]);
+                extra.extend([
+                    "--enable-auto-tool-choice".into(),
+                    "--tool-call-parser".into(),
+                    p.clone(),
+                ]);
             }
             if let Some(p) = &s.reasoning_parser {
                 extra.extend(["--reasoning_parser".into(), p.clone()]);
@@ -113,7 +121,17 @@ pub fn serve_argv(spec: &PackageSpec) -> Vec<String> {
             }
         }
         Kind::TtDitServer => {
-            push(&["python", "-m", "uvicorn", "--host", "0.0.0.0", "--port", &port, "--lifespan", "on"]);
+            push(&[
+                "python",
+                "-m",
+                "uvicorn",
+                "--host",
+                "0.0.0.0",
+                "--port",
+                &port,
+                "--lifespan",
+                "on",
+            ]);
             argv.extend(s.args.iter().cloned());
             if let Some(app) = &spec.runtime.app {
                 argv.push(app.clone());
@@ -213,7 +231,9 @@ pub fn kind_checks(spec: &PackageSpec, torch_pin: Option<&str>) -> Vec<Check> {
             if let Some(pin) = torch_pin {
                 checks.push(pin_check(pin));
             }
-            if let Some((module, attr)) = spec.runtime.app.as_deref().and_then(|a| a.split_once(':')) {
+            if let Some((module, attr)) =
+                spec.runtime.app.as_deref().and_then(|a| a.split_once(':'))
+            {
                 checks.push(Check::Python(format!(
                     "import importlib; m = importlib.import_module({m}); \
                      assert hasattr(m, {a}), {m} + \" has no attribute \" + {a}",
@@ -233,12 +253,17 @@ pub fn kind_checks(spec: &PackageSpec, torch_pin: Option<&str>) -> Vec<Check> {
             if let Some(program) = spec.runtime.command.first()
                 && !program.contains('{')
             {
-                checks.push(Check::Sh(format!("command -v {}", crate::shell::quote(program))));
+                checks.push(Check::Sh(format!(
+                    "command -v {}",
+                    crate::shell::quote(program)
+                )));
             }
         }
     }
     if spec.needs_python() && spec.kind == Kind::HttpServer {
-        checks.push(Check::Python("import sys; assert sys.prefix == \"/opt/tt-venv\", sys.prefix".into()));
+        checks.push(Check::Python(
+            "import sys; assert sys.prefix == \"/opt/tt-venv\", sys.prefix".into(),
+        ));
     }
     checks
 }

@@ -20,11 +20,15 @@ pub fn normalize(name: &str) -> String {
 pub fn lock_from_freeze(freeze: &str, excludes: &[&str]) -> String {
     let mut pins: std::collections::BTreeMap<String, String> = Default::default();
     for line in freeze.lines() {
-        let Some((pin, origin)) = line.split_once('\t') else { continue };
+        let Some((pin, origin)) = line.split_once('\t') else {
+            continue;
+        };
         if origin.trim() != "index" {
             continue;
         }
-        let Some((name, _)) = pin.split_once("==") else { continue };
+        let Some((name, _)) = pin.split_once("==") else {
+            continue;
+        };
         let key = normalize(name);
         if excludes.iter().any(|e| normalize(e) == key) {
             continue;
@@ -46,7 +50,10 @@ mod tests {
     #[test]
     fn freeze_to_lock() {
         let freeze = "Torch==2.7.1+cpu\tindex\nttnn==0.1\tindex\nmy_model==0.0\tlocal\nfastapi==0.115\tindex\nFastAPI==0.99\tindex\ngarbage\n";
-        assert_eq!(lock_from_freeze(freeze, &["ttnn"]), "fastapi==0.115\nTorch==2.7.1+cpu\n");
+        assert_eq!(
+            lock_from_freeze(freeze, &["ttnn"]),
+            "fastapi==0.115\nTorch==2.7.1+cpu\n"
+        );
         assert_eq!(normalize("Vllm_TT.plugin"), "vllm-tt-plugin");
     }
 }

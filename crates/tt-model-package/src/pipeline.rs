@@ -102,7 +102,10 @@ pub fn check_out_root(out_root: &Path) -> Result<PathBuf, PackageError> {
         out_root.to_path_buf()
     } else {
         std::env::current_dir()
-            .map_err(PackageError::io("Reading the current directory for", out_root))?
+            .map_err(PackageError::io(
+                "Reading the current directory for",
+                out_root,
+            ))?
             .join(out_root)
     };
     let mut probe = Some(abs.as_path());
@@ -187,7 +190,9 @@ impl Phases<'_> {
 fn previous_output(out_dir: &Path) -> Option<String> {
     let text = fs::read_to_string(out_dir.join("tt_kernel_manifest.json")).ok()?;
     let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    let id = json["container"]["built"]["image_digest"].as_str()?.to_string();
+    let id = json["container"]["built"]["image_digest"]
+        .as_str()?
+        .to_string();
     out_dir.join("image/index.json").is_file().then_some(id)
 }
 
@@ -209,9 +214,15 @@ pub async fn package(
     options: &PackageOptions,
     reporter: &mut dyn Reporter,
 ) -> Result<Packaged, PackageError> {
-    let mut phases = Phases { reporter, current: None };
+    let mut phases = Phases {
+        reporter,
+        current: None,
+    };
     let mut log = Log::open(&options.log_path);
-    log.line(&format!("+ tt-model package --container {}", spec.manifest_path.display()));
+    log.line(&format!(
+        "+ tt-model package --container {}",
+        spec.manifest_path.display()
+    ));
 
     // ── Resolve ──
     phases.start(Phase::Resolve);
@@ -229,14 +240,22 @@ pub async fn package(
     let torch_pin = read_torch_pin(&metal_root);
     let (dev_ref, runtime_ref) = match &options.base_image {
         Some(b) => (b.clone(), b.clone()),
-        None => (default_dev_image(&spec.ubuntu), format!("ubuntu:{}", spec.ubuntu)),
+        None => (
+            default_dev_image(&spec.ubuntu),
+            format!("ubuntu:{}", spec.ubuntu),
+        ),
     };
     let dev_pin = pin_image(client, &dev_ref).await?;
     let runtime_pin = pin_image(client, &runtime_ref).await?;
     let mut base_images = BTreeMap::new();
     base_images.insert("builder".to_string(), format!("{dev_ref}@{dev_pin}"));
-    base_images.insert("runtime".to_string(), format!("{runtime_ref}@{runtime_pin}"));
-    phases.event(Event::Note(format!("base image {dev_ref} pinned to {dev_pin}")));
+    base_images.insert(
+        "runtime".to_string(),
+        format!("{runtime_ref}@{runtime_pin}"),
+    );
+    phases.event(Event::Note(format!(
+        "base image {dev_ref} pinned to {dev_pin}"
+    )));
     match &facts.sha {
         Some(sha) => phases.event(Event::Note(format!(
             "tt-metal {} ({}{})",
@@ -257,16 +276,25 @@ pub async fn package(
     let tmp = tempfile::Builder::new()
         .prefix(&format!(".{}.partial-", spec.name))
         .tempdir_in(&out_root)
-        .map_err(PackageError::io("Creating a staging directory in", &out_root))?;
+        .map_err(PackageError::io(
+            "Creating a staging directory in",
+            &out_root,
+        ))?;
     let code_dir = tmp.path().join("code");
-    let (spec_owned, metal_owned, code_owned) = (spec.clone(), metal_root.clone(), code_dir.clone());
-    let code = tokio::task::spawn_blocking(move || stage_code(&spec_owned, &metal_owned, &code_owned))
-        .await
-        .map_err(|e| PackageError::Spec(format!("staging task failed: {e}")))??;
+    let (spec_owned, metal_owned, code_owned) =
+        (spec.clone(), metal_root.clone(), code_dir.clone());
+    let code =
+        tokio::task::spawn_blocking(move || stage_code(&spec_owned, &metal_owned, &code_owned))
+            .await
+            .map_err(|e| PackageError::Spec(format!("staging task failed: {e}")))??;
     for path in &code.ignored {
         phases.event(Event::Note(format!("code/: ignored {path}")));
     }
-    phases.event(Event::Note(format!("code/ {} files, {}", code.files.len(), code.digest)));
+    phases.event(Event::Note(format!(
+        "code/ {} files, {}",
+        code.files.len(),
+        code.digest
+    )));
     let lock_bytes = match &spec.runtime.lock {
         Some(lock) => Some(fs::read(lock).map_err(|_| PackageError::MissingLock(lock.clone()))?),
         None => None,
@@ -291,10 +319,19 @@ pub async fn package(
     ctx.with_tree("metalsrc", &metal_files);
     ctx.with_dir("metalsrc");
     for f in &code.files {
-        ctx.with_file(format!("code/{}", f.path), code_dir.join(&f.path), f.size, f.mode);
+        ctx.with_file(
+            format!("code/{}", f.path),
+            code_dir.join(&f.path),
+            f.size,
+            f.mode,
+        );
     }
     ctx.with_dir("code");
-    ctx.with_bytes("requirements.lock", lock_bytes.clone().unwrap_or_default(), 0o644);
+    ctx.with_bytes(
+        "requirements.lock",
+        lock_bytes.clone().unwrap_or_default(),
+        0o644,
+    );
     phases.event(Event::Context {
         files: ctx.file_count(),
         bytes: ctx.payload_bytes(),
@@ -307,11 +344,17 @@ pub async fn package(
     let mut build_args = BTreeMap::new();
     build_args.insert("BASE_IMAGE".to_string(), dev_pin.clone());
     build_args.insert("RUNTIME_IMAGE".to_string(), runtime_pin.clone());
-    build_args.insert("METAL_DESCRIBE".to_string(), facts.describe.clone().unwrap_or_else(|| "v0.0.0".into()));
+    build_args.insert(
+        "METAL_DESCRIBE".to_string(),
+        facts.describe.clone().unwrap_or_else(|| "v0.0.0".into()),
+    );
     build_args.insert("SCM_VERSION".to_string(), facts.scm_version.clone());
     build_args.insert("TT_MODEL_KIND".to_string(), spec.kind.as_str().to_string());
     if let Some(dir) = &spec.runtime.extra_models_dir {
-        build_args.insert("EXTRA_MODELS_DIR".to_string(), format!("/opt/tt-metal/{dir}"));
+        build_args.insert(
+            "EXTRA_MODELS_DIR".to_string(),
+            format!("/opt/tt-metal/{dir}"),
+        );
     }
     let mut image_labels = BTreeMap::new();
     image_labels.insert(labels::NAME.to_string(), spec.name.clone());
@@ -321,7 +364,11 @@ pub async fn package(
     image_labels.insert(labels::KIND.to_string(), spec.kind.as_str().to_string());
     image_labels.insert(
         labels::PROFILES.to_string(),
-        spec.profiles.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(","),
+        spec.profiles
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
     );
     image_labels.insert(labels::CODE_SHA256.to_string(), code.digest.clone());
     if let Some(sha) = &facts.sha {
@@ -341,24 +388,26 @@ pub async fn package(
         let phases = &mut phases;
         let log = &mut log;
         client
-            .build_image(&request, stream, |event| {
-                match &event {
-                    BuildEvent::Step { index, total, instruction } => {
-                        log.line(&format!("Step {index}/{total} : {instruction}"));
-                        phases.event(Event::BuildStep {
-                            index: *index,
-                            total: *total,
-                            instruction: instruction.clone(),
-                        });
-                    }
-                    BuildEvent::Cached => {
-                        log.line(" ---> Using cache");
-                        phases.event(Event::BuildCached);
-                    }
-                    BuildEvent::Line(l) => {
-                        log.line(l);
-                        phases.event(Event::BuildLine(l.clone()));
-                    }
+            .build_image(&request, stream, |event| match &event {
+                BuildEvent::Step {
+                    index,
+                    total,
+                    instruction,
+                } => {
+                    log.line(&format!("Step {index}/{total} : {instruction}"));
+                    phases.event(Event::BuildStep {
+                        index: *index,
+                        total: *total,
+                        instruction: instruction.clone(),
+                    });
+                }
+                BuildEvent::Cached => {
+                    log.line(" ---> Using cache");
+                    phases.event(Event::BuildCached);
+                }
+                BuildEvent::Line(l) => {
+                    log.line(l);
+                    phases.event(Event::BuildLine(l.clone()));
                 }
             })
             .await
@@ -375,7 +424,10 @@ pub async fn package(
     let context = summary
         .await
         .map_err(|e| PackageError::Spec(format!("context task failed: {e}")))?
-        .map_err(PackageError::io("Streaming the build context from", &metal_root))?;
+        .map_err(PackageError::io(
+            "Streaming the build context from",
+            &metal_root,
+        ))?;
     log.line(&format!("image {image_id} (context {})", context.sha256));
     let short = image_id.trim_start_matches("sha256:");
     let short = &short[..short.len().min(12)];
@@ -407,7 +459,10 @@ pub async fn package(
         }
         match crate::verify::interpret(&rendered.checks, run.exit_code, &run.output) {
             Ok(n) => {
-                phases.event(Event::Verified { checks: n, reused: false });
+                phases.event(Event::Verified {
+                    checks: n,
+                    reused: false,
+                });
                 n
             }
             Err(e) => {
@@ -426,11 +481,17 @@ pub async fn package(
     }
     let image_dir = tmp.path().join("image");
     let reused_export = if reuse {
-        fs::rename(out_dir.join("image"), &image_dir).map_err(PackageError::io("Reusing", out_dir.join("image")))?;
-        phases.event(Event::Exported { bytes: 0, reused: true });
+        fs::rename(out_dir.join("image"), &image_dir)
+            .map_err(PackageError::io("Reusing", out_dir.join("image")))?;
+        phases.event(Event::Exported {
+            bytes: 0,
+            reused: true,
+        });
         true
     } else {
-        let export = client.export_oci_layout(&image_id, &image_dir, &final_tag).await?;
+        let export = client
+            .export_oci_layout(&image_id, &image_dir, &final_tag)
+            .await?;
         if export.config_digest != image_id {
             phases.event(Event::Warning(format!(
                 "the exported config digest {} differs from the image id {image_id}",
@@ -472,10 +533,17 @@ pub async fn package(
     )?;
     write(&tmp.path().join("README.md"), card.as_bytes())?;
     let wire_json = wire(&built)?;
-    write(&tmp.path().join("tt_kernel_manifest.json"), wire_json.as_bytes())?;
+    write(
+        &tmp.path().join("tt_kernel_manifest.json"),
+        wire_json.as_bytes(),
+    )?;
     swap_into_place(tmp, &out_dir)?;
     phases.finish();
-    log.line(&format!("packaged {} into {}", built.image, out_dir.display()));
+    log.line(&format!(
+        "packaged {} into {}",
+        built.image,
+        out_dir.display()
+    ));
     Ok(Packaged {
         out_dir,
         built,
@@ -495,7 +563,10 @@ fn swap_into_place(tmp: tempfile::TempDir, out_dir: &Path) -> Result<(), Package
     let staged = tmp.keep();
     let aside = out_dir.with_file_name(format!(
         ".{}.old-{}",
-        out_dir.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+        out_dir
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
         std::process::id()
     ));
     let had_old = out_dir.exists();
@@ -536,7 +607,11 @@ for d in md.distributions():
 
 /// Freezes the image's venv into a lock (index-origin distributions, minus the kind's
 /// excludes), or notes that the image has no Python environment.
-async fn freeze_lock(client: &Client, spec: &PackageSpec, image: &str) -> Result<String, PackageError> {
+async fn freeze_lock(
+    client: &Client,
+    spec: &PackageSpec,
+    image: &str,
+) -> Result<String, PackageError> {
     if !spec.needs_python() {
         return Ok(format!(
             "# {}: this http-server image has no Python environment; nothing to pin.\n",
@@ -560,5 +635,8 @@ async fn freeze_lock(client: &Client, spec: &PackageSpec, image: &str) -> Result
             run.output.trim()
         )));
     }
-    Ok(crate::lock::lock_from_freeze(&run.output, crate::launcher::lock_excludes(spec.kind)))
+    Ok(crate::lock::lock_from_freeze(
+        &run.output,
+        crate::launcher::lock_excludes(spec.kind),
+    ))
 }

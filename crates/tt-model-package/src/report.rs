@@ -19,7 +19,13 @@ pub enum Phase {
 }
 
 impl Phase {
-    pub const ALL: [Phase; 5] = [Phase::Resolve, Phase::Stage, Phase::Build, Phase::Verify, Phase::Export];
+    pub const ALL: [Phase; 5] = [
+        Phase::Resolve,
+        Phase::Stage,
+        Phase::Build,
+        Phase::Verify,
+        Phase::Export,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -42,17 +48,30 @@ pub enum Event {
     /// Something suspicious that does not stop the package.
     Warning(String),
     /// The build context is being streamed.
-    Context { files: usize, bytes: u64 },
+    Context {
+        files: usize,
+        bytes: u64,
+    },
     /// A Dockerfile step started.
-    BuildStep { index: usize, total: usize, instruction: String },
+    BuildStep {
+        index: usize,
+        total: usize,
+        instruction: String,
+    },
     /// The current step came from the layer cache.
     BuildCached,
     /// A line of build output (also in the log file).
     BuildLine(String),
     /// Verify passed this many checks (or was skipped because this exact image passed before).
-    Verified { checks: usize, reused: bool },
+    Verified {
+        checks: usize,
+        reused: bool,
+    },
     /// The OCI layout was written, or reused from the previous output.
-    Exported { bytes: u64, reused: bool },
+    Exported {
+        bytes: u64,
+        reused: bool,
+    },
 }
 
 /// Receives pipeline events.

@@ -235,6 +235,8 @@ impl PackageSpec {
     /// an `http-server` that installs no packages and no lock: its server brings its own
     /// runtime, and no HTTP stack is added.
     pub fn needs_python(&self) -> bool {
-        self.kind != Kind::HttpServer || !self.runtime.packages.is_empty() || self.runtime.lock.is_some()
+        self.kind != Kind::HttpServer
+            || !self.runtime.packages.is_empty()
+            || self.runtime.lock.is_some()
     }
 }

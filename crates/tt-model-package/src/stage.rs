@@ -60,7 +60,8 @@ pub fn metal_excluded(rel: &str, is_dir: bool) -> bool {
             return true;
         }
         // Root-level build_* outputs go, the build_*.sh scripts stay.
-        if name.starts_with("build_") && !(!is_dir && name.ends_with(".sh")) {
+        let is_script = !is_dir && name.ends_with(".sh");
+        if name.starts_with("build_") && !is_script {
             return true;
         }
     }
@@ -71,7 +72,15 @@ pub fn metal_excluded(rel: &str, is_dir: bool) -> bool {
 pub fn code_ignored(name: &str) -> bool {
     const NAMES: &[&str] = &["__pycache__", ".pytest_cache", ".venv", "venv", "logs"];
     const SUFFIXES: &[&str] = &[
-        ".pyc", ".egg-info", ".log", ".safetensors", ".pt", ".pth", ".ckpt", ".bin", ".refpt",
+        ".pyc",
+        ".egg-info",
+        ".log",
+        ".safetensors",
+        ".pt",
+        ".pth",
+        ".ckpt",
+        ".bin",
+        ".refpt",
     ];
     NAMES.contains(&name) || SUFFIXES.iter().any(|s| name.ends_with(s))
 }
@@ -126,27 +135,38 @@ pub fn walk_metal(root: &Path) -> Result<Vec<TreeFile>, PackageError> {
         .sort_by_file_name()
         .into_iter()
         .filter_entry(|e| {
-            let rel = e.path().strip_prefix(root).map(rel_string).unwrap_or_default();
+            let rel = e
+                .path()
+                .strip_prefix(root)
+                .map(rel_string)
+                .unwrap_or_default();
             rel.is_empty() || !metal_excluded(&rel, e.file_type().is_dir())
         });
     for entry in walker {
         let entry = entry.map_err(|e| PackageError::Io {
             action: "Walking the tt-metal tree at",
             path: e.path().unwrap_or(root).to_path_buf(),
-            source: e.into_io_error().unwrap_or_else(|| std::io::Error::other("symlink loop")),
+            source: e
+                .into_io_error()
+                .unwrap_or_else(|| std::io::Error::other("symlink loop")),
         })?;
         if !entry.file_type().is_file() {
             continue;
         }
-        let meta = entry
-            .metadata()
-            .map_err(|e| PackageError::Io {
-                action: "Reading",
-                path: entry.path().to_path_buf(),
-                source: e.into_io_error().unwrap_or_else(|| std::io::Error::other("metadata")),
-            })?;
+        let meta = entry.metadata().map_err(|e| PackageError::Io {
+            action: "Reading",
+            path: entry.path().to_path_buf(),
+            source: e
+                .into_io_error()
+                .unwrap_or_else(|| std::io::Error::other("metadata")),
+        })?;
         files.push(TreeFile {
-            rel: rel_string(entry.path().strip_prefix(root).expect("walk stays under root")),
+            rel: rel_string(
+                entry
+                    .path()
+                    .strip_prefix(root)
+                    .expect("walk stays under root"),
+            ),
             source: entry.path().to_path_buf(),
             mode: normal_mode(meta.permissions().mode()),
             size: meta.len(),
@@ -171,7 +191,11 @@ pub struct CodeStage {
 
 /// Copies the allowlist (`source.code` from the tt-metal tree, then `extra_code` roots) into
 /// `dest`, hashing as it copies.
-pub fn stage_code(spec: &PackageSpec, metal_root: &Path, dest: &Path) -> Result<CodeStage, PackageError> {
+pub fn stage_code(
+    spec: &PackageSpec,
+    metal_root: &Path,
+    dest: &Path,
+) -> Result<CodeStage, PackageError> {
     fs::create_dir_all(dest).map_err(PackageError::io("Creating", dest))?;
     let mut stage = CodeStage {
         files: Vec::new(),
@@ -179,10 +203,18 @@ pub fn stage_code(spec: &PackageSpec, metal_root: &Path, dest: &Path) -> Result<
         digest: String::new(),
         bytes: 0,
     };
-    let mut roots: Vec<(&'static str, &Path, &String)> =
-        spec.code.iter().map(|e| ("source.code", metal_root, e)).collect();
+    let mut roots: Vec<(&'static str, &Path, &String)> = spec
+        .code
+        .iter()
+        .map(|e| ("source.code", metal_root, e))
+        .collect();
     for extra in &spec.extra_code {
-        roots.extend(extra.paths.iter().map(|e| ("source.extra_code", extra.root.as_path(), e)));
+        roots.extend(
+            extra
+                .paths
+                .iter()
+                .map(|e| ("source.extra_code", extra.root.as_path(), e)),
+        );
     }
     let mut buf = vec![0u8; 1 << 20];
     for (field, root, entry) in roots {
@@ -214,7 +246,9 @@ pub fn stage_code(spec: &PackageSpec, metal_root: &Path, dest: &Path) -> Result<
             let item = item.map_err(|e| PackageError::Io {
                 action: "Walking",
                 path: e.path().unwrap_or(&source).to_path_buf(),
-                source: e.into_io_error().unwrap_or_else(|| std::io::Error::other("symlink loop")),
+                source: e
+                    .into_io_error()
+                    .unwrap_or_else(|| std::io::Error::other("symlink loop")),
             })?;
             if !item.file_type().is_file() {
                 continue;
@@ -241,9 +275,17 @@ pub fn stage_code(spec: &PackageSpec, metal_root: &Path, dest: &Path) -> Result<
 }
 
 fn collect_ignored(source: &Path, rel: &str, out: &mut Vec<String>) {
-    for e in walkdir::WalkDir::new(source).follow_links(true).into_iter().flatten() {
+    for e in walkdir::WalkDir::new(source)
+        .follow_links(true)
+        .into_iter()
+        .flatten()
+    {
         if e.depth() > 0 && code_ignored(&e.file_name().to_string_lossy()) {
-            let sub = e.path().strip_prefix(source).map(rel_string).unwrap_or_default();
+            let sub = e
+                .path()
+                .strip_prefix(source)
+                .map(rel_string)
+                .unwrap_or_default();
             let path = format!("{rel}/{sub}");
             // Only report the outermost ignored path.
             if !out.iter().any(|p| path.starts_with(&format!("{p}/"))) {
@@ -254,7 +296,12 @@ fn collect_ignored(source: &Path, rel: &str, out: &mut Vec<String>) {
 }
 
 /// Copies one file, normalising its mode, and returns its digest record.
-pub fn copy_hashed(from: &Path, to: &Path, rel: &str, buf: &mut [u8]) -> Result<FileRecord, PackageError> {
+pub fn copy_hashed(
+    from: &Path,
+    to: &Path,
+    rel: &str,
+    buf: &mut [u8],
+) -> Result<FileRecord, PackageError> {
     if let Some(parent) = to.parent() {
         fs::create_dir_all(parent).map_err(PackageError::io("Creating", parent))?;
     }
@@ -275,10 +322,13 @@ pub fn copy_hashed(from: &Path, to: &Path, rel: &str, buf: &mut [u8]) -> Result<
             break;
         }
         hasher.update(&buf[..n]);
-        output.write_all(&buf[..n]).map_err(PackageError::io("Writing", to))?;
+        output
+            .write_all(&buf[..n])
+            .map_err(PackageError::io("Writing", to))?;
         size += n as u64;
     }
-    fs::set_permissions(to, fs::Permissions::from_mode(mode)).map_err(PackageError::io("Writing", to))?;
+    fs::set_permissions(to, fs::Permissions::from_mode(mode))
+        .map_err(PackageError::io("Writing", to))?;
     Ok(FileRecord {
         path: rel.to_string(),
         mode,
@@ -301,7 +351,11 @@ pub fn torch_pin(requirements: &str) -> Option<String> {
         {
             return None;
         }
-        let version = spec.strip_prefix("torch")?.trim_start().strip_prefix("==")?.trim();
+        let version = spec
+            .strip_prefix("torch")?
+            .trim_start()
+            .strip_prefix("==")?
+            .trim();
         (!version.is_empty()).then(|| version.split('+').next().unwrap_or(version).to_string())
     })
 }
@@ -343,7 +397,15 @@ mod tests {
 
     #[test]
     fn code_ignore_list() {
-        for name in ["__pycache__", "x.pyc", "m.safetensors", "w.pt", "a.egg-info", "logs", "run.log"] {
+        for name in [
+            "__pycache__",
+            "x.pyc",
+            "m.safetensors",
+            "w.pt",
+            "a.egg-info",
+            "logs",
+            "run.log",
+        ] {
             assert!(code_ignored(name), "{name}");
         }
         for name in ["model.py", "config.json", "binary", "log.py"] {

@@ -14,13 +14,28 @@ use crate::spec::{Check, PackageSpec};
 
 /// Template sources, embedded so the binary needs no data files.
 const TEMPLATES: &[(&str, &str)] = &[
-    ("Dockerfile", include_str!("../../../templates/Dockerfile.j2")),
+    (
+        "Dockerfile",
+        include_str!("../../../templates/Dockerfile.j2"),
+    ),
     ("prep.sh", include_str!("../../../templates/prep.sh.j2")),
-    ("build_tt_metal.sh", include_str!("../../../templates/build_tt_metal.sh.j2")),
-    ("install_engine.sh", include_str!("../../../templates/install_engine.sh.j2")),
-    ("runtime_setup.sh", include_str!("../../../templates/runtime_setup.sh.j2")),
+    (
+        "build_tt_metal.sh",
+        include_str!("../../../templates/build_tt_metal.sh.j2"),
+    ),
+    (
+        "install_engine.sh",
+        include_str!("../../../templates/install_engine.sh.j2"),
+    ),
+    (
+        "runtime_setup.sh",
+        include_str!("../../../templates/runtime_setup.sh.j2"),
+    ),
     ("verify.sh", include_str!("../../../templates/verify.sh.j2")),
-    ("serve-default.sh", include_str!("../../../templates/serve-default.sh.j2")),
+    (
+        "serve-default.sh",
+        include_str!("../../../templates/serve-default.sh.j2"),
+    ),
 ];
 
 /// The static entrypoint script.
@@ -62,10 +77,11 @@ fn environment() -> Result<Environment<'static>, PackageError> {
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_filter("sh", |value: String| crate::shell::quote(&value));
     for (name, source) in TEMPLATES {
-        env.add_template(name, source).map_err(|e| PackageError::Template {
-            name: name.to_string(),
-            detail: format!("{e:#}"),
-        })?;
+        env.add_template(name, source)
+            .map_err(|e| PackageError::Template {
+                name: name.to_string(),
+                detail: format!("{e:#}"),
+            })?;
     }
     Ok(env)
 }

@@ -19,7 +19,10 @@ pub fn interpret(checks: &[Check], status: i64, output: &str) -> Result<usize, P
             continue;
         };
         let mut words = rest.split_whitespace();
-        match (words.next(), words.next().and_then(|n| n.parse::<usize>().ok())) {
+        match (
+            words.next(),
+            words.next().and_then(|n| n.parse::<usize>().ok()),
+        ) {
             (Some("begin"), Some(n)) => {
                 current = Some(n);
                 lines.clear();
@@ -27,7 +30,10 @@ pub fn interpret(checks: &[Check], status: i64, output: &str) -> Result<usize, P
             (Some("ok"), Some(_)) => current = None,
             (Some("fail"), Some(n)) => {
                 let code = words.next().and_then(|c| c.parse().ok()).unwrap_or(status);
-                let check = checks.get(n.wrapping_sub(1)).map(|c| c.text().to_string()).unwrap_or_default();
+                let check = checks
+                    .get(n.wrapping_sub(1))
+                    .map(|c| c.text().to_string())
+                    .unwrap_or_default();
                 return Err(PackageError::Verify {
                     index: n,
                     check,
@@ -50,7 +56,10 @@ mod tests {
     use super::*;
 
     fn checks() -> Vec<Check> {
-        vec![Check::Sh("true".into()), Check::Python("assert 1 == 2, 'nope'".into())]
+        vec![
+            Check::Sh("true".into()),
+            Check::Python("assert 1 == 2, 'nope'".into()),
+        ]
     }
 
     #[test]
@@ -63,7 +72,12 @@ mod tests {
     fn failure_names_the_check_and_its_output() {
         let out = "tt-model-verify: begin 1\ntt-model-verify: ok 1\ntt-model-verify: begin 2\nTraceback\nAssertionError: nope\ntt-model-verify: fail 2 1\n";
         match interpret(&checks(), 1, out).unwrap_err() {
-            PackageError::Verify { index, check, status, output } => {
+            PackageError::Verify {
+                index,
+                check,
+                status,
+                output,
+            } => {
                 assert_eq!(index, 2);
                 assert_eq!(check, "assert 1 == 2, 'nope'");
                 assert_eq!(status, 1);
@@ -76,7 +90,10 @@ mod tests {
     #[test]
     fn a_script_that_never_ran_is_incomplete() {
         let err = interpret(&checks(), 127, "sh: verify.sh: not found\n").unwrap_err();
-        assert!(matches!(err, PackageError::VerifyIncomplete { status: 127, .. }), "{err:?}");
+        assert!(
+            matches!(err, PackageError::VerifyIncomplete { status: 127, .. }),
+            "{err:?}"
+        );
         // A passed line with the wrong count is not a pass.
         let err = interpret(&checks(), 0, "tt-model-verify: passed 1\n").unwrap_err();
         assert!(matches!(err, PackageError::VerifyIncomplete { .. }));

@@ -19,7 +19,10 @@ use tt_model_package::{PackageError, PackageOptions, Packaged, package};
 const BASE: &str = "local/busybox:tt-model";
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 async fn engine() -> Option<Client> {
@@ -29,7 +32,9 @@ async fn engine() -> Option<Client> {
             if std::env::var_os("TT_MODEL_REQUIRE_DOCKER").is_some() {
                 panic!("TT_MODEL_REQUIRE_DOCKER is set but the engine is unreachable: {e}");
             }
-            eprintln!("SKIPPED: no container engine reachable ({e}); set TT_MODEL_REQUIRE_DOCKER=1 to fail instead");
+            eprintln!(
+                "SKIPPED: no container engine reachable ({e}); set TT_MODEL_REQUIRE_DOCKER=1 to fail instead"
+            );
             None
         }
     }
@@ -56,7 +61,8 @@ async fn run_package(
     base_dir: &Path,
     out_root: &Path,
 ) -> (Result<Packaged, PackageError>, Vec<Event>) {
-    let (manifest, _) = load_path(manifest_path, &CheckOptions::default()).expect("the manifest lints clean");
+    let (manifest, _) =
+        load_path(manifest_path, &CheckOptions::default()).expect("the manifest lints clean");
     let spec = spec_from_manifest(&manifest, manifest_path, base_dir).unwrap();
     let options = PackageOptions {
         out_root: out_root.to_path_buf(),
@@ -81,8 +87,15 @@ fn digest_dir(dir: &Path) -> String {
         if e.file_type().is_file() {
             let bytes = std::fs::read(e.path()).unwrap();
             records.push(tt_model_package::digest::FileRecord {
-                path: e.path().strip_prefix(dir).unwrap().to_string_lossy().into_owned(),
-                mode: tt_model_package::digest::normal_mode(e.metadata().unwrap().permissions().mode()),
+                path: e
+                    .path()
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned(),
+                mode: tt_model_package::digest::normal_mode(
+                    e.metadata().unwrap().permissions().mode(),
+                ),
                 size: bytes.len() as u64,
                 sha256: Sha256::digest(&bytes).into(),
             });
@@ -99,11 +112,21 @@ async fn minimal_http_packages_verifies_and_repackages_as_a_no_op() {
     let out = tempfile::tempdir_in(std::env::temp_dir()).unwrap();
 
     // ── first package ──
-    let (first, events) = run_package(&client, &example.join("tt-model.yaml"), &example, out.path()).await;
+    let (first, events) = run_package(
+        &client,
+        &example.join("tt-model.yaml"),
+        &example,
+        out.path(),
+    )
+    .await;
     let first = first.unwrap_or_else(|e| panic!("package failed: {e}\n{e:?}"));
     let pkg = out.path().join("minimal-http");
     assert_eq!(first.out_dir, pkg);
-    assert!(events.iter().any(|e| matches!(e, Event::Verified { reused: false, .. })));
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Verified { reused: false, .. }))
+    );
     // Kind checks (build/lib, each code entry, the server program) + the 3 authored ones.
     assert_eq!(first.verify_checks, 3 + 3);
 
@@ -111,7 +134,11 @@ async fn minimal_http_packages_verifies_and_repackages_as_a_no_op() {
     let built = &first.built;
     let short = &built.image_digest["sha256:".len().."sha256:".len() + 12];
     assert_eq!(built.image, format!("tt-model/minimal-http:{short}"));
-    let facts = client.image(&built.image).await.unwrap().expect("the tagged image exists");
+    let facts = client
+        .image(&built.image)
+        .await
+        .unwrap()
+        .expect("the tagged image exists");
     assert_eq!(facts.id, built.image_digest);
     assert_eq!(facts.labels[labels::NAME], "minimal-http");
     assert_eq!(facts.labels[labels::KIND], "http-server");
@@ -120,39 +147,76 @@ async fn minimal_http_packages_verifies_and_repackages_as_a_no_op() {
     assert_eq!(facts.labels[labels::PROFILES], "default");
     assert_eq!(facts.labels[labels::CODE_SHA256], built.code_sha256);
     assert_eq!(facts.user, "1000:1000");
-    assert!(client.image("tt-model/minimal-http:build").await.unwrap().is_none(), "provisional tag removed");
+    assert!(
+        client
+            .image("tt-model/minimal-http:build")
+            .await
+            .unwrap()
+            .is_none(),
+        "provisional tag removed"
+    );
 
     // code/ beside the manifest is what entered the image, byte for byte.
     assert_eq!(digest_dir(&pkg.join("code")), built.code_sha256);
-    assert!(pkg.join("code/models/demos/minimal_http/serve.sh").is_file());
-    assert!(!pkg.join("code/models/demos/other").exists(), "only the allowlist ships");
+    assert!(
+        pkg.join("code/models/demos/minimal_http/serve.sh")
+            .is_file()
+    );
+    assert!(
+        !pkg.join("code/models/demos/other").exists(),
+        "only the allowlist ships"
+    );
 
     // The wire manifest reads back and carries the built block.
-    let wire = WireManifest::from_json(&std::fs::read_to_string(pkg.join("tt_kernel_manifest.json")).unwrap())
-        .expect("valid wire manifest");
+    let wire = WireManifest::from_json(
+        &std::fs::read_to_string(pkg.join("tt_kernel_manifest.json")).unwrap(),
+    )
+    .expect("valid wire manifest");
     let wb = wire.container.built.as_ref().unwrap();
     assert_eq!(wb.image, built.image);
-    assert_eq!(wb.image_digest.as_deref(), Some(built.image_digest.as_str()));
+    assert_eq!(
+        wb.image_digest.as_deref(),
+        Some(built.image_digest.as_str())
+    );
     assert_eq!(wb.code_sha256.as_deref(), Some(built.code_sha256.as_str()));
-    assert_eq!(wire.container.image.digest.as_deref(), Some(built.image_digest.as_str()));
+    assert_eq!(
+        wire.container.image.digest.as_deref(),
+        Some(built.image_digest.as_str())
+    );
     assert_eq!(wire.container.runtime["lock"], "requirements.lock");
-    assert!(wb.extra["base_images"]["runtime"].as_str().unwrap().starts_with(&format!("{BASE}@sha256:")));
+    assert!(
+        wb.extra["base_images"]["runtime"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("{BASE}@sha256:"))
+    );
 
     // The card.
     let card = std::fs::read_to_string(pkg.join("README.md")).unwrap();
     assert!(card.starts_with("---\n"), "{card}");
     assert!(card.contains("license: apache-2.0"), "{card}");
-    assert!(card.contains("base_model:\n- acme/minimal-http-weights"), "{card}");
+    assert!(
+        card.contains("base_model:\n- acme/minimal-http-weights"),
+        "{card}"
+    );
     assert!(card.contains("# minimal-http\n"), "{card}");
-    assert!(card.contains(&built.code_sha256["sha256:".len().."sha256:".len() + 16]), "{card}");
+    assert!(
+        card.contains(&built.code_sha256["sha256:".len().."sha256:".len() + 16]),
+        "{card}"
+    );
     assert!(card.contains("**not** an OpenAI-compatible"), "{card}");
 
     // The OCI layout: index → manifest → config (= image id) and layers, all present.
     let index: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(pkg.join("image/index.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(pkg.join("image/index.json")).unwrap())
+            .unwrap();
     let manifest_digest = index["manifests"][0]["digest"].as_str().unwrap();
-    let blob = |d: &str| pkg.join("image/blobs/sha256").join(d.trim_start_matches("sha256:"));
-    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(blob(manifest_digest)).unwrap()).unwrap();
+    let blob = |d: &str| {
+        pkg.join("image/blobs/sha256")
+            .join(d.trim_start_matches("sha256:"))
+    };
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(blob(manifest_digest)).unwrap()).unwrap();
     assert_eq!(manifest["config"]["digest"], built.image_digest.as_str());
     for layer in manifest["layers"].as_array().unwrap() {
         assert!(blob(layer["digest"].as_str().unwrap()).is_file());
@@ -173,20 +237,50 @@ async fn minimal_http_packages_verifies_and_repackages_as_a_no_op() {
         .await
         .unwrap();
     assert_eq!(run.exit_code, 1, "{}", run.output);
-    assert!(run.output.contains("--device /dev/tenstorrent"), "{}", run.output);
+    assert!(
+        run.output.contains("--device /dev/tenstorrent"),
+        "{}",
+        run.output
+    );
 
     // ── no-op re-package ──
     let t = Instant::now();
-    let (second, events) = run_package(&client, &example.join("tt-model.yaml"), &example, out.path()).await;
+    let (second, events) = run_package(
+        &client,
+        &example.join("tt-model.yaml"),
+        &example,
+        out.path(),
+    )
+    .await;
     let elapsed = t.elapsed();
     let second = second.unwrap();
     eprintln!("no-op re-package took {:.2}s", elapsed.as_secs_f64());
-    assert_eq!(second.built.image_digest, built.image_digest, "the layer cache gives the same image");
-    assert_eq!(second.built.code_sha256, built.code_sha256, "code digest stable across runs");
-    assert_eq!(second.built.context_sha256, built.context_sha256, "context tar stable across runs");
+    assert_eq!(
+        second.built.image_digest, built.image_digest,
+        "the layer cache gives the same image"
+    );
+    assert_eq!(
+        second.built.code_sha256, built.code_sha256,
+        "code digest stable across runs"
+    );
+    assert_eq!(
+        second.built.context_sha256, built.context_sha256,
+        "context tar stable across runs"
+    );
     assert!(second.reused_export);
-    assert!(events.iter().any(|e| matches!(e, Event::Exported { reused: true, .. })));
-    assert!(events.iter().filter(|e| matches!(e, Event::BuildCached)).count() > 5, "steps came from the cache");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::Exported { reused: true, .. }))
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|e| matches!(e, Event::BuildCached))
+            .count()
+            > 5,
+        "steps came from the cache"
+    );
     assert_eq!(digest_dir(&pkg.join("code")), built.code_sha256);
     assert!(pkg.join("image/index.json").is_file());
 }
@@ -212,23 +306,50 @@ async fn a_false_assertion_fails_the_package_with_its_text() {
     std::fs::write(out.join("minimal-http-bad/keep"), "previous").unwrap();
     let (result, _) = run_package(&client, &manifest, &example, &out).await;
     match result {
-        Err(PackageError::Verify { index, check, status, output }) => {
+        Err(PackageError::Verify {
+            index,
+            check,
+            status,
+            output,
+        }) => {
             assert_eq!(index, 7);
-            assert_eq!(check, "cat /opt/tt-metal/models/demos/minimal_http/precision.json");
+            assert_eq!(
+                check,
+                "cat /opt/tt-metal/models/demos/minimal_http/precision.json"
+            );
             assert_ne!(status, 0);
             assert!(output.contains("No such file"), "output: {output:?}");
         }
         other => panic!("expected a verify failure, got {other:?}"),
     }
-    assert_eq!(std::fs::read_to_string(out.join("minimal-http-bad/keep")).unwrap(), "previous");
-    let leftovers: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name()).collect();
-    assert_eq!(leftovers.len(), 1, "only the old output remains: {leftovers:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("minimal-http-bad/keep")).unwrap(),
+        "previous"
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers.len(),
+        1,
+        "only the old output remains: {leftovers:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn out_inside_a_git_checkout_is_refused() {
     let Some(client) = engine().await else { return };
     let example = repo_root().join("examples/minimal-http");
-    let (result, _) = run_package(&client, &example.join("tt-model.yaml"), &example, &repo_root().join("build")).await;
-    assert!(matches!(result, Err(PackageError::OutInsideGit(_))), "{result:?}");
+    let (result, _) = run_package(
+        &client,
+        &example.join("tt-model.yaml"),
+        &example,
+        &repo_root().join("build"),
+    )
+    .await;
+    assert!(
+        matches!(result, Err(PackageError::OutInsideGit(_))),
+        "{result:?}"
+    );
 }

@@ -35,16 +35,31 @@ fn dockerfile_respects_the_engine_limits_and_layer_order() {
         let rendered = render(&spec, &options(false)).unwrap();
         let dockerfile = &rendered.files["tt-model/Dockerfile"];
         let first = dockerfile.lines().next().unwrap();
-        assert!(!first.to_lowercase().starts_with("# syntax"), "{kind}: no syntax line (the engine would pull a frontend)");
-        for line in dockerfile.lines().filter(|l| !l.trim_start().starts_with('#')) {
-            assert!(!line.contains("--link"), "{kind}: COPY --link is unknown to dockerd 20.10: {line}");
-            assert!(!line.contains("--mount"), "{kind}: the classic builder has no RUN --mount: {line}");
+        assert!(
+            !first.to_lowercase().starts_with("# syntax"),
+            "{kind}: no syntax line (the engine would pull a frontend)"
+        );
+        for line in dockerfile
+            .lines()
+            .filter(|l| !l.trim_start().starts_with('#'))
+        {
+            assert!(
+                !line.contains("--link"),
+                "{kind}: COPY --link is unknown to dockerd 20.10: {line}"
+            );
+            assert!(
+                !line.contains("--mount"),
+                "{kind}: the classic builder has no RUN --mount: {line}"
+            );
         }
         // Stable before volatile: code/ is the last content COPY into the runtime stage.
         let runtime = &dockerfile[dockerfile.find("AS runtime").unwrap()..];
         let code = runtime.find("COPY --chown=1000:1000 code/").unwrap();
         let metal = runtime.find("/opt/tt-metal /opt/tt-metal").unwrap();
-        assert!(metal < code, "{kind}: the tt-metal build must come before code/");
+        assert!(
+            metal < code,
+            "{kind}: the tt-metal build must come before code/"
+        );
         for stable in ["runtime_setup.sh", "COPY --from=engine /opt/tt-venv"] {
             if let Some(at) = runtime.find(stable) {
                 assert!(at < code, "{kind}: {stable} must come before code/");
@@ -60,7 +75,9 @@ fn only_python_kinds_get_a_venv() {
     let mut with_packages = common::http_server();
     with_packages.runtime.packages = vec!["aiohttp".into()];
     let http = render(&with_packages, &options(false)).unwrap();
-    assert!(http.files["tt-model/Dockerfile"].contains("COPY --from=engine /opt/tt-venv /opt/tt-venv"));
+    assert!(
+        http.files["tt-model/Dockerfile"].contains("COPY --from=engine /opt/tt-venv /opt/tt-venv")
+    );
     assert!(http.files["tt-model/install_engine.sh"].contains("$UV aiohttp"));
 }
 
@@ -70,16 +87,33 @@ fn checks_are_kind_checks_then_the_authors() {
     let rendered = render(&spec, &options(false)).unwrap();
     let texts: Vec<&str> = rendered.checks.iter().map(Check::text).collect();
     assert_eq!(texts[0], "import ttnn");
-    assert!(texts.iter().any(|t| t.contains("\"2.7.1\"")), "torch pin check: {texts:?}");
-    assert!(texts.iter().any(|t| t.contains("importlib.import_module(\"demo_server.app\")")));
-    assert_eq!(&texts[texts.len() - 2..], &["import demo_server.app", "test -f /opt/tt-metal/models/demos/demo/config.json"]);
+    assert!(
+        texts.iter().any(|t| t.contains("\"2.7.1\"")),
+        "torch pin check: {texts:?}"
+    );
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.contains("importlib.import_module(\"demo_server.app\")"))
+    );
+    assert_eq!(
+        &texts[texts.len() - 2..],
+        &[
+            "import demo_server.app",
+            "test -f /opt/tt-metal/models/demos/demo/config.json"
+        ]
+    );
 }
 
 const HOSTILE: &str = "1.0; touch pwned";
 
 /// Runs `script` with `sh` in `dir`, with fake `uv` and `$VENV/bin/python` that record their
 /// argv one argument per NUL-terminated record.
-fn run_with_fakes(dir: &Path, script: &str, extra_env: &[(&str, &str)]) -> (bool, Vec<String>, String) {
+fn run_with_fakes(
+    dir: &Path,
+    script: &str,
+    extra_env: &[(&str, &str)],
+) -> (bool, Vec<String>, String) {
     let bin = dir.join("bin");
     let venv_bin = dir.join("venv/bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -87,7 +121,11 @@ fn run_with_fakes(dir: &Path, script: &str, extra_env: &[(&str, &str)]) -> (bool
     let recorder = "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\" >> \"$ARGLOG\"; done\nprintf '\\n\\0' >> \"$ARGLOG\"\n";
     for fake in [bin.join("uv"), venv_bin.join("python")] {
         std::fs::write(&fake, recorder).unwrap();
-        std::process::Command::new("chmod").arg("+x").arg(&fake).status().unwrap();
+        std::process::Command::new("chmod")
+            .arg("+x")
+            .arg(&fake)
+            .status()
+            .unwrap();
     }
     let script_path = dir.join("script.sh");
     std::fs::write(&script_path, script).unwrap();
@@ -106,44 +144,85 @@ fn run_with_fakes(dir: &Path, script: &str, extra_env: &[(&str, &str)]) -> (bool
         .split(|b| *b == 0)
         .map(|a| String::from_utf8_lossy(a).into_owned())
         .collect();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    let stdout =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     (out.status.success(), args, stdout)
 }
 
 #[test]
 fn hostile_install_values_stay_single_arguments() {
     let mut spec = common::tt_dit_server();
-    spec.runtime.packages = vec![format!("fastapi=={HOSTILE}"), "x$(touch pwned2)".into(), "it's".into()];
-    let rendered = render(&spec, &RenderOptions { torch_pin: Some(HOSTILE.into()), ..options(false) }).unwrap();
+    spec.runtime.packages = vec![
+        format!("fastapi=={HOSTILE}"),
+        "x$(touch pwned2)".into(),
+        "it's".into(),
+    ];
+    let rendered = render(
+        &spec,
+        &RenderOptions {
+            torch_pin: Some(HOSTILE.into()),
+            ..options(false)
+        },
+    )
+    .unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let (ok, args, out) = run_with_fakes(dir.path(), &rendered.files["tt-model/install_engine.sh"], &[]);
+    let (ok, args, out) = run_with_fakes(
+        dir.path(),
+        &rendered.files["tt-model/install_engine.sh"],
+        &[],
+    );
     assert!(ok, "{out}");
-    assert!(!dir.path().join("pwned").exists() && !dir.path().join("pwned2").exists(), "{out}");
-    for want in [format!("torch=={HOSTILE}"), format!("fastapi=={HOSTILE}"), "x$(touch pwned2)".into(), "it's".into()] {
-        assert!(args.contains(&want), "{want:?} not passed as one argument: {args:?}");
+    assert!(
+        !dir.path().join("pwned").exists() && !dir.path().join("pwned2").exists(),
+        "{out}"
+    );
+    for want in [
+        format!("torch=={HOSTILE}"),
+        format!("fastapi=={HOSTILE}"),
+        "x$(touch pwned2)".into(),
+        "it's".into(),
+    ] {
+        assert!(
+            args.contains(&want),
+            "{want:?} not passed as one argument: {args:?}"
+        );
     }
 
     let mut spec = common::vllm_plugin();
-    spec.runtime.vllm = Some(tt_model_package::spec::VllmSource::Version { version: HOSTILE.into() });
+    spec.runtime.vllm = Some(tt_model_package::spec::VllmSource::Version {
+        version: HOSTILE.into(),
+    });
     spec.runtime.overrides = vec![format!("numpy=={HOSTILE}")];
-    spec.runtime.plugin = Some(tt_model_package::spec::PluginSource::Version { version: HOSTILE.into() });
+    spec.runtime.plugin = Some(tt_model_package::spec::PluginSource::Version {
+        version: HOSTILE.into(),
+    });
     let rendered = render(&spec, &options(false)).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let script = rendered.files["tt-model/install_engine.sh"].replace("/tmp/tt-overrides.txt", "overrides.txt");
+    let script = rendered.files["tt-model/install_engine.sh"]
+        .replace("/tmp/tt-overrides.txt", "overrides.txt");
     let (ok, args, out) = run_with_fakes(dir.path(), &script, &[]);
     assert!(ok, "{out}");
     assert!(!dir.path().join("pwned").exists(), "{out}");
     assert!(args.contains(&format!("vllm=={HOSTILE}")), "{args:?}");
-    assert!(args.contains(&format!("vllm-tt-plugin=={HOSTILE}")), "{args:?}");
+    assert!(
+        args.contains(&format!("vllm-tt-plugin=={HOSTILE}")),
+        "{args:?}"
+    );
     let overrides = std::fs::read_to_string(dir.path().join("overrides.txt")).unwrap();
-    assert!(overrides.lines().any(|l| l == format!("numpy=={HOSTILE}")), "{overrides}");
+    assert!(
+        overrides.lines().any(|l| l == format!("numpy=={HOSTILE}")),
+        "{overrides}"
+    );
 }
 
 #[test]
 fn hostile_verify_checks_arrive_intact() {
     let mut spec = common::http_server();
     spec.kind = Kind::TtDitServer; // a Python kind: checks go through $VENV/bin/python
-    spec.verify = vec![Check::Python(format!("print('{HOSTILE}')")), Check::Sh(format!("printf '%s' '{HOSTILE}'"))];
+    spec.verify = vec![
+        Check::Python(format!("print('{HOSTILE}')")),
+        Check::Sh(format!("printf '%s' '{HOSTILE}'")),
+    ];
     let rendered = render(&spec, &options(false)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (ok, args, out) = run_with_fakes(dir.path(), &rendered.files["tt-model/verify.sh"], &[]);
@@ -152,14 +231,29 @@ fn hostile_verify_checks_arrive_intact() {
     // The sh check ran as code (that is what it is for) and printed the literal text.
     assert!(out.contains(HOSTILE), "{out}");
     assert!(!dir.path().join("pwned").exists());
-    assert!(out.contains(&format!("tt-model-verify: passed {}", rendered.checks.len())), "{out}");
+    assert!(
+        out.contains(&format!(
+            "tt-model-verify: passed {}",
+            rendered.checks.len()
+        )),
+        "{out}"
+    );
 }
 
 #[test]
 fn hostile_serve_values_reach_the_server_verbatim() {
     let mut spec = common::http_server();
-    spec.runtime.command = vec!["sh".into(), "-c".into(), "printf '%s|%s|' \"$HOSTILE\" \"$1\"".into(), "x".into(), HOSTILE.into()];
-    spec.serve.env.insert("HOSTILE".into(), "$(touch pwned) `touch pwned`; it's".into());
+    spec.runtime.command = vec![
+        "sh".into(),
+        "-c".into(),
+        "printf '%s|%s|' \"$HOSTILE\" \"$1\"".into(),
+        "x".into(),
+        HOSTILE.into(),
+    ];
+    spec.serve.env.insert(
+        "HOSTILE".into(),
+        "$(touch pwned) `touch pwned`; it's".into(),
+    );
     let rendered = render(&spec, &options(false)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let (ok, _, out) = run_with_fakes(
@@ -168,7 +262,10 @@ fn hostile_serve_values_reach_the_server_verbatim() {
         &[("TT_MODEL_NO_DEVICE_CHECK", "1")],
     );
     assert!(ok, "{out}");
-    assert_eq!(out, format!("$(touch pwned) `touch pwned`; it's|{HOSTILE}|"));
+    assert_eq!(
+        out,
+        format!("$(touch pwned) `touch pwned`; it's|{HOSTILE}|")
+    );
     assert!(!dir.path().join("pwned").exists());
 }
 
@@ -179,7 +276,11 @@ fn serve_default_refuses_to_start_without_a_device() {
     if Path::new("/dev/tenstorrent").exists() {
         return; // a real card is attached: the check passes by design
     }
-    let (ok, _, out) = run_with_fakes(dir.path(), &rendered.files["tt-model/serve-default.sh"], &[]);
+    let (ok, _, out) = run_with_fakes(
+        dir.path(),
+        &rendered.files["tt-model/serve-default.sh"],
+        &[],
+    );
     assert!(!ok);
     assert!(out.contains("--device /dev/tenstorrent"), "{out}");
 }

@@ -40,7 +40,9 @@ fn stage_and_digest_1gb_vs_sha256sum() {
         weights_revision: None,
         kind: Kind::HttpServer,
         arch: "blackhole".into(),
-        metal: MetalSource::Local { path: dir.path().to_path_buf() },
+        metal: MetalSource::Local {
+            path: dir.path().to_path_buf(),
+        },
         code: vec!["models/big".into()],
         extra_code: vec![],
         ubuntu: "22.04".into(),
@@ -52,7 +54,10 @@ fn stage_and_digest_1gb_vs_sha256sum() {
         card: None,
     };
     // Warm the page cache for both contenders.
-    let _ = Command::new("cat").args(&paths).stdout(std::process::Stdio::null()).status();
+    let _ = Command::new("cat")
+        .args(&paths)
+        .stdout(std::process::Stdio::null())
+        .status();
 
     let t = Instant::now();
     let stage = stage_code(&spec, dir.path(), &dir.path().join("out/code")).unwrap();
@@ -60,7 +65,11 @@ fn stage_and_digest_1gb_vs_sha256sum() {
     assert_eq!(stage.bytes as usize, TOTAL);
 
     let t = Instant::now();
-    let status = Command::new("sha256sum").args(&paths).stdout(std::process::Stdio::null()).status().unwrap();
+    let status = Command::new("sha256sum")
+        .args(&paths)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
     let theirs = t.elapsed().as_secs_f64();
     assert!(status.success());
 

@@ -45,12 +45,19 @@ impl Drop for TempDir {
 
 fn docker() -> &'static str {
     // The Debian client matches the 20.10 engine; any client negotiates the API down.
-    if Path::new("/usr/bin/docker").exists() { "/usr/bin/docker" } else { "docker" }
+    if Path::new("/usr/bin/docker").exists() {
+        "/usr/bin/docker"
+    } else {
+        "docker"
+    }
 }
 
 /// Import the busybox test image with the docker CLI if it is missing.
 fn ensure_image() {
-    let have = Command::new(docker()).args(["image", "inspect", IMAGE]).output().unwrap();
+    let have = Command::new(docker())
+        .args(["image", "inspect", IMAGE])
+        .output()
+        .unwrap();
     if have.status.success() {
         return;
     }
@@ -59,14 +66,28 @@ fn ensure_image() {
     std::fs::create_dir_all(r.join("bin")).unwrap();
     std::fs::create_dir_all(r.join("tmp")).unwrap();
     std::fs::copy("/bin/busybox", r.join("bin/busybox")).expect("busybox-static at /bin/busybox");
-    for a in ["sh", "echo", "sleep", "mkdir", "httpd", "cat", "wget", "true", "false"] {
+    for a in [
+        "sh", "echo", "sleep", "mkdir", "httpd", "cat", "wget", "true", "false",
+    ] {
         std::os::unix::fs::symlink("busybox", r.join("bin").join(a)).unwrap();
     }
     std::fs::write(r.join("serve.sh"), SERVE_SH).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(r.join("serve.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
     std::fs::set_permissions(r.join("tmp"), std::fs::Permissions::from_mode(0o1777)).unwrap();
-    let tar = Command::new("tar").args(["--sort=name", "--mtime=@0", "--owner=0", "--group=0", "--numeric-owner", "-C"]).arg(r).args(["-c", "."]).output().unwrap();
+    let tar = Command::new("tar")
+        .args([
+            "--sort=name",
+            "--mtime=@0",
+            "--owner=0",
+            "--group=0",
+            "--numeric-owner",
+            "-C",
+        ])
+        .arg(r)
+        .args(["-c", "."])
+        .output()
+        .unwrap();
     assert!(tar.status.success());
     let mut imp = Command::new(docker())
         .args(["import", "-c", "CMD [\"/serve.sh\"]", "-", IMAGE])
@@ -110,7 +131,22 @@ impl Env {
         out
     }
 
-    fn package(&self, name: &str, command: serde_json::Value, weights: Option<(&str, &str)>) -> PathBuf {
+    fn package(
+        &self,
+        name: &str,
+        command: serde_json::Value,
+        weights: Option<(&str, &str)>,
+    ) -> PathBuf {
+        self.package_with_tag(name, command, weights, "1")
+    }
+
+    fn package_with_tag(
+        &self,
+        name: &str,
+        command: serde_json::Value,
+        weights: Option<(&str, &str)>,
+        tag: &str,
+    ) -> PathBuf {
         let dir = self.tmp.path().join("out").join(name);
         std::fs::create_dir_all(&dir).unwrap();
         let m = serde_json::json!({
@@ -118,7 +154,7 @@ impl Env {
             "name": name,
             "weights": weights.map(|(r, rev)| serde_json::json!({"repo_id": r, "revision": rev, "allow_patterns": [], "ignore_patterns": []})),
             "container": {
-                "image": {"registry": null, "repository": "tt-model-test/busybox-serve", "tag": "1"},
+                "image": {"registry": "hf", "repository": "tt-model-test/busybox-serve", "tag": tag},
                 "kind": "http-server",
                 "runtime": {"command": command, "ready_line": "Application startup complete", "health_path": "/health"},
                 "serve": {"hardware": "p150"},
@@ -133,7 +169,11 @@ impl Env {
 }
 
 fn text(o: &Output) -> String {
-    format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 fn http_get(port: u16, path: &str) -> String {
@@ -145,13 +185,20 @@ fn http_get(port: u16, path: &str) -> String {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("0.0.0.0:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("0.0.0.0:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn weights_repo() -> FakeRepo {
     FakeRepo::new(
         "acme/tiny",
-        vec![FakeFile::regular("config.json", b"{}".to_vec()), FakeFile::lfs("model.safetensors", vec![42u8; 200_000])],
+        vec![
+            FakeFile::regular("config.json", b"{}".to_vec()),
+            FakeFile::lfs("model.safetensors", vec![42u8; 200_000]),
+        ],
     )
 }
 
@@ -160,36 +207,63 @@ async fn serve_ready_ps_logs_stop_and_refusals() {
     ensure_image();
     let repo = weights_repo();
     let server = HubServer::start(vec![repo.clone()]).await.unwrap();
-    let env = Env { tmp: TempDir::new(), endpoint: server.endpoint() };
+    let env = Env {
+        tmp: TempDir::new(),
+        endpoint: server.endpoint(),
+    };
     let port = free_port();
-    let m = env.package("serve-cli-ok", serde_json::json!(["/serve.sh", "{port}"]), Some(("acme/tiny", &repo.commit)));
+    let m = env.package(
+        "serve-cli-ok",
+        serde_json::json!(["/serve.sh", "{port}"]),
+        Some(("acme/tiny", &repo.commit)),
+    );
     let ms = m.to_str().unwrap().to_string();
     let port_s = port.to_string();
     tokio::task::spawn_blocking(move || {
-        let _ = Command::new(docker()).args(["rm", "-f", "tt-model-serve-cli-ok-default"]).output();
+        let _ = Command::new(docker())
+            .args(["rm", "-f", "tt-model-serve-cli-ok-default"])
+            .output();
     })
     .await
     .unwrap();
 
-    let out = tokio::task::block_in_place(|| env.cmd(&["-v", "serve", &ms, "--device", "none", "--port", &port_s]));
+    let out = tokio::task::block_in_place(|| {
+        env.cmd(&["-v", "serve", &ms, "--device", "none", "--port", &port_s])
+    });
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("ready by ready line + health endpoint"), "{t}");
     assert!(t.contains("weights acme/tiny@"), "{t}");
     assert!(t.contains("serving without a Tenstorrent device"), "{t}");
     // The weights are in the host cache, python layout, before the boot.
-    let snap = env.tmp.path().join(format!("hub/models--acme--tiny/snapshots/{}/model.safetensors", repo.commit));
+    let snap = env.tmp.path().join(format!(
+        "hub/models--acme--tiny/snapshots/{}/model.safetensors",
+        repo.commit
+    ));
     assert_eq!(std::fs::read(&snap).unwrap().len(), 200_000);
-    assert!(http_get(port, "/health").starts_with("HTTP/1.0 200"));
+    let health = http_get(port, "/health");
+    assert!(
+        health.starts_with("HTTP/1.1 200") || health.starts_with("HTTP/1.0 200"),
+        "{health}"
+    );
 
     // A second serve of the same package is refused.
-    let again = tokio::task::block_in_place(|| env.cmd(&["serve", &ms, "--device", "none", "--port", &port_s]));
+    let again = tokio::task::block_in_place(|| {
+        env.cmd(&["serve", &ms, "--device", "none", "--port", &port_s])
+    });
     assert_eq!(again.status.code(), Some(1), "{}", text(&again));
-    assert!(text(&again).contains("tt-model-serve-cli-ok-default is already running. Stop it first"));
+    assert!(
+        text(&again).contains("tt-model-serve-cli-ok-default is already running. Stop it first")
+    );
 
     let ps = tokio::task::block_in_place(|| env.cmd(&["ps", "--json"]));
     let rows: serde_json::Value = serde_json::from_slice(&ps.stdout).unwrap();
-    let row = rows.as_array().unwrap().iter().find(|r| r["name"] == "tt-model-serve-cli-ok-default").expect("ps lists it");
+    let row = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "tt-model-serve-cli-ok-default")
+        .expect("ps lists it");
     assert_eq!(row["port"], port);
     assert_eq!(row["running"], true);
     assert_eq!(row["chips"], serde_json::json!([]));
@@ -200,8 +274,14 @@ async fn serve_ready_ps_logs_stop_and_refusals() {
     let stop = tokio::task::block_in_place(|| env.cmd(&["stop", &ms]));
     let st = text(&stop);
     assert!(stop.status.success(), "{st}");
-    assert!(st.contains("clean shutdown") && st.contains("stopped 1 container(s)"), "{st}");
-    let gone = Command::new(docker()).args(["inspect", "tt-model-serve-cli-ok-default"]).output().unwrap();
+    assert!(
+        st.contains("clean shutdown") && st.contains("stopped 1 container(s)"),
+        "{st}"
+    );
+    let gone = Command::new(docker())
+        .args(["inspect", "tt-model-serve-cli-ok-default"])
+        .output()
+        .unwrap();
     assert!(!gone.status.success(), "the container is removed");
     let again = tokio::task::block_in_place(|| env.cmd(&["stop", &ms]));
     assert!(text(&again).contains("nothing running"));
@@ -211,19 +291,40 @@ async fn serve_ready_ps_logs_stop_and_refusals() {
 async fn early_exit_card_logs_of_exited_container_and_rm() {
     ensure_image();
     let server = HubServer::start(vec![]).await.unwrap();
-    let env = Env { tmp: TempDir::new(), endpoint: server.endpoint() };
-    let m = env.package(
+    let env = Env {
+        tmp: TempDir::new(),
+        endpoint: server.endpoint(),
+    };
+    // `rm` removes the package's image: give this package its own tag of the shared image.
+    let tagged = Command::new(docker())
+        .args(["tag", IMAGE, "tt-model-test/busybox-serve:rm"])
+        .output()
+        .unwrap();
+    assert!(tagged.status.success());
+    let m = env.package_with_tag(
         "serve-cli-exit",
-        serde_json::json!(["sh", "-c", "echo booting; echo 'server: error: unrecognized arguments: --bogus' >&2; exit 2"]),
+        serde_json::json!([
+            "sh",
+            "-c",
+            "echo booting; echo 'server: error: unrecognized arguments: --bogus' >&2; exit 2"
+        ]),
         None,
+        "rm",
     );
     let ms = m.to_str().unwrap().to_string();
     let port = free_port().to_string();
-    let _ = Command::new(docker()).args(["rm", "-f", "tt-model-serve-cli-exit-default"]).output();
-    let out = tokio::task::block_in_place(|| env.cmd(&["serve", &ms, "--device", "none", "--port", &port, "--bogus"]));
+    let _ = Command::new(docker())
+        .args(["rm", "-f", "tt-model-serve-cli-exit-default"])
+        .output();
+    let out = tokio::task::block_in_place(|| {
+        env.cmd(&["serve", &ms, "--device", "none", "--port", &port, "--bogus"])
+    });
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
-    assert!(t.contains("the container exited — the engine rejected a flag"), "{t}");
+    assert!(
+        t.contains("the container exited — the engine rejected a flag"),
+        "{t}"
+    );
     assert!(t.contains("`--bogus`"), "{t}");
     // logs works on the exited container
     let logs = tokio::task::block_in_place(|| env.cmd(&["logs", &ms]));
@@ -232,6 +333,16 @@ async fn early_exit_card_logs_of_exited_container_and_rm() {
     let rm = tokio::task::block_in_place(|| env.cmd(&["rm", &ms]));
     assert!(rm.status.success(), "{}", text(&rm));
     assert!(text(&rm).contains("removed container tt-model-serve-cli-exit-default"));
+    assert!(text(&rm).contains("removed image tt-model-test/busybox-serve:rm"));
+    assert!(
+        Command::new(docker())
+            .args(["image", "inspect", IMAGE])
+            .output()
+            .unwrap()
+            .status
+            .success(),
+        "the shared tag stays"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -241,31 +352,58 @@ async fn weights_sha_mismatch_is_fatal_before_boot() {
     repo.id = "acme/corrupt".into();
     repo.files[1].corrupt_with = Some(vec![0u8; 200_000]);
     let server = HubServer::start(vec![repo.clone()]).await.unwrap();
-    let env = Env { tmp: TempDir::new(), endpoint: server.endpoint() };
-    let m = env.package("serve-cli-sha", serde_json::json!(["/serve.sh", "{port}"]), Some(("acme/corrupt", "main")));
+    let env = Env {
+        tmp: TempDir::new(),
+        endpoint: server.endpoint(),
+    };
+    let m = env.package(
+        "serve-cli-sha",
+        serde_json::json!(["/serve.sh", "{port}"]),
+        Some(("acme/corrupt", "main")),
+    );
     let ms = m.to_str().unwrap().to_string();
     let out = tokio::task::block_in_place(|| env.cmd(&["serve", &ms, "--device", "none"]));
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
     assert!(t.contains("sha256 mismatch for model.safetensors"), "{t}");
-    let c = Command::new(docker()).args(["inspect", "tt-model-serve-cli-sha-default"]).output().unwrap();
+    let c = Command::new(docker())
+        .args(["inspect", "tt-model-serve-cli-sha-default"])
+        .output()
+        .unwrap();
     assert!(!c.status.success(), "no container was created");
 }
 
 #[test]
 fn print_refusals_and_hints_need_no_engine() {
-    let env = Env { tmp: TempDir::new(), endpoint: "http://127.0.0.1:9".into() };
-    let m = env.package("serve-cli-print", serde_json::json!(["/serve.sh", "{port}"]), None);
+    let env = Env {
+        tmp: TempDir::new(),
+        endpoint: "http://127.0.0.1:9".into(),
+    };
+    let m = env.package(
+        "serve-cli-print",
+        serde_json::json!(["/serve.sh", "{port}"]),
+        None,
+    );
     let ms = m.to_str().unwrap();
     let out = env.cmd(&["serve", ms, "--print", "--device", "none"]);
     let line = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success());
-    assert!(line.starts_with("docker run --detach --name tt-model-serve-cli-print-default "), "{line}");
-    assert!(line.contains("--network host") && line.contains("/serve.sh 20000"), "{line}");
+    assert!(
+        line.starts_with("docker run --detach --name tt-model-serve-cli-print-default "),
+        "{line}"
+    );
+    assert!(
+        line.contains("--network host") && line.contains("/serve.sh 20000"),
+        "{line}"
+    );
     assert!(!line.contains("--device"), "no card: {line}");
     let out = env.cmd(&["serve", ms, "--print", "--device-id", "0"]);
     let line = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(line.contains("--device /dev/tenstorrent/0:/dev/tenstorrent/0") && line.contains("--ipc host"), "{line}");
+    assert!(
+        line.contains("--device /dev/tenstorrent/0:/dev/tenstorrent/0")
+            && line.contains("--ipc host"),
+        "{line}"
+    );
     assert!(line.contains("--cap-add IPC_LOCK"), "{line}");
 
     let yaml = env.tmp.path().join("tt-model.yaml");
@@ -275,7 +413,11 @@ fn print_refusals_and_hints_need_no_engine() {
     assert!(text(&out).contains("is the AUTHORING manifest"));
 
     let out = env.cmd(&["serve", ms, "--port", "1", "--", "--port", "5"]);
-    assert!(text(&out).contains("--port must come before the target"), "{}", text(&out));
+    assert!(
+        text(&out).contains("--port must come before the target"),
+        "{}",
+        text(&out)
+    );
     let out = env.cmd(&["serve", "acme/not-pulled"]);
     assert!(text(&out).contains("tt-model pull acme/not-pulled"));
     let out = env.cmd(&["serve", ms, "--device-id", "1,1", "--print"]);
@@ -287,10 +429,22 @@ fn no_card_is_refused_with_what_is_missing() {
     if Path::new("/dev/tenstorrent").exists() {
         return; // a host with a card serves; this test is about hosts without one
     }
-    let env = Env { tmp: TempDir::new(), endpoint: "http://127.0.0.1:9".into() };
-    let m = env.package("serve-cli-nocard", serde_json::json!(["/serve.sh", "{port}"]), None);
+    let env = Env {
+        tmp: TempDir::new(),
+        endpoint: "http://127.0.0.1:9".into(),
+    };
+    let m = env.package(
+        "serve-cli-nocard",
+        serde_json::json!(["/serve.sh", "{port}"]),
+        None,
+    );
     let out = env.cmd(&["serve", m.to_str().unwrap()]);
     let t = text(&out);
     assert_eq!(out.status.code(), Some(1), "{t}");
-    assert!(t.contains("/dev/tenstorrent/*") && t.contains("/dev/hugepages-1G") && t.contains("--device none"), "{t}");
+    assert!(
+        t.contains("/dev/tenstorrent/*")
+            && t.contains("/dev/hugepages-1G")
+            && t.contains("--device none"),
+        "{t}"
+    );
 }

@@ -32,15 +32,26 @@ pub struct CheckpointTensors<'a> {
 
 impl TensorSource for CheckpointTensors<'_> {
     fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, String> {
-        let e = self.layout.by_name(name).ok_or_else(|| format!("{name} is not an arena weight"))?;
-        let t = self.weights.tensor(name, &e.torch_shape).map_err(|err| err.to_string())?;
+        let e = self
+            .layout
+            .by_name(name)
+            .ok_or_else(|| format!("{name} is not an arena weight"))?;
+        let t = self
+            .weights
+            .tensor(name, &e.torch_shape)
+            .map_err(|err| err.to_string())?;
         // The tensor may be a mapping that is released afterwards: take an owned copy (one
         // weight at a time, so at most one weight's worth of memory).
         let data = match t.data() {
             Data::F32(v) => TensorData::F32(Cow::Owned(v.to_vec())),
-            Data::Bf16(v) => TensorData::Bf16Le(Cow::Owned(v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect())),
+            Data::Bf16(v) => TensorData::Bf16Le(Cow::Owned(
+                v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect(),
+            )),
         };
         t.release();
-        Ok(SourceTensor { shape: e.torch_shape.to_vec(), data })
+        Ok(SourceTensor {
+            shape: e.torch_shape.to_vec(),
+            data,
+        })
     }
 }

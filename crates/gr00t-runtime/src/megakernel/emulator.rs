@@ -58,27 +58,50 @@ fn pack(v: &mut [f32]) {
 
 impl<'a> Emulator<'a> {
     /// `dims.ctx_tokens` is the context length the plan is cut for (the L1 check uses it).
-    pub fn new(weights: &'a DitWeights, index: &'a ArenaIndex, arena: &'a ArenaBytes, dims: &DitDims) -> Result<Self, String> {
+    pub fn new(
+        weights: &'a DitWeights,
+        index: &'a ArenaIndex,
+        arena: &'a ArenaBytes,
+        dims: &DitDims,
+    ) -> Result<Self, String> {
         if arena.bytes().len() as u64 != index.total_bytes {
-            return Err(format!("arena holds {} bytes, its index says {}", arena.bytes().len(), index.total_bytes));
+            return Err(format!(
+                "arena holds {} bytes, its index says {}",
+                arena.bytes().len(),
+                index.total_bytes
+            ));
         }
         if weights.blocks.len() != dims.num_layers || weights.dim != dims.width() {
             return Err("arena dims do not match the model's DiT".into());
         }
         let plan = build_plan(dims, index.dtype).map_err(|e| e.to_string())?;
-        Ok(Emulator { index, arena, plan, weights })
+        Ok(Emulator {
+            index,
+            arena,
+            plan,
+            weights,
+        })
     }
-
 
     /// The decoded `[K, N]` weight, as the compute cores receive it.
     fn weight(&self, block: usize, kind: WeightKind) -> Result<Vec<f32>, String> {
-        let e = self.index.entry(block, kind).ok_or_else(|| format!("arena has no block {block} {kind:?}"))?;
+        let e = self
+            .index
+            .entry(block, kind)
+            .ok_or_else(|| format!("arena has no block {block} {kind:?}"))?;
         let bytes = &self.arena.bytes()[e.offset as usize..(e.offset + e.bytes) as usize];
         decode_weight(e, self.index.compute_cores, bytes).map_err(|e| e.to_string())
     }
 
     /// `x` `[m, k]` (bf16 values) · W → `[m, n]` bf16 values, following the plan's split.
-    fn matmul(&self, block: usize, kind: WeightKind, x: &[f32], m: usize, bias: Option<&[f32]>) -> Result<Vec<f32>, String> {
+    fn matmul(
+        &self,
+        block: usize,
+        kind: WeightKind,
+        x: &[f32],
+        m: usize,
+        bias: Option<&[f32]>,
+    ) -> Result<Vec<f32>, String> {
         let e = self.index.entry(block, kind).ok_or("missing weight")?;
         let [k, n] = e.kn_shape;
         let w = self.weight(block, kind)?;
@@ -98,7 +121,14 @@ impl<'a> Emulator<'a> {
 
 /// fp32 accumulation per work unit over its K range (in K order); the K pieces of a column
 /// are added in piece order, as the piece-0 core receives them.
-pub fn split_matmul(x: &[f32], m: usize, w: &[f32], k: usize, n: usize, split: &MatmulSplit) -> Vec<f32> {
+pub fn split_matmul(
+    x: &[f32],
+    m: usize,
+    w: &[f32],
+    k: usize,
+    n: usize,
+    split: &MatmulSplit,
+) -> Vec<f32> {
     let mut y = vec![0f32; m * n];
     let mut acc = Vec::new();
     for u in &split.units {
@@ -127,7 +157,12 @@ pub fn split_matmul(x: &[f32], m: usize, w: &[f32], k: usize, n: usize, split: &
 
 /// LayerNorm (no affine) from per-tile fp32 partial sums, then `(1 + scale)`, `shift`; packed
 /// to bf16 (the activation the next matmul receives).
-pub fn norm_from_partials(x: &[f32], d: usize, eps: f32, mod_: Option<(&[f32], &[f32])>) -> Vec<f32> {
+pub fn norm_from_partials(
+    x: &[f32],
+    d: usize,
+    eps: f32,
+    mod_: Option<(&[f32], &[f32])>,
+) -> Vec<f32> {
     let mut out = vec![0f32; x.len()];
     for (row, o) in x.chunks_exact(d).zip(out.chunks_exact_mut(d)) {
         let (mut s, mut s2) = (0f32, 0f32);
@@ -158,7 +193,15 @@ pub fn norm_from_partials(x: &[f32], d: usize, eps: f32, mod_: Option<(&[f32], &
 /// Flash-style SDPA for every head: q `[mq, heads·hd]`, k/v `[mk, heads·hd]` (bf16 values).
 /// Keys in chunks of 32; running max / sum in fp32; P packed to bf16 before P·V; the output
 /// packed to bf16.
-pub fn flash_attention(q: &[f32], k: &[f32], v: &[f32], mq: usize, mk: usize, heads: usize, hd: usize) -> Vec<f32> {
+pub fn flash_attention(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    mq: usize,
+    mk: usize,
+    heads: usize,
+    hd: usize,
+) -> Vec<f32> {
     let d = heads * hd;
     let scale = (hd as f32).powf(-0.5);
     let mut out = vec![0f32; mq * d];
@@ -219,10 +262,18 @@ impl Emulator<'_> {
         let (d, hd, heads, cross) = (dims.width(), dims.head_dim, dims.num_heads, dims.cross_dim);
         let tokens = inp.tokens.len() / d;
         if inp.tokens.len() != tokens * d || tokens != dims.sa_tokens || inp.temb.len() != d {
-            return Err(format!("DiT step input: tokens {} (want {}x{d}), temb {}", inp.tokens.len(), dims.sa_tokens, inp.temb.len()));
+            return Err(format!(
+                "DiT step input: tokens {} (want {}x{d}), temb {}",
+                inp.tokens.len(),
+                dims.sa_tokens,
+                inp.temb.len()
+            ));
         }
         let ctx_len = inp.context.len() / cross;
-        if inp.context.len() != ctx_len * cross || inp.text_mask.len() != ctx_len || inp.image_mask.len() != ctx_len {
+        if inp.context.len() != ctx_len * cross
+            || inp.text_mask.len() != ctx_len
+            || inp.image_mask.len() != ctx_len
+        {
             return Err("DiT step input: context and masks disagree".into());
         }
         // The sequencer multicasts SiLU(temb) as bf16; the context arrives packed to bf16.
@@ -270,7 +321,10 @@ impl DitDevice for Emulator<'_> {
     /// Re-cut the plan for this context length (fails when it does not fit L1).
     fn prepare(&mut self, ctx_tokens: usize) -> Result<(), String> {
         if self.plan.dims.ctx_tokens != ctx_tokens {
-            let dims = DitDims { ctx_tokens, ..self.plan.dims };
+            let dims = DitDims {
+                ctx_tokens,
+                ..self.plan.dims
+            };
             self.plan = build_plan(&dims, self.index.dtype).map_err(|e| e.to_string())?;
         }
         Ok(())

@@ -4,7 +4,9 @@ use std::path::Path;
 use std::time::Instant;
 
 use tt_blackhole::ArenaDtype;
-use tt_blackhole::arena::{ArenaIndex, ArenaKey, CacheOutcome, arena_layout, build_arena_bytes, open_or_build};
+use tt_blackhole::arena::{
+    ArenaIndex, ArenaKey, CacheOutcome, arena_layout, build_arena_bytes, open_or_build,
+};
 use tt_blackhole::device::{DeviceKind, DitDevice, DitStepInputs, select_device};
 
 use super::arena_source::{CheckpointTensors, dit_dims};
@@ -31,7 +33,13 @@ pub struct MegakernelDit<'a, D: DitDevice> {
 
 impl<'a, D: DitDevice> MegakernelDit<'a, D> {
     pub fn new(device: D, weights: &'a DitWeights) -> Self {
-        MegakernelDit { device, weights, context: Vec::new(), text_mask: Vec::new(), image_mask: Vec::new() }
+        MegakernelDit {
+            device,
+            weights,
+            context: Vec::new(),
+            text_mask: Vec::new(),
+            image_mask: Vec::new(),
+        }
     }
 }
 
@@ -44,7 +52,14 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
         self.device.prepare(ctx.seq).map_err(ModelError::Executor)
     }
 
-    fn run(&mut self, step: usize, sa: &[f32], tokens: usize, temb: &[f32], taps: &mut Taps<'_>) -> Result<Vec<f32>, ModelError> {
+    fn run(
+        &mut self,
+        step: usize,
+        sa: &[f32],
+        tokens: usize,
+        temb: &[f32],
+        taps: &mut Taps<'_>,
+    ) -> Result<Vec<f32>, ModelError> {
         let w = self.weights;
         let d = w.dim;
         let inputs = DitStepInputs {
@@ -54,9 +69,15 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
             text_mask: &self.text_mask,
             image_mask: &self.image_mask,
         };
-        let mut x = self.device.run_blocks(&inputs).map_err(ModelError::Executor)?;
+        let mut x = self
+            .device
+            .run_blocks(&inputs)
+            .map_err(ModelError::Executor)?;
         if x.len() != tokens * d {
-            return Err(ModelError::Executor(format!("device returned {} values, expected {tokens}x{d}", x.len())));
+            return Err(ModelError::Executor(format!(
+                "device returned {} values, expected {tokens}x{d}",
+                x.len()
+            )));
         }
         let mut act = temb.to_vec();
         silu(&mut act);
@@ -64,7 +85,11 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
         let (shift, scale) = p.split_at(d);
         modulated_norm(&mut x, d, 1e-6, scale, shift);
         let out = w.proj_out_2.forward(&x, tokens);
-        taps.emit_with(|| format!("flow.step{step}.dit_output"), &[1, tokens, w.out_dim], &out);
+        taps.emit_with(
+            || format!("flow.step{step}.dit_output"),
+            &[1, tokens, w.out_dim],
+            &out,
+        );
         Ok(out)
     }
 }
@@ -94,12 +119,20 @@ impl MegakernelPolicy {
     ) -> Result<Self, ModelError> {
         match select_device(device).map_err(|e| ModelError::Executor(e.to_string()))? {
             DeviceKind::Emulator => {}
-            DeviceKind::P150a => return Err(ModelError::Executor("p150a dispatch is not built in".into())),
+            DeviceKind::P150a => {
+                return Err(ModelError::Executor(
+                    "p150a dispatch is not built in".into(),
+                ));
+            }
         }
         let dims = dit_dims(&model.cfg.gr00t, NOMINAL_CTX);
         let layout = arena_layout(&dims, dtype);
-        let source = CheckpointTensors { weights, layout: &layout };
-        let arena_err = |e: tt_blackhole::arena::ArenaError| ModelError::Executor(format!("DiT arena: {e}"));
+        let source = CheckpointTensors {
+            weights,
+            layout: &layout,
+        };
+        let arena_err =
+            |e: tt_blackhole::arena::ArenaError| ModelError::Executor(format!("DiT arena: {e}"));
         let (index, arena, arena_outcome) = match cache_dir {
             Some(dir) => {
                 let key = ArenaKey::new(weights_revision, dtype);
@@ -108,10 +141,21 @@ impl MegakernelPolicy {
             }
             None => {
                 let (index, data) = build_arena_bytes(&layout, &source).map_err(arena_err)?;
-                (index, ArenaBytes::Owned(data), CacheOutcome::Built { reason: "in memory (no cache dir)".into() })
+                (
+                    index,
+                    ArenaBytes::Owned(data),
+                    CacheOutcome::Built {
+                        reason: "in memory (no cache dir)".into(),
+                    },
+                )
             }
         };
-        Ok(MegakernelPolicy { model, index, arena, arena_outcome })
+        Ok(MegakernelPolicy {
+            model,
+            index,
+            arena,
+            arena_outcome,
+        })
     }
 
     pub fn model(&self) -> &Gr00tModel {
@@ -125,12 +169,17 @@ impl MegakernelPolicy {
     /// A DiT executor over the emulator (borrowing this policy's model and arena).
     pub fn executor(&self) -> Result<MegakernelDit<'_, Emulator<'_>>, ModelError> {
         let dims = dit_dims(&self.model.cfg.gr00t, NOMINAL_CTX);
-        let emu = Emulator::new(&self.model.head.dit, &self.index, &self.arena, &dims).map_err(ModelError::Executor)?;
+        let emu = Emulator::new(&self.model.head.dit, &self.index, &self.arena, &dims)
+            .map_err(ModelError::Executor)?;
         Ok(MegakernelDit::new(emu, &self.model.head.dit))
     }
 
     /// Full forward with the emulated DiT.
-    pub fn forward(&self, inputs: &ModelInputs, taps: &mut Taps<'_>) -> Result<ActionChunk, ModelError> {
+    pub fn forward(
+        &self,
+        inputs: &ModelInputs,
+        taps: &mut Taps<'_>,
+    ) -> Result<ActionChunk, ModelError> {
         let mut dit = self.executor()?;
         self.model.forward_with(inputs, &mut dit, taps)
     }
@@ -154,6 +203,12 @@ impl Policy for MegakernelPolicy {
         let mut dit = self.executor()?;
         let chunk = self.model.act(&bb, inputs, &mut dit, &mut taps)?;
         let t2 = Instant::now();
-        Ok((chunk, ForwardTiming { encode_ms: (t1 - t0).as_secs_f64() * 1e3, device_ms: (t2 - t1).as_secs_f64() * 1e3 }))
+        Ok((
+            chunk,
+            ForwardTiming {
+                encode_ms: (t1 - t0).as_secs_f64() * 1e3,
+                device_ms: (t2 - t1).as_secs_f64() * 1e3,
+            },
+        ))
     }
 }

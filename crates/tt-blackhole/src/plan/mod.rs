@@ -504,7 +504,12 @@ fn compute_core(
         CircularBuffer::new(7, "norm_partials", DataFormat::Float32, 2 * m_sa),
         // The residual stream stays f32 on the cores that own its column tiles; only the
         // activations multicast to the next op are packed to bf16.
-        CircularBuffer::new(8, "residual_f32", DataFormat::Float32, m_sa * dims.width().div_ceil(32).div_ceil(COMPUTE_CORES)),
+        CircularBuffer::new(
+            8,
+            "residual_f32",
+            DataFormat::Float32,
+            m_sa * dims.width().div_ceil(32).div_ceil(COMPUTE_CORES),
+        ),
     ];
     (cbs, args)
 }

@@ -12,10 +12,17 @@ use crate::printer::Printer;
 pub(crate) fn installed() -> Vec<(PathBuf, anyhow::Result<Package>)> {
     let dir = target::state_root().join("pulled");
     let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|rd| rd.flatten().map(|e| e.path().join(WIRE_MANIFEST)).filter(|p| p.is_file()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path().join(WIRE_MANIFEST))
+                .filter(|p| p.is_file())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
-    v.into_iter().map(|p| (p.clone(), Package::load(&p))).collect()
+    v.into_iter()
+        .map(|p| (p.clone(), Package::load(&p)))
+        .collect()
 }
 
 /// Runs `tt-model list`.

@@ -21,10 +21,19 @@ async fn show(args: &LogsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     // Running first, then the most recent exited one.
     let all = running_of(&client, &package, args.profile.as_deref(), true).await?;
     let Some(c) = all.first() else {
-        return Err(UserError(format!("no container for {package}. Start it:  tt-model serve {}", args.target)).into());
+        return Err(UserError(format!(
+            "no container for {package}. Start it:  tt-model serve {}",
+            args.target
+        ))
+        .into());
     };
     if !c.running {
-        printer.note(&format!("{} is not running ({}, exit code {}); showing its last log", c.name, c.status, c.exit_code.unwrap_or(-1)));
+        printer.note(&format!(
+            "{} is not running ({}, exit code {}); showing its last log",
+            c.name,
+            c.status,
+            c.exit_code.unwrap_or(-1)
+        ));
     }
     let mut s = logs::LogLines::new(&client, &c.name, args.follow && c.running, args.tail);
     let stop = tokio::signal::ctrl_c();

@@ -25,7 +25,9 @@ fn log_path(name: &str) -> PathBuf {
         .filter(|p| p.is_absolute())
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
-    base.join("tt-model").join("build").join(format!("{name}.log"))
+    base.join("tt-model")
+        .join("build")
+        .join(format!("{name}.log"))
 }
 
 /// Draws the stepper and the current build step.
@@ -64,7 +66,13 @@ impl<'p> CliReporter<'p> {
     fn stepper(current: Phase) -> String {
         Phase::ALL
             .iter()
-            .map(|p| if *p == current { format!("[{}]", p.name()) } else { p.name().to_string() })
+            .map(|p| {
+                if *p == current {
+                    format!("[{}]", p.name())
+                } else {
+                    p.name().to_string()
+                }
+            })
             .collect::<Vec<_>>()
             .join(" ── ")
     }
@@ -85,7 +93,12 @@ impl Reporter for CliReporter<'_> {
             }
             Event::PhaseFinished(p, took) => {
                 let detail = match p {
-                    Phase::Build => format!("{:.1}s, {}/{} steps cached", took.as_secs_f64(), self.cached, self.steps),
+                    Phase::Build => format!(
+                        "{:.1}s, {}/{} steps cached",
+                        took.as_secs_f64(),
+                        self.cached,
+                        self.steps
+                    ),
                     _ => format!("{:.1}s", took.as_secs_f64()),
                 };
                 let printer = self.printer;
@@ -102,12 +115,20 @@ impl Reporter for CliReporter<'_> {
                 self.say(|| printer.warn(&w));
             }
             Event::Context { files, bytes } => {
-                self.bar.set_message(format!("context: {files} files, {:.1} MB", bytes as f64 / 1e6));
+                self.bar.set_message(format!(
+                    "context: {files} files, {:.1} MB",
+                    bytes as f64 / 1e6
+                ));
             }
-            Event::BuildStep { index, total, instruction } => {
+            Event::BuildStep {
+                index,
+                total,
+                instruction,
+            } => {
                 self.steps = total;
                 self.step = format!("step {index}/{total}: {instruction}");
-                self.bar.set_message(self.step.chars().take(100).collect::<String>());
+                self.bar
+                    .set_message(self.step.chars().take(100).collect::<String>());
             }
             Event::BuildCached => self.cached += 1,
             Event::BuildLine(line) => {
@@ -140,14 +161,15 @@ impl Reporter for CliReporter<'_> {
 /// Runs `tt-model package`.
 pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let started = Instant::now();
-    let (manifest, warnings) =
-        load_path(&args.container, &CheckOptions::default()).map_err(|e| UserError(e.to_string()))?;
+    let (manifest, warnings) = load_path(&args.container, &CheckOptions::default())
+        .map_err(|e| UserError(e.to_string()))?;
     for w in &warnings {
         printer.warn(&w.one_line(&args.container.display().to_string()));
     }
     // Relative paths in the manifest resolve against the working directory, as in `lint`.
     let cwd = std::env::current_dir()?;
-    let spec = spec_from_manifest(&manifest, &args.container, &cwd).map_err(|e| UserError(e.to_string()))?;
+    let spec = spec_from_manifest(&manifest, &args.container, &cwd)
+        .map_err(|e| UserError(e.to_string()))?;
     let log = log_path(&spec.name);
     let options = PackageOptions {
         out_root: args.out.clone(),
@@ -157,10 +179,15 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
         build_network: args.build_network.clone(),
         no_cache: args.no_cache,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     let result = runtime.block_on(async {
         let client = Client::connect().await?;
         let mut reporter = CliReporter::new(printer);
+        // The bar is shared (cheap clone) so the Ctrl-C handler can print above it while the
+        // pipeline holds the reporter.
+        let bar = reporter.bar.clone();
         let wire = |built: &tt_model_package::Built| wire_json(&manifest, built);
         let fut = package(&spec, &wire, &client, &options, &mut reporter);
         tokio::pin!(fut);
@@ -173,11 +200,12 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
                         break Err(PackageError::Cancelled);
                     }
                     warned = true;
-                    reporter.say(|| printer.warn("Ctrl-C: press it again to cancel the package (the previous output stays intact)"));
+                    bar.suspend(|| printer.warn("Ctrl-C: press it again to cancel the package (the previous output stays intact)"));
                 }
             }
         };
-        reporter.bar.finish_and_clear();
+        drop(fut);
+        bar.finish_and_clear();
         Ok::<_, EngineError>(outcome)
     });
     let outcome = match result {
@@ -207,16 +235,38 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             printer.note(&format!("code/ {}", done.built.code_sha256));
             printer.note(&format!("full log: {}", log.display()));
             printer.out(&done.out_dir.display().to_string());
-            printer.next(&format!("tt-model serve {}", done.out_dir.join("tt_kernel_manifest.json").display()));
+            printer.next(&format!(
+                "tt-model serve {}",
+                done.out_dir.join("tt_kernel_manifest.json").display()
+            ));
             Ok(ExitStatus::Success)
         }
-        Err(PackageError::Verify { index, check, status, output }) => {
-            let mut evidence = vec![format!("check {index}: {check}"), format!("exit status {status}")];
-            evidence.extend(output.lines().rev().take(20).collect::<Vec<_>>().into_iter().rev().map(|l| format!("| {l}")));
+        Err(PackageError::Verify {
+            index,
+            check,
+            status,
+            output,
+        }) => {
+            let mut evidence = vec![
+                format!("check {index}: {check}"),
+                format!("exit status {status}"),
+            ];
+            evidence.extend(
+                output
+                    .lines()
+                    .rev()
+                    .take(20)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .map(|l| format!("| {l}")),
+            );
             printer.fail(&DiagnosisCard {
                 cause: "A verify assertion failed inside the finished image".into(),
                 evidence,
-                consequence: Some("the package was not written; the previous output is untouched".into()),
+                consequence: Some(
+                    "the package was not written; the previous output is untouched".into(),
+                ),
                 actions: vec![
                     "fix the image contents or the assertion in `verify:`".into(),
                     format!("full log: {}", log.display()),
@@ -224,24 +274,38 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             });
             Ok(ExitStatus::Failure)
         }
-        Err(PackageError::Engine(EngineError::Build { tag, message, last_lines })) => {
-            let mut evidence: Vec<String> = last_lines.iter().rev().take(15).rev().map(|l| format!("| {l}")).collect();
+        Err(PackageError::Engine(EngineError::Build {
+            tag,
+            message,
+            last_lines,
+        })) => {
+            let mut evidence: Vec<String> = last_lines
+                .iter()
+                .rev()
+                .take(15)
+                .rev()
+                .map(|l| format!("| {l}"))
+                .collect();
             evidence.push(message.clone());
             printer.fail(&DiagnosisCard {
                 cause: format!("Building `{tag}` failed"),
                 evidence,
-                consequence: Some("the package was not written; the previous output is untouched".into()),
+                consequence: Some(
+                    "the package was not written; the previous output is untouched".into(),
+                ),
                 actions: vec![format!("full log: {}", log.display())],
             });
             Ok(ExitStatus::Failure)
         }
-        Err(e @ (PackageError::Spec(_)
-        | PackageError::Unsupported(_)
-        | PackageError::MetalTree { .. }
-        | PackageError::MissingCode { .. }
-        | PackageError::MissingLock(_)
-        | PackageError::OutInsideGit(_)
-        | PackageError::Cancelled)) => Err(UserError(e.to_string()).into()),
+        Err(
+            e @ (PackageError::Spec(_)
+            | PackageError::Unsupported(_)
+            | PackageError::MetalTree { .. }
+            | PackageError::MissingCode { .. }
+            | PackageError::MissingLock(_)
+            | PackageError::OutInsideGit(_)
+            | PackageError::Cancelled),
+        ) => Err(UserError(e.to_string()).into()),
         Err(e) => Err(e.into()),
     }
 }

@@ -21,7 +21,10 @@ pub fn run(args: &PsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             .into_iter()
             .filter(|c| c.label(labels::PACKAGE) != Some("tt-smi-reset"))
             .collect();
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs() as i64)
+            .unwrap_or(0);
         if args.json {
             let rows: Vec<serde_json::Value> = list.iter().map(|c| json_row(c, now)).collect();
             printer.out(&serde_json::to_string_pretty(&rows)?);
@@ -37,10 +40,19 @@ pub fn run(args: &PsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 [
                     c.name.clone(),
                     c.label(labels::PROFILE).unwrap_or("-").to_string(),
-                    if c.running { "running".into() } else { format!("{} ({})", c.status, c.exit_code.unwrap_or(-1)) },
+                    if c.running {
+                        "running".into()
+                    } else {
+                        format!("{} ({})", c.status, c.exit_code.unwrap_or(-1))
+                    },
                     endpoint(c).unwrap_or_else(|| "-".into()),
-                    c.label(labels::DEVICES).filter(|d| !d.is_empty()).unwrap_or("none").to_string(),
-                    uptime(c, now).map(human_duration).unwrap_or_else(|| "-".into()),
+                    c.label(labels::DEVICES)
+                        .filter(|d| !d.is_empty())
+                        .unwrap_or("none")
+                        .to_string(),
+                    uptime(c, now)
+                        .map(human_duration)
+                        .unwrap_or_else(|| "-".into()),
                 ]
             })
             .collect();
@@ -52,7 +64,11 @@ pub fn run(args: &PsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             }
         }
         for r in std::iter::once(&header).chain(rows.iter()) {
-            let line: Vec<String> = r.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+            let line: Vec<String> = r
+                .iter()
+                .zip(widths)
+                .map(|(c, w)| format!("{c:<w$}"))
+                .collect();
             printer.out(line.join("  ").trim_end());
         }
         Ok(ExitStatus::Success)
@@ -113,12 +129,18 @@ pub fn parse_rfc3339(s: &str) -> Option<i64> {
             let (t, o) = time.split_at(i);
             let sign = if o.starts_with('-') { -1 } else { 1 };
             let (oh, om) = o[1..].split_once(':')?;
-            (t, sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60))
+            (
+                t,
+                sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60),
+            )
         }
         None => (time, 0),
     };
     let mut t = time.split(':');
-    let (hh, mm) = (t.next()?.parse::<i64>().ok()?, t.next()?.parse::<i64>().ok()?);
+    let (hh, mm) = (
+        t.next()?.parse::<i64>().ok()?,
+        t.next()?.parse::<i64>().ok()?,
+    );
     let ss = t.next()?.split('.').next()?.parse::<i64>().ok()?;
     // Days from civil (Howard Hinnant's algorithm).
     let y2 = if m <= 2 { y - 1 } else { y };
@@ -138,8 +160,14 @@ mod tests {
     #[test]
     fn rfc3339_and_durations() {
         assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(parse_rfc3339("2026-11-30T06:05:01.123456789Z"), Some(1_796_018_701));
-        assert_eq!(parse_rfc3339("2026-11-30T07:05:01+01:00"), Some(1_796_018_701));
+        assert_eq!(
+            parse_rfc3339("2026-11-30T06:05:01.123456789Z"),
+            Some(1_796_018_701)
+        );
+        assert_eq!(
+            parse_rfc3339("2026-11-30T07:05:01+01:00"),
+            Some(1_796_018_701)
+        );
         assert_eq!(human_duration(42), "42s");
         assert_eq!(human_duration(725), "12m 05s");
         assert_eq!(human_duration(11040), "3h 04m");

@@ -15,11 +15,15 @@ use crate::printer::Printer;
 
 /// Bytes under `p` (symlinks not followed).
 pub(crate) fn dir_size(p: &Path) -> u64 {
-    let Ok(md) = std::fs::symlink_metadata(p) else { return 0 };
+    let Ok(md) = std::fs::symlink_metadata(p) else {
+        return 0;
+    };
     if !md.is_dir() {
         return md.len();
     }
-    std::fs::read_dir(p).map(|rd| rd.flatten().map(|e| dir_size(&e.path())).sum()).unwrap_or(0)
+    std::fs::read_dir(p)
+        .map(|rd| rd.flatten().map(|e| dir_size(&e.path())).sum())
+        .unwrap_or(0)
 }
 
 /// Runs `tt-model rm`.
@@ -38,7 +42,10 @@ pub fn run(args: &RmArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 .filter_map(|(_, p)| p.ok())
                 .any(|p| p.name != pkg.name && p.image == pkg.image);
             if shared {
-                printer.skipped(&format!("image {} kept", pkg.image), Some("another pulled package uses it"));
+                printer.skipped(
+                    &format!("image {} kept", pkg.image),
+                    Some("another pulled package uses it"),
+                );
             } else if client.image(&pkg.image).await?.is_some() {
                 match client.remove_image(&pkg.image).await {
                     Ok(()) => printer.done(&format!("removed image {}", pkg.image), None),
@@ -50,18 +57,29 @@ pub fn run(args: &RmArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             if pkg.manifest_path.starts_with(&pulled)
                 && let Some(dir) = pkg.manifest_path.parent()
             {
-                std::fs::remove_dir_all(dir).map_err(|e| anyhow::anyhow!("cannot remove {}: {e}", dir.display()))?;
-                printer.done("removed the pulled manifest", Some(&dir.display().to_string()));
+                std::fs::remove_dir_all(dir)
+                    .map_err(|e| anyhow::anyhow!("cannot remove {}: {e}", dir.display()))?;
+                printer.done(
+                    "removed the pulled manifest",
+                    Some(&dir.display().to_string()),
+                );
             }
         }
         let state = target::package_state_dir(&name);
         if state.exists() {
             let size = human_bytes(dir_size(&state));
             if args.keep_cache {
-                printer.skipped(&format!("caches kept at {} ({size})", state.display()), None);
+                printer.skipped(
+                    &format!("caches kept at {} ({size})", state.display()),
+                    None,
+                );
             } else {
-                std::fs::remove_dir_all(&state).map_err(|e| anyhow::anyhow!("cannot remove {}: {e}", state.display()))?;
-                printer.done(&format!("removed caches {}", state.display()), Some(&format!("freed {size}")));
+                std::fs::remove_dir_all(&state)
+                    .map_err(|e| anyhow::anyhow!("cannot remove {}: {e}", state.display()))?;
+                printer.done(
+                    &format!("removed caches {}", state.display()),
+                    Some(&format!("freed {size}")),
+                );
             }
         }
         if let Some(w) = pkg.as_ref().and_then(|p| p.weights.clone()) {
@@ -69,10 +87,18 @@ pub fn run(args: &RmArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
             if repo.dir.exists() {
                 let size = human_bytes(dir_size(&repo.dir));
                 if args.include_weights {
-                    std::fs::remove_dir_all(&repo.dir).map_err(|e| anyhow::anyhow!("cannot remove {}: {e}", repo.dir.display()))?;
-                    printer.done(&format!("removed weights {}", w.repo_id), Some(&format!("freed {size}")));
+                    std::fs::remove_dir_all(&repo.dir).map_err(|e| {
+                        anyhow::anyhow!("cannot remove {}: {e}", repo.dir.display())
+                    })?;
+                    printer.done(
+                        &format!("removed weights {}", w.repo_id),
+                        Some(&format!("freed {size}")),
+                    );
                 } else {
-                    printer.skipped(&format!("weights kept ({} · {size})", w.repo_id), Some("--include-weights removes them too"));
+                    printer.skipped(
+                        &format!("weights kept ({} · {size})", w.repo_id),
+                        Some("--include-weights removes them too"),
+                    );
                 }
             }
         }

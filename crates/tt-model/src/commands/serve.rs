@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 use tt_model_engine::bootlog::BootTracker;
 use tt_model_engine::devices::{self, AllocLock, ChipError};
 use tt_model_engine::diagnose::{Card, diagnose};
+use tt_model_engine::labels;
 use tt_model_engine::run_spec::{self, Chips, ServeRequest, compose, container_name};
 use tt_model_engine::wait::{DEFAULT_READY_TIMEOUT, ReadySpec, WaitOutcome, wait_ready};
-use tt_model_engine::labels;
 use tt_model_hub::env::HubEnv;
 
 use crate::args::ServeArgs;
@@ -38,11 +38,20 @@ pub fn run(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
 
 /// The engine's diagnosis as the printer's card.
 pub(crate) fn card_for_printer(c: &Card) -> DiagnosisCard {
-    DiagnosisCard { cause: c.title.clone(), evidence: c.evidence.iter().cloned().collect(), consequence: Some(c.detail.clone()), actions: c.actions.clone() }
+    DiagnosisCard {
+        cause: c.title.clone(),
+        evidence: c.evidence.iter().cloned().collect(),
+        consequence: Some(c.detail.clone()),
+        actions: c.actions.clone(),
+    }
 }
 
 fn passthrough(args: &ServeArgs) -> Result<Vec<String>, UserError> {
-    let v: Vec<String> = args.passthrough.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let v: Vec<String> = args
+        .passthrough
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
     if v.iter().any(|a| a == "--port" || a.starts_with("--port=")) {
         return Err(UserError(format!(
             "--port must come before the target so tt-model can publish it too:  tt-model serve --port N {}",
@@ -57,7 +66,9 @@ fn wants_card(args: &ServeArgs, pkg: &Package) -> Result<bool, UserError> {
     match args.device.as_deref() {
         None => Ok(!pkg.runs_without_card()),
         Some("none") => Ok(false),
-        Some(other) => Err(UserError(format!("--device takes `none` (run without a Tenstorrent device), got '{other}'; pick chips with --device-id"))),
+        Some(other) => Err(UserError(format!(
+            "--device takes `none` (run without a Tenstorrent device), got '{other}'; pick chips with --device-id"
+        ))),
     }
 }
 
@@ -67,7 +78,16 @@ struct Plan {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn request(args: &ServeArgs, pkg: &Package, profile: &Profile, port: u16, chips: Chips, weights_on_host: bool, extra: &[String], timeout: Duration) -> Plan {
+fn request(
+    args: &ServeArgs,
+    pkg: &Package,
+    profile: &Profile,
+    port: u16,
+    chips: Chips,
+    weights_on_host: bool,
+    extra: &[String],
+    timeout: Duration,
+) -> Plan {
     let mut cmd = pkg.launcher_argv(profile, port);
     cmd.extend(extra.iter().cloned());
     let mut env = pkg.launcher_env(profile);
@@ -76,8 +96,14 @@ fn request(args: &ServeArgs, pkg: &Package, profile: &Profile, port: u16, chips:
         env.insert("TT_MODEL_NO_DEVICE_CHECK".into(), "1".into());
     }
     let mut lab = std::collections::BTreeMap::new();
-    lab.insert(labels::MANIFEST_SCHEMA.to_string(), pkg.schema_version.clone());
-    lab.insert(labels::OPENAI_COMPATIBLE.to_string(), pkg.kind.starts_with("vllm").to_string());
+    lab.insert(
+        labels::MANIFEST_SCHEMA.to_string(),
+        pkg.schema_version.clone(),
+    );
+    lab.insert(
+        labels::OPENAI_COMPATIBLE.to_string(),
+        pkg.kind.starts_with("vllm").to_string(),
+    );
     Plan {
         req: ServeRequest {
             package: pkg.name.clone(),
@@ -111,11 +137,24 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
     let profile = pkg.profile(args.profile.as_deref())?;
     let extra = passthrough(args)?;
     let card = wants_card(args, &pkg)?;
-    let requested = args.device_id.as_deref().map(devices::parse_device_ids).transpose().map_err(|e| UserError(e.to_string()))?;
+    let requested = args
+        .device_id
+        .as_deref()
+        .map(devices::parse_device_ids)
+        .transpose()
+        .map_err(|e| UserError(e.to_string()))?;
     if !card && requested.is_some() {
-        return Err(UserError("--device-id picks chips, but this serve runs without a device (--device none)".into()).into());
+        return Err(UserError(
+            "--device-id picks chips, but this serve runs without a device (--device none)".into(),
+        )
+        .into());
     }
-    let timeout = args.timeout.as_deref().map(host::parse_duration).transpose()?.unwrap_or(DEFAULT_READY_TIMEOUT);
+    let timeout = args
+        .timeout
+        .as_deref()
+        .map(host::parse_duration)
+        .transpose()?
+        .unwrap_or(DEFAULT_READY_TIMEOUT);
     let hub = HubEnv::from_env();
     let state_dir = target::package_state_dir(&pkg.name);
     let mounts_text = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
@@ -135,7 +174,16 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
             Chips::All
         };
         let on_host = pkg.weights.is_none() || !args.no_weights;
-        let plan = request(args, &pkg, profile, host::FIRST_PORT, chips, on_host, &extra, timeout);
+        let plan = request(
+            args,
+            &pkg,
+            profile,
+            host::FIRST_PORT,
+            chips,
+            on_host,
+            &extra,
+            timeout,
+        );
         let host = host::host_facts(false, hub.hub_cache.clone(), state_dir, facts.hugepages_1g);
         printer.out(&compose(&plan.req, &host).to_shell());
         return Ok(ExitStatus::Success);
@@ -153,7 +201,13 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
         "no Tenstorrent device (runs on CPU)".to_string()
     };
     let rl = if rootless { " (rootless)" } else { "" };
-    printer.done("host ready", Some(&format!("docker {}{rl} · {card_detail}", client.server_version())));
+    printer.done(
+        "host ready",
+        Some(&format!(
+            "docker {}{rl} · {card_detail}",
+            client.server_version()
+        )),
+    );
     if !card {
         printer.note("serving without a Tenstorrent device: the container gets no /dev/tenstorrent and no hugepages");
     }
@@ -166,16 +220,26 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
         ))
         .into());
     };
-    printer.done(&format!("image {}", pkg.image), Some(&image.short_id().to_string()));
+    printer.done(
+        &format!("image {}", pkg.image),
+        Some(&image.short_id().to_string()),
+    );
 
     // One container per package and profile.
     let name = container_name(&pkg.name, &profile.name);
     if let Some(info) = client.container(&name).await? {
         if info.running {
-            return Err(UserError(format!("{name} is already running. Stop it first:  tt-model stop {}", args.target)).into());
+            return Err(UserError(format!(
+                "{name} is already running. Stop it first:  tt-model stop {}",
+                args.target
+            ))
+            .into());
         }
         client.remove_container_force(&name).await?;
-        printer.note(&format!("removed a stopped container {name} ({})", info.status));
+        printer.note(&format!(
+            "removed a stopped container {name} ({})",
+            info.status
+        ));
     }
 
     // Weights.
@@ -189,10 +253,17 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
         Some(p) => p,
         None => {
             let p = host::pick_free_port(host::FIRST_PORT).ok_or_else(|| {
-                UserError(format!("no free port found in {}-{}; pass one explicitly with --port", host::FIRST_PORT, host::FIRST_PORT + host::PORT_TRIES - 1))
+                UserError(format!(
+                    "no free port found in {}-{}; pass one explicitly with --port",
+                    host::FIRST_PORT,
+                    host::FIRST_PORT + host::PORT_TRIES - 1
+                ))
             })?;
             if p != host::FIRST_PORT {
-                printer.note(&format!("port {} is in use; serving on {p} instead", host::FIRST_PORT));
+                printer.note(&format!(
+                    "port {} is in use; serving on {p} instead",
+                    host::FIRST_PORT
+                ));
             }
             p
         }
@@ -200,55 +271,106 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
 
     // Bind-mount sources are created as the user (dockerd would create them as root).
     for (dir, _, _) in run_spec::state_mounts(&state_dir) {
-        std::fs::create_dir_all(&dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     }
-    std::fs::create_dir_all(&hub.hub_cache).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", hub.hub_cache.display()))?;
+    std::fs::create_dir_all(&hub.hub_cache)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", hub.hub_cache.display()))?;
 
     // Chips and create, atomically with respect to other serves.
     let lock = if card {
         let path = AllocLock::default_path();
-        Some(tokio::task::spawn_blocking(move || AllocLock::acquire(&path, ALLOC_LOCK_TIMEOUT)).await??)
+        Some(
+            tokio::task::spawn_blocking(move || AllocLock::acquire(&path, ALLOC_LOCK_TIMEOUT))
+                .await??,
+        )
     } else {
         None
     };
     let chips = if card {
         let claims = match tokio::time::timeout(SCAN_TIMEOUT, client.scan_claims()).await {
             Ok(Ok(c)) => c,
-            Ok(Err(e)) => return Err(UserError(ChipError::CannotAsk(format!("docker ps/inspect failed: {e}")).to_string()).into()),
-            Err(_) => return Err(UserError(ChipError::CannotAsk("docker ps/inspect timed out".into()).to_string()).into()),
+            Ok(Err(e)) => {
+                return Err(UserError(
+                    ChipError::CannotAsk(format!("docker ps/inspect failed: {e}")).to_string(),
+                )
+                .into());
+            }
+            Err(_) => {
+                return Err(UserError(
+                    ChipError::CannotAsk("docker ps/inspect timed out".into()).to_string(),
+                )
+                .into());
+            }
         };
         let claimed = devices::claimed_chips(&claims, &facts.chips);
-        let ids = devices::choose(requested.as_deref(), needed, &profile.name, &facts.chips, &claimed).map_err(|e| UserError(e.to_string()))?;
+        let ids = devices::choose(
+            requested.as_deref(),
+            needed,
+            &profile.name,
+            &facts.chips,
+            &claimed,
+        )
+        .map_err(|e| UserError(e.to_string()))?;
         if rootless {
             let problems = host::rootless_device_problems(&ids, host::ids().0, host::ids().1);
             if !problems.is_empty() {
-                return Err(UserError(format!("rootless docker cannot open the chips:\n  {}", problems.join("\n  "))).into());
+                return Err(UserError(format!(
+                    "rootless docker cannot open the chips:\n  {}",
+                    problems.join("\n  ")
+                ))
+                .into());
             }
         }
         Chips::Ids(ids)
     } else {
         Chips::None
     };
-    let plan = request(args, &pkg, profile, port, chips.clone(), outcome == WeightsOutcome::OnHost, &extra, timeout);
-    let host = host::host_facts(rootless, hub.hub_cache.clone(), state_dir, facts.hugepages_1g);
+    let plan = request(
+        args,
+        &pkg,
+        profile,
+        port,
+        chips.clone(),
+        outcome == WeightsOutcome::OnHost,
+        &extra,
+        timeout,
+    );
+    let host = host::host_facts(
+        rootless,
+        hub.hub_cache.clone(),
+        state_dir,
+        facts.hugepages_1g,
+    );
     let spec = compose(&plan.req, &host);
     if printer.verbose() {
         printer.note(&spec.to_shell());
     }
     let t_create = Instant::now();
-    client.create_and_start(&spec, |k| std::env::var(k).ok()).await?;
+    client
+        .create_and_start(&spec, |k| std::env::var(k).ok())
+        .await?;
     drop(lock);
     let chips_text = match &chips {
         Chips::Ids(ids) => format!("chips {}", labels::format_devices(ids)),
         _ => "no device".into(),
     };
-    printer.done("container started", Some(&format!("{name} · {chips_text} · {:.1}s", t_create.elapsed().as_secs_f64())));
+    printer.done(
+        "container started",
+        Some(&format!(
+            "{name} · {chips_text} · {:.1}s",
+            t_create.elapsed().as_secs_f64()
+        )),
+    );
 
     let host_ip = if args.expose { "0.0.0.0" } else { "127.0.0.1" };
     let endpoint = format!("http://{host_ip}:{port}");
     if args.detach {
         printer.note(&format!("endpoint (once ready): {endpoint}"));
-        printer.next(&format!("follow the boot: tt-model logs {} -f", args.target));
+        printer.next(&format!(
+            "follow the boot: tt-model logs {} -f",
+            args.target
+        ));
         return Ok(ExitStatus::Success);
     }
 
@@ -259,16 +381,41 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
     let cancel = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    let outcome = wait_ready(&client, &name, &plan.ready, &mut tracker, |e| list.on_event(e), cancel).await;
+    let outcome = wait_ready(
+        &client,
+        &name,
+        &plan.ready,
+        &mut tracker,
+        |e| list.on_event(e),
+        cancel,
+    )
+    .await;
+    if matches!(outcome, Ok(WaitOutcome::Ready { .. })) {
+        for e in tracker.finish_all() {
+            list.on_event(&tt_model_engine::wait::WaitEvent::Boot(e));
+        }
+    }
     list.clear();
     match outcome? {
-        WaitOutcome::Ready { elapsed, log_ready, .. } => {
+        WaitOutcome::Ready {
+            elapsed, log_ready, ..
+        } => {
             let total = t0.elapsed();
-            printer.done(&format!("{} ready", args.target), Some(&format!("{:.1}s", total.as_secs_f64())));
-            let by = if log_ready.is_some() { "ready line + health endpoint" } else { "health endpoint" };
+            printer.done(
+                &format!("{} ready", args.target),
+                Some(&format!("{:.1}s", total.as_secs_f64())),
+            );
+            let by = if log_ready.is_some() {
+                "ready line + health endpoint"
+            } else {
+                "health endpoint"
+            };
             printer.note(&format!("endpoint: {endpoint}  (ready by {by})"));
             printer.note(&format!("try: curl {endpoint}{}", pkg.health_path()));
-            printer.next(&format!("tt-model logs {} -f · tt-model stop {}", args.target, args.target));
+            printer.next(&format!(
+                "tt-model logs {} -f · tt-model stop {}",
+                args.target, args.target
+            ));
             if printer.verbose() {
                 let overhead = total.saturating_sub(elapsed);
                 printer.note(&format!(
@@ -282,7 +429,10 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
         }
         WaitOutcome::Detached { .. } => {
             printer.skipped("detached; the container keeps booting", Some(&name));
-            printer.next(&format!("tt-model logs {} -f · tt-model stop {}", args.target, args.target));
+            printer.next(&format!(
+                "tt-model logs {} -f · tt-model stop {}",
+                args.target, args.target
+            ));
             Ok(ExitStatus::Success)
         }
         WaitOutcome::Exited { evidence, .. } | WaitOutcome::TimedOut { evidence, .. } => {

@@ -8,9 +8,9 @@ use tt_model_engine::containers::ContainerInfo;
 use tt_model_engine::{Client, devices, labels};
 
 use super::serve::{host, target};
+use crate::ExitStatus;
 use crate::args::StopArgs;
 use crate::printer::Printer;
-use crate::ExitStatus;
 
 /// Bound on the reset container.
 const RESET_TIMEOUT: Duration = Duration::from_secs(180);
@@ -32,7 +32,12 @@ pub fn run(args: &StopArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
 }
 
 /// The running containers of `package` (only `profile` when given), default profile first.
-pub(crate) async fn running_of(client: &Client, package: &str, profile: Option<&str>, all: bool) -> anyhow::Result<Vec<ContainerInfo>> {
+pub(crate) async fn running_of(
+    client: &Client,
+    package: &str,
+    profile: Option<&str>,
+    all: bool,
+) -> anyhow::Result<Vec<ContainerInfo>> {
     let mut v: Vec<ContainerInfo> = client
         .tt_model_containers(Some(package), all)
         .await?
@@ -56,9 +61,15 @@ async fn stop(args: &StopArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     }
     let mut failed = false;
     for c in &targets {
-        let outcome = client.stop_with_grace(&c.name, Duration::from_secs(args.grace)).await?;
+        let outcome = client
+            .stop_with_grace(&c.name, Duration::from_secs(args.grace))
+            .await?;
         client.remove_container_force(&c.name).await?;
-        let reset = if outcome.dirty() { reset_after_kill(&client, c).await } else { Reset::NotNeeded };
+        let reset = if outcome.dirty() {
+            reset_after_kill(&client, c).await
+        } else {
+            Reset::NotNeeded
+        };
         let detail = match &reset {
             Reset::NotNeeded => "clean shutdown".to_string(),
             Reset::Ran => "killed — mesh reset ran".to_string(),
@@ -72,7 +83,11 @@ async fn stop(args: &StopArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
         }
     }
     printer.done(&format!("stopped {} container(s)", targets.len()), None);
-    Ok(if failed { ExitStatus::Failure } else { ExitStatus::Success })
+    Ok(if failed {
+        ExitStatus::Failure
+    } else {
+        ExitStatus::Success
+    })
 }
 
 /// Scoped reset after a SIGKILL, unless another container claims any of the chips now.
@@ -83,7 +98,10 @@ async fn reset_after_kill(client: &Client, c: &ContainerInfo) -> Reset {
     };
     // A malformed label resets the whole directory: over-broad, never under-broad.
     let chips = labels::parse_devices(label);
-    let inventory = devices::inventory(std::path::Path::new(tt_model_engine::run_spec::DEV_TENSTORRENT)).unwrap_or_default();
+    let inventory = devices::inventory(std::path::Path::new(
+        tt_model_engine::run_spec::DEV_TENSTORRENT,
+    ))
+    .unwrap_or_default();
     let claims = match client.scan_claims().await {
         Ok(c) => c,
         Err(e) => return Reset::Failed(format!("cannot scan containers: {e}")),
@@ -93,10 +111,15 @@ async fn reset_after_kill(client: &Client, c: &ContainerInfo) -> Reset {
     if ours.iter().any(|i| claimed.contains(i)) {
         return Reset::Skipped;
     }
-    match client.reset_chips(&c.image, chips.as_deref(), RESET_TIMEOUT).await {
+    match client
+        .reset_chips(&c.image, chips.as_deref(), RESET_TIMEOUT)
+        .await
+    {
         Ok((0, _)) => Reset::Ran,
-        Ok((code, out)) => Reset::Failed(format!("tt-smi exited {code}: {}", out.lines().last().unwrap_or(""))),
+        Ok((code, out)) => Reset::Failed(format!(
+            "tt-smi exited {code}: {}",
+            out.lines().last().unwrap_or("")
+        )),
         Err(e) => Reset::Failed(e.to_string()),
     }
 }
-

@@ -38,18 +38,27 @@ pub fn progress_bar(done: u64, total: u64) -> String {
 
 fn elapsed(d: Duration) -> String {
     let s = d.as_secs_f64();
-    if s < 60.0 { format!("{s:.1}s") } else { format!("{}m {:02}s", d.as_secs() / 60, d.as_secs() % 60) }
+    if s < 60.0 {
+        format!("{s:.1}s")
+    } else {
+        format!("{}m {:02}s", d.as_secs() / 60, d.as_secs() % 60)
+    }
 }
 
 impl<'p> Checklist<'p> {
     pub fn new(printer: &'p Printer, kind: &str) -> Self {
         let spinner = ProgressBar::new_spinner();
-        spinner.set_style(ProgressStyle::with_template("{spinner} {msg}  {elapsed}").expect("static template"));
+        spinner.set_style(
+            ProgressStyle::with_template("{spinner} {msg}  {elapsed}").expect("static template"),
+        );
         spinner.enable_steady_tick(Duration::from_millis(100));
         Checklist {
             printer,
             spinner,
-            labels: bootlog::phases_for(kind).iter().map(|d| (d.key, d.label)).collect(),
+            labels: bootlog::phases_for(kind)
+                .iter()
+                .map(|d| (d.key, d.label))
+                .collect(),
             details: HashMap::new(),
             started: HashMap::new(),
             progress: None,
@@ -88,15 +97,23 @@ impl<'p> Checklist<'p> {
             WaitEvent::Boot(BootEvent::Finished(k)) => {
                 let label = self.labels.get(k).copied().unwrap_or(k);
                 let mut detail = self.details.get(k).cloned().unwrap_or_default();
-                if let Some(t) = self.started.get(k).map(Instant::elapsed).filter(|t| t.as_millis() >= 800) {
+                if let Some(t) = self
+                    .started
+                    .get(k)
+                    .map(Instant::elapsed)
+                    .filter(|t| t.as_millis() >= 800)
+                {
                     detail = format!("{detail}  {}", elapsed(t)).trim().to_string();
                 }
-                self.spinner.suspend(|| self.printer.done(label, Some(&detail)));
+                self.spinner
+                    .suspend(|| self.printer.done(label, Some(&detail)));
                 if self.active == Some(*k) {
                     self.active = None;
                 }
             }
-            WaitEvent::Boot(BootEvent::Progress { done, total, .. }) => self.progress = Some((*done, *total)),
+            WaitEvent::Boot(BootEvent::Progress { done, total, .. }) => {
+                self.progress = Some((*done, *total))
+            }
             WaitEvent::Boot(BootEvent::Detail { key, detail }) => {
                 self.details.insert(key, detail.clone());
             }
@@ -107,7 +124,10 @@ impl<'p> Checklist<'p> {
             }
             WaitEvent::LogReady => {
                 if self.printer.verbose() {
-                    self.spinner.suspend(|| self.printer.note("ready line seen; probing the health endpoint"));
+                    self.spinner.suspend(|| {
+                        self.printer
+                            .note("ready line seen; probing the health endpoint")
+                    });
                 }
             }
             WaitEvent::HttpReady => {}

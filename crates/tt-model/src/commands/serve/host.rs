@@ -17,7 +17,9 @@ pub const PORT_TRIES: u16 = 100;
 
 /// uid and gid of this process (`/proc/self` belongs to them; no libc call needed).
 pub fn ids() -> (u32, u32) {
-    std::fs::metadata("/proc/self").map(|m| (m.uid(), m.gid())).unwrap_or((0, 0))
+    std::fs::metadata("/proc/self")
+        .map(|m| (m.uid(), m.gid()))
+        .unwrap_or((0, 0))
 }
 
 /// What the card check found.
@@ -62,14 +64,26 @@ pub fn rootless_device_problems(chips: &[u32], uid: u32, gid: u32) -> Vec<String
             let p = PathBuf::from(format!("{DEV_TENSTORRENT}/{c}"));
             let m = std::fs::metadata(&p).ok()?;
             let mode = m.permissions().mode();
-            let ok = (m.uid() == uid && mode & 0o600 == 0o600) || (m.gid() == gid && mode & 0o060 == 0o060) || mode & 0o006 == 0o006;
-            (!ok).then(|| format!("{} is not rw for uid {uid}: setfacl -m u:$USER:rw {DEV_TENSTORRENT}/*", p.display()))
+            let ok = (m.uid() == uid && mode & 0o600 == 0o600)
+                || (m.gid() == gid && mode & 0o060 == 0o060)
+                || mode & 0o006 == 0o006;
+            (!ok).then(|| {
+                format!(
+                    "{} is not rw for uid {uid}: setfacl -m u:$USER:rw {DEV_TENSTORRENT}/*",
+                    p.display()
+                )
+            })
         })
         .collect()
 }
 
 /// Host facts for the run spec.
-pub fn host_facts(rootless: bool, hub_cache: PathBuf, state_dir: PathBuf, hugepages_1g: bool) -> HostFacts {
+pub fn host_facts(
+    rootless: bool,
+    hub_cache: PathBuf,
+    state_dir: PathBuf,
+    hugepages_1g: bool,
+) -> HostFacts {
     let (uid, gid) = ids();
     HostFacts {
         uid,
@@ -92,7 +106,8 @@ pub async fn engine() -> anyhow::Result<Client> {
 /// The first port from `first` that nothing listens on (bound on every interface, as the
 /// published port might be).
 pub fn pick_free_port(first: u16) -> Option<u16> {
-    (first..first.saturating_add(PORT_TRIES)).find(|p| std::net::TcpListener::bind(("0.0.0.0", *p)).is_ok())
+    (first..first.saturating_add(PORT_TRIES))
+        .find(|p| std::net::TcpListener::bind(("0.0.0.0", *p)).is_ok())
 }
 
 /// Parse `--timeout`: `1800`, `90s`, `45m`, `2h`.
@@ -127,8 +142,24 @@ mod tests {
 
     #[test]
     fn missing_card_is_named() {
-        let e = require_card(&CardFacts { chips: vec![], hugepages_1g: false }).unwrap_err().0;
-        assert!(e.contains("/dev/tenstorrent/*") && e.contains("/dev/hugepages-1G") && e.contains("--device none"), "{e}");
-        assert!(require_card(&CardFacts { chips: vec![0], hugepages_1g: true }).is_ok());
+        let e = require_card(&CardFacts {
+            chips: vec![],
+            hugepages_1g: false,
+        })
+        .unwrap_err()
+        .0;
+        assert!(
+            e.contains("/dev/tenstorrent/*")
+                && e.contains("/dev/hugepages-1G")
+                && e.contains("--device none"),
+            "{e}"
+        );
+        assert!(
+            require_card(&CardFacts {
+                chips: vec![0],
+                hugepages_1g: true
+            })
+            .is_ok()
+        );
     }
 }

@@ -32,7 +32,10 @@ pub struct Profile {
 
 impl Profile {
     fn str(&self, k: &str) -> Option<String> {
-        self.settings.get(k).and_then(Value::as_str).map(str::to_string)
+        self.settings
+            .get(k)
+            .and_then(Value::as_str)
+            .map(str::to_string)
     }
     fn u64(&self, k: &str) -> Option<u64> {
         self.settings.get(k).and_then(Value::as_u64)
@@ -45,12 +48,20 @@ impl Profile {
     }
     /// Chips the profile needs (from `hardware`), or 1.
     pub fn chip_count(&self) -> usize {
-        self.hardware().and_then(|h| hardware_chips(&h)).unwrap_or(1)
+        self.hardware()
+            .and_then(|h| hardware_chips(&h))
+            .unwrap_or(1)
     }
     /// `serve.args`, flattened (`[k, v]` pairs become two tokens).
     pub fn args(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for a in self.settings.get("args").and_then(Value::as_array).into_iter().flatten() {
+        for a in self
+            .settings
+            .get("args")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             match a {
                 Value::String(s) => out.push(s.clone()),
                 Value::Array(pair) => out.extend(pair.iter().map(value_text)),
@@ -67,7 +78,11 @@ impl Profile {
             .unwrap_or_default()
     }
     fn capability(&self, k: &str) -> Option<String> {
-        self.settings.get("capabilities").and_then(|c| c.get(k)).and_then(Value::as_str).map(str::to_string)
+        self.settings
+            .get("capabilities")
+            .and_then(|c| c.get(k))
+            .and_then(Value::as_str)
+            .map(str::to_string)
     }
 }
 
@@ -95,42 +110,81 @@ pub struct Package {
 impl Package {
     /// Read and interpret a wire manifest.
     pub fn load(path: &Path) -> anyhow::Result<Package> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
         let json: Value = serde_json::from_str(&text).map_err(|e| {
-            anyhow::anyhow!("{}:{}:{}: not valid JSON: {e}", path.display(), e.line(), e.column())
+            anyhow::anyhow!(
+                "{}:{}:{}: not valid JSON: {e}",
+                path.display(),
+                e.line(),
+                e.column()
+            )
         })?;
         Self::from_json(path, &json)
     }
 
     pub fn from_json(path: &Path, j: &Value) -> anyhow::Result<Package> {
         let where_ = path.display();
-        let name = j.get("name").and_then(Value::as_str).with_context(|| format!("{where_}: no `name`"))?;
-        if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') || name.is_empty() || name.starts_with('.') {
-            bail!("{where_}: unsafe package name '{name}': refusing to derive a container name or path from it");
+        let name = j
+            .get("name")
+            .and_then(Value::as_str)
+            .with_context(|| format!("{where_}: no `name`"))?;
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.')
+            || name.is_empty()
+            || name.starts_with('.')
+        {
+            bail!(
+                "{where_}: unsafe package name '{name}': refusing to derive a container name or path from it"
+            );
         }
         if let Some(v) = j.get("schema_version").map(value_text)
             && !matches!(v.as_str(), "5" | "5.1")
         {
-            bail!("{where_}: Unsupported bundle schema_version '{v}'; this tt-model serves schema(s) 5, 5.1. Re-publish the bundle with a current tt-model.");
+            bail!(
+                "{where_}: Unsupported bundle schema_version '{v}'; this tt-model serves schema(s) 5, 5.1. Re-publish the bundle with a current tt-model."
+            );
         }
         let Some(c) = j.get("container").filter(|c| c.is_object()) else {
-            bail!("{where_} is not a container package (no `container` block); tt-model serves container packages only");
+            bail!(
+                "{where_} is not a container package (no `container` block); tt-model serves container packages only"
+            );
         };
-        let kind = c.get("kind").and_then(Value::as_str).unwrap_or("http-server").to_string();
-        let image = image_ref(c, name).with_context(|| format!("{where_}: no `container.image`"))?;
+        let kind = c
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("http-server")
+            .to_string();
+        let image =
+            image_ref(c, name).with_context(|| format!("{where_}: no `container.image`"))?;
         let empty = serde_json::Map::new();
         let base = c.get("serve").and_then(Value::as_object).unwrap_or(&empty);
         let mut profiles = Vec::new();
-        for p in c.get("serve_profiles").and_then(Value::as_array).into_iter().flatten() {
-            let pname = p.get("name").and_then(Value::as_str).with_context(|| format!("{where_}: a serve profile has no name"))?;
+        for p in c
+            .get("serve_profiles")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let pname = p
+                .get("name")
+                .and_then(Value::as_str)
+                .with_context(|| format!("{where_}: a serve profile has no name"))?;
             let mut settings = base.clone();
             deep_merge(&mut settings, p.as_object().unwrap_or(&empty));
             settings.remove("name");
             settings.remove("description");
-            profiles.push(Profile { name: pname.to_string(), settings });
+            profiles.push(Profile {
+                name: pname.to_string(),
+                settings,
+            });
         }
         if profiles.is_empty() {
-            profiles.push(Profile { name: "default".into(), settings: base.clone() });
+            profiles.push(Profile {
+                name: "default".into(),
+                settings: base.clone(),
+            });
         }
         let default_profile = c
             .get("default_profile")
@@ -138,13 +192,26 @@ impl Package {
             .map(str::to_string)
             .unwrap_or_else(|| profiles[0].name.clone());
         let weights = j.get("weights").filter(|w| w.is_object()).and_then(|w| {
-            let repo = w.get("repo_id").or_else(|| w.get("repo")).and_then(Value::as_str)?;
+            let repo = w
+                .get("repo_id")
+                .or_else(|| w.get("repo"))
+                .and_then(Value::as_str)?;
             let list = |k: &str| -> Vec<String> {
-                w.get(k).and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).map(str::to_string).collect()
+                w.get(k)
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
             };
             Some(WeightsRef {
                 repo_id: repo.to_string(),
-                revision: w.get("revision").and_then(Value::as_str).unwrap_or("main").to_string(),
+                revision: w
+                    .get("revision")
+                    .and_then(Value::as_str)
+                    .unwrap_or("main")
+                    .to_string(),
                 allow: list("allow_patterns"),
                 ignore: list("ignore_patterns"),
             })
@@ -158,23 +225,38 @@ impl Package {
             weights,
             profiles,
             default_profile,
-            runtime: c.get("runtime").and_then(Value::as_object).cloned().unwrap_or_default(),
+            runtime: c
+                .get("runtime")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default(),
         })
     }
 
     /// The chosen profile, or a clear error listing the available ones.
     pub fn profile(&self, name: Option<&str>) -> anyhow::Result<&Profile> {
         let want = name.unwrap_or(&self.default_profile);
-        self.profiles.iter().find(|p| p.name == want).ok_or_else(|| {
-            let names: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
-            anyhow::Error::new(crate::UserError(format!("no serve profile named '{want}'; available: {}", names.join(", "))))
-        })
+        self.profiles
+            .iter()
+            .find(|p| p.name == want)
+            .ok_or_else(|| {
+                let names: Vec<&str> = self.profiles.iter().map(|p| p.name.as_str()).collect();
+                anyhow::Error::new(crate::UserError(format!(
+                    "no serve profile named '{want}'; available: {}",
+                    names.join(", ")
+                )))
+            })
     }
 
     /// Profile names, default first.
     pub fn profile_names(&self) -> Vec<String> {
         let mut v = vec![self.default_profile.clone()];
-        v.extend(self.profiles.iter().map(|p| p.name.clone()).filter(|n| *n != self.default_profile));
+        v.extend(
+            self.profiles
+                .iter()
+                .map(|p| p.name.clone())
+                .filter(|n| *n != self.default_profile),
+        );
         v
     }
 
@@ -202,12 +284,18 @@ impl Package {
 
     /// The manifest selects a runtime that needs no card (`runtime.device: none|cpu`).
     pub fn runs_without_card(&self) -> bool {
-        matches!(self.runtime.get("device").and_then(Value::as_str), Some("none" | "cpu" | "emulation"))
+        matches!(
+            self.runtime.get("device").and_then(Value::as_str),
+            Some("none" | "cpu" | "emulation")
+        )
     }
 
     /// `HF_MODEL`: the weights id, or the package name when it has no weights.
     pub fn weights_id(&self) -> String {
-        self.weights.as_ref().map(|w| w.repo_id.clone()).unwrap_or_else(|| self.name.clone())
+        self.weights
+            .as_ref()
+            .map(|w| w.repo_id.clone())
+            .unwrap_or_else(|| self.name.clone())
     }
 
     /// The server argv for `profile` on `port` (§4.7 of the reference: one launcher per kind).
@@ -241,7 +329,13 @@ impl Package {
                 a.extend(["--port".to_string(), port_s]);
             }
             "vllm-fork" => {
-                push(&["python", "-m", "models.common.readiness_check.run_vllm_server", "--stages", "serve"]);
+                push(&[
+                    "python",
+                    "-m",
+                    "models.common.readiness_check.run_vllm_server",
+                    "--stages",
+                    "serve",
+                ]);
                 if let Some(d) = self.runtime.get("model_dir").and_then(Value::as_str) {
                     push(&["--model-dir", d]);
                 }
@@ -249,29 +343,55 @@ impl Package {
                 if let Some((r, c)) = p.mesh_device().as_deref().and_then(mesh_shape) {
                     push(&["--mesh-device", &format!("({r}, {c})")]);
                 }
-                for (flag, key) in [("--max-num-seqs", "max_num_seqs"), ("--max-model-len", "max_model_len"), ("--block-size", "block_size"), ("--server-timeout", "server_timeout")] {
+                for (flag, key) in [
+                    ("--max-num-seqs", "max_num_seqs"),
+                    ("--max-model-len", "max_model_len"),
+                    ("--block-size", "block_size"),
+                    ("--server-timeout", "server_timeout"),
+                ] {
                     if let Some(n) = p.u64(key) {
                         push(&[flag, &n.to_string()]);
                     }
                 }
                 push(&["--port", &port_s]);
-                if let Some(tt) = p.settings.get("additional_config").and_then(|c| c.get("tt")) {
+                if let Some(tt) = p
+                    .settings
+                    .get("additional_config")
+                    .and_then(|c| c.get("tt"))
+                {
                     push(&["--tt-config", &tt.to_string()]);
                 }
                 let mut extra = p.args();
                 if let Some(t) = p.capability("tool_parser") {
-                    extra.extend(["--enable-auto-tool-choice".into(), "--tool-call-parser".into(), t]);
+                    extra.extend([
+                        "--enable-auto-tool-choice".into(),
+                        "--tool-call-parser".into(),
+                        t,
+                    ]);
                 }
                 if let Some(r) = p.capability("reasoning_parser") {
                     extra.extend(["--reasoning_parser".into(), r]);
                 }
                 if !extra.is_empty() {
-                    let joined: Vec<String> = extra.iter().map(|t| tt_model_engine::run_spec::shell_quote(t)).collect();
+                    let joined: Vec<String> = extra
+                        .iter()
+                        .map(|t| tt_model_engine::run_spec::shell_quote(t))
+                        .collect();
                     push(&["--additional-server-args", &joined.join(" ")]);
                 }
             }
             "tt-dit-server" => {
-                push(&["python", "-m", "uvicorn", "--host", "0.0.0.0", "--port", &port_s, "--lifespan", "on"]);
+                push(&[
+                    "python",
+                    "-m",
+                    "uvicorn",
+                    "--host",
+                    "0.0.0.0",
+                    "--port",
+                    &port_s,
+                    "--lifespan",
+                    "on",
+                ]);
                 a.extend(p.args());
                 if let Some(app) = self.runtime.get("app").and_then(Value::as_str) {
                     a.push(app.to_string());
@@ -314,7 +434,11 @@ impl Package {
             "tt-dit-server" => {
                 if let Some(m) = p.mesh_device() {
                     if let Some((r, c)) = mesh_shape(&m) {
-                        let key = self.runtime.get("mesh_shape_env").and_then(Value::as_str).unwrap_or("FLUX2_MESH_SHAPE");
+                        let key = self
+                            .runtime
+                            .get("mesh_shape_env")
+                            .and_then(Value::as_str)
+                            .unwrap_or("FLUX2_MESH_SHAPE");
                         env.insert(key.to_string(), format!("{r}x{c}"));
                     }
                     env.insert("MESH_DEVICE".into(), m);
@@ -328,21 +452,34 @@ impl Package {
 }
 
 fn image_ref(c: &Value, name: &str) -> Option<String> {
-    if let Some(b) = c.get("built").and_then(|b| b.get("image")).and_then(Value::as_str) {
+    if let Some(b) = c
+        .get("built")
+        .and_then(|b| b.get("image"))
+        .and_then(Value::as_str)
+    {
         return Some(b.to_string());
     }
     let img = c.get("image")?;
     if let Some(s) = img.as_str() {
         return Some(s.to_string());
     }
-    let repo = img.get("repository").and_then(Value::as_str).unwrap_or(name);
+    let repo = img
+        .get("repository")
+        .and_then(Value::as_str)
+        .unwrap_or(name);
     // `hf`: the image travels in the Hub repo and is loaded under its local tag.
-    let reg = img.get("registry").and_then(Value::as_str).filter(|r| !r.is_empty() && *r != "hf");
+    let reg = img
+        .get("registry")
+        .and_then(Value::as_str)
+        .filter(|r| !r.is_empty() && *r != "hf");
     let base = match reg {
         Some(r) => format!("{r}/{repo}"),
         None => repo.to_string(),
     };
-    match (img.get("tag").and_then(Value::as_str), img.get("digest").and_then(Value::as_str)) {
+    match (
+        img.get("tag").and_then(Value::as_str),
+        img.get("digest").and_then(Value::as_str),
+    ) {
         (Some(t), _) => Some(format!("{base}:{t}")),
         (None, Some(d)) => Some(format!("{base}@{d}")),
         _ => Some(format!("{base}:latest")),
@@ -350,7 +487,10 @@ fn image_ref(c: &Value, name: &str) -> Option<String> {
 }
 
 /// The original's merge: dicts recurse, scalars override, empty lists/dicts do not erase.
-pub fn deep_merge(base: &mut serde_json::Map<String, Value>, over: &serde_json::Map<String, Value>) {
+pub fn deep_merge(
+    base: &mut serde_json::Map<String, Value>,
+    over: &serde_json::Map<String, Value>,
+) {
     for (k, v) in over {
         match (base.get_mut(k), v) {
             (_, Value::Null) => {}
@@ -435,11 +575,27 @@ mod tests {
         let big = p.profile(Some("p150x4")).unwrap();
         assert_eq!(big.chip_count(), 4);
         assert_eq!(big.capability("tool_parser").as_deref(), Some("x"));
-        assert_eq!(big.capability("reasoning_parser").as_deref(), Some("qwen3"), "dicts recurse");
-        assert_eq!(big.args(), vec!["--enforce-eager", "--seed", "7"], "empty list does not erase");
-        assert_eq!(big.env(), BTreeMap::from([("A".into(), "1".into()), ("B".into(), "2".into())]));
+        assert_eq!(
+            big.capability("reasoning_parser").as_deref(),
+            Some("qwen3"),
+            "dicts recurse"
+        );
+        assert_eq!(
+            big.args(),
+            vec!["--enforce-eager", "--seed", "7"],
+            "empty list does not erase"
+        );
+        assert_eq!(
+            big.env(),
+            BTreeMap::from([("A".into(), "1".into()), ("B".into(), "2".into())])
+        );
         assert_eq!(p.profile_names(), vec!["p150", "p150x4"]);
-        assert!(p.profile(Some("nope")).unwrap_err().to_string().contains("available: p150, p150x4"));
+        assert!(
+            p.profile(Some("nope"))
+                .unwrap_err()
+                .to_string()
+                .contains("available: p150, p150x4")
+        );
     }
 
     #[test]
@@ -453,7 +609,10 @@ mod tests {
         );
         let env = p.launcher_env(prof);
         assert_eq!(env.get("MESH_DEVICE").map(String::as_str), Some("P150"));
-        assert_eq!(env.get("HF_MODEL").map(String::as_str), Some("Qwen/Qwen3-8B"));
+        assert_eq!(
+            env.get("HF_MODEL").map(String::as_str),
+            Some("Qwen/Qwen3-8B")
+        );
     }
 
     #[test]
@@ -470,8 +629,18 @@ mod tests {
     fn refuses_non_container_and_unsafe_names() {
         let mut j = wire();
         j["name"] = "../x".into();
-        assert!(Package::from_json(Path::new("m.json"), &j).unwrap_err().to_string().contains("unsafe package name"));
+        assert!(
+            Package::from_json(Path::new("m.json"), &j)
+                .unwrap_err()
+                .to_string()
+                .contains("unsafe package name")
+        );
         let j = serde_json::json!({"name": "x", "container": null});
-        assert!(Package::from_json(Path::new("m.json"), &j).unwrap_err().to_string().contains("not a container package"));
+        assert!(
+            Package::from_json(Path::new("m.json"), &j)
+                .unwrap_err()
+                .to_string()
+                .contains("not a container package")
+        );
     }
 }

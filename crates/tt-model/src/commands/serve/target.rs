@@ -14,13 +14,18 @@ pub fn state_root() -> PathBuf {
     let cache = std::env::var_os("XDG_CACHE_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache"));
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache")
+        });
     cache.join("tt-model")
 }
 
 /// Where `pull` keeps a package's manifest: `pulled/<org>__<name>/tt_kernel_manifest.json`.
 pub fn pulled_manifest(repo_id: &str) -> PathBuf {
-    state_root().join("pulled").join(repo_id.replace('/', "__")).join(WIRE_MANIFEST)
+    state_root()
+        .join("pulled")
+        .join(repo_id.replace('/', "__"))
+        .join(WIRE_MANIFEST)
 }
 
 /// The per-package cache directory `~/.cache/tt-model/<name>`.
@@ -36,7 +41,11 @@ pub fn split_repo(target: &str) -> Option<(String, Option<String>)> {
     };
     let parts: Vec<&str> = id.split('/').collect();
     let ok = parts.len() == 2
-        && parts.iter().all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)));
+        && parts.iter().all(|p| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        });
     ok.then(|| (id.to_string(), rev))
 }
 
@@ -67,7 +76,10 @@ pub fn resolve(target: &str) -> anyhow::Result<Package> {
         if path.join("tt-model.yaml").is_file() {
             return Err(authoring_hint(&path.join("tt-model.yaml").display().to_string()).into());
         }
-        return Err(UserError(format!("{target} holds no {WIRE_MANIFEST}; point serve at a staged package")).into());
+        return Err(UserError(format!(
+            "{target} holds no {WIRE_MANIFEST}; point serve at a staged package"
+        ))
+        .into());
     }
     if path.is_file() {
         return Package::load(path);
@@ -82,7 +94,10 @@ pub fn resolve(target: &str) -> anyhow::Result<Package> {
         ))
         .into());
     }
-    Err(UserError(format!("{target}: no such file, and not an org/name package id")).into())
+    Err(UserError(format!(
+        "{target}: no such file, and not an org/name package id"
+    ))
+    .into())
 }
 
 /// For stop/logs/rm: the package name and (when known) its manifest. A bare name is accepted
@@ -91,9 +106,16 @@ pub fn resolve_name(target: &str) -> anyhow::Result<(String, Option<Package>)> {
     match resolve(target) {
         Ok(p) => Ok((p.name.clone(), Some(p))),
         Err(e) => {
-            let bare = !target.contains('/') && !target.is_empty()
-                && target.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-            if bare && !Path::new(target).exists() { Ok((target.to_string(), None)) } else { Err(e) }
+            let bare = !target.contains('/')
+                && !target.is_empty()
+                && target
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+            if bare && !Path::new(target).exists() {
+                Ok((target.to_string(), None))
+            } else {
+                Err(e)
+            }
         }
     }
 }
@@ -104,7 +126,10 @@ mod tests {
 
     #[test]
     fn repo_ids_and_authoring_yaml() {
-        assert_eq!(split_repo("acme/m@v1"), Some(("acme/m".into(), Some("v1".into()))));
+        assert_eq!(
+            split_repo("acme/m@v1"),
+            Some(("acme/m".into(), Some("v1".into())))
+        );
         assert_eq!(split_repo("acme/m"), Some(("acme/m".into(), None)));
         assert_eq!(split_repo("a/b/c"), None);
         let e = resolve("models/tt-model.yaml").unwrap_err().to_string();

@@ -19,7 +19,11 @@ pub fn human_bytes(n: u64) -> String {
         v /= 1000.0;
         i += 1;
     }
-    if i == 0 { format!("{n} B") } else { format!("{v:.1} {}", units[i]) }
+    if i == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", units[i])
+    }
 }
 
 struct Bar(ProgressBar);
@@ -46,19 +50,29 @@ pub enum WeightsOutcome {
 }
 
 /// Make sure the weights are in the host cache (or report why not).
-pub async fn ensure(w: &WeightsRef, no_weights: bool, local_only: bool, printer: &Printer) -> anyhow::Result<WeightsOutcome> {
+pub async fn ensure(
+    w: &WeightsRef,
+    no_weights: bool,
+    local_only: bool,
+    printer: &Printer,
+) -> anyhow::Result<WeightsOutcome> {
     let env = HubEnv::from_env();
     let cache = HubCache::new(env.hub_cache.clone());
     let short = &w.revision[..w.revision.len().min(8)];
     if no_weights || local_only {
         return match local_status(&cache, &w.repo_id, &w.revision)? {
             LocalStatus::Complete { .. } => {
-                printer.done(&format!("weights {}@{short}", w.repo_id), Some("in the local HF cache"));
+                printer.done(
+                    &format!("weights {}@{short}", w.repo_id),
+                    Some("in the local HF cache"),
+                );
                 Ok(WeightsOutcome::OnHost)
             }
             other => {
                 let partial = match other {
-                    LocalStatus::Partial { bytes } => format!(" ({} already on disk, resumable)", human_bytes(bytes)),
+                    LocalStatus::Partial { bytes } => {
+                        format!(" ({} already on disk, resumable)", human_bytes(bytes))
+                    }
                     _ => String::new(),
                 };
                 printer.warn(&format!(
@@ -93,17 +107,37 @@ pub async fn ensure(w: &WeightsRef, no_weights: bool, local_only: bool, printer:
             let detail = if fetched == 0 {
                 format!("{} files already in the HF cache", plan.files.len())
             } else {
-                format!("{} · {} files · {:.1}s", human_bytes(fetched), plan.files.len(), started.elapsed().as_secs_f64())
+                format!(
+                    "{} · {} files · {:.1}s",
+                    human_bytes(fetched),
+                    plan.files.len(),
+                    started.elapsed().as_secs_f64()
+                )
             };
-            printer.done(&format!("weights {}@{}", w.repo_id, &plan.commit[..8]), Some(&detail));
+            printer.done(
+                &format!("weights {}@{}", w.repo_id, &plan.commit[..8]),
+                Some(&detail),
+            );
             Ok(WeightsOutcome::OnHost)
         }
-        Err(e) if e.is_no_space() => Err(UserError(format!("ran out of disk space downloading the weights {}: {e}", w.repo_id)).into()),
-        Err(e @ (HubError::ShaMismatch { .. } | HubError::SizeMismatch { .. } | HubError::CommitMismatch { .. } | HubError::BadFileName(_) | HubError::BadRevision(_) | HubError::BadRepoId(_))) => {
-            Err(UserError(format!("weights {}: {e}", w.repo_id)).into())
-        }
+        Err(e) if e.is_no_space() => Err(UserError(format!(
+            "ran out of disk space downloading the weights {}: {e}",
+            w.repo_id
+        ))
+        .into()),
+        Err(
+            e @ (HubError::ShaMismatch { .. }
+            | HubError::SizeMismatch { .. }
+            | HubError::CommitMismatch { .. }
+            | HubError::BadFileName(_)
+            | HubError::BadRevision(_)
+            | HubError::BadRepoId(_)),
+        ) => Err(UserError(format!("weights {}: {e}", w.repo_id)).into()),
         Err(e) => {
-            printer.warn(&format!("could not prefetch the weights {}@{short}: {e}", w.repo_id));
+            printer.warn(&format!(
+                "could not prefetch the weights {}@{short}: {e}",
+                w.repo_id
+            ));
             printer.note("the model will try to download them inside the container at first load");
             Ok(WeightsOutcome::InContainer)
         }

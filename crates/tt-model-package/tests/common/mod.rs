@@ -46,7 +46,9 @@ pub fn base(kind: Kind) -> PackageSpec {
 
 pub fn vllm_plugin() -> PackageSpec {
     let mut s = base(Kind::VllmPlugin);
-    s.runtime.vllm = Some(VllmSource::Version { version: "0.10.1".into() });
+    s.runtime.vllm = Some(VllmSource::Version {
+        version: "0.10.1".into(),
+    });
     s.runtime.plugin = Some(PluginSource::Git {
         repo: "https://github.com/tenstorrent/vllm-tt-plugin".into(),
         git_ref: "v0.3.0".into(),
@@ -76,7 +78,10 @@ pub fn vllm_fork() -> PackageSpec {
     s.serve.server_timeout = Some(1800);
     s.serve.additional_config = Some(r#"{"tt":{"sample_on_device_mode":"all"}}"#.into());
     s.serve.reasoning_parser = Some("qwen3".into());
-    s.serve.args = vec!["--override-generation-config".into(), r#"{"temperature": 0.6}"#.into()];
+    s.serve.args = vec![
+        "--override-generation-config".into(),
+        r#"{"temperature": 0.6}"#.into(),
+    ];
     s
 }
 
@@ -84,7 +89,10 @@ pub fn tt_dit_server() -> PackageSpec {
     let mut s = base(Kind::TtDitServer);
     s.runtime.app = Some("demo_server.app:app".into());
     s.runtime.mesh_shape_env = Some("TT_MESH_SHAPE".into());
-    s.serve.env = BTreeMap::from([("TT_WEIGHTS_REVISION".to_string(), "0123456789abcdef".to_string())]);
+    s.serve.env = BTreeMap::from([(
+        "TT_WEIGHTS_REVISION".to_string(),
+        "0123456789abcdef".to_string(),
+    )]);
     s.verify = vec![
         Check::Python("import demo_server.app".into()),
         Check::Sh("test -f /opt/tt-metal/models/demos/demo/config.json".into()),
@@ -104,7 +112,9 @@ pub fn http_server() -> PackageSpec {
     s.serve.hardware = Some("p150".into());
     s.serve.mesh_device = Some("P150".into());
     s.serve.mesh_shape = Some((1, 1));
-    s.verify = vec![Check::Sh("test -x /opt/tt-metal/models/demos/demo/serve.sh".into())];
+    s.verify = vec![Check::Sh(
+        "test -x /opt/tt-metal/models/demos/demo/serve.sh".into(),
+    )];
     s
 }
 
