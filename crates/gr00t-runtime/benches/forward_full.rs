@@ -18,6 +18,14 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// User + system CPU seconds of this process (all threads).
+fn cpu_seconds() -> f64 {
+    let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let f: Vec<&str> = s.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn inputs(cfg: &ModelConfig) -> ModelInputs {
     let mut ids: Vec<u32> = vec![151644, 8948, 198, 2610, 525, 264, 10950, 17847, 13, 151645, 198, 151644, 872, 198];
     ids.extend([29245, 279, 23268, 504, 279, 5546, 323, 1992, 432, 304, 279, 14024]);
@@ -50,13 +58,23 @@ fn main() {
     let t0 = Instant::now();
     let model = match std::env::var_os("GR00T_MODEL_DIR") {
         Some(dir) => Gr00tModel::load(std::path::Path::new(&dir)).expect("load checkpoint"),
-        None => Gr00tModel::from_source(ModelConfig::full_size(), &RandomWeights { seed: 1601, dtype: DType::Bf16 }).expect("build"),
+        None => {
+            let mut cfg = ModelConfig::full_size();
+            // GR00T_FULL_SHALLOW=1: full widths, 2 vision / 2 LLM / 4 DiT layers (profiling).
+            if std::env::var_os("GR00T_FULL_SHALLOW").is_some() {
+                cfg.eagle.vision_config.num_hidden_layers = 2;
+                cfg.gr00t.select_layer = 2;
+                cfg.gr00t.diffusion_model_cfg.num_layers = 4;
+            }
+            Gr00tModel::from_source(cfg, &RandomWeights { seed: 1601, dtype: DType::Bf16 }).expect("build")
+        }
     };
     println!("threads: {}", rayon::current_num_threads());
     println!("build/load: {:.2} s, VmHWM {:.2} GiB", t0.elapsed().as_secs_f64(), vm_hwm_kib() as f64 / 1048576.0);
     let inp = inputs(&model.cfg);
     for i in 0..=iters {
         let t = Instant::now();
+        let c0 = cpu_seconds();
         let bb = model.encode(&inp, &mut Taps::none()).unwrap();
         let te = t.elapsed().as_secs_f64();
         let mut dit = model.cpu_dit();
@@ -64,9 +82,10 @@ fn main() {
         let tt = t.elapsed().as_secs_f64();
         assert!(chunk.data.iter().all(|v| v.is_finite()));
         println!(
-            "{} forward: {:.3} s (backbone {:.3} s, action head {:.3} s), VmHWM {:.2} GiB",
+            "{} forward: {:.3} s wall, {:.2} s CPU (backbone {:.3} s, action head {:.3} s), VmHWM {:.2} GiB",
             if i == 0 { "warm-up" } else { "timed" },
             tt,
+            cpu_seconds() - c0,
             te,
             tt - te,
             vm_hwm_kib() as f64 / 1048576.0

@@ -288,13 +288,13 @@ impl ModelConfig {
                 g.select_layer, t.num_hidden_layers
             ));
         }
-        if v.hidden_size % v.num_attention_heads != 0 {
+        if v.num_attention_heads == 0 || !v.hidden_size.is_multiple_of(v.num_attention_heads) {
             errs.push("vision hidden_size not divisible by heads".into());
         }
-        if t.num_key_value_heads == 0 || t.num_attention_heads % t.num_key_value_heads != 0 {
+        if t.num_key_value_heads == 0 || !t.num_attention_heads.is_multiple_of(t.num_key_value_heads) {
             errs.push("text heads not a multiple of kv heads".into());
         }
-        if t.head_dim % 2 != 0 {
+        if !t.head_dim.is_multiple_of(2) {
             errs.push("text head_dim must be even (RoPE)".into());
         }
         let grid = (v.num_patches as f64).sqrt() as usize;
@@ -304,7 +304,7 @@ impl ModelConfig {
         if (self.eagle.downsample_ratio - 0.5).abs() > 1e-9 || !self.eagle.use_pixel_shuffle {
             errs.push("only pixel-unshuffle with downsample_ratio 0.5 is supported".into());
         }
-        if g.input_embedding_dim % 2 != 0 {
+        if !g.input_embedding_dim.is_multiple_of(2) {
             errs.push("input_embedding_dim must be even (sinusoid)".into());
         }
         if g.action_horizon > g.max_seq_len {

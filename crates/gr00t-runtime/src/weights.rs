@@ -251,7 +251,7 @@ impl WeightStore {
                 DType::F32 => 4,
                 DType::Bf16 => 2,
             };
-            let storage = if bytes.as_ptr() as usize % align == 0 {
+            let storage = if (bytes.as_ptr() as usize).is_multiple_of(align) {
                 Storage::Mapped {
                     map: map.clone(),
                     offset,

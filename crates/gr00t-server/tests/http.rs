@@ -115,16 +115,16 @@ fn png(w: u32, h: u32) -> String {
 #[tokio::test]
 async fn bad_inputs_are_400_naming_the_field() {
     let state = ready_state();
-    let cam = "ego_view_bg_crop_pad_res256_freq20";
+    const CAM: &str = "ego_view_bg_crop_pad_res256_freq20";
     type Edit = Box<dyn Fn(&mut Value)>;
     let cases: Vec<(&str, Edit)> = vec![
-        ("images.front", Box::new(|r| r["images"]["front"] = r["images"][cam].clone())),
+        ("images.front", Box::new(|r| r["images"]["front"] = r["images"][CAM].clone())),
         ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| { r["images"].as_object_mut().unwrap().clear(); })),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][cam] = json!("%%%not base64%%%"))),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][cam] = json!(base64::engine::general_purpose::STANDARD.encode(b"GIF89a....")))),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][cam] = json!(base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\ntruncated")))),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][cam] = json!(png(5000, 2)))),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][cam] = json!(7))),
+        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][CAM] = json!("%%%not base64%%%"))),
+        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][CAM] = json!(base64::engine::general_purpose::STANDARD.encode(b"GIF89a....")))),
+        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][CAM] = json!(base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\ntruncated")))),
+        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][CAM] = json!(png(5000, 2)))),
+        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][CAM] = json!(7))),
         ("images", Box::new(|r| r["images"] = json!("x"))),
         ("state.waist", Box::new(|r| { r["state"].as_object_mut().unwrap().remove("waist"); })),
         ("state.tail", Box::new(|r| r["state"]["tail"] = json!([1.0]))),

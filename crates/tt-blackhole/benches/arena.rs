@@ -112,6 +112,14 @@ fn full_arena_warm(b: Bencher, threads: usize) {
 fn full_arena_in_memory(b: Bencher, threads: usize) {
     let src = Random::new();
     let layout = arena_layout(&DitDims::FULL, ArenaDtype::Bfp8B);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-    b.bench_local(|| pool.install(|| tt_blackhole::arena::build_arena_bytes(&layout, &src)).unwrap().1.len());
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    b.bench_local(|| {
+        pool.install(|| tt_blackhole::arena::build_arena_bytes(&layout, &src))
+            .unwrap()
+            .1
+            .len()
+    });
 }

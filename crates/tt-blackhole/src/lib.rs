@@ -15,6 +15,7 @@
 pub mod arena;
 pub mod bf16;
 pub mod bfp;
+pub mod checksum;
 pub mod device;
 pub mod dims;
 pub mod dram;

@@ -181,5 +181,10 @@ fn full_size_roofline() {
     assert!(r4.dram_bound_us_per_step < r.dram_bound_us_per_step * 0.55);
     let (kv, ada) = hoistable_params(&DitDims::FULL);
     assert_eq!((kv, ada), (16 * 2 * 1536 * 2048, 32 * 3072 * 1536));
-    println!("{}", r.report());
+    for dtype in [ArenaDtype::Bfp8B, ArenaDtype::Bfp4B, ArenaDtype::Bf16] {
+        println!(
+            "{}",
+            roofline(&build_plan(&DitDims::FULL, dtype).unwrap()).report()
+        );
+    }
 }

@@ -36,7 +36,7 @@ pub fn attention(q: &[f32], k: &[f32], v: &[f32], s: AttnShape, scale: f32, mask
     let hd = s.head_dim;
     let width = s.heads * hd;
     assert!(out.len() >= s.q_len * width);
-    assert!(s.kv_heads > 0 && s.heads % s.kv_heads == 0);
+    assert!(s.kv_heads > 0 && s.heads.is_multiple_of(s.kv_heads));
     let group = s.heads / s.kv_heads;
     if s.q_len == 0 {
         return;

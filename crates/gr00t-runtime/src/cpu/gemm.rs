@@ -159,6 +159,13 @@ struct SendPtr(*mut f32);
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
 
+impl SendPtr {
+    /// A method (not a field access) so closures capture the Send wrapper, not the pointer.
+    fn get(self) -> *mut f32 {
+        self.0
+    }
+}
+
 /// Operands of one GEMM call beyond the weight.
 #[derive(Debug, Clone, Copy)]
 pub struct GemmArgs<'a> {
@@ -200,7 +207,6 @@ pub fn gemm(a: GemmArgs<'_>, w: &WeightMat<'_>, y: &mut [f32]) {
     let panels = n.div_ceil(NR);
     let yp = SendPtr(y.as_mut_ptr());
     let run = |p: usize| {
-        let yp = yp;
         PANEL.with(|buf| {
             let mut buf = buf.borrow_mut();
             if buf.len() < k * NR {
@@ -210,7 +216,7 @@ pub fn gemm(a: GemmArgs<'_>, w: &WeightMat<'_>, y: &mut [f32]) {
             let j0 = p * NR;
             let nb = NR.min(n - j0);
             // SAFETY: panel p writes only columns j0..j0+nb of the rows of y (extents asserted).
-            unsafe { panel_kernel(&a, &buf[..k * NR], k, yp.0.add(j0), nb, a.bias.map(|b| b[j0..].as_ptr())) };
+            unsafe { panel_kernel(&a, &buf[..k * NR], k, yp.get().add(j0), nb, a.bias.map(|b| b[j0..].as_ptr())) };
         });
     };
     let flops = 2 * m * n * k;

@@ -158,6 +158,22 @@ impl MegakernelPolicy {
         })
     }
 
+    /// Load a checkpoint directory and configure from the environment: `GR00T_MK_ARENA_DTYPE`
+    /// (bfp8_b default, bfp4_b, bf16), `GR00T_TT_CACHE` (arena cache directory; in memory when
+    /// unset), `GR00T_MK_DEVICE` (`emulator` default; `p150a` fails: not built in). The cache
+    /// key's weights revision is [`checkpoint_revision`].
+    pub fn from_env(model_dir: &Path) -> Result<Self, ModelError> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let dtype = ArenaDtype::from_env_value(var(ArenaDtype::ENV).as_deref())
+            .map_err(|e| ModelError::Input(format!("{}: {e}", ArenaDtype::ENV)))?;
+        let cache = var("GR00T_TT_CACHE").map(std::path::PathBuf::from);
+        let device = var("GR00T_MK_DEVICE").unwrap_or_else(|| "emulator".into());
+        let model = Gr00tModel::load(model_dir)?;
+        let ws = crate::weights::WeightStore::open_dir(model_dir)?;
+        let rev = checkpoint_revision(model_dir)?;
+        Self::new(model, &ws, dtype, cache.as_deref(), &rev, &device)
+    }
+
     pub fn model(&self) -> &Gr00tModel {
         &self.model
     }
@@ -211,4 +227,36 @@ impl Policy for MegakernelPolicy {
             },
         ))
     }
+}
+
+/// A revision string for a checkpoint directory: SHA-256 over every `*.safetensors` file's
+/// name, length, modification time and safetensors header (names, dtypes, shapes, offsets).
+/// It changes when any weight file is replaced; reading only headers keeps boot cheap (hashing
+/// 6.5 GB of values would cost seconds). A caller that knows the Hub revision should pass that
+/// to [`MegakernelPolicy::new`] instead.
+pub fn checkpoint_revision(dir: &Path) -> Result<String, ModelError> {
+    use tt_blackhole::checksum::Hasher;
+    let io = |p: &Path, e: std::io::Error| ModelError::Input(format!("{}: {e}", p.display()));
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| io(dir, e))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "safetensors"))
+        .collect();
+    files.sort();
+    let mut h = Hasher::new();
+    for p in &files {
+        let meta = std::fs::metadata(p).map_err(|e| io(p, e))?;
+        let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+        h.update(p.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
+        h.update(&meta.len().to_le_bytes());
+        h.update(&mtime.to_le_bytes());
+        let mut f = std::fs::File::open(p).map_err(|e| io(p, e))?;
+        let mut len = [0u8; 8];
+        std::io::Read::read_exact(&mut f, &mut len).map_err(|e| io(p, e))?;
+        let n = u64::from_le_bytes(len).min(100 << 20);
+        let mut header = vec![0u8; n as usize];
+        std::io::Read::read_exact(&mut f, &mut header).map_err(|e| io(p, e))?;
+        h.update(&header);
+    }
+    Ok(h.hex())
 }

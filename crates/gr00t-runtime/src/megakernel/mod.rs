@@ -19,4 +19,4 @@ mod tests;
 
 pub use arena_source::{CheckpointTensors, dit_dims};
 pub use emulator::Emulator;
-pub use executor::{MegakernelDit, MegakernelPolicy};
+pub use executor::{MegakernelDit, MegakernelPolicy, checkpoint_revision};

@@ -33,7 +33,7 @@ impl BlockKind {
     pub fn of(index: usize, attend_text_every_n_blocks: usize) -> Self {
         if index % 2 == 1 {
             BlockKind::SelfAttn
-        } else if index % (2 * attend_text_every_n_blocks) == 0 {
+        } else if index.is_multiple_of(2 * attend_text_every_n_blocks) {
             BlockKind::CrossText
         } else {
             BlockKind::CrossImage

@@ -1,16 +1,19 @@
 //! Optional sink for intermediate tensors, named like the golden `taps.safetensors`.
 
+/// A tap callback: `(name, shape, data)`.
+pub type TapFn<'a> = dyn FnMut(&str, &[usize], &[f32]) + 'a;
+
 /// Receives `(name, shape, data)` of every intermediate tensor the forward exposes.
 /// `Taps::none()` costs nothing: names are only formatted when a sink is attached.
 pub struct Taps<'a> {
-    sink: Option<&'a mut dyn FnMut(&str, &[usize], &[f32])>,
+    sink: Option<&'a mut TapFn<'a>>,
 }
 
 impl<'a> Taps<'a> {
     pub fn none() -> Self {
         Self { sink: None }
     }
-    pub fn new(sink: &'a mut dyn FnMut(&str, &[usize], &[f32])) -> Self {
+    pub fn new(sink: &'a mut TapFn<'a>) -> Self {
         Self { sink: Some(sink) }
     }
     pub fn enabled(&self) -> bool {

@@ -77,21 +77,33 @@ pub fn pack_weight(
         });
     }
     let order = e.stream_order(compute_cores);
-    let ctx = PackCtx {
+    // Widen little-endian / bf16 sources once (one weight at a time), so the tile gather
+    // below works on a plain slice and inlines completely.
+    let widened: Vec<f32>;
+    let src: &[f32] = match &t.data {
+        TensorData::F32(v) => v,
+        TensorData::F32Le(b) => {
+            widened = b
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            &widened
+        }
+        TensorData::Bf16Le(b) => {
+            widened = b
+                .chunks_exact(2)
+                .map(|c| f32::from_bits((u16::from_le_bytes([c[0], c[1]]) as u32) << 16))
+                .collect();
+            &widened
+        }
+    };
+    PackCtx {
         format: e.format,
         order: &order,
         rows,
         cols,
-    };
-    match &t.data {
-        TensorData::F32(v) => ctx.run(out, |i| v[i]),
-        TensorData::F32Le(b) => ctx.run(out, |i| {
-            f32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]])
-        }),
-        TensorData::Bf16Le(b) => ctx.run(out, |i| {
-            f32::from_bits((u16::from_le_bytes([b[2 * i], b[2 * i + 1]]) as u32) << 16)
-        }),
     }
+    .run(out, src);
     Ok(())
 }
 
@@ -103,8 +115,7 @@ struct PackCtx<'a> {
 }
 
 impl PackCtx<'_> {
-    /// Generic over the element reader so the gather loop is monomorphised (no call per element).
-    fn run<F: Fn(usize) -> f32 + Sync>(&self, out: &mut [u8], src: F) {
+    fn run(&self, out: &mut [u8], src: &[f32]) {
         let tb = self.format.tile_bytes();
         out.par_chunks_mut(tb * TILES_PER_TASK)
             .enumerate()
@@ -113,7 +124,7 @@ impl PackCtx<'_> {
                 for (i, tile) in tiles.chunks_exact_mut(TILE_ELEMS).enumerate() {
                     let (kt, nt) = self.order[chunk * TILES_PER_TASK + i];
                     gather_transposed(
-                        &src,
+                        src,
                         self.rows,
                         self.cols,
                         kt * TILE_DIM,
@@ -129,8 +140,8 @@ impl PackCtx<'_> {
 
 /// Tile element (r, c) of the transposed weight is `W[n0 + c][k0 + r]`; padding stays 0.
 #[inline(always)]
-fn gather_transposed<F: Fn(usize) -> f32>(
-    src: &F,
+fn gather_transposed(
+    src: &[f32],
     rows: usize,
     cols: usize,
     k0: usize,
@@ -140,9 +151,11 @@ fn gather_transposed<F: Fn(usize) -> f32>(
     let cmax = rows.saturating_sub(n0).min(TILE_DIM); // output features in this tile
     let rmax = cols.saturating_sub(k0).min(TILE_DIM); // input features in this tile
     for c in 0..cmax {
-        let base = (n0 + c) * cols + k0; // contiguous run over k
-        for r in 0..rmax {
-            tile[face_index(r, c)] = src(base + r);
+        let base = (n0 + c) * cols + k0;
+        let run = &src[base..base + rmax]; // contiguous over k
+        let (face_col, cc) = ((c / 16) * 256, c % 16);
+        for (r, &v) in run.iter().enumerate() {
+            tile[(r / 16) * 512 + face_col + (r % 16) * 16 + cc] = v;
         }
     }
 }

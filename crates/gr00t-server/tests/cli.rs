@@ -1,0 +1,149 @@
+//! The binary end to end with the real CPU model on the tiny golden checkpoint: `predict`
+//! prints the /predict JSON; `serve` boots (warm-up + PCC self-check against a demo built from
+//! the golden case), prints the ready line and answers over TCP; bad configuration refuses to
+//! boot with one line.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Command, Stdio};
+
+use common::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_gr00t-server");
+
+fn tmpdir(tag: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("gr00t-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn clean_env(cmd: &mut Command) -> &mut Command {
+    for (k, _) in std::env::vars() {
+        if k.starts_with("GR00T_") || k.starts_with("TT_") || k == "HF_HOME" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("RUST_LOG", "warn")
+}
+
+#[test]
+fn predict_subcommand_prints_the_predict_json() {
+    let dir = tmpdir("predict");
+    let req = dir.join("req.json");
+    std::fs::write(&req, serde_json::to_vec(&case1_request()).unwrap()).unwrap();
+    let out = clean_env(&mut Command::new(BIN))
+        .args(["predict", "--model-dir"])
+        .arg(case1())
+        .arg("--tokenizer-dir")
+        .arg(tok_dir())
+        .arg("--request")
+        .arg(&req)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["seq_len"], 115);
+    assert_eq!(v["embodiment"], "gr1");
+    let err = max_action_err(&v["actions"]);
+    // f32 CPU model vs the f32 reference: rounding-order differences only.
+    assert!(err <= 1e-3, "max |action - golden| = {err}");
+    // A bad request prints the 400 body and exits 2.
+    let mut bad = case1_request();
+    bad["state"]["waist"] = serde_json::json!([1.0]);
+    std::fs::write(&req, serde_json::to_vec(&bad).unwrap()).unwrap();
+    let out = clean_env(&mut Command::new(BIN))
+        .args(["predict", "--model-dir"])
+        .arg(case1())
+        .arg("--tokenizer-dir")
+        .arg(tok_dir())
+        .arg("--request")
+        .arg(&req)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["field"], "state.waist");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn bad_configuration_refuses_to_boot_with_one_line() {
+    let out = clean_env(&mut Command::new(BIN)).env("GR00T_VERSION", "n15").args(["--port", "0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("GR00T_VERSION"), "{err}");
+    // No weights in the HF cache: boot fails with a reason.
+    let hf = tmpdir("hf");
+    let out = clean_env(&mut Command::new(BIN))
+        .env("HF_HOME", &hf)
+        .env("TT_WEIGHTS_REVISION", "abc")
+        .args(["--host", "127.0.0.1", "--port", "0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("models--nvidia--GR00T-N1.6-3B/snapshots/abc"), "{err}");
+    std::fs::remove_dir_all(&hf).unwrap();
+}
+
+fn http(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, serde_json::Value) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).unwrap();
+    s.write_all(body).unwrap();
+    let mut resp = vec![];
+    s.read_to_end(&mut resp).unwrap();
+    let code = String::from_utf8_lossy(&resp[9..12]).parse().unwrap();
+    let at = resp.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    (code, serde_json::from_slice(&resp[at..]).unwrap())
+}
+
+#[test]
+fn serve_boots_warms_up_and_answers() {
+    let demo = tmpdir("demo");
+    std::fs::write(demo.join("request.json"), serde_json::to_vec(&case1_request()).unwrap()).unwrap();
+    std::fs::write(demo.join("expected.json"), serde_json::to_vec(&case1_expected()).unwrap()).unwrap();
+    // The model is reached through the HF cache layout, as in the image.
+    let hf = tmpdir("hfok");
+    let snap = hf.join("hub/models--nvidia--GR00T-N1.6-3B/snapshots/d0814e7e");
+    std::fs::create_dir_all(snap.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(case1(), &snap).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = clean_env(&mut Command::new(BIN))
+        .env("HF_HOME", &hf)
+        .env("TT_WEIGHTS_REVISION", "d0814e7e")
+        .env("GR00T_TOKENIZER_DIR", tok_dir())
+        .env("GR00T_DEMO_DIR", &demo)
+        .env("GR00T_WARMUP_RUNS", "2")
+        .env("GR00T_WARMUP_PCC_MIN", "0.999")
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let ready = loop {
+        match lines.next() {
+            Some(Ok(l)) if l.contains("gr00t-server ready on") => break l,
+            Some(Ok(_)) => continue,
+            other => {
+                let _ = child.kill();
+                panic!("server exited before ready: {other:?}");
+            }
+        }
+    };
+    assert!(ready.starts_with(&format!("gr00t-server ready on http://127.0.0.1:{port} (backend=cpu, embodiment=gr1")), "{ready}");
+    let (code, v) = http(port, "GET", "/health", b"");
+    assert_eq!((code, v["status"].as_str()), (200, Some("ready")));
+    let (code, v) = http(port, "GET", "/info", b"");
+    assert_eq!(code, 200);
+    assert_eq!(v["weights_revision"], "d0814e7e");
+    assert!(v["warmup_pcc"].as_f64().unwrap() >= 0.999);
+    let (code, v) = http(port, "POST", "/predict", &serde_json::to_vec(&case1_request()).unwrap());
+    assert_eq!(code, 200, "{v}");
+    assert!(max_action_err(&v["actions"]) <= 1e-3);
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::remove_dir_all(&hf).unwrap();
+    std::fs::remove_dir_all(&demo).unwrap();
+}
