@@ -107,12 +107,36 @@ pub fn check_str(src: &str, options: &CheckOptions) -> Report {
             options.sources_base.as_deref(),
         ));
     }
+    drop_explained_by_typos(&mut diagnostics);
     diagnostics.sort_by_key(|d| (d.severity, d.pos.line, d.pos.col));
     let has_errors = diagnostics.iter().any(Diagnostic::is_error);
     Report {
         manifest: decoded.filter(|_| !has_errors),
         diagnostics,
     }
+}
+
+/// One problem, one message: a missing key that a misspelt key next to it explains (`arch`
+/// missing, `acrh` unknown with "did you mean `arch`?") is reported only as the typo.
+fn drop_explained_by_typos(diagnostics: &mut Vec<Diagnostic>) {
+    fn split(path: &str) -> (&str, &str) {
+        path.rsplit_once('.').unwrap_or(("", path))
+    }
+    let typos: Vec<(String, String)> = diagnostics
+        .iter()
+        .filter(|d| d.code == "unknown-key")
+        .filter_map(|d| {
+            let meant = d.label.as_deref()?.strip_prefix("did you mean `")?.strip_suffix("`?")?;
+            Some((split(&d.path).0.to_owned(), meant.to_owned()))
+        })
+        .collect();
+    diagnostics.retain(|d| {
+        if !matches!(d.code, "missing-key" | "required-serve-field") {
+            return true;
+        }
+        let (parent, field) = split(&d.path);
+        !typos.iter().any(|(p, meant)| p == parent && meant == field)
+    });
 }
 
 /// Why a manifest could not be loaded.

@@ -189,12 +189,10 @@ impl Node {
             Value::Bool(b) => J::Bool(*b),
             Value::Int(i) => J::from(*i),
             Value::UInt(u) => J::from(*u),
-            // A float keeps the author's text when it would not survive the round trip
-            // (`0.10` is a version, not 0.1).
+            // A version-like float keeps the author's text (`0.10` is a version, not 0.1);
+            // other floats (`1.0`, `1e3`, `0.5`) stay numbers.
             Value::Float(f) => match self.scalar_text(src) {
-                Some(text) if text.parse::<f64>().ok() == Some(*f) && text != f.to_string() => {
-                    J::String(text)
-                }
+                Some(text) if is_version_like(&text) => J::String(text),
                 _ => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
             },
             Value::Str(s) => J::String(s.clone()),
@@ -210,6 +208,19 @@ impl Node {
             ),
         }
     }
+}
+
+/// `digits.digits` whose fraction has two or more digits and ends in 0 (`0.10`, `3.10`): a
+/// number would lose the trailing zero.
+fn is_version_like(text: &str) -> bool {
+    let Some((int, frac)) = text.split_once('.') else {
+        return false;
+    };
+    !int.is_empty()
+        && int.chars().all(|c| c.is_ascii_digit())
+        && frac.len() >= 2
+        && frac.chars().all(|c| c.is_ascii_digit())
+        && frac.ends_with('0')
 }
 
 /// One step of a dotted path.
@@ -346,12 +357,19 @@ mod tests {
     }
 
     #[test]
+    fn floats_to_json() {
+        let src = "a: 1.0\nb: 1e3\nc: 0.5\nd: 0.10\n";
+        assert_eq!(tree(src).to_json(src), serde_json::json!({"a": 1.0, "b": 1000.0, "c": 0.5, "d": "0.10"}));
+    }
+
+    #[test]
     fn positions_and_paths() {
         let src = "a: 1\nb:\n  - x\n  - y: 3.10\n";
         let root = tree(src);
         let y = root.locate("b[1].y");
         assert_eq!((y.pos.line, y.pos.col), (4, 8));
         assert_eq!(y.scalar_text(src).as_deref(), Some("3.10"));
+        assert_eq!(y.to_json(src), serde_json::json!("3.10"));
         assert_eq!(root.locate("b[1].missing").pos, root.locate("b[1]").pos);
         let b_key = root
             .get("b")

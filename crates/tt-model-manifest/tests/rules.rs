@@ -45,6 +45,17 @@ fn unknown_nested_keys_are_all_reported() {
 }
 
 #[test]
+fn a_typo_is_not_reported_twice() {
+    let d = one_error(&edit("mesh_device: P150", "mesh_devcie: P150"));
+    assert_eq!(d.message, "unknown key `mesh_devcie` in `serve`");
+    let d = one_error(&edit("arch: blackhole", "acrh: blackhole"));
+    assert_eq!(d.label.as_deref(), Some("did you mean `arch`?"));
+    // A typo elsewhere does not hide a missing key.
+    let errs = errors(&format!("{}card: {{mesh_devcie: x}}\n", edit("mesh_device: P150, ", "")));
+    assert_eq!(errs.len(), 2, "{errs:#?}");
+}
+
+#[test]
 fn wrong_type_names_expected_and_found() {
     let d = one_error(&edit("max_num_seqs: 32", "max_num_seqs: lots"));
     assert_eq!(d.code, "type");
@@ -183,7 +194,7 @@ fn required_serve_fields_per_kind() {
         d.message,
         "serve profile 'default': max_num_seqs is required (set it on the profile or under serve:). The TT backend rejects vLLM's own default."
     );
-    assert_eq!(d.path, "serve");
+    assert_eq!(d.path, "serve.max_num_seqs");
     let d = one_error(&edit("hardware: p150, ", ""));
     assert_eq!(
         d.message,

@@ -104,7 +104,12 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
             .iter()
             .filter_map(|p| p.hardware.clone())
             .map(|h| format!("**{h}**"))
-            .collect();
+            .fold(Vec::new(), |mut seen: Vec<String>, b| {
+                if !seen.contains(&b) {
+                    seen.push(b);
+                }
+                seen
+            });
         format!(
             "Runs on {} — see the serve profiles below.",
             boards.join(" or ")

@@ -128,7 +128,7 @@ impl Printer {
         self.glyph_line("!", Style::Yellow, message, None);
     }
 
-    /// `• message`: an informational note (only under `-v` when `routine` is true).
+    /// `• message`: an informational note.
     pub fn note(&self, message: &str) {
         self.glyph_line("•", Style::Dim, message, None);
     }

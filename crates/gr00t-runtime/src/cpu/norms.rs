@@ -42,13 +42,47 @@ pub fn rms_norm(x: &mut [f32], dim: usize, w: &[f32], eps: f32) {
     }
 }
 
-/// GELU with the tanh approximation (`gelu_pytorch_tanh`, diffusers `gelu-approximate`).
+/// GELU with the tanh approximation (`gelu_pytorch_tanh`, diffusers `gelu-approximate`):
+/// 0.5·x·(1 + tanh(z)) = x·sigmoid(2z), z = √(2/π)(x + 0.044715x³).
 pub fn gelu_tanh(x: &mut [f32]) {
-    const K: f32 = 0.797_884_6; // sqrt(2/pi)
-    for v in x.iter_mut() {
-        let u = *v;
-        *v = 0.5 * u * (1.0 + (K * (u + 0.044715 * u * u * u)).tanh());
+    #[inline(always)]
+    fn body(x: &mut [f32]) {
+        const K2: f32 = 2.0 * 0.797_884_6; // 2·sqrt(2/pi)
+        for v in x.iter_mut() {
+            let u = *v;
+            *v = u / (1.0 + fast_exp(-K2 * (u + 0.044715 * u * u * u)));
+        }
     }
+    dispatch(x, body);
+}
+
+/// exp(x) for f32 within ~2 ulp, branch-free so loops over it vectorize: 2^n · p(r) with
+/// n = round(x·log2 e), r = x − n·ln 2 (two-part ln 2), p a degree-6 Taylor polynomial.
+#[inline(always)]
+pub fn fast_exp(x: f32) -> f32 {
+    let x = x.clamp(-87.0, 88.0);
+    let n = (x * std::f32::consts::LOG2_E).round();
+    let r = x - n * 0.693_145_75 - n * 1.428_606_8e-6;
+    let p = 1.0 + r * (1.0 + r * (0.5 + r * (1.0 / 6.0 + r * (1.0 / 24.0 + r * (1.0 / 120.0 + r * (1.0 / 720.0))))));
+    p * f32::from_bits(((n as i32 + 127) as u32) << 23)
+}
+
+/// Runs an element-wise loop compiled for AVX-512 when the CPU has it.
+#[inline(always)]
+fn dispatch(x: &mut [f32], body: fn(&mut [f32])) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx512f")]
+        unsafe fn wide(x: &mut [f32], body: fn(&mut [f32])) {
+            body(x)
+        }
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: AVX-512F is present.
+            unsafe { wide(x, body) };
+            return;
+        }
+    }
+    body(x)
 }
 
 /// Exact GELU: x·Φ(x) = 0.5·x·(1 + erf(x/√2)).
@@ -61,9 +95,13 @@ pub fn gelu_erf(x: &mut [f32]) {
 
 /// SiLU / swish: x·sigmoid(x).
 pub fn silu(x: &mut [f32]) {
-    for v in x.iter_mut() {
-        *v /= 1.0 + (-*v).exp();
+    #[inline(always)]
+    fn body(x: &mut [f32]) {
+        for v in x.iter_mut() {
+            *v /= 1.0 + fast_exp(-*v);
+        }
     }
+    dispatch(x, body);
 }
 
 pub fn relu(x: &mut [f32]) {
@@ -100,6 +138,24 @@ mod tests {
             assert!((erf(x) - e).abs() < 2e-7, "erf({x})");
         }
     }
+    #[test]
+    fn fast_exp_and_activations_are_accurate() {
+        let mut x = -30.0f32;
+        while x < 30.0 {
+            let (a, b) = (fast_exp(x), (x as f64).exp());
+            assert!(((a as f64 - b) / b).abs() < 5e-7, "exp({x}): {a} vs {b}");
+            let mut g = [x];
+            gelu_tanh(&mut g);
+            let xd = x as f64;
+            let want = 0.5 * xd * (1.0 + (0.7978845608 * (xd + 0.044715 * xd * xd * xd)).tanh());
+            assert!((g[0] as f64 - want).abs() < 1e-6 * (1.0 + want.abs()), "gelu({x})");
+            let mut s = [x];
+            silu(&mut s);
+            assert!((s[0] as f64 - xd / (1.0 + (-xd).exp())).abs() < 1e-6 * (1.0 + xd.abs()), "silu({x})");
+            x += 0.0137;
+        }
+    }
+
     #[test]
     fn layer_norm_zero_mean_unit_var() {
         let mut x = vec![1.0, 2.0, 3.0, 4.0];

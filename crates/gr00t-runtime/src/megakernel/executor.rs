@@ -246,8 +246,16 @@ pub fn checkpoint_revision(dir: &Path) -> Result<String, ModelError> {
     let mut h = Hasher::new();
     for p in &files {
         let meta = std::fs::metadata(p).map_err(|e| io(p, e))?;
-        let mtime = meta.modified().ok().and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
-        h.update(p.file_name().map(|n| n.as_encoded_bytes()).unwrap_or_default());
+        let mtime = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        h.update(
+            p.file_name()
+                .map(|n| n.as_encoded_bytes())
+                .unwrap_or_default(),
+        );
         h.update(&meta.len().to_le_bytes());
         h.update(&mtime.to_le_bytes());
         let mut f = std::fs::File::open(p).map_err(|e| io(p, e))?;

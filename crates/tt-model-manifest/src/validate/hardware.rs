@@ -120,7 +120,7 @@ fn not_a_label(label: &str) -> HardwareError {
 pub fn hardware_expectation() -> String {
     let boards: Vec<String> = BOARDS.iter().map(|(b, _)| format!("'{b}'")).collect();
     format!(
-        "expected <board>[xN] with board one of [{}] — a T3000 is 'n300x4', a QB2 is 'p300x2'",
+        "Expected <board>[xN] with board one of [{}] — a T3000 is 'n300x4', a QB2 is 'p300x2'",
         boards.join(", ")
     )
 }

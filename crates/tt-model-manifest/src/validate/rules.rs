@@ -195,9 +195,11 @@ pub(super) fn profiles(c: &mut Checker<'_>) {
                 };
                 let at = path(field);
                 let pos = c.pos(&at);
+                // The path names the missing field (the position is its mapping's).
+                let field_path = if at.ends_with(field) { at.clone() } else { format!("{at}.{field}") };
                 let mut d = crate::Diagnostic::error(
                     "required-serve-field",
-                    at,
+                    field_path,
                     pos,
                     format!(
                         "serve profile '{name}': {field} is required (set it on the profile or under serve:).{hint}"

@@ -18,9 +18,9 @@ mod serve;
 mod stop;
 
 pub use lint::{LintArgs, LintFormat};
+pub use list::ListArgs;
 pub use logs::LogsArgs;
 pub use package::PackageArgs;
-pub use list::ListArgs;
 pub use ps::PsArgs;
 pub use pull::PullArgs;
 pub use push::PushArgs;

@@ -8,7 +8,7 @@ pub struct PullArgs {
     /// `org/name[@revision]`.
     #[arg(value_name = "ID")]
     pub id: String,
-    /// Also download the weights.
+    /// Also download the weights (the default is image and manifest only).
     #[arg(long)]
     pub with_weights: bool,
 }

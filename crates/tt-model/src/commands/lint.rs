@@ -30,8 +30,12 @@ pub fn run(args: &LintArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 unreadable += 1;
                 match args.format {
                     LintFormat::Human => printer.error(&format!("{file}: cannot read: {err}")),
-                    LintFormat::Github => printer.out(&format!("::error file={file}::cannot read: {err}")),
-                    LintFormat::Json => json_files.push(json!({"path": file, "error": err.to_string()})),
+                    LintFormat::Github => {
+                        printer.out(&format!("::error file={file}::cannot read: {err}"))
+                    }
+                    LintFormat::Json => {
+                        json_files.push(json!({"path": file, "error": err.to_string()}))
+                    }
                 }
                 continue;
             }
@@ -47,7 +51,9 @@ pub fn run(args: &LintArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                     printer.out(&d.github(&file));
                 }
             }
-            LintFormat::Json => json_files.push(json!({"path": file, "diagnostics": report.diagnostics})),
+            LintFormat::Json => {
+                json_files.push(json!({"path": file, "diagnostics": report.diagnostics}))
+            }
         }
     }
     match args.format {
@@ -97,6 +103,10 @@ fn human(printer: &Printer, path: &Path, bytes: &[u8], report: &Report) {
     match (errors, warnings) {
         (0, 0) => printer.done(&file, Some("no problems")),
         (0, w) => printer.warn(&format!("{file}  {w} warning{}", plural(w))),
-        (e, w) => printer.error(&format!("{file}  {e} error{}, {w} warning{}", plural(e), plural(w))),
+        (e, w) => printer.error(&format!(
+            "{file}  {e} error{}, {w} warning{}",
+            plural(e),
+            plural(w)
+        )),
     }
 }

@@ -204,7 +204,6 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
                 }
             }
         };
-        drop(fut);
         bar.finish_and_clear();
         Ok::<_, EngineError>(outcome)
     });

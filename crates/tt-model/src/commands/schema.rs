@@ -13,14 +13,21 @@ pub fn run(args: &SchemaArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         None => printer.out_raw(&text),
         Some(path) => {
             // Write beside the target, then rename: a reader never sees half a schema.
-            let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+            let dir = path
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(std::path::Path::new("."));
             let tmp = dir.join(format!(
                 ".{}.tmp-{}",
-                path.file_name().and_then(|n| n.to_str()).unwrap_or("schema.json"),
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .unwrap_or("schema.json"),
                 std::process::id()
             ));
-            std::fs::write(&tmp, &text).with_context(|| format!("cannot write `{}`", tmp.display()))?;
-            std::fs::rename(&tmp, path).with_context(|| format!("cannot move the schema to `{}`", path.display()))?;
+            std::fs::write(&tmp, &text)
+                .with_context(|| format!("cannot write `{}`", tmp.display()))?;
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("cannot move the schema to `{}`", path.display()))?;
             printer.done(&format!("wrote {}", path.display()), None);
         }
     }
