@@ -17,14 +17,27 @@ fn main() {
 }
 
 fn case_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/golden/gr00t-n16-tiny/case1"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/golden/gr00t-n16-tiny/case1"
+    ))
 }
 
 fn f32s(st: &SafeTensors<'_>, name: &str) -> Vec<f32> {
-    st.tensor(name).unwrap().data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+    st.tensor(name)
+        .unwrap()
+        .data()
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
 }
 fn i64s(st: &SafeTensors<'_>, name: &str) -> Vec<i64> {
-    st.tensor(name).unwrap().data().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect()
+    st.tensor(name)
+        .unwrap()
+        .data()
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 fn golden_inputs() -> ModelInputs {
@@ -33,7 +46,10 @@ fn golden_inputs() -> ModelInputs {
     let obs = std::fs::read(case_dir().join("observation.safetensors")).unwrap();
     let obs = SafeTensors::deserialize(&obs).unwrap();
     ModelInputs {
-        input_ids: i64s(&taps, "input.input_ids").into_iter().map(|v| v as u32).collect(),
+        input_ids: i64s(&taps, "input.input_ids")
+            .into_iter()
+            .map(|v| v as u32)
+            .collect(),
         pixel_values: vec![f32s(&taps, "input.pixel_values")],
         image_hw: (252, 252),
         state: f32s(&taps, "input.state"),
@@ -53,15 +69,30 @@ fn tiny_forward(b: Bencher) {
 
 /// (m, k, n) of full-size GEMMs: SigLIP2 fc1 and q, Qwen3 gate/up, DiT ff1 and to_q. The short
 /// ones (~1 ms) are the fairest against the FMA loop on a shared, loaded machine.
-const SHAPES: [(usize, usize, usize); 5] = [(324, 1152, 4304), (324, 1152, 1152), (116, 2048, 6144), (51, 1536, 6144), (51, 1536, 1536)];
+const SHAPES: [(usize, usize, usize); 5] = [
+    (324, 1152, 4304),
+    (324, 1152, 1152),
+    (116, 2048, 6144),
+    (51, 1536, 6144),
+    (51, 1536, 1536),
+];
 
 fn gemm_case(b: Bencher, (m, k, n): (usize, usize, usize), as_bf16: bool) {
-    let x: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
-    let w: Vec<f32> = (0..n * k).map(|i| ((i * 11 % 17) as f32 - 8.0) / 64.0).collect();
+    let x: Vec<f32> = (0..m * k)
+        .map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0)
+        .collect();
+    let w: Vec<f32> = (0..n * k)
+        .map(|i| ((i * 11 % 17) as f32 - 8.0) / 64.0)
+        .collect();
     let wb: Vec<bf16> = w.iter().map(|&v| bf16::from_f32(v)).collect();
-    let packed = if as_bf16 { PackedMat::from_out_in(Data::Bf16(&wb), n, k) } else { PackedMat::from_out_in(Data::F32(&w), n, k) };
+    let packed = if as_bf16 {
+        PackedMat::from_out_in(Data::Bf16(&wb), n, k)
+    } else {
+        PackedMat::from_out_in(Data::F32(&w), n, k)
+    };
     let mut y = vec![0.0f32; m * n];
-    b.counter(ItemsCount::new(2 * m * n * k)).bench_local(|| matmul(&x, m, &packed.view(), None, &mut y));
+    b.counter(ItemsCount::new(2 * m * n * k))
+        .bench_local(|| matmul(&x, m, &packed.view(), None, &mut y));
 }
 
 #[divan::bench(args = SHAPES, sample_count = 20)]
@@ -79,12 +110,13 @@ fn gemm_f32_weights(b: Bencher, shape: (usize, usize, usize)) {
 fn fma_peak_threads(b: Bencher, threads: usize) {
     const ITERS: usize = 1 << 20;
     let flops_per_thread = ITERS * 16 * 16 * 2;
-    b.counter(ItemsCount::new(flops_per_thread * threads)).bench_local(|| {
-        std::thread::scope(|s| {
-            let hs: Vec<_> = (0..threads).map(|_| s.spawn(|| peak::run(ITERS))).collect();
-            hs.into_iter().map(|h| h.join().unwrap()).sum::<f32>()
-        })
-    });
+    b.counter(ItemsCount::new(flops_per_thread * threads))
+        .bench_local(|| {
+            std::thread::scope(|s| {
+                let hs: Vec<_> = (0..threads).map(|_| s.spawn(|| peak::run(ITERS))).collect();
+                hs.into_iter().map(|h| h.join().unwrap()).sum::<f32>()
+            })
+        });
 }
 
 mod peak {

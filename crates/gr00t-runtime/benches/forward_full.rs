@@ -21,14 +21,23 @@ fn vm_hwm_kib() -> u64 {
 /// User + system CPU seconds of this process (all threads).
 fn cpu_seconds() -> f64 {
     let s = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let f: Vec<&str> = s.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let f: Vec<&str> = s
+        .rsplit(')')
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
     let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
     (ticks(11) + ticks(12)) / 100.0
 }
 
 fn inputs(cfg: &ModelConfig) -> ModelInputs {
-    let mut ids: Vec<u32> = vec![151644, 8948, 198, 2610, 525, 264, 10950, 17847, 13, 151645, 198, 151644, 872, 198];
-    ids.extend([29245, 279, 23268, 504, 279, 5546, 323, 1992, 432, 304, 279, 14024]);
+    let mut ids: Vec<u32> = vec![
+        151644, 8948, 198, 2610, 525, 264, 10950, 17847, 13, 151645, 198, 151644, 872, 198,
+    ];
+    ids.extend([
+        29245, 279, 23268, 504, 279, 5546, 323, 1992, 432, 304, 279, 14024,
+    ]);
     ids.extend([27, 1805, 220, 16, 29, 151670]);
     ids.extend(std::iter::repeat_n(cfg.eagle.image_token_index, 81));
     ids.extend([151671, 151645, 198]);
@@ -44,9 +53,13 @@ fn inputs(cfg: &ModelConfig) -> ModelInputs {
         input_ids: ids,
         pixel_values: vec![(0..3 * 252 * 252).map(|_| rnd()).collect()],
         image_hw: (252, 252),
-        state: (0..g.max_state_dim).map(|i| if i < 58 { rnd() } else { 0.0 }).collect(),
+        state: (0..g.max_state_dim)
+            .map(|i| if i < 58 { rnd() } else { 0.0 })
+            .collect(),
         embodiment_id: 20,
-        noise: (0..g.action_horizon * g.max_action_dim).map(|_| rnd()).collect(),
+        noise: (0..g.action_horizon * g.max_action_dim)
+            .map(|_| rnd())
+            .collect(),
     }
 }
 
@@ -54,7 +67,10 @@ fn main() {
     if std::env::args().any(|a| a == "--list" || a == "--test") {
         return; // `cargo test --benches` / `cargo bench -- --list`: nothing to list
     }
-    let iters: usize = std::env::var("GR00T_FULL_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(2);
+    let iters: usize = std::env::var("GR00T_FULL_ITERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2);
     let t0 = Instant::now();
     let model = match std::env::var_os("GR00T_MODEL_DIR") {
         Some(dir) => Gr00tModel::load(std::path::Path::new(&dir)).expect("load checkpoint"),
@@ -66,11 +82,22 @@ fn main() {
                 cfg.gr00t.select_layer = 2;
                 cfg.gr00t.diffusion_model_cfg.num_layers = 4;
             }
-            Gr00tModel::from_source(cfg, &RandomWeights { seed: 1601, dtype: DType::Bf16 }).expect("build")
+            Gr00tModel::from_source(
+                cfg,
+                &RandomWeights {
+                    seed: 1601,
+                    dtype: DType::Bf16,
+                },
+            )
+            .expect("build")
         }
     };
     println!("threads: {}", rayon::current_num_threads());
-    println!("build/load: {:.2} s, VmHWM {:.2} GiB", t0.elapsed().as_secs_f64(), vm_hwm_kib() as f64 / 1048576.0);
+    println!(
+        "build/load: {:.2} s, VmHWM {:.2} GiB",
+        t0.elapsed().as_secs_f64(),
+        vm_hwm_kib() as f64 / 1048576.0
+    );
     let inp = inputs(&model.cfg);
     for i in 0..=iters {
         let t = Instant::now();

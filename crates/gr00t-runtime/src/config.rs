@@ -291,7 +291,9 @@ impl ModelConfig {
         if v.num_attention_heads == 0 || !v.hidden_size.is_multiple_of(v.num_attention_heads) {
             errs.push("vision hidden_size not divisible by heads".into());
         }
-        if t.num_key_value_heads == 0 || !t.num_attention_heads.is_multiple_of(t.num_key_value_heads) {
+        if t.num_key_value_heads == 0
+            || !t.num_attention_heads.is_multiple_of(t.num_key_value_heads)
+        {
             errs.push("text heads not a multiple of kv heads".into());
         }
         if !t.head_dim.is_multiple_of(2) {
@@ -299,7 +301,10 @@ impl ModelConfig {
         }
         let grid = (v.num_patches as f64).sqrt() as usize;
         if grid * grid != v.num_patches {
-            errs.push(format!("vision num_patches {} is not a square", v.num_patches));
+            errs.push(format!(
+                "vision num_patches {} is not a square",
+                v.num_patches
+            ));
         }
         if (self.eagle.downsample_ratio - 0.5).abs() > 1e-9 || !self.eagle.use_pixel_shuffle {
             errs.push("only pixel-unshuffle with downsample_ratio 0.5 is supported".into());

@@ -152,7 +152,13 @@ impl Tensor {
             if end > start {
                 // SAFETY: the mapping is private and read-only; dropped pages are re-read from
                 // the file if anything touches them again.
-                let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start) };
+                let _ = unsafe {
+                    map.unchecked_advise_range(
+                        memmap2::UncheckedAdvice::DontNeed,
+                        start,
+                        end - start,
+                    )
+                };
             }
         }
     }
@@ -314,7 +320,6 @@ impl WeightStore {
         }
         Ok(t)
     }
-
 }
 
 /// Where the model builder takes its tensors from: a checkpoint ([`WeightStore`]) or a
@@ -361,29 +366,36 @@ impl WeightSource for RandomWeights {
             (0.0, (3.0 / shape[1] as f32).sqrt())
         };
         const CHUNK: usize = 1 << 16;
-        let fill = |c: usize, out: &mut dyn FnMut(usize, f32)| {
+        fn fill<T>(
+            h: u64,
+            c: usize,
+            dst: &mut [T],
+            center: f32,
+            half: f32,
+            conv: impl Fn(f32) -> T,
+        ) {
             let mut s = splitmix(h ^ (c as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-            for i in 0..CHUNK.min(n - c * CHUNK) {
+            for o in dst.iter_mut() {
                 s ^= s << 13;
                 s ^= s >> 7;
                 s ^= s << 17;
                 let u = (s >> 40) as f32 / (1u64 << 24) as f32; // [0, 1)
-                out(i, center + half * (2.0 * u - 1.0));
+                *o = conv(center + half * (2.0 * u - 1.0));
             }
-        };
+        }
         Ok(match self.dtype {
             DType::Bf16 => {
                 let mut v = vec![bf16::ZERO; n];
-                v.par_chunks_mut(CHUNK).enumerate().for_each(|(c, dst)| {
-                    fill(c, &mut |i, x| dst[i] = bf16::from_f32(x));
-                });
+                v.par_chunks_mut(CHUNK)
+                    .enumerate()
+                    .for_each(|(c, dst)| fill(h, c, dst, center, half, bf16::from_f32));
                 Tensor::from_bf16(shape.to_vec(), v)
             }
             DType::F32 => {
                 let mut v = vec![0.0f32; n];
-                v.par_chunks_mut(CHUNK).enumerate().for_each(|(c, dst)| {
-                    fill(c, &mut |i, x| dst[i] = x);
-                });
+                v.par_chunks_mut(CHUNK)
+                    .enumerate()
+                    .for_each(|(c, dst)| fill(h, c, dst, center, half, |x| x));
                 Tensor::from_f32(shape.to_vec(), v)
             }
         })

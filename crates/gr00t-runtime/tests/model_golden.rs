@@ -10,7 +10,10 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 
 fn case_dir() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/golden/gr00t-n16-tiny/case1"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/golden/gr00t-n16-tiny/case1"
+    ))
 }
 
 struct Golden {
@@ -21,15 +24,26 @@ struct Golden {
 fn read_st(path: &std::path::Path) -> Golden {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let st = SafeTensors::deserialize(&bytes).unwrap();
-    let mut g = Golden { f32s: HashMap::new(), i64s: HashMap::new() };
+    let mut g = Golden {
+        f32s: HashMap::new(),
+        i64s: HashMap::new(),
+    };
     for (name, v) in st.tensors() {
         match v.dtype() {
             Dtype::F32 => {
-                let d = v.data().chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
+                let d = v
+                    .data()
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect();
                 g.f32s.insert(name, (v.shape().to_vec(), d));
             }
             Dtype::I64 => {
-                let d = v.data().chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect();
+                let d = v
+                    .data()
+                    .chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
+                    .collect();
                 g.i64s.insert(name, d);
             }
             _ => {}
@@ -42,7 +56,10 @@ fn golden_inputs(taps: &Golden) -> ModelInputs {
     let obs = read_st(&case_dir().join("observation.safetensors"));
     let (shape, px) = &taps.f32s["input.pixel_values"];
     ModelInputs {
-        input_ids: taps.i64s["input.input_ids"].iter().map(|&v| v as u32).collect(),
+        input_ids: taps.i64s["input.input_ids"]
+            .iter()
+            .map(|&v| v as u32)
+            .collect(),
         pixel_values: vec![px.clone()],
         image_hw: (shape[2], shape[3]),
         state: taps.f32s["input.state"].1.clone(),
@@ -53,7 +70,10 @@ fn golden_inputs(taps: &Golden) -> ModelInputs {
 
 fn pcc(a: &[f32], b: &[f32]) -> f64 {
     let n = a.len() as f64;
-    let (ma, mb) = (a.iter().map(|&v| v as f64).sum::<f64>() / n, b.iter().map(|&v| v as f64).sum::<f64>() / n);
+    let (ma, mb) = (
+        a.iter().map(|&v| v as f64).sum::<f64>() / n,
+        b.iter().map(|&v| v as f64).sum::<f64>() / n,
+    );
     let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
     for (&x, &y) in a.iter().zip(b) {
         let (dx, dy) = (x as f64 - ma, y as f64 - mb);
@@ -81,9 +101,15 @@ fn every_float_tap_matches_the_reference() {
     let mut sink = |name: &str, shape: &[usize], data: &[f32]| {
         got.insert(name.to_owned(), (shape.to_vec(), data.to_vec()));
     };
-    let chunk = model.forward(&inputs, &mut Taps::new(&mut sink)).expect("forward");
+    let chunk = model
+        .forward(&inputs, &mut Taps::new(&mut sink))
+        .expect("forward");
 
-    let mut names: Vec<&String> = golden.f32s.keys().filter(|n| !not_produced_by_model(n)).collect();
+    let mut names: Vec<&String> = golden
+        .f32s
+        .keys()
+        .filter(|n| !not_produced_by_model(n))
+        .collect();
     names.sort();
     assert!(names.len() >= 80, "only {} float taps found", names.len());
     let mut failures = Vec::new();
@@ -100,8 +126,16 @@ fn every_float_tap_matches_the_reference() {
             continue;
         }
         let p = pcc(data, gdata);
-        let max_excess = data.iter().zip(gdata).map(|(&a, &b)| (a - b).abs() - (1e-4 + 1e-4 * b.abs())).fold(f32::MIN, f32::max);
-        let max_abs = data.iter().zip(gdata).map(|(&a, &b)| (a - b).abs()).fold(0.0f32, f32::max);
+        let max_excess = data
+            .iter()
+            .zip(gdata)
+            .map(|(&a, &b)| (a - b).abs() - (1e-4 + 1e-4 * b.abs()))
+            .fold(f32::MIN, f32::max);
+        let max_abs = data
+            .iter()
+            .zip(gdata)
+            .map(|(&a, &b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
         if p < worst.0 {
             worst = (p, (*name).clone());
         }
@@ -109,7 +143,9 @@ fn every_float_tap_matches_the_reference() {
             worst_abs = (max_abs, (*name).clone());
         }
         if !(p >= 0.99999) || max_excess > 0.0 {
-            failures.push(format!("{name}: pcc {p:.7}, worst |diff| over tolerance by {max_excess:e}"));
+            failures.push(format!(
+                "{name}: pcc {p:.7}, worst |diff| over tolerance by {max_excess:e}"
+            ));
         }
     }
     eprintln!(
@@ -120,21 +156,38 @@ fn every_float_tap_matches_the_reference() {
         worst_abs.0,
         worst_abs.1
     );
-    assert!(failures.is_empty(), "{} taps differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} taps differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 
     // The final normalized chunk, tightly, and its GR1 slices as the decoder sees them.
     let (_, want) = &golden.f32s["flow.action_pred"];
     assert_eq!((chunk.horizon, chunk.dim), (24, 36));
     for (i, (&a, &b)) in chunk.data.iter().zip(want).enumerate() {
-        assert!((a - b).abs() <= 1e-4 + 1e-4 * b.abs(), "action_pred[{i}]: {a} vs {b}");
+        assert!(
+            (a - b).abs() <= 1e-4 + 1e-4 * b.abs(),
+            "action_pred[{i}]: {a} vs {b}"
+        );
     }
     let mut col = 0;
-    for (group, dim) in [("left_arm", 7), ("right_arm", 7), ("left_hand", 6), ("right_hand", 6), ("waist", 3)] {
+    for (group, dim) in [
+        ("left_arm", 7),
+        ("right_arm", 7),
+        ("left_hand", 6),
+        ("right_hand", 6),
+        ("waist", 3),
+    ] {
         let (_, g) = &golden.f32s[&format!("decode.normalized.{group}")];
         for t in 0..16 {
             for j in 0..dim {
                 let (a, b) = (chunk.data[t * 36 + col + j], g[t * dim + j]);
-                assert!((a - b).abs() <= 1e-4 + 1e-4 * b.abs(), "{group}[{t}][{j}]: {a} vs {b}");
+                assert!(
+                    (a - b).abs() <= 1e-4 + 1e-4 * b.abs(),
+                    "{group}[{t}][{j}]: {a} vs {b}"
+                );
             }
         }
         col += dim;
@@ -161,7 +214,9 @@ fn cpu_policy_serves_the_golden_chunk() {
     assert!(matches!(policy.predict(&bad), Err(PolicyError::Shape(m)) if m.contains("noise")));
     let mut bad = inputs.clone();
     bad.input_ids.retain(|&id| id != 151_669);
-    assert!(matches!(policy.predict(&bad), Err(PolicyError::Shape(m)) if m.contains("image tokens")));
+    assert!(
+        matches!(policy.predict(&bad), Err(PolicyError::Shape(m)) if m.contains("image tokens"))
+    );
     let mut bad = inputs;
     bad.embodiment_id = 32;
     assert!(matches!(policy.predict(&bad), Err(PolicyError::Shape(m)) if m.contains("embodiment")));
@@ -175,9 +230,16 @@ struct Tampered {
 }
 
 impl WeightSource for Tampered {
-    fn tensor(&self, name: &str, shape: &[usize]) -> Result<gr00t_runtime::weights::Tensor, WeightError> {
+    fn tensor(
+        &self,
+        name: &str,
+        shape: &[usize],
+    ) -> Result<gr00t_runtime::weights::Tensor, WeightError> {
         if name == self.drop {
-            return Err(WeightError::Missing { name: name.into(), expected: shape.to_vec() });
+            return Err(WeightError::Missing {
+                name: name.into(),
+                expected: shape.to_vec(),
+            });
         }
         let mut s = shape.to_vec();
         if name == self.reshape {
@@ -195,10 +257,21 @@ fn missing_or_misshaped_tensor_is_named() {
     let name = "action_head.model.transformer_blocks.3.attn1.to_k.weight";
     let err = store.tensor(name, &[1, 2]).unwrap_err().to_string();
     assert!(err.contains(name) && err.contains("[40, 40]"), "{err}");
-    let t = Tampered { inner: store.clone(), drop: "backbone.model.mlp1.3.bias", reshape: "" };
+    let t = Tampered {
+        inner: store.clone(),
+        drop: "backbone.model.mlp1.3.bias",
+        reshape: "",
+    };
     let err = Gr00tModel::from_source(cfg.clone(), &t).err().unwrap();
-    assert!(matches!(&err, ModelError::Weights(WeightError::Missing { name, .. }) if name == "backbone.model.mlp1.3.bias"), "{err}");
-    let t = Tampered { inner: store, drop: "", reshape: "action_head.state_encoder.layer1.W" };
+    assert!(
+        matches!(&err, ModelError::Weights(WeightError::Missing { name, .. }) if name == "backbone.model.mlp1.3.bias"),
+        "{err}"
+    );
+    let t = Tampered {
+        inner: store,
+        drop: "",
+        reshape: "action_head.state_encoder.layer1.W",
+    };
     let err = Gr00tModel::from_source(cfg, &t).err().unwrap().to_string();
     assert!(err.contains("action_head.state_encoder.layer1.W"), "{err}");
 }

@@ -112,9 +112,18 @@ pub async fn wait_ready(
     let mut log_ready: Option<Duration> = None;
     let mut tick = tokio::time::interval(spec.poll);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    // Once the ready line is in, the server is usually a few ms from listening: probe often.
+    let mut fast = tokio::time::interval(Duration::from_millis(25));
+    fast.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     tokio::pin!(cancel);
     loop {
         tokio::select! {
+            _ = fast.tick(), if log_ready.is_some() => {
+                if probe_http(&spec.http_addr, &spec.health_path, Duration::from_secs(2)).await {
+                    on_event(&WaitEvent::HttpReady);
+                    return Ok(WaitOutcome::Ready { elapsed: start.elapsed(), log_ready, http_ready: start.elapsed() });
+                }
+            }
             _ = &mut cancel => return Ok(WaitOutcome::Detached { elapsed: start.elapsed() }),
             _ = tokio::time::sleep_until(deadline) => {
                 return Ok(WaitOutcome::TimedOut { elapsed: start.elapsed(), evidence: evidence(tracker, false, None) });
@@ -128,7 +137,15 @@ pub async fn wait_ready(
                         && spec.ready_line.as_deref().is_some_and(|r| line.text.contains(r))
                     {
                         log_ready = Some(start.elapsed());
+                        on_event(&WaitEvent::Line(line));
                         on_event(&WaitEvent::LogReady);
+                        // Probe right away rather than on the next tick: most servers
+                        // listen by the time they print their ready line.
+                        if probe_http(&spec.http_addr, &spec.health_path, Duration::from_secs(2)).await {
+                            on_event(&WaitEvent::HttpReady);
+                            return Ok(WaitOutcome::Ready { elapsed: start.elapsed(), log_ready, http_ready: start.elapsed() });
+                        }
+                        continue;
                     }
                     on_event(&WaitEvent::Line(line));
                 }

@@ -9,7 +9,8 @@ fn facts() -> CardFacts {
     CardFacts {
         tool_version: "0.0.0-test".into(),
         created_at: "2026-11-30T00:00:00Z".into(),
-        code_sha256: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef".into(),
+        code_sha256: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+            .into(),
         metal_sha: Some("668c2907575aaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into()),
         metal_remote: Some("git@github.com:tenstorrent/tt-metal.git".into()),
         metal_dirty: true,
@@ -41,12 +42,27 @@ fn a_full_card_with_two_profiles() {
     let card = render_card(&spec, &facts()).unwrap();
     insta::assert_snapshot!(card);
     // Section order of the original.
-    let order = ["# demo-vllm-plugin", "## At a glance", "## Intended use", "## Quickstart", "## Serve profiles",
-        "## Using it", "## Expected performance", "## Limitations", "## Provenance"];
-    let positions: Vec<usize> = order.iter().map(|h| card.find(h).unwrap_or_else(|| panic!("{h} missing"))).collect();
+    let order = [
+        "# demo-vllm-plugin",
+        "## At a glance",
+        "## Intended use",
+        "## Quickstart",
+        "## Serve profiles",
+        "## Using it",
+        "## Expected performance",
+        "## Limitations",
+        "## Provenance",
+    ];
+    let positions: Vec<usize> = order
+        .iter()
+        .map(|h| card.find(h).unwrap_or_else(|| panic!("{h} missing")))
+        .collect();
     assert!(positions.windows(2).all(|w| w[0] < w[1]), "{positions:?}");
     assert!(card.contains("40 tok/s \\| per user") || card.contains("40 tok/s | per user"));
-    assert!(card.contains("## Limitations\n\n_Not provided by the package author._"), "whitespace-only counts as missing");
+    assert!(
+        card.contains("## Limitations\n\n_Not provided by the package author._"),
+        "whitespace-only counts as missing"
+    );
     assert!(card.contains("https://github.com/tenstorrent/tt-metal/commit/668c2907575"));
     assert!(card.contains("dirty tree"));
     assert!(card.contains("license_name: llama-3-1-community-license"));
@@ -56,8 +72,20 @@ fn a_full_card_with_two_profiles() {
 #[test]
 fn a_minimal_card_defaults_base_model_to_the_weights() {
     let spec = common::http_server();
-    let card = render_card(&spec, &CardFacts { metal_sha: None, metal_remote: None, metal_dirty: false, ..facts() }).unwrap();
-    assert!(card.contains("base_model:\n- acme/demo-weights\n"), "{card}");
+    let card = render_card(
+        &spec,
+        &CardFacts {
+            metal_sha: None,
+            metal_remote: None,
+            metal_dirty: false,
+            ..facts()
+        },
+    )
+    .unwrap();
+    assert!(
+        card.contains("base_model:\n- acme/demo-weights\n"),
+        "{card}"
+    );
     assert!(!card.contains("pipeline_tag"), "{card}");
     assert!(card.contains("a local tree without git metadata"), "{card}");
     assert!(card.contains("`0123456789abcdef`"), "{card}");

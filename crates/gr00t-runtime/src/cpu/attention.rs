@@ -32,7 +32,15 @@ pub struct AttnShape {
 /// out[i, h] = softmax(q_i,h · K_g^T · scale) · V_g, g = h / (heads / kv_heads).
 /// `out` is `[q_len, heads*head_dim]`. Per head: scores by GEMM, masked row softmax, then P·V
 /// by GEMM.
-pub fn attention(q: &[f32], k: &[f32], v: &[f32], s: AttnShape, scale: f32, mask: KeyMask<'_>, out: &mut [f32]) {
+pub fn attention(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    s: AttnShape,
+    scale: f32,
+    mask: KeyMask<'_>,
+    out: &mut [f32],
+) {
     let hd = s.head_dim;
     let width = s.heads * hd;
     assert!(out.len() >= s.q_len * width);
@@ -59,8 +67,21 @@ pub fn attention(q: &[f32], k: &[f32], v: &[f32], s: AttnShape, scale: f32, mask
         let g = h / group;
         scores.resize(s.q_len * s.kv_len, 0.0);
         let mut oh = vec![0.0f32; s.q_len * hd];
-        let kmat = WeightMat::NMajor { data: Data::F32(&k[g * hd..]), k: hd, n: s.kv_len, stride: s.kv_stride };
-        let qa = GemmArgs { x: &q[h * hd..], ldx: s.q_stride, m: s.q_len, bias: None, ldy: s.kv_len, accumulate: false, parallel: false };
+        let kmat = WeightMat::NMajor {
+            data: Data::F32(&k[g * hd..]),
+            k: hd,
+            n: s.kv_len,
+            stride: s.kv_stride,
+        };
+        let qa = GemmArgs {
+            x: &q[h * hd..],
+            ldx: s.q_stride,
+            m: s.q_len,
+            bias: None,
+            ldy: s.kv_len,
+            accumulate: false,
+            parallel: false,
+        };
         gemm(qa, &kmat, scores);
         for (i, row) in scores.chunks_exact_mut(s.kv_len).enumerate() {
             match mask {
@@ -76,13 +97,29 @@ pub fn attention(q: &[f32], k: &[f32], v: &[f32], s: AttnShape, scale: f32, mask
             }
             softmax_scaled(row, scale);
         }
-        let vmat = WeightMat::KMajor { data: Data::F32(&v[g * hd..]), k: s.kv_len, n: hd, stride: s.kv_stride };
-        let pa = GemmArgs { x: scores, ldx: s.kv_len, m: s.q_len, bias: None, ldy: hd, accumulate: false, parallel: false };
+        let vmat = WeightMat::KMajor {
+            data: Data::F32(&v[g * hd..]),
+            k: s.kv_len,
+            n: hd,
+            stride: s.kv_stride,
+        };
+        let pa = GemmArgs {
+            x: scores,
+            ldx: s.kv_len,
+            m: s.q_len,
+            bias: None,
+            ldy: hd,
+            accumulate: false,
+            parallel: false,
+        };
         gemm(pa, &vmat, &mut oh);
         oh
     };
     let heads: Vec<Vec<f32>> = if s.heads > 1 && s.q_len * s.kv_len * hd > 1 << 14 {
-        (0..s.heads).into_par_iter().map_init(Vec::new, |scores, h| per_head(h, scores)).collect()
+        (0..s.heads)
+            .into_par_iter()
+            .map_init(Vec::new, |scores, h| per_head(h, scores))
+            .collect()
     } else {
         let mut scores = Vec::new();
         (0..s.heads).map(|h| per_head(h, &mut scores)).collect()
@@ -121,19 +158,59 @@ mod tests {
     use super::*;
     #[test]
     fn single_key_returns_its_value_and_gqa_maps_heads() {
-        let s = AttnShape { q_len: 1, kv_len: 1, heads: 2, kv_heads: 1, head_dim: 2, q_stride: 4, kv_stride: 2 };
+        let s = AttnShape {
+            q_len: 1,
+            kv_len: 1,
+            heads: 2,
+            kv_heads: 1,
+            head_dim: 2,
+            q_stride: 4,
+            kv_stride: 2,
+        };
         let mut out = vec![0.0; 4];
-        attention(&[1.0, 2.0, 3.0, 4.0], &[0.5, 0.5], &[7.0, 8.0], s, 1.0, KeyMask::All, &mut out);
+        attention(
+            &[1.0, 2.0, 3.0, 4.0],
+            &[0.5, 0.5],
+            &[7.0, 8.0],
+            s,
+            1.0,
+            KeyMask::All,
+            &mut out,
+        );
         assert_eq!(out, vec![7.0, 8.0, 7.0, 8.0]);
     }
     #[test]
     fn causal_and_key_masks() {
-        let s = AttnShape { q_len: 2, kv_len: 2, heads: 1, kv_heads: 1, head_dim: 1, q_stride: 1, kv_stride: 1 };
+        let s = AttnShape {
+            q_len: 2,
+            kv_len: 2,
+            heads: 1,
+            kv_heads: 1,
+            head_dim: 1,
+            q_stride: 1,
+            kv_stride: 1,
+        };
         let mut out = vec![0.0; 2];
-        attention(&[1.0, 1.0], &[0.0, 0.0], &[2.0, 4.0], s, 1.0, KeyMask::Causal, &mut out);
+        attention(
+            &[1.0, 1.0],
+            &[0.0, 0.0],
+            &[2.0, 4.0],
+            s,
+            1.0,
+            KeyMask::Causal,
+            &mut out,
+        );
         assert_eq!(out[0], 2.0);
         assert!((out[1] - 3.0).abs() < 1e-6);
-        attention(&[1.0, 1.0], &[0.0, 0.0], &[2.0, 4.0], s, 1.0, KeyMask::Only(&[1]), &mut out);
+        attention(
+            &[1.0, 1.0],
+            &[0.0, 0.0],
+            &[2.0, 4.0],
+            s,
+            1.0,
+            KeyMask::Only(&[1]),
+            &mut out,
+        );
         assert_eq!(out, vec![4.0, 4.0]);
     }
 }

@@ -41,7 +41,12 @@ impl PackedMat {
     pub fn from_out_in(src: Data<'_>, n: usize, k: usize) -> Self {
         assert_eq!(src.len(), n * k);
         let panels = n.div_ceil(NR);
-        fn pack<T: Copy + Default + Send + Sync>(src: &[T], n: usize, k: usize, panels: usize) -> Vec<T> {
+        fn pack<T: Copy + Default + Send + Sync>(
+            src: &[T],
+            n: usize,
+            k: usize,
+            panels: usize,
+        ) -> Vec<T> {
             let mut out = vec![T::default(); panels * k * NR];
             out.par_chunks_mut(k * NR).enumerate().for_each(|(p, dst)| {
                 for jj in 0..NR.min(n - p * NR) {
@@ -64,7 +69,11 @@ impl PackedMat {
             Packed::F32(v) => Data::F32(v),
             Packed::Bf16(v) => Data::Bf16(v),
         };
-        WeightMat::Packed { data, k: self.k, n: self.n }
+        WeightMat::Packed {
+            data,
+            k: self.k,
+            n: self.n,
+        }
     }
     pub fn bytes(&self) -> usize {
         match &self.data {
@@ -80,20 +89,34 @@ pub enum WeightMat<'a> {
     /// Panels `[⌈n/32⌉][k][32]` ([`PackedMat`]).
     Packed { data: Data<'a>, k: usize, n: usize },
     /// Row-major `[k, n]` with row stride `stride` (category-specific `W[e]`, attention V).
-    KMajor { data: Data<'a>, k: usize, n: usize, stride: usize },
+    KMajor {
+        data: Data<'a>,
+        k: usize,
+        n: usize,
+        stride: usize,
+    },
     /// Row-major `[n, k]` with row stride `stride` (unpacked `nn.Linear`, attention K).
-    NMajor { data: Data<'a>, k: usize, n: usize, stride: usize },
+    NMajor {
+        data: Data<'a>,
+        k: usize,
+        n: usize,
+        stride: usize,
+    },
 }
 
 impl WeightMat<'_> {
     pub fn k(&self) -> usize {
         match *self {
-            WeightMat::Packed { k, .. } | WeightMat::KMajor { k, .. } | WeightMat::NMajor { k, .. } => k,
+            WeightMat::Packed { k, .. }
+            | WeightMat::KMajor { k, .. }
+            | WeightMat::NMajor { k, .. } => k,
         }
     }
     pub fn n(&self) -> usize {
         match *self {
-            WeightMat::Packed { n, .. } | WeightMat::KMajor { n, .. } | WeightMat::NMajor { n, .. } => n,
+            WeightMat::Packed { n, .. }
+            | WeightMat::KMajor { n, .. }
+            | WeightMat::NMajor { n, .. } => n,
         }
     }
 
@@ -191,7 +214,19 @@ pub struct GemmArgs<'a> {
 /// y = x · W + bias with contiguous `x` `[m, k]` and `y` `[m, n]`, multi-threaded.
 pub fn matmul(x: &[f32], m: usize, w: &WeightMat<'_>, bias: Option<&[f32]>, y: &mut [f32]) {
     let (k, n) = (w.k(), w.n());
-    gemm(GemmArgs { x, ldx: k, m, bias, ldy: n, accumulate: false, parallel: true }, w, y);
+    gemm(
+        GemmArgs {
+            x,
+            ldx: k,
+            m,
+            bias,
+            ldy: n,
+            accumulate: false,
+            parallel: true,
+        },
+        w,
+        y,
+    );
 }
 
 /// The general entry point.
@@ -206,9 +241,17 @@ pub fn gemm(a: GemmArgs<'_>, w: &WeightMat<'_>, y: &mut [f32]) {
         assert!(b.len() >= n, "gemm: bias too short");
     }
     match *w {
-        WeightMat::Packed { data, .. } => assert!(data.len() >= n.div_ceil(NR) * k * NR, "gemm: packed weight too short"),
-        WeightMat::KMajor { data, stride, .. } => assert!(k == 0 || data.len() >= (k - 1) * stride + n, "gemm: weight too short"),
-        WeightMat::NMajor { data, stride, .. } => assert!(data.len() >= (n - 1) * stride + k, "gemm: weight too short"),
+        WeightMat::Packed { data, .. } => assert!(
+            data.len() >= n.div_ceil(NR) * k * NR,
+            "gemm: packed weight too short"
+        ),
+        WeightMat::KMajor { data, stride, .. } => assert!(
+            k == 0 || data.len() >= (k - 1) * stride + n,
+            "gemm: weight too short"
+        ),
+        WeightMat::NMajor { data, stride, .. } => {
+            assert!(data.len() >= (n - 1) * stride + k, "gemm: weight too short")
+        }
     }
     let panels = n.div_ceil(NR);
     let yp = SendPtr(y.as_mut_ptr());
@@ -222,7 +265,16 @@ pub fn gemm(a: GemmArgs<'_>, w: &WeightMat<'_>, y: &mut [f32]) {
             let j0 = p * NR;
             let nb = NR.min(n - j0);
             // SAFETY: panel p writes only columns j0..j0+nb of the rows of y (extents asserted).
-            unsafe { panel_kernel(&a, &buf[..k * NR], k, yp.get().add(j0), nb, a.bias.map(|b| b[j0..].as_ptr())) };
+            unsafe {
+                panel_kernel(
+                    &a,
+                    &buf[..k * NR],
+                    k,
+                    yp.get().add(j0),
+                    nb,
+                    a.bias.map(|b| b[j0..].as_ptr()),
+                )
+            };
         });
     };
     let flops = 2 * m * n * k;
@@ -234,7 +286,14 @@ pub fn gemm(a: GemmArgs<'_>, w: &WeightMat<'_>, y: &mut [f32]) {
 }
 
 /// All M rows against one widened panel.
-unsafe fn panel_kernel(a: &GemmArgs<'_>, panel: &[f32], k: usize, y: *mut f32, nb: usize, bias: Option<*const f32>) {
+unsafe fn panel_kernel(
+    a: &GemmArgs<'_>,
+    panel: &[f32],
+    k: usize,
+    y: *mut f32,
+    nb: usize,
+    bias: Option<*const f32>,
+) {
     #[cfg(target_arch = "x86_64")]
     {
         if avx512() {
@@ -245,7 +304,18 @@ unsafe fn panel_kernel(a: &GemmArgs<'_>, panel: &[f32], k: usize, y: *mut f32, n
                 unsafe {
                     let xp = a.x.as_ptr().add(i * a.ldx);
                     let yp = y.add(i * a.ldy);
-                    avx512::tile_dispatch(r, xp, a.ldx, panel.as_ptr(), k, yp, a.ldy, nb, bias, a.accumulate);
+                    avx512::tile_dispatch(
+                        r,
+                        xp,
+                        a.ldx,
+                        panel.as_ptr(),
+                        k,
+                        yp,
+                        a.ldy,
+                        nb,
+                        bias,
+                        a.accumulate,
+                    );
                 }
                 i += r;
             }
@@ -263,7 +333,14 @@ fn avx512() -> bool {
 }
 
 /// Fallback for CPUs without AVX-512: 4-row tiles, 32-wide accumulators the compiler vectorizes.
-unsafe fn portable_panel(a: &GemmArgs<'_>, panel: &[f32], k: usize, y: *mut f32, nb: usize, bias: Option<*const f32>) {
+unsafe fn portable_panel(
+    a: &GemmArgs<'_>,
+    panel: &[f32],
+    k: usize,
+    y: *mut f32,
+    nb: usize,
+    bias: Option<*const f32>,
+) {
     const R: usize = 4;
     let mut i = 0;
     while i < a.m {
@@ -375,7 +452,11 @@ mod avx512 {
                     c1[r] = _mm512_fmadd_ps(b, w1, c1[r]);
                 }
             }
-            let m0: __mmask16 = if nb >= 16 { 0xffff } else { ((1u32 << nb) - 1) as u16 };
+            let m0: __mmask16 = if nb >= 16 {
+                0xffff
+            } else {
+                ((1u32 << nb) - 1) as u16
+            };
             let m1: __mmask16 = if nb >= 32 {
                 0xffff
             } else if nb > 16 {
@@ -386,7 +467,10 @@ mod avx512 {
             let (b0, b1) = if bias.is_null() {
                 (_mm512_setzero_ps(), _mm512_setzero_ps())
             } else {
-                (_mm512_maskz_loadu_ps(m0, bias), _mm512_maskz_loadu_ps(m1, bias.add(16)))
+                (
+                    _mm512_maskz_loadu_ps(m0, bias),
+                    _mm512_maskz_loadu_ps(m1, bias.add(16)),
+                )
             };
             for r in 0..R {
                 let yp = y.add(r * ldy);
@@ -411,7 +495,9 @@ mod tests {
         let mut y = vec![0.0; m * n];
         for i in 0..m {
             for j in 0..n {
-                y[i * n + j] = (0..k).map(|kk| x[i * k + kk] as f64 * w_nk[j * k + kk] as f64).sum::<f64>() as f32;
+                y[i * n + j] = (0..k)
+                    .map(|kk| x[i * k + kk] as f64 * w_nk[j * k + kk] as f64)
+                    .sum::<f64>() as f32;
             }
         }
         y
@@ -420,8 +506,12 @@ mod tests {
     #[test]
     fn every_layout_and_dtype_matches_naive() {
         for (m, k, n) in [(7, 37, 131), (13, 64, 32), (1, 5, 3), (25, 40, 160)] {
-            let x: Vec<f32> = (0..m * k).map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0).collect();
-            let w_nk: Vec<f32> = (0..k * n).map(|i| bf16::from_f32(((i * 11 % 17) as f32 - 8.0) / 16.0).to_f32()).collect();
+            let x: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0)
+                .collect();
+            let w_nk: Vec<f32> = (0..k * n)
+                .map(|i| bf16::from_f32(((i * 11 % 17) as f32 - 8.0) / 16.0).to_f32())
+                .collect();
             let mut w_kn = vec![0.0; k * n];
             for j in 0..n {
                 for kk in 0..k {
@@ -437,13 +527,31 @@ mod tests {
             }
             let nk_b: Vec<bf16> = w_nk.iter().map(|&v| bf16::from_f32(v)).collect();
             let kn_b: Vec<bf16> = w_kn.iter().map(|&v| bf16::from_f32(v)).collect();
-            let packed = [PackedMat::from_out_in(Data::F32(&w_nk), n, k), PackedMat::from_out_in(Data::Bf16(&nk_b), n, k)];
+            let packed = [
+                PackedMat::from_out_in(Data::F32(&w_nk), n, k),
+                PackedMat::from_out_in(Data::Bf16(&nk_b), n, k),
+            ];
             let mats = [
                 packed[0].view(),
                 packed[1].view(),
-                WeightMat::KMajor { data: Data::F32(&w_kn), k, n, stride: n },
-                WeightMat::KMajor { data: Data::Bf16(&kn_b), k, n, stride: n },
-                WeightMat::NMajor { data: Data::F32(&w_nk), k, n, stride: k },
+                WeightMat::KMajor {
+                    data: Data::F32(&w_kn),
+                    k,
+                    n,
+                    stride: n,
+                },
+                WeightMat::KMajor {
+                    data: Data::Bf16(&kn_b),
+                    k,
+                    n,
+                    stride: n,
+                },
+                WeightMat::NMajor {
+                    data: Data::F32(&w_nk),
+                    k,
+                    n,
+                    stride: k,
+                },
             ];
             for (t, w) in mats.iter().enumerate() {
                 let mut y = vec![1.0; m * n];
@@ -452,7 +560,19 @@ mod tests {
                     assert!((a - b).abs() < 1e-4, "case {t} ({m},{k},{n}): {a} vs {b}");
                 }
                 // accumulate mode adds onto y
-                gemm(GemmArgs { x: &x, ldx: k, m, bias: None, ldy: n, accumulate: true, parallel: false }, w, &mut y);
+                gemm(
+                    GemmArgs {
+                        x: &x,
+                        ldx: k,
+                        m,
+                        bias: None,
+                        ldy: n,
+                        accumulate: true,
+                        parallel: false,
+                    },
+                    w,
+                    &mut y,
+                );
                 for (i, (a, b)) in y.iter().zip(&want).enumerate() {
                     let extra = want[i] - bias[i % n];
                     assert!((a - (b + extra)).abs() < 1e-3, "accumulate case {t}");

@@ -27,26 +27,59 @@ pub struct ActionHead {
 
 impl ActionHead {
     pub fn load(ws: &dyn WeightSource, cfg: &Gr00tConfig) -> Result<Self, WeightError> {
-        let (e, d, hs) = (cfg.max_num_embodiments, cfg.input_embedding_dim, cfg.hidden_size);
+        let (e, d, hs) = (
+            cfg.max_num_embodiments,
+            cfg.input_embedding_dim,
+            cfg.hidden_size,
+        );
         let (sd, ad) = (cfg.max_state_dim, cfg.max_action_dim);
         let cat = |name: &str, k, n| CatLinear::load(ws, &format!("action_head.{name}"), e, k, n);
         Ok(Self {
             cfg: cfg.clone(),
             vlln: if cfg.use_vlln {
-                Some(NormParams::layer_norm(ws, "action_head.vlln", cfg.backbone_embedding_dim)?)
+                Some(NormParams::layer_norm(
+                    ws,
+                    "action_head.vlln",
+                    cfg.backbone_embedding_dim,
+                )?)
             } else {
                 None
             },
-            state_enc: [cat("state_encoder.layer1", sd, hs)?, cat("state_encoder.layer2", hs, d)?],
-            act_enc: [cat("action_encoder.W1", ad, d)?, cat("action_encoder.W2", 2 * d, d)?, cat("action_encoder.W3", d, d)?],
+            state_enc: [
+                cat("state_encoder.layer1", sd, hs)?,
+                cat("state_encoder.layer2", hs, d)?,
+            ],
+            act_enc: [
+                cat("action_encoder.W1", ad, d)?,
+                cat("action_encoder.W2", 2 * d, d)?,
+                cat("action_encoder.W3", d, d)?,
+            ],
             pos_emb: if cfg.add_pos_embed {
-                Some(ws.tensor("action_head.position_embedding.weight", &[cfg.max_seq_len, d])?)
+                Some(ws.tensor(
+                    "action_head.position_embedding.weight",
+                    &[cfg.max_seq_len, d],
+                )?)
             } else {
                 None
             },
-            temb1: Linear::load(ws, "action_head.model.timestep_encoder.timestep_embedder.linear_1", TIMESTEP_CHANNELS, d, true)?,
-            temb2: Linear::load(ws, "action_head.model.timestep_encoder.timestep_embedder.linear_2", d, d, true)?,
-            decoder: [cat("action_decoder.layer1", hs, hs)?, cat("action_decoder.layer2", hs, ad)?],
+            temb1: Linear::load(
+                ws,
+                "action_head.model.timestep_encoder.timestep_embedder.linear_1",
+                TIMESTEP_CHANNELS,
+                d,
+                true,
+            )?,
+            temb2: Linear::load(
+                ws,
+                "action_head.model.timestep_encoder.timestep_embedder.linear_2",
+                d,
+                d,
+                true,
+            )?,
+            decoder: [
+                cat("action_decoder.layer1", hs, hs)?,
+                cat("action_decoder.layer2", hs, ad)?,
+            ],
             dit: DitWeights::load(ws, cfg)?,
         })
     }
@@ -54,7 +87,13 @@ impl ActionHead {
     /// `vlln` LayerNorm (eps 1e-5) of the backbone features, in place.
     pub fn apply_vlln(&self, feats: &mut [f32]) {
         if let Some(n) = &self.vlln {
-            layer_norm(feats, self.cfg.backbone_embedding_dim, Some(&n.w), n.b.as_deref(), 1e-5);
+            layer_norm(
+                feats,
+                self.cfg.backbone_embedding_dim,
+                Some(&n.w),
+                n.b.as_deref(),
+                1e-5,
+            );
         }
     }
 
@@ -125,7 +164,11 @@ impl ActionHead {
         taps: &mut Taps<'_>,
     ) -> Result<Vec<f32>, ModelError> {
         let cfg = &self.cfg;
-        let (d, hz, ad) = (cfg.input_embedding_dim, cfg.action_horizon, cfg.max_action_dim);
+        let (d, hz, ad) = (
+            cfg.input_embedding_dim,
+            cfg.action_horizon,
+            cfg.max_action_dim,
+        );
         let state_feat = self.encode_state(state, emb);
         taps.emit("action_head.state_features", &[1, 1, d], &state_feat);
         dit.prepare(vl)?;
@@ -139,7 +182,11 @@ impl ActionHead {
             let tau = self.timestep(k);
             taps.emit_with(|| format!("flow.step{k}.actions_in"), &[1, hz, ad], &x);
             let enc = self.encode_actions(&x, tau, emb);
-            taps.emit_with(|| format!("flow.step{k}.action_encoder_out"), &[1, hz, d], &enc);
+            taps.emit_with(
+                || format!("flow.step{k}.action_encoder_out"),
+                &[1, hz, d],
+                &enc,
+            );
             taps.emit_with(|| format!("flow.step{k}.pos_embed"), &[hz, d], &pos);
             sa[..d].copy_from_slice(&state_feat);
             for ((o, e), p) in sa[d..].iter_mut().zip(&enc).zip(&pos) {
@@ -151,10 +198,17 @@ impl ActionHead {
             let out = dit.run(k, &sa, tokens, &temb, taps)?;
             let expect = tokens * cfg.hidden_size;
             if out.len() != expect {
-                return Err(ModelError::Executor(format!("DiT returned {} values, expected {expect}", out.len())));
+                return Err(ModelError::Executor(format!(
+                    "DiT returned {} values, expected {expect}",
+                    out.len()
+                )));
             }
             let dec = self.decode(&out, tokens, emb);
-            taps.emit_with(|| format!("flow.step{k}.decoder_output"), &[1, tokens, ad], &dec);
+            taps.emit_with(
+                || format!("flow.step{k}.decoder_output"),
+                &[1, tokens, ad],
+                &dec,
+            );
             let vel = &dec[ad..];
             taps.emit_with(|| format!("flow.step{k}.velocity"), &[1, hz, ad], vel);
             for (xv, v) in x.iter_mut().zip(vel) {

@@ -13,7 +13,9 @@ pub struct CpuPolicy {
 impl CpuPolicy {
     /// Loads a checkpoint directory (`config.json`, `model.safetensors[.index.json]`).
     pub fn load(model_dir: &Path) -> Result<Self, ModelError> {
-        Ok(Self { model: Gr00tModel::load(model_dir)? })
+        Ok(Self {
+            model: Gr00tModel::load(model_dir)?,
+        })
     }
     pub fn new(model: Gr00tModel) -> Self {
         Self { model }
@@ -48,6 +50,12 @@ impl Policy for CpuPolicy {
         let mut dit = self.model.cpu_dit();
         let chunk = self.model.act(&bb, inputs, &mut dit, &mut taps)?;
         let t2 = Instant::now();
-        Ok((chunk, ForwardTiming { encode_ms: (t1 - t0).as_secs_f64() * 1e3, device_ms: (t2 - t1).as_secs_f64() * 1e3 }))
+        Ok((
+            chunk,
+            ForwardTiming {
+                encode_ms: (t1 - t0).as_secs_f64() * 1e3,
+                device_ms: (t2 - t1).as_secs_f64() * 1e3,
+            },
+        ))
     }
 }

@@ -14,6 +14,7 @@ use crate::config::Gr00tConfig;
 use crate::cpu::attention::{AttnShape, KeyMask, attention};
 use crate::cpu::norms::{gelu_tanh, layer_norm, silu};
 use crate::weights::{WeightError, WeightSource};
+use std::sync::{Arc, Mutex};
 
 const PREFIX: &str = "action_head.model";
 
@@ -66,6 +67,9 @@ pub struct DitWeights {
     pub head_dim: usize,
     pub dim: usize,
     pub out_dim: usize,
+    /// AdaLN/output modulations by SiLU(temb): they depend only on the timestep, of which the
+    /// Euler loop uses a fixed few, so they are computed once and reused across observations.
+    modulation_cache: Mutex<Vec<(Vec<f32>, Arc<Vec<f32>>)>>,
 }
 
 impl DitWeights {
@@ -98,7 +102,32 @@ impl DitWeights {
             head_dim: dc.attention_head_dim,
             dim: d,
             out_dim: dc.output_dim,
+            modulation_cache: Mutex::new(Vec::new()),
         })
+    }
+
+    /// `[blocks + 1][2D]`: each block's `norm1.linear(act)` (scale, shift), then
+    /// `proj_out_1(act)` (shift, scale), for `act` = SiLU(temb).
+    pub fn modulations(&self, act: &[f32]) -> Arc<Vec<f32>> {
+        const KEEP: usize = 16;
+        let mut cache = self
+            .modulation_cache
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some((_, m)) = cache.iter().find(|(k, _)| k.as_slice() == act) {
+            return m.clone();
+        }
+        let mut m = Vec::with_capacity((self.blocks.len() + 1) * 2 * self.dim);
+        for b in &self.blocks {
+            m.extend(b.ada.forward(act, 1));
+        }
+        m.extend(self.proj_out_1.forward(act, 1));
+        let m = Arc::new(m);
+        if cache.len() >= KEEP {
+            cache.remove(0);
+        }
+        cache.push((act.to_vec(), m.clone()));
+        m
     }
 }
 
@@ -123,7 +152,14 @@ pub trait DitExecutor {
     /// One DiT evaluation: `sa` `[tokens, D]` (state token + action tokens with position
     /// embedding), `temb` `[D]` → `[tokens, output_dim]`. Emits `flow.step{step}.dit_block{i}`
     /// and `flow.step{step}.dit_output` taps where it can.
-    fn run(&mut self, step: usize, sa: &[f32], tokens: usize, temb: &[f32], taps: &mut Taps<'_>) -> Result<Vec<f32>, ModelError>;
+    fn run(
+        &mut self,
+        step: usize,
+        sa: &[f32],
+        tokens: usize,
+        temb: &[f32],
+        taps: &mut Taps<'_>,
+    ) -> Result<Vec<f32>, ModelError>;
 }
 
 /// The CPU executor: K/V of the cross blocks computed once per observation, only for the
@@ -171,17 +207,29 @@ impl DitExecutor for CpuDit<'_> {
         Ok(())
     }
 
-    fn run(&mut self, step: usize, sa: &[f32], tokens: usize, temb: &[f32], taps: &mut Taps<'_>) -> Result<Vec<f32>, ModelError> {
+    fn run(
+        &mut self,
+        step: usize,
+        sa: &[f32],
+        tokens: usize,
+        temb: &[f32],
+        taps: &mut Taps<'_>,
+    ) -> Result<Vec<f32>, ModelError> {
         let w = self.w;
         let d = w.dim;
         if self.kv.len() != w.blocks.len() {
             return Err(ModelError::Executor("CpuDit::run before prepare".into()));
         }
         if sa.len() != tokens * d || temb.len() != d {
-            return Err(ModelError::Executor(format!("DiT input: sa {} != {tokens}x{d} or temb {} != {d}", sa.len(), temb.len())));
+            return Err(ModelError::Executor(format!(
+                "DiT input: sa {} != {tokens}x{d} or temb {} != {d}",
+                sa.len(),
+                temb.len()
+            )));
         }
         let mut act = temb.to_vec();
         silu(&mut act);
+        let mods = w.modulations(&act);
         let mut x = sa.to_vec();
         let mut h = vec![0.0f32; tokens * d];
         let mut q = vec![0.0f32; tokens * d];
@@ -191,8 +239,7 @@ impl DitExecutor for CpuDit<'_> {
         let mut ff = vec![0.0f32; tokens * 4 * d];
         let scale = (w.head_dim as f32).powf(-0.5);
         for (i, b) in w.blocks.iter().enumerate() {
-            let m = b.ada.forward(&act, 1);
-            let (sc, sh) = m.split_at(d);
+            let (sc, sh) = mods[i * 2 * d..(i + 1) * 2 * d].split_at(d);
             h.copy_from_slice(&x);
             modulated_norm(&mut h, d, 1e-5, sc, sh);
             b.q.forward_into(&h, tokens, &mut q);
@@ -207,7 +254,15 @@ impl DitExecutor for CpuDit<'_> {
                     (&k[..], &v[..], *n)
                 }
             };
-            let shape = AttnShape { q_len: tokens, kv_len: n, heads: w.heads, kv_heads: w.heads, head_dim: w.head_dim, q_stride: d, kv_stride: d };
+            let shape = AttnShape {
+                q_len: tokens,
+                kv_len: n,
+                heads: w.heads,
+                kv_heads: w.heads,
+                head_dim: w.head_dim,
+                q_stride: d,
+                kv_stride: d,
+            };
             attention(&q, k, v, shape, scale, KeyMask::All, &mut a);
             b.out.forward_into(&a, tokens, &mut h);
             add_assign(&mut x, &h);
@@ -217,13 +272,21 @@ impl DitExecutor for CpuDit<'_> {
             gelu_tanh(&mut ff);
             b.ff2.forward_into(&ff, tokens, &mut h);
             add_assign(&mut x, &h);
-            taps.emit_with(|| format!("flow.step{step}.dit_block{i}"), &[1, tokens, d], &x);
+            taps.emit_with(
+                || format!("flow.step{step}.dit_block{i}"),
+                &[1, tokens, d],
+                &x,
+            );
         }
-        let p = w.proj_out_1.forward(&act, 1);
-        let (shift, sc) = p.split_at(d);
+        let nb = w.blocks.len();
+        let (shift, sc) = mods[nb * 2 * d..(nb + 1) * 2 * d].split_at(d);
         modulated_norm(&mut x, d, 1e-6, sc, shift);
         let out = w.proj_out_2.forward(&x, tokens);
-        taps.emit_with(|| format!("flow.step{step}.dit_output"), &[1, tokens, w.out_dim], &out);
+        taps.emit_with(
+            || format!("flow.step{step}.dit_output"),
+            &[1, tokens, w.out_dim],
+            &out,
+        );
         Ok(out)
     }
 }

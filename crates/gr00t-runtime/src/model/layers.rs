@@ -14,11 +14,21 @@ pub struct Linear {
 
 impl Linear {
     /// Loads `{prefix}.weight` `[n, k]` and, if `bias`, `{prefix}.bias` `[n]`.
-    pub fn load(ws: &dyn WeightSource, prefix: &str, k: usize, n: usize, bias: bool) -> Result<Self, WeightError> {
+    pub fn load(
+        ws: &dyn WeightSource,
+        prefix: &str,
+        k: usize,
+        n: usize,
+        bias: bool,
+    ) -> Result<Self, WeightError> {
         let t = ws.tensor(&format!("{prefix}.weight"), &[n, k])?;
         let w = PackedMat::from_out_in(t.data(), n, k);
         t.release();
-        let b = if bias { Some(ws.f32(&format!("{prefix}.bias"), &[n])?) } else { None };
+        let b = if bias {
+            Some(ws.f32(&format!("{prefix}.bias"), &[n])?)
+        } else {
+            None
+        };
         Ok(Self { w, b, k, n })
     }
     pub fn mat(&self) -> WeightMat<'_> {
@@ -46,7 +56,13 @@ pub struct CatLinear {
 }
 
 impl CatLinear {
-    pub fn load(ws: &dyn WeightSource, prefix: &str, e: usize, k: usize, n: usize) -> Result<Self, WeightError> {
+    pub fn load(
+        ws: &dyn WeightSource,
+        prefix: &str,
+        e: usize,
+        k: usize,
+        n: usize,
+    ) -> Result<Self, WeightError> {
         Ok(Self {
             w: ws.tensor(&format!("{prefix}.W"), &[e, k, n])?,
             b: ws.tensor(&format!("{prefix}.b"), &[e, n])?,
@@ -57,7 +73,12 @@ impl CatLinear {
     }
     pub fn forward(&self, x: &[f32], m: usize, emb: usize) -> Vec<f32> {
         assert!(emb < self.e, "embodiment id checked by the caller");
-        let w = WeightMat::KMajor { data: self.w.data().slice(emb * self.k * self.n, self.k * self.n), k: self.k, n: self.n, stride: self.n };
+        let w = WeightMat::KMajor {
+            data: self.w.data().slice(emb * self.k * self.n, self.k * self.n),
+            k: self.k,
+            n: self.n,
+            stride: self.n,
+        };
         let b = self.b.data().slice(emb * self.n, self.n).to_f32_vec();
         let mut y = vec![0.0; m * self.n];
         matmul(x, m, &w, Some(&b), &mut y);
@@ -74,9 +95,15 @@ pub struct NormParams {
 
 impl NormParams {
     pub fn layer_norm(ws: &dyn WeightSource, prefix: &str, d: usize) -> Result<Self, WeightError> {
-        Ok(Self { w: ws.f32(&format!("{prefix}.weight"), &[d])?, b: Some(ws.f32(&format!("{prefix}.bias"), &[d])?) })
+        Ok(Self {
+            w: ws.f32(&format!("{prefix}.weight"), &[d])?,
+            b: Some(ws.f32(&format!("{prefix}.bias"), &[d])?),
+        })
     }
     pub fn rms_norm(ws: &dyn WeightSource, prefix: &str, d: usize) -> Result<Self, WeightError> {
-        Ok(Self { w: ws.f32(&format!("{prefix}.weight"), &[d])?, b: None })
+        Ok(Self {
+            w: ws.f32(&format!("{prefix}.weight"), &[d])?,
+            b: None,
+        })
     }
 }

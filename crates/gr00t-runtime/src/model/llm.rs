@@ -34,14 +34,35 @@ pub struct Qwen3Body {
 
 impl Qwen3Body {
     /// Loads the embedding and layers `0..n_layers` (= `select_layer`).
-    pub fn load(ws: &dyn WeightSource, cfg: &TextConfig, n_layers: usize) -> Result<Self, WeightError> {
+    pub fn load(
+        ws: &dyn WeightSource,
+        cfg: &TextConfig,
+        n_layers: usize,
+    ) -> Result<Self, WeightError> {
         let d = cfg.hidden_size;
-        let (nh, nkv, hd) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
-        let embed = ws.tensor(&format!("{PREFIX}.embed_tokens.weight"), &[cfg.vocab_size, d])?;
+        let (nh, nkv, hd) = (
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+        );
+        let embed = ws.tensor(
+            &format!("{PREFIX}.embed_tokens.weight"),
+            &[cfg.vocab_size, d],
+        )?;
         let mut layers = Vec::with_capacity(n_layers);
         for i in 0..n_layers {
             let l = format!("{PREFIX}.layers.{i}");
-            let lin = |name: &str, k, n| Linear::load(ws, &format!("{l}.{name}"), k, n, cfg.attention_bias && name.starts_with("self_attn") && !name.ends_with("o_proj"));
+            let lin = |name: &str, k, n| {
+                Linear::load(
+                    ws,
+                    &format!("{l}.{name}"),
+                    k,
+                    n,
+                    cfg.attention_bias
+                        && name.starts_with("self_attn")
+                        && !name.ends_with("o_proj"),
+                )
+            };
             layers.push(DecoderLayer {
                 in_norm: NormParams::rms_norm(ws, &format!("{l}.input_layernorm"), d)?,
                 post_norm: NormParams::rms_norm(ws, &format!("{l}.post_attention_layernorm"), d)?,
@@ -51,13 +72,36 @@ impl Qwen3Body {
                 o: Linear::load(ws, &format!("{l}.self_attn.o_proj"), nh * hd, d, false)?,
                 q_norm: NormParams::rms_norm(ws, &format!("{l}.self_attn.q_norm"), hd)?,
                 k_norm: NormParams::rms_norm(ws, &format!("{l}.self_attn.k_norm"), hd)?,
-                gate: Linear::load(ws, &format!("{l}.mlp.gate_proj"), d, cfg.intermediate_size, false)?,
-                up: Linear::load(ws, &format!("{l}.mlp.up_proj"), d, cfg.intermediate_size, false)?,
-                down: Linear::load(ws, &format!("{l}.mlp.down_proj"), cfg.intermediate_size, d, false)?,
+                gate: Linear::load(
+                    ws,
+                    &format!("{l}.mlp.gate_proj"),
+                    d,
+                    cfg.intermediate_size,
+                    false,
+                )?,
+                up: Linear::load(
+                    ws,
+                    &format!("{l}.mlp.up_proj"),
+                    d,
+                    cfg.intermediate_size,
+                    false,
+                )?,
+                down: Linear::load(
+                    ws,
+                    &format!("{l}.mlp.down_proj"),
+                    cfg.intermediate_size,
+                    d,
+                    false,
+                )?,
             });
         }
         let norm = NormParams::rms_norm(ws, &format!("{PREFIX}.norm"), d)?;
-        Ok(Self { cfg: cfg.clone(), embed, layers, norm })
+        Ok(Self {
+            cfg: cfg.clone(),
+            embed,
+            layers,
+            norm,
+        })
     }
 
     pub fn hidden(&self) -> usize {
@@ -82,12 +126,24 @@ impl Qwen3Body {
     pub fn forward(&self, mut x: Vec<f32>, s: usize, taps: &mut Taps) -> Vec<f32> {
         let cfg = &self.cfg;
         let d = cfg.hidden_size;
-        let (nh, nkv, hd) = (cfg.num_attention_heads, cfg.num_key_value_heads, cfg.head_dim);
+        let (nh, nkv, hd) = (
+            cfg.num_attention_heads,
+            cfg.num_key_value_heads,
+            cfg.head_dim,
+        );
         let eps = cfg.rms_norm_eps as f32;
         taps.emit("llm.inputs_embeds", &[1, s, d], &x);
         taps.emit("llm.hidden_states.0", &[1, s, d], &x);
         let (cos, sin) = rope_tables(s, hd, cfg.rope_theta);
-        let shape = AttnShape { q_len: s, kv_len: s, heads: nh, kv_heads: nkv, head_dim: hd, q_stride: nh * hd, kv_stride: nkv * hd };
+        let shape = AttnShape {
+            q_len: s,
+            kv_len: s,
+            heads: nh,
+            kv_heads: nkv,
+            head_dim: hd,
+            q_stride: nh * hd,
+            kv_stride: nkv * hd,
+        };
         let mut h = vec![0.0f32; s * d];
         let mut q = vec![0.0f32; s * nh * hd];
         let mut k = vec![0.0f32; s * nkv * hd];
@@ -105,7 +161,15 @@ impl Qwen3Body {
             rms_norm(&mut k, hd, &l.k_norm.w, eps);
             apply_rope(&mut q, s, nh, hd, &cos, &sin);
             apply_rope(&mut k, s, nkv, hd, &cos, &sin);
-            attention(&q, &k, &v, shape, (hd as f32).powf(-0.5), KeyMask::Causal, &mut a);
+            attention(
+                &q,
+                &k,
+                &v,
+                shape,
+                (hd as f32).powf(-0.5),
+                KeyMask::Causal,
+                &mut a,
+            );
             l.o.forward_into(&a, s, &mut h);
             for (xv, hv) in x.iter_mut().zip(&h) {
                 *xv += hv;
@@ -128,7 +192,11 @@ impl Qwen3Body {
             }
         }
         rms_norm(&mut x, d, &self.norm.w, eps);
-        taps.emit_with(|| format!("llm.hidden_states.{}", self.layers.len()), &[1, s, d], &x);
+        taps.emit_with(
+            || format!("llm.hidden_states.{}", self.layers.len()),
+            &[1, s, d],
+            &x,
+        );
         x
     }
 }
@@ -137,7 +205,9 @@ impl Qwen3Body {
 /// angle = pos·inv_freq in f32, cos/sin of that angle.
 fn rope_tables(s: usize, hd: usize, theta: f64) -> (Vec<f32>, Vec<f32>) {
     let half = hd / 2;
-    let inv: Vec<f32> = (0..half).map(|i| (1.0 / theta.powf((2 * i) as f64 / hd as f64)) as f32).collect();
+    let inv: Vec<f32> = (0..half)
+        .map(|i| (1.0 / theta.powf((2 * i) as f64 / hd as f64)) as f32)
+        .collect();
     let mut cos = vec![0.0f32; s * hd];
     let mut sin = vec![0.0f32; s * hd];
     for p in 0..s {

@@ -51,7 +51,12 @@ pub struct BackboneOutput {
 
 impl BackboneOutput {
     pub fn context(&self) -> VlContext<'_> {
-        VlContext { vl_embeds: &self.vl_embeds, seq: self.seq, dim: self.dim, image_mask: &self.image_mask }
+        VlContext {
+            vl_embeds: &self.vl_embeds,
+            seq: self.seq,
+            dim: self.dim,
+            image_mask: &self.image_mask,
+        }
     }
 }
 
@@ -74,7 +79,8 @@ impl Gr00tModel {
 
     /// Builds the model from any weight source (checkpoint or random).
     pub fn from_source(cfg: ModelConfig, ws: &dyn WeightSource) -> Result<Self, ModelError> {
-        cfg.validate().map_err(|m| ModelError::Input(format!("configuration: {m}")))?;
+        cfg.validate()
+            .map_err(|m| ModelError::Input(format!("configuration: {m}")))?;
         Ok(Self {
             vision: VisionTower::load(ws, &cfg.eagle.vision_config)?,
             projector: Projector::load(ws, &cfg.eagle)?,
@@ -101,30 +107,54 @@ impl Gr00tModel {
             return bad("no camera image".into());
         }
         if h == 0 || w == 0 || h % unit != 0 || w % unit != 0 {
-            return bad(format!("image {h}x{w} is not a positive multiple of {unit}"));
+            return bad(format!(
+                "image {h}x{w} is not a positive multiple of {unit}"
+            ));
         }
         for (i, px) in inp.pixel_values.iter().enumerate() {
             if px.len() != v.num_channels * h * w {
-                return bad(format!("camera {i}: {} pixel values, expected {}x{h}x{w}", px.len(), v.num_channels));
+                return bad(format!(
+                    "camera {i}: {} pixel values, expected {}x{h}x{w}",
+                    px.len(),
+                    v.num_channels
+                ));
             }
         }
         let vocab = self.llm.vocab();
         if let Some(id) = inp.input_ids.iter().find(|&&id| id as usize >= vocab) {
             return bad(format!("token id {id} >= vocab size {vocab}"));
         }
-        let n_img = inp.input_ids.iter().filter(|&&id| id == self.cfg.eagle.image_token_index).count();
+        let n_img = inp
+            .input_ids
+            .iter()
+            .filter(|&&id| id == self.cfg.eagle.image_token_index)
+            .count();
         let want = inp.pixel_values.len() * self.tokens_per_image(h, w);
         if n_img != want {
-            return bad(format!("{n_img} image tokens in input_ids, the images give {want}"));
+            return bad(format!(
+                "{n_img} image tokens in input_ids, the images give {want}"
+            ));
         }
         if inp.state.len() != g.max_state_dim {
-            return bad(format!("state has {} values, expected max_state_dim {}", inp.state.len(), g.max_state_dim));
+            return bad(format!(
+                "state has {} values, expected max_state_dim {}",
+                inp.state.len(),
+                g.max_state_dim
+            ));
         }
         if inp.noise.len() != g.action_horizon * g.max_action_dim {
-            return bad(format!("noise has {} values, expected {}x{}", inp.noise.len(), g.action_horizon, g.max_action_dim));
+            return bad(format!(
+                "noise has {} values, expected {}x{}",
+                inp.noise.len(),
+                g.action_horizon,
+                g.max_action_dim
+            ));
         }
         if inp.embodiment_id >= g.max_num_embodiments {
-            return bad(format!("embodiment id {} >= {}", inp.embodiment_id, g.max_num_embodiments));
+            return bad(format!(
+                "embodiment id {} >= {}",
+                inp.embodiment_id, g.max_num_embodiments
+            ));
         }
         if inp.noise.iter().chain(&inp.state).any(|v| !v.is_finite()) {
             return bad("non-finite state or noise".into());
@@ -133,7 +163,11 @@ impl Gr00tModel {
     }
 
     /// Backbone: vision tower per camera, projector, token splice, Qwen3 body, final norm, vlln.
-    pub fn encode(&self, inp: &ModelInputs, taps: &mut Taps<'_>) -> Result<BackboneOutput, ModelError> {
+    pub fn encode(
+        &self,
+        inp: &ModelInputs,
+        taps: &mut Taps<'_>,
+    ) -> Result<BackboneOutput, ModelError> {
         self.check_inputs(inp)?;
         let (h, w) = inp.image_hw;
         let p = self.cfg.eagle.vision_config.patch_size;
@@ -158,24 +192,55 @@ impl Gr00tModel {
         taps.emit("backbone.features", &[1, s, d], &feats);
         self.head.apply_vlln(&mut feats);
         taps.emit("action_head.vl_embeds", &[1, s, d], &feats);
-        Ok(BackboneOutput { vl_embeds: feats, seq: s, dim: d, image_mask })
+        Ok(BackboneOutput {
+            vl_embeds: feats,
+            seq: s,
+            dim: d,
+            image_mask,
+        })
     }
 
     /// Full forward with a caller-provided DiT executor.
-    pub fn forward_with(&self, inp: &ModelInputs, dit: &mut dyn DitExecutor, taps: &mut Taps<'_>) -> Result<ActionChunk, ModelError> {
+    pub fn forward_with(
+        &self,
+        inp: &ModelInputs,
+        dit: &mut dyn DitExecutor,
+        taps: &mut Taps<'_>,
+    ) -> Result<ActionChunk, ModelError> {
         let bb = self.encode(inp, taps)?;
         self.act(&bb, inp, dit, taps)
     }
 
     /// The action head on an encoded observation.
-    pub fn act(&self, bb: &BackboneOutput, inp: &ModelInputs, dit: &mut dyn DitExecutor, taps: &mut Taps<'_>) -> Result<ActionChunk, ModelError> {
+    pub fn act(
+        &self,
+        bb: &BackboneOutput,
+        inp: &ModelInputs,
+        dit: &mut dyn DitExecutor,
+        taps: &mut Taps<'_>,
+    ) -> Result<ActionChunk, ModelError> {
         let g = &self.cfg.gr00t;
-        let data = self.head.flow(&bb.context(), &inp.state, inp.embodiment_id, &inp.noise, dit, taps)?;
-        Ok(ActionChunk { horizon: g.action_horizon, dim: g.max_action_dim, data })
+        let data = self.head.flow(
+            &bb.context(),
+            &inp.state,
+            inp.embodiment_id,
+            &inp.noise,
+            dit,
+            taps,
+        )?;
+        Ok(ActionChunk {
+            horizon: g.action_horizon,
+            dim: g.max_action_dim,
+            data,
+        })
     }
 
     /// Full forward on the CPU DiT executor.
-    pub fn forward(&self, inp: &ModelInputs, taps: &mut Taps<'_>) -> Result<ActionChunk, ModelError> {
+    pub fn forward(
+        &self,
+        inp: &ModelInputs,
+        taps: &mut Taps<'_>,
+    ) -> Result<ActionChunk, ModelError> {
         let mut dit = self.cpu_dit();
         self.forward_with(inp, &mut dit, taps)
     }

@@ -33,8 +33,17 @@ impl VisionTower {
     pub fn load(ws: &dyn WeightSource, cfg: &VisionConfig) -> Result<Self, WeightError> {
         let c = cfg.hidden_size;
         let p = cfg.patch_size;
-        let patch = Linear::load(ws, &format!("{PREFIX}.embeddings.patch_embedding"), cfg.num_channels * p * p, c, true)?;
-        let pos_table = ws.f32(&format!("{PREFIX}.embeddings.position_embedding.weight"), &[cfg.num_patches, c])?;
+        let patch = Linear::load(
+            ws,
+            &format!("{PREFIX}.embeddings.patch_embedding"),
+            cfg.num_channels * p * p,
+            c,
+            true,
+        )?;
+        let pos_table = ws.f32(
+            &format!("{PREFIX}.embeddings.position_embedding.weight"),
+            &[cfg.num_patches, c],
+        )?;
         let mut layers = Vec::with_capacity(cfg.num_hidden_layers);
         for i in 0..cfg.num_hidden_layers {
             let l = format!("{PREFIX}.encoder.layers.{i}");
@@ -42,19 +51,36 @@ impl VisionTower {
             layers.push(EncoderLayer {
                 ln1: NormParams::layer_norm(ws, &format!("{l}.layer_norm1"), c)?,
                 ln2: NormParams::layer_norm(ws, &format!("{l}.layer_norm2"), c)?,
-                qkv: [lin("self_attn.q_proj", c, c)?, lin("self_attn.k_proj", c, c)?, lin("self_attn.v_proj", c, c)?],
+                qkv: [
+                    lin("self_attn.q_proj", c, c)?,
+                    lin("self_attn.k_proj", c, c)?,
+                    lin("self_attn.v_proj", c, c)?,
+                ],
                 out: lin("self_attn.out_proj", c, c)?,
                 fc1: lin("mlp.fc1", c, cfg.intermediate_size)?,
                 fc2: lin("mlp.fc2", cfg.intermediate_size, c)?,
             });
         }
         let post_ln = NormParams::layer_norm(ws, &format!("{PREFIX}.post_layernorm"), c)?;
-        Ok(Self { cfg: cfg.clone(), patch, pos_table, layers, post_ln })
+        Ok(Self {
+            cfg: cfg.clone(),
+            patch,
+            pos_table,
+            layers,
+            post_ln,
+        })
     }
 
     /// One image `[3, h, w]` → `[(h/14)·(w/14), hidden]` in raster patch order.
     /// Taps are emitted when `tap` is true (the goldens hold one camera).
-    pub fn forward(&self, pixels: &[f32], h: usize, w: usize, taps: &mut Taps, tap: bool) -> Vec<f32> {
+    pub fn forward(
+        &self,
+        pixels: &[f32],
+        h: usize,
+        w: usize,
+        taps: &mut Taps,
+        tap: bool,
+    ) -> Vec<f32> {
         let cfg = &self.cfg;
         let (p, ch, c) = (cfg.patch_size, cfg.num_channels, cfg.hidden_size);
         let (nh, nw) = (h / p, w / p);
@@ -68,7 +94,8 @@ impl VisionTower {
                 for dy in 0..p {
                     for dx in 0..p {
                         for cc in 0..ch {
-                            dst[(dy * p + dx) * ch + cc] = pixels[cc * h * w + (py * p + dy) * w + px * p + dx];
+                            dst[(dy * p + dx) * ch + cc] =
+                                pixels[cc * h * w + (py * p + dy) * w + px * p + dx];
                         }
                     }
                 }
@@ -92,7 +119,15 @@ impl VisionTower {
         let heads = cfg.num_attention_heads;
         let hd = c / heads;
         let eps = cfg.layer_norm_eps as f32;
-        let shape = AttnShape { q_len: t, kv_len: t, heads, kv_heads: heads, head_dim: hd, q_stride: c, kv_stride: c };
+        let shape = AttnShape {
+            q_len: t,
+            kv_len: t,
+            heads,
+            kv_heads: heads,
+            head_dim: hd,
+            q_stride: c,
+            kv_stride: c,
+        };
         let mut hbuf = vec![0.0f32; t * c];
         let mut q = vec![0.0f32; t * c];
         let mut k = vec![0.0f32; t * c];
@@ -105,7 +140,15 @@ impl VisionTower {
             l.qkv[0].forward_into(&hbuf, t, &mut q);
             l.qkv[1].forward_into(&hbuf, t, &mut k);
             l.qkv[2].forward_into(&hbuf, t, &mut v);
-            attention(&q, &k, &v, shape, (hd as f32).powf(-0.5), KeyMask::All, &mut a);
+            attention(
+                &q,
+                &k,
+                &v,
+                shape,
+                (hd as f32).powf(-0.5),
+                KeyMask::All,
+                &mut a,
+            );
             l.out.forward_into(&a, t, &mut hbuf);
             add_assign(&mut x, &hbuf);
             hbuf.copy_from_slice(&x);
@@ -118,7 +161,13 @@ impl VisionTower {
                 taps.emit_with(|| format!("vision.encoder_layer{i}"), &[1, t, c], &x);
             }
         }
-        layer_norm(&mut x, c, Some(&self.post_ln.w), self.post_ln.b.as_deref(), eps);
+        layer_norm(
+            &mut x,
+            c,
+            Some(&self.post_ln.w),
+            self.post_ln.b.as_deref(),
+            eps,
+        );
         if tap {
             taps.emit("vision.last_hidden_state", &[1, t, c], &x);
         }
@@ -147,7 +196,14 @@ impl Projector {
     }
 
     /// Vision output `[nh·nw, c]` → image tokens `[(nh/2)·(nw/2), text hidden]`.
-    pub fn forward(&self, vis: &[f32], nh: usize, nw: usize, taps: &mut Taps, tap: bool) -> Vec<f32> {
+    pub fn forward(
+        &self,
+        vis: &[f32],
+        nh: usize,
+        nw: usize,
+        taps: &mut Taps,
+        tap: bool,
+    ) -> Vec<f32> {
         let c = self.in_dim / 4;
         let (oh, ow) = (nh / 2, nw / 2);
         let t = oh * ow;
@@ -169,7 +225,13 @@ impl Projector {
         if tap {
             taps.emit("projector.input", &[1, t, self.in_dim], &x);
         }
-        layer_norm(&mut x, self.in_dim, Some(&self.ln.w), self.ln.b.as_deref(), 1e-5);
+        layer_norm(
+            &mut x,
+            self.in_dim,
+            Some(&self.ln.w),
+            self.ln.b.as_deref(),
+            1e-5,
+        );
         let mut h = self.fc1.forward(&x, t);
         gelu_erf(&mut h);
         let y = self.fc2.forward(&h, t);
@@ -188,7 +250,14 @@ fn add_assign(x: &mut [f32], y: &[f32]) {
 
 /// Bilinear resize (half-pixel centers, edge clamp; equal to torch's antialiased bilinear when
 /// enlarging) of a `[gh, gw, c]` grid to `[oh, ow, c]`.
-pub fn resize_bilinear(src: &[f32], gh: usize, gw: usize, c: usize, oh: usize, ow: usize) -> Vec<f32> {
+pub fn resize_bilinear(
+    src: &[f32],
+    gh: usize,
+    gw: usize,
+    c: usize,
+    oh: usize,
+    ow: usize,
+) -> Vec<f32> {
     let axis = |inp: usize, out: usize| -> Vec<(usize, usize, f32)> {
         let scale = inp as f64 / out as f64;
         (0..out)

@@ -222,7 +222,7 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
     };
     printer.done(
         &format!("image {}", pkg.image),
-        Some(&image.short_id().to_string()),
+        Some(image.short_id()),
     );
 
     // One container per package and profile.
