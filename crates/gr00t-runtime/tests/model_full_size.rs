@@ -40,7 +40,7 @@ pub fn full_size_inputs(cfg: &ModelConfig) -> ModelInputs {
 }
 
 #[test]
-#[ignore = "full-size: ~6 GB of bf16 weights and ~1 TFLOP; ~60-120 s on 2 cores, run with --ignored"]
+#[ignore = "full-size: ~6 GB of bf16 weights, ~1 TFLOP; ~170 s on the shared 2-core box, run with --ignored"]
 fn full_size_random_weights_give_finite_chunk() {
     let cfg = ModelConfig::full_size();
     let ws = RandomWeights {

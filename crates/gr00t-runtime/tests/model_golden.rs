@@ -275,3 +275,64 @@ fn missing_or_misshaped_tensor_is_named() {
     let err = Gr00tModel::from_source(cfg, &t).err().unwrap().to_string();
     assert!(err.contains("action_head.state_encoder.layer1.W"), "{err}");
 }
+
+/// The golden weights are bf16-representable, so the same checkpoint re-written as two bf16
+/// shards with an HF index (the real checkpoint's form) must give the same chunk.
+#[test]
+fn sharded_bf16_checkpoint_gives_the_same_chunk() {
+    use safetensors::tensor::TensorView;
+    let src = case_dir();
+    let dir = std::env::temp_dir().join(format!("gr00t-model-bf16-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["config.json", "eagle_config.json"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    let bytes = std::fs::read(src.join("model.safetensors")).unwrap();
+    let st = SafeTensors::deserialize(&bytes).unwrap();
+    let mut shards: [Vec<(String, Vec<usize>, Vec<u8>)>; 2] = [Vec::new(), Vec::new()];
+    let mut weight_map = serde_json::Map::new();
+    let mut names: Vec<String> = st.names().into_iter().map(str::to_owned).collect();
+    names.sort();
+    for (i, name) in names.iter().enumerate() {
+        let v = st.tensor(name).unwrap();
+        assert_eq!(v.dtype(), Dtype::F32);
+        let mut out = Vec::with_capacity(v.data().len() / 2);
+        for c in v.data().chunks_exact(4) {
+            let f = f32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+            let b = half::bf16::from_f32(f);
+            assert_eq!(b.to_f32(), f, "{name} is not bf16-representable");
+            out.extend_from_slice(&b.to_bits().to_le_bytes());
+        }
+        let file = format!("model-0000{}-of-00002.safetensors", i % 2 + 1);
+        weight_map.insert(name.clone(), serde_json::Value::String(file));
+        shards[i % 2].push((name.clone(), v.shape().to_vec(), out));
+    }
+    for (s, shard) in shards.iter().enumerate() {
+        let views: Vec<(String, TensorView<'_>)> = shard
+            .iter()
+            .map(|(n, shape, d)| {
+                (
+                    n.clone(),
+                    TensorView::new(Dtype::BF16, shape.clone(), d).unwrap(),
+                )
+            })
+            .collect();
+        let path = dir.join(format!("model-0000{}-of-00002.safetensors", s + 1));
+        safetensors::serialize_to_file(views, None, &path).unwrap();
+    }
+    let index = serde_json::json!({"metadata": {"total_size": 0}, "weight_map": weight_map});
+    std::fs::write(dir.join("model.safetensors.index.json"), index.to_string()).unwrap();
+
+    let golden = read_st(&src.join("taps.safetensors"));
+    let inputs = golden_inputs(&golden);
+    let bf16_policy = CpuPolicy::load(&dir);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let (chunk, _) = bf16_policy.unwrap().predict(&inputs).unwrap();
+    let (_, want) = &golden.f32s["flow.action_pred"];
+    for (i, (&a, &b)) in chunk.data.iter().zip(want).enumerate() {
+        assert!(
+            (a - b).abs() <= 1e-4 + 1e-4 * b.abs(),
+            "action_pred[{i}]: {a} vs {b}"
+        );
+    }
+}

@@ -26,6 +26,8 @@
 //! assert_eq!(typo.label.as_deref(), Some("did you mean `mesh_device`?"));
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod decode;
 pub mod diagnostic;
 pub mod node;

@@ -26,8 +26,12 @@ fn every_example_lints_without_errors() {
         let (manifest, warnings) =
             load_path(&path, &CheckOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         kinds.push(manifest.kind);
-        // Only the seed may warn, and only about its card (it carries no performance or
-        // limitations section and must stay byte-identical).
+        // Our examples are warning-free, except the seed's card (it has no performance or
+        // limitations section and must stay byte-identical). `minimal-http` belongs to the
+        // packaging tests and is held to "no errors" only.
+        if path.ends_with("minimal-http/tt-model.yaml") {
+            continue;
+        }
         for w in &warnings {
             assert!(
                 path.ends_with("gr00t-n1.6-3b-p150/tt-model.yaml") && w.code == "card-gaps",

@@ -56,6 +56,9 @@ pub struct DitBlock {
     pub ff2: Linear,
 }
 
+/// A cached `(SiLU(temb), modulations)` pair.
+type ModulationEntry = (Vec<f32>, Arc<Vec<f32>>);
+
 /// All DiT weights except the timestep encoder (which lives in the action head, shared by
 /// every executor).
 pub struct DitWeights {
@@ -69,7 +72,7 @@ pub struct DitWeights {
     pub out_dim: usize,
     /// AdaLN/output modulations by SiLU(temb): they depend only on the timestep, of which the
     /// Euler loop uses a fixed few, so they are computed once and reused across observations.
-    modulation_cache: Mutex<Vec<(Vec<f32>, Arc<Vec<f32>>)>>,
+    modulation_cache: Mutex<Vec<ModulationEntry>>,
 }
 
 impl DitWeights {

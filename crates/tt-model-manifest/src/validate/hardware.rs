@@ -52,7 +52,10 @@ pub struct Hardware {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HardwareError {
     /// Not `<board>[xN]`, or an unknown board; with an optional hint.
-    NotALabel { hint: Option<String> },
+    NotALabel {
+        /// What the author probably meant (a box or preset name was given).
+        hint: Option<String>,
+    },
     /// `p150x0`.
     ZeroBoards,
 }
