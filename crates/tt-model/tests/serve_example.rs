@@ -56,12 +56,17 @@ async fn minimal_http_example_packages_serves_and_stops() {
     weights.commit = "0123456789abcdef0123456789abcdef01234567".into();
     let server = HubServer::start(vec![weights]).await.unwrap();
     let endpoint = PathBuf::from(server.endpoint());
-    let (hub, state, out_dir) = (tmp.join("hub"), tmp.join("state"), tmp.join("out"));
+    let (hub, state, out_dir, lock) = (
+        tmp.join("hub"),
+        tmp.join("state"),
+        tmp.join("out"),
+        tmp.join("alloc.lock"),
+    );
     let envs: Vec<(&str, &Path)> = vec![
         ("HF_ENDPOINT", &endpoint),
         ("HF_HUB_CACHE", &hub),
         ("TT_MODEL_HOME", &state),
-        ("TT_MODEL_ALLOC_LOCK", &tmp),
+        ("TT_MODEL_ALLOC_LOCK", &lock),
     ];
     let example = root.join("examples/minimal-http");
 
