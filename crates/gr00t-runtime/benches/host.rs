@@ -13,7 +13,10 @@ fn main() {
 }
 
 fn golden() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/golden/gr00t-n16-tiny"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/golden/gr00t-n16-tiny"
+    ))
 }
 
 #[divan::bench]
@@ -32,7 +35,13 @@ fn image_chain_256(b: Bencher) {
 #[divan::bench]
 fn prompt_ids(b: Bencher) {
     let tok = QwenTokenizer::from_dir(&golden().join("tokenizer")).unwrap();
-    b.bench(|| tok.prompt_ids(divan::black_box("pick up the red apple then place it in the basket"), &[81]).unwrap());
+    b.bench(|| {
+        tok.prompt_ids(
+            divan::black_box("pick up the red apple then place it in the basket"),
+            &[81],
+        )
+        .unwrap()
+    });
 }
 
 #[divan::bench]
@@ -44,6 +53,34 @@ fn randn_50x128(b: Bencher) {
 fn decode_actions(b: Bencher) {
     let p = Processor::load(&golden().join("case1"), "gr1").unwrap();
     let chunk = vec![0.1f32; 24 * 36];
-    let state: BTreeMap<String, Vec<f32>> = p.state_groups.iter().map(|g| (g.name.clone(), vec![0.2; g.dim])).collect();
+    let state: BTreeMap<String, Vec<f32>> = p
+        .state_groups
+        .iter()
+        .map(|g| (g.name.clone(), vec![0.2; g.dim]))
+        .collect();
     b.bench(|| p.decode_actions(divan::black_box(&chunk), 36, &state));
+}
+
+fn golden_stage(name: &str, w: usize, h: usize) -> preprocess::RgbImage {
+    let bytes = std::fs::read(golden().join("case1/taps.safetensors")).unwrap();
+    let st = safetensors::SafeTensors::deserialize(&bytes).unwrap();
+    preprocess::RgbImage::new(w, h, st.tensor(name).unwrap().data().to_vec())
+}
+
+#[divan::bench]
+fn cv_area_243_to_256(b: Bencher) {
+    let img = golden_stage("input.image_cropped.0", 243, 243);
+    b.bench(|| preprocess::cv_area::resize_area(divan::black_box(&img), 256, 256));
+}
+
+#[divan::bench]
+fn pil_bicubic_256_to_252(b: Bencher) {
+    let img = golden_stage("input.image_augmented.0", 256, 256);
+    b.bench(|| preprocess::pil_bicubic::resize_bicubic(divan::black_box(&img), 252, 252));
+}
+
+#[divan::bench]
+fn normalize_252(b: Bencher) {
+    let img = golden_stage("input.image_smart_resized.0", 252, 252);
+    b.bench(|| preprocess::normalize_chw(divan::black_box(&img)));
 }

@@ -24,15 +24,26 @@ use crate::preprocess::ImageChainConfig;
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessorError {
     #[error("`{path}`: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("`{path}`:{line}:{column}: {message}")]
-    Json { path: PathBuf, line: usize, column: usize, message: String },
+    Json {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
     #[error("`{path}`: {message}")]
     Invalid { path: PathBuf, message: String },
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ProcessorError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ProcessorError::Io { path: path.into(), source: e })?;
+    let text = std::fs::read_to_string(path).map_err(|e| ProcessorError::Io {
+        path: path.into(),
+        source: e,
+    })?;
     serde_json::from_str(&text).map_err(|e| ProcessorError::Json {
         path: path.into(),
         line: e.line(),
@@ -133,7 +144,11 @@ pub enum StateEncoding {
     /// `(x - mean) / std`, components with `std == 0` pass through.
     MeanStd { mean: Vec<f64>, std: Vec<f64> },
     /// `2 (x - lo) / (hi - lo) - 1` (0 where `hi ≈ lo`), clipped to [-1, 1] if `clip`.
-    MinMax { lo: Vec<f64>, hi: Vec<f64>, clip: bool },
+    MinMax {
+        lo: Vec<f64>,
+        hi: Vec<f64>,
+        clip: bool,
+    },
 }
 
 /// One state group, in modality order.
@@ -148,7 +163,10 @@ pub struct StateGroup {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ActionNorm {
     /// Clip to [-1, 1], then `(y + 1) / 2 (hi - lo) + lo`; `[T][D]` (per step) or `[1][D]`.
-    MinMax { lo: Vec<Vec<f64>>, hi: Vec<Vec<f64>> },
+    MinMax {
+        lo: Vec<Vec<f64>>,
+        hi: Vec<Vec<f64>>,
+    },
     /// `y std + mean`.
     MeanStd { mean: Vec<f64>, std: Vec<f64> },
 }
@@ -200,7 +218,10 @@ fn two_d(a: &Option<Arr>, what: &str, path: &Path) -> Result<Vec<Vec<f64>>, Proc
 }
 
 fn invalid(path: &Path, message: String) -> ProcessorError {
-    ProcessorError::Invalid { path: path.into(), message }
+    ProcessorError::Invalid {
+        path: path.into(),
+        message,
+    }
 }
 
 impl Processor {
@@ -213,29 +234,52 @@ impl Processor {
         let stats: StatsFile = read_json(&st_path)?;
         let ids: BTreeMap<String, i64> = read_json(&id_path)?;
         let k = pc.processor_kwargs;
-        if k.use_albumentations == Some(false) || k.image_crop_size.as_ref().is_some_and(|v| !v.is_null())
+        if k.use_albumentations == Some(false)
+            || k.image_crop_size.as_ref().is_some_and(|v| !v.is_null())
             || k.image_target_size.as_ref().is_some_and(|v| !v.is_null())
         {
-            return Err(invalid(&pc_path, "only the albumentations eval chain (no crop/target size) is supported".into()));
+            return Err(invalid(
+                &pc_path,
+                "only the albumentations eval chain (no crop/target size) is supported".into(),
+            ));
         }
         let mods = k.modality_configs.get(embodiment).ok_or_else(|| {
-            invalid(&pc_path, format!("no modality config for embodiment `{embodiment}` (has: {})", join_keys(&k.modality_configs)))
+            invalid(
+                &pc_path,
+                format!(
+                    "no modality config for embodiment `{embodiment}` (has: {})",
+                    join_keys(&k.modality_configs)
+                ),
+            )
         })?;
         let slot = *ids
             .get(embodiment)
             .ok_or_else(|| invalid(&id_path, format!("no slot for embodiment `{embodiment}`")))?;
-        let stats = stats
-            .get(embodiment)
-            .ok_or_else(|| invalid(&st_path, format!("no statistics for embodiment `{embodiment}`")))?;
+        let stats = stats.get(embodiment).ok_or_else(|| {
+            invalid(
+                &st_path,
+                format!("no statistics for embodiment `{embodiment}`"),
+            )
+        })?;
         let get_mod = |name: &str| {
-            mods.get(name).ok_or_else(|| invalid(&pc_path, format!("embodiment `{embodiment}` has no `{name}` modality")))
+            mods.get(name).ok_or_else(|| {
+                invalid(
+                    &pc_path,
+                    format!("embodiment `{embodiment}` has no `{name}` modality"),
+                )
+            })
         };
         let video = get_mod("video")?;
         let state = get_mod("state")?;
         let action = get_mod("action")?;
-        let language_key = mods.get("language").and_then(|l| l.modality_keys.first().cloned());
+        let language_key = mods
+            .get("language")
+            .and_then(|l| l.modality_keys.first().cloned());
         if video.delta_indices.len() != 1 || state.delta_indices.len() != 1 {
-            return Err(invalid(&pc_path, "only a single video/state frame (delta_indices [0]) is supported".into()));
+            return Err(invalid(
+                &pc_path,
+                "only a single video/state frame (delta_indices [0]) is supported".into(),
+            ));
         }
         let empty = BTreeMap::new();
         let state_stats = stats.get("state").unwrap_or(&empty);
@@ -245,33 +289,71 @@ impl Processor {
         let meanstd: Vec<String> = state.mean_std_embedding_keys.clone().unwrap_or_default();
         let mut state_groups = Vec::new();
         for g in &state.modality_keys {
-            let s = state_stats
-                .get(g)
-                .ok_or_else(|| invalid(&st_path, format!("no state statistics for `{embodiment}.{g}`")))?;
+            let s = state_stats.get(g).ok_or_else(|| {
+                invalid(
+                    &st_path,
+                    format!("no state statistics for `{embodiment}.{g}`"),
+                )
+            })?;
             let what = |f: &str| format!("state statistics `{embodiment}.{g}.{f}`");
-            let (lo_key, hi_key) = if k.use_percentiles { ("q01", "q99") } else { ("min", "max") };
-            let lo = one_d(if k.use_percentiles { &s.q01 } else { &s.min }, &what(lo_key), &st_path)?;
+            let (lo_key, hi_key) = if k.use_percentiles {
+                ("q01", "q99")
+            } else {
+                ("min", "max")
+            };
+            let lo = one_d(
+                if k.use_percentiles { &s.q01 } else { &s.min },
+                &what(lo_key),
+                &st_path,
+            )?;
             let dim = lo.len();
             let encoding = if k.apply_sincos_state_encoding && sincos.contains(g) {
                 StateEncoding::SinCos
             } else if meanstd.contains(g) {
-                StateEncoding::MeanStd { mean: one_d(&s.mean, &what("mean"), &st_path)?, std: one_d(&s.std, &what("std"), &st_path)? }
+                StateEncoding::MeanStd {
+                    mean: one_d(&s.mean, &what("mean"), &st_path)?,
+                    std: one_d(&s.std, &what("std"), &st_path)?,
+                }
             } else {
-                let hi = one_d(if k.use_percentiles { &s.q99 } else { &s.max }, &what(hi_key), &st_path)?;
-                StateEncoding::MinMax { lo: lo.clone(), hi, clip: k.clip_outliers }
+                let hi = one_d(
+                    if k.use_percentiles { &s.q99 } else { &s.max },
+                    &what(hi_key),
+                    &st_path,
+                )?;
+                StateEncoding::MinMax {
+                    lo: lo.clone(),
+                    hi,
+                    clip: k.clip_outliers,
+                }
             };
-            if let StateEncoding::MeanStd { mean: a, std: b } | StateEncoding::MinMax { lo: a, hi: b, .. } = &encoding
+            if let StateEncoding::MeanStd { mean: a, std: b }
+            | StateEncoding::MinMax { lo: a, hi: b, .. } = &encoding
                 && (a.len() != dim || b.len() != dim)
             {
-                return Err(invalid(&st_path, format!("state statistics of `{embodiment}.{g}` have mismatched lengths")));
+                return Err(invalid(
+                    &st_path,
+                    format!("state statistics of `{embodiment}.{g}` have mismatched lengths"),
+                ));
             }
-            state_groups.push(StateGroup { name: g.clone(), dim, encoding });
+            state_groups.push(StateGroup {
+                name: g.clone(),
+                dim,
+                encoding,
+            });
         }
         let configs = action.action_configs.as_deref().unwrap_or(&[]);
         if !configs.is_empty() && configs.len() != action.modality_keys.len() {
-            return Err(invalid(&pc_path, format!("`{embodiment}` has {} action_configs for {} action groups", configs.len(), action.modality_keys.len())));
+            return Err(invalid(
+                &pc_path,
+                format!(
+                    "`{embodiment}` has {} action_configs for {} action groups",
+                    configs.len(),
+                    action.modality_keys.len()
+                ),
+            ));
         }
-        let action_meanstd: Vec<String> = action.mean_std_embedding_keys.clone().unwrap_or_default();
+        let action_meanstd: Vec<String> =
+            action.mean_std_embedding_keys.clone().unwrap_or_default();
         let horizon = action.delta_indices.len();
         let mut action_groups = Vec::new();
         for (i, g) in action.modality_keys.iter().enumerate() {
@@ -279,23 +361,42 @@ impl Processor {
             let relative = match cfg.map(|c| c.rep.as_str()) {
                 None | Some("ABSOLUTE") => false,
                 Some("RELATIVE") => true,
-                Some(other) => return Err(invalid(&pc_path, format!("action `{g}`: unsupported rep `{other}`"))),
+                Some(other) => {
+                    return Err(invalid(
+                        &pc_path,
+                        format!("action `{g}`: unsupported rep `{other}`"),
+                    ));
+                }
             };
             if let Some(kind) = cfg.and_then(|c| c.kind.as_deref())
                 && relative
                 && kind != "NON_EEF"
             {
-                return Err(invalid(&pc_path, format!("action `{g}`: relative `{kind}` actions are not supported")));
+                return Err(invalid(
+                    &pc_path,
+                    format!("action `{g}`: relative `{kind}` actions are not supported"),
+                ));
             }
-            let abs = action_stats
-                .get(g)
-                .ok_or_else(|| invalid(&st_path, format!("no action statistics for `{embodiment}.{g}`")))?;
-            let dim = one_d(&abs.min, &format!("action statistics `{embodiment}.{g}.min`"), &st_path)?.len();
+            let abs = action_stats.get(g).ok_or_else(|| {
+                invalid(
+                    &st_path,
+                    format!("no action statistics for `{embodiment}.{g}`"),
+                )
+            })?;
+            let dim = one_d(
+                &abs.min,
+                &format!("action statistics `{embodiment}.{g}.min`"),
+                &st_path,
+            )?
+            .len();
             let use_rel = relative && k.use_relative_action;
             let norm = if use_rel {
-                let r = rel_stats
-                    .get(g)
-                    .ok_or_else(|| invalid(&st_path, format!("no relative_action statistics for `{embodiment}.{g}`")))?;
+                let r = rel_stats.get(g).ok_or_else(|| {
+                    invalid(
+                        &st_path,
+                        format!("no relative_action statistics for `{embodiment}.{g}`"),
+                    )
+                })?;
                 let lo = two_d(&r.min, &format!("relative_action `{g}.min`"), &st_path)?;
                 let hi = two_d(&r.max, &format!("relative_action `{g}.max`"), &st_path)?;
                 ActionNorm::MinMax { lo, hi }
@@ -305,41 +406,77 @@ impl Processor {
                     std: one_d(&abs.std, &format!("action `{g}.std`"), &st_path)?,
                 }
             } else {
-                let (lo, hi) = if k.use_percentiles { (&abs.q01, &abs.q99) } else { (&abs.min, &abs.max) };
-                ActionNorm::MinMax { lo: vec![one_d(lo, &format!("action `{g}` low"), &st_path)?], hi: vec![one_d(hi, &format!("action `{g}` high"), &st_path)?] }
+                let (lo, hi) = if k.use_percentiles {
+                    (&abs.q01, &abs.q99)
+                } else {
+                    (&abs.min, &abs.max)
+                };
+                ActionNorm::MinMax {
+                    lo: vec![one_d(lo, &format!("action `{g}` low"), &st_path)?],
+                    hi: vec![one_d(hi, &format!("action `{g}` high"), &st_path)?],
+                }
             };
             match &norm {
                 ActionNorm::MinMax { lo, hi } => {
-                    let rows_ok = |v: &Vec<Vec<f64>>| (v.len() == 1 || v.len() >= horizon) && v.iter().all(|r| r.len() == dim);
+                    let rows_ok = |v: &Vec<Vec<f64>>| {
+                        (v.len() == 1 || v.len() >= horizon) && v.iter().all(|r| r.len() == dim)
+                    };
                     if !rows_ok(lo) || !rows_ok(hi) {
-                        return Err(invalid(&st_path, format!("action statistics of `{embodiment}.{g}` do not match [{horizon}][{dim}]")));
+                        return Err(invalid(
+                            &st_path,
+                            format!(
+                                "action statistics of `{embodiment}.{g}` do not match [{horizon}][{dim}]"
+                            ),
+                        ));
                     }
                 }
                 ActionNorm::MeanStd { mean, std } => {
                     if mean.len() != dim || std.len() != dim {
-                        return Err(invalid(&st_path, format!("action statistics of `{embodiment}.{g}` do not match [{dim}]")));
+                        return Err(invalid(
+                            &st_path,
+                            format!("action statistics of `{embodiment}.{g}` do not match [{dim}]"),
+                        ));
                     }
                 }
             }
             let relative_to = if use_rel {
-                let key = cfg.and_then(|c| c.state_key.clone()).unwrap_or_else(|| g.clone());
-                let sg = state_groups
-                    .iter()
-                    .find(|s| s.name == key)
-                    .ok_or_else(|| invalid(&pc_path, format!("relative action `{g}` refers to unknown state group `{key}`")))?;
+                let key = cfg
+                    .and_then(|c| c.state_key.clone())
+                    .unwrap_or_else(|| g.clone());
+                let sg = state_groups.iter().find(|s| s.name == key).ok_or_else(|| {
+                    invalid(
+                        &pc_path,
+                        format!("relative action `{g}` refers to unknown state group `{key}`"),
+                    )
+                })?;
                 if sg.dim != dim {
-                    return Err(invalid(&pc_path, format!("relative action `{g}` has {dim} dims, state `{key}` has {}", sg.dim)));
+                    return Err(invalid(
+                        &pc_path,
+                        format!(
+                            "relative action `{g}` has {dim} dims, state `{key}` has {}",
+                            sg.dim
+                        ),
+                    ));
                 }
                 Some(key)
             } else {
                 None
             };
-            action_groups.push(ActionGroup { name: g.clone(), dim, norm, relative_to });
+            action_groups.push(ActionGroup {
+                name: g.clone(),
+                dim,
+                norm,
+                relative_to,
+            });
         }
         let me = Self {
             embodiment: embodiment.into(),
-            embodiment_id: usize::try_from(slot).map_err(|_| invalid(&id_path, format!("negative slot {slot}")))?,
-            image: ImageChainConfig { shortest_edge: k.shortest_image_edge, crop_fraction: k.crop_fraction },
+            embodiment_id: usize::try_from(slot)
+                .map_err(|_| invalid(&id_path, format!("negative slot {slot}")))?,
+            image: ImageChainConfig {
+                shortest_edge: k.shortest_image_edge,
+                crop_fraction: k.crop_fraction,
+            },
             cameras: video.modality_keys.clone(),
             language_key,
             formalize_language: k.formalize_language,
@@ -351,17 +488,40 @@ impl Processor {
             max_action_horizon: k.max_action_horizon,
         };
         if me.encoded_state_dim() > me.max_state_dim {
-            return Err(invalid(&pc_path, format!("encoded state has {} values > max_state_dim {}", me.encoded_state_dim(), me.max_state_dim)));
+            return Err(invalid(
+                &pc_path,
+                format!(
+                    "encoded state has {} values > max_state_dim {}",
+                    me.encoded_state_dim(),
+                    me.max_state_dim
+                ),
+            ));
         }
         if me.action_width() > me.max_action_dim {
-            return Err(invalid(&pc_path, format!("actions have {} columns > max_action_dim {}", me.action_width(), me.max_action_dim)));
+            return Err(invalid(
+                &pc_path,
+                format!(
+                    "actions have {} columns > max_action_dim {}",
+                    me.action_width(),
+                    me.max_action_dim
+                ),
+            ));
         }
         Ok(me)
     }
 
     /// Width of the encoded state before padding.
     pub fn encoded_state_dim(&self) -> usize {
-        self.state_groups.iter().map(|g| if g.encoding == StateEncoding::SinCos { 2 * g.dim } else { g.dim }).sum()
+        self.state_groups
+            .iter()
+            .map(|g| {
+                if g.encoding == StateEncoding::SinCos {
+                    2 * g.dim
+                } else {
+                    g.dim
+                }
+            })
+            .sum()
     }
 
     /// Total action columns used by this embodiment.
@@ -382,7 +542,11 @@ impl Processor {
                 }
                 StateEncoding::MeanStd { mean, std } => {
                     out.extend(x.iter().enumerate().map(|(i, &v)| {
-                        if std[i] == 0.0 { v } else { ((v as f64 - mean[i]) / std[i]) as f32 }
+                        if std[i] == 0.0 {
+                            v
+                        } else {
+                            ((v as f64 - mean[i]) / std[i]) as f32
+                        }
                     }));
                 }
                 StateEncoding::MinMax { lo, hi, clip } => {
@@ -404,7 +568,11 @@ impl Processor {
 
     /// Slice the normalized chunk `[horizon_total, dim_total]` to `[action_horizon, group dims]`
     /// per group (modality order). Returns the normalized per-group arrays.
-    pub fn split_normalized(&self, chunk: &[f32], chunk_dim: usize) -> Vec<(String, Vec<Vec<f32>>)> {
+    pub fn split_normalized(
+        &self,
+        chunk: &[f32],
+        chunk_dim: usize,
+    ) -> Vec<(String, Vec<Vec<f32>>)> {
         let mut col = 0;
         let mut out = Vec::new();
         for g in &self.action_groups {

@@ -16,6 +16,9 @@ use crate::tokenizer::{QwenTokenizer, TokenizerError, formalize_instruction};
 
 /// Pixels per image token: 14×14 patches merged 2×2.
 const PIXELS_PER_TOKEN: usize = 28 * 28;
+/// Longest instruction tokenized at all, in bytes: far above any token limit, it only keeps a
+/// huge string from costing tokenizer time before the token limit rejects it.
+pub const MAX_INSTRUCTION_BYTES: usize = 16 << 10;
 
 /// A rejected input, naming the field.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -27,7 +30,10 @@ pub struct InputError {
 
 impl InputError {
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { field: field.into(), message: message.into() }
+        Self {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -120,7 +126,13 @@ impl HostPipeline {
         }
         let tokens = Self::image_tokens_for(&processor);
         let base_seq_len = tokenizer.prompt_ids("", &tokens)?.len();
-        Ok(Self { processor, tokenizer, max_instruction_tokens, noise_shape: (horizon, action_dim), base_seq_len })
+        Ok(Self {
+            processor,
+            tokenizer,
+            max_instruction_tokens,
+            noise_shape: (horizon, action_dim),
+            base_seq_len,
+        })
     }
 
     fn image_tokens_for(p: &Processor) -> Vec<usize> {
@@ -152,8 +164,12 @@ impl HostPipeline {
         let mut image_hw = (0, 0);
         for cam in &p.cameras {
             let field = format!("images.{cam}");
-            let bytes = obs.images.get(cam).ok_or_else(|| InputError::new(&field, "missing camera image"))?;
-            let img = preprocess::decode_image(bytes).map_err(|e: ImageError| InputError::new(&field, e.to_string()))?;
+            let bytes = obs
+                .images
+                .get(cam)
+                .ok_or_else(|| InputError::new(&field, "missing camera image"))?;
+            let img = preprocess::decode_image(bytes)
+                .map_err(|e: ImageError| InputError::new(&field, e.to_string()))?;
             let pre = preprocess::preprocess(&img, &p.image);
             image_hw = (pre.smart_resized.height, pre.smart_resized.width);
             image_tokens.push(image_hw.0 * image_hw.1 / PIXELS_PER_TOKEN);
@@ -162,21 +178,32 @@ impl HostPipeline {
         // State.
         for key in obs.state.keys() {
             if !p.state_groups.iter().any(|g| &g.name == key) {
-                return Err(InputError::new(format!("state.{key}"), "unknown state group"));
+                return Err(InputError::new(
+                    format!("state.{key}"),
+                    "unknown state group",
+                ));
             }
         }
         let mut raw_state = BTreeMap::new();
         for g in &p.state_groups {
             let field = format!("state.{}", g.name);
-            let v = obs.state.get(&g.name).ok_or_else(|| InputError::new(&field, format!("missing state group ({} values)", g.dim)))?;
+            let v = obs.state.get(&g.name).ok_or_else(|| {
+                InputError::new(&field, format!("missing state group ({} values)", g.dim))
+            })?;
             if v.len() != g.dim {
-                return Err(InputError::new(&field, format!("expected {} values, got {}", g.dim, v.len())));
+                return Err(InputError::new(
+                    &field,
+                    format!("expected {} values, got {}", g.dim, v.len()),
+                ));
             }
             let mut f = Vec::with_capacity(v.len());
             for (i, &x) in v.iter().enumerate() {
                 let y = x as f32;
                 if !y.is_finite() {
-                    return Err(InputError::new(format!("{field}[{i}]"), "not a finite float32 number"));
+                    return Err(InputError::new(
+                        format!("{field}[{i}]"),
+                        "not a finite float32 number",
+                    ));
                 }
                 f.push(y);
             }
@@ -184,8 +211,17 @@ impl HostPipeline {
         }
         let state = p.encode_state(&raw_state);
         // Prompt.
-        let instruction =
-            if p.formalize_language { formalize_instruction(&obs.instruction) } else { obs.instruction.clone() };
+        if obs.instruction.len() > MAX_INSTRUCTION_BYTES {
+            return Err(InputError::new(
+                "instruction",
+                format!("longer than {MAX_INSTRUCTION_BYTES} bytes"),
+            ));
+        }
+        let instruction = if p.formalize_language {
+            formalize_instruction(&obs.instruction)
+        } else {
+            obs.instruction.clone()
+        };
         let input_ids = self
             .tokenizer
             .prompt_ids(&instruction, &image_tokens)
@@ -194,7 +230,10 @@ impl HostPipeline {
         if let Some(max) = self.max_instruction_tokens {
             let n = self.instruction_tokens(seq_len);
             if n > max {
-                return Err(InputError::new("instruction", format!("{n} tokens, the limit is {max}")));
+                return Err(InputError::new(
+                    "instruction",
+                    format!("{n} tokens, the limit is {max}"),
+                ));
             }
         }
         // Noise.
@@ -204,27 +243,53 @@ impl HostPipeline {
             NoiseSource::Given { shape, values } => {
                 let ok = shape.as_slice() == [h, d] || shape.as_slice() == [1, h, d];
                 if !ok || values.len() != h * d {
-                    return Err(InputError::new("noise", format!("expected shape [{h}, {d}] or [1, {h}, {d}], got {shape:?}")));
+                    return Err(InputError::new(
+                        "noise",
+                        format!("expected shape [{h}, {d}] or [1, {h}, {d}], got {shape:?}"),
+                    ));
                 }
                 let mut out = Vec::with_capacity(values.len());
                 for &x in values {
                     let y = x as f32;
                     if !y.is_finite() {
-                        return Err(InputError::new("noise", "contains a non-finite float32 number"));
+                        return Err(InputError::new(
+                            "noise",
+                            "contains a non-finite float32 number",
+                        ));
                     }
                     out.push(y);
                 }
                 out
             }
         };
-        let inputs = ModelInputs { input_ids, pixel_values, image_hw, state, embodiment_id: p.embodiment_id, noise };
-        Ok(Prepared { inputs, raw_state, seq_len, prepare_ms: t0.elapsed().as_secs_f64() * 1e3 })
+        let inputs = ModelInputs {
+            input_ids,
+            pixel_values,
+            image_hw,
+            state,
+            embodiment_id: p.embodiment_id,
+            noise,
+        };
+        Ok(Prepared {
+            inputs,
+            raw_state,
+            seq_len,
+            prepare_ms: t0.elapsed().as_secs_f64() * 1e3,
+        })
     }
 
     /// Turn the model's normalized chunk into physical actions.
-    pub fn decode(&self, prepared: &Prepared, chunk: &ActionChunk, with_normalized: bool) -> Result<DecodedActions, String> {
+    pub fn decode(
+        &self,
+        prepared: &Prepared,
+        chunk: &ActionChunk,
+        with_normalized: bool,
+    ) -> Result<DecodedActions, String> {
         let p = &self.processor;
-        if chunk.horizon < p.action_horizon || chunk.dim < p.action_width() || chunk.data.len() != chunk.horizon * chunk.dim {
+        if chunk.horizon < p.action_horizon
+            || chunk.dim < p.action_width()
+            || chunk.data.len() != chunk.horizon * chunk.dim
+        {
             return Err(format!(
                 "model returned a [{}, {}] chunk ({} values); need at least [{}, {}]",
                 chunk.horizon,
@@ -236,6 +301,9 @@ impl HostPipeline {
         }
         let actions = p.decode_actions(&chunk.data, chunk.dim, &prepared.raw_state);
         let normalized = with_normalized.then(|| p.split_normalized(&chunk.data, chunk.dim));
-        Ok(DecodedActions { actions, normalized })
+        Ok(DecodedActions {
+            actions,
+            normalized,
+        })
     }
 }

@@ -34,7 +34,10 @@ pub const TOKENIZER_FILES: [&str; 3] = ["vocab.json", "merges.txt", "tokenizer_c
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
     #[error("tokenizer file `{path}`: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("tokenizer file `{path}`: {message}")]
     Format { path: PathBuf, message: String },
     #[error("tokenizer: {0}")]
@@ -79,7 +82,9 @@ pub struct QwenTokenizer {
 
 impl std::fmt::Debug for QwenTokenizer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QwenTokenizer").field("vocab", &self.inner.get_vocab_size(true)).finish()
+        f.debug_struct("QwenTokenizer")
+            .field("vocab", &self.inner.get_vocab_size(true))
+            .finish()
     }
 }
 
@@ -99,20 +104,34 @@ impl QwenTokenizer {
         let merges = dir.join("merges.txt");
         let bpe = BPE::from_file(&vocab.to_string_lossy(), &merges.to_string_lossy())
             .build()
-            .map_err(|e| TokenizerError::Format { path: vocab.clone(), message: e.to_string() })?;
+            .map_err(|e| TokenizerError::Format {
+                path: vocab.clone(),
+                message: e.to_string(),
+            })?;
         let mut tok = Tokenizer::new(bpe);
         tok.with_normalizer(Some(NFC)).map_err(tk_err)?;
-        let split = Split::new(SplitPattern::Regex(QWEN2_SPLIT.into()), SplitDelimiterBehavior::Isolated, false)
-            .map_err(tk_err)?;
-        tok.with_pre_tokenizer(Some(Sequence::new(vec![split.into(), ByteLevel::new(false, false, false).into()])));
+        let split = Split::new(
+            SplitPattern::Regex(QWEN2_SPLIT.into()),
+            SplitDelimiterBehavior::Isolated,
+            false,
+        )
+        .map_err(tk_err)?;
+        tok.with_pre_tokenizer(Some(Sequence::new(vec![
+            split.into(),
+            ByteLevel::new(false, false, false).into(),
+        ])));
         tok.with_decoder(Some(ByteLevel::default()));
 
         let cfg_path = dir.join("tokenizer_config.json");
-        let text = std::fs::read_to_string(&cfg_path).map_err(|e| TokenizerError::Io { path: cfg_path.clone(), source: e })?;
-        let cfg: TokenizerConfig = serde_json::from_str(&text).map_err(|e| TokenizerError::Format {
+        let text = std::fs::read_to_string(&cfg_path).map_err(|e| TokenizerError::Io {
             path: cfg_path.clone(),
-            message: format!("line {} column {}: {e}", e.line(), e.column()),
+            source: e,
         })?;
+        let cfg: TokenizerConfig =
+            serde_json::from_str(&text).map_err(|e| TokenizerError::Format {
+                path: cfg_path.clone(),
+                message: format!("line {} column {}: {e}", e.line(), e.column()),
+            })?;
         let mut entries: Vec<(u32, AddedTokenEntry)> = Vec::new();
         for (id, e) in cfg.added_tokens_decoder {
             let id: u32 = id.parse().map_err(|_| TokenizerError::Format {
@@ -136,25 +155,46 @@ impl QwenTokenizer {
             if tok.token_to_id(&e.content) != Some(id) {
                 return Err(TokenizerError::Format {
                     path: cfg_path.clone(),
-                    message: format!("added token `{}` got id {:?}, the file says {id}", e.content, tok.token_to_id(&e.content)),
+                    message: format!(
+                        "added token `{}` got id {:?}, the file says {id}",
+                        e.content,
+                        tok.token_to_id(&e.content)
+                    ),
                 });
             }
         }
-        let id = |t: &str| tok.token_to_id(t).ok_or_else(|| TokenizerError::MissingToken(t.into()));
+        let id = |t: &str| {
+            tok.token_to_id(t)
+                .ok_or_else(|| TokenizerError::MissingToken(t.into()))
+        };
         let img_start = id("<img>")?;
         let img_end = id("</img>")?;
         if id("<IMG_CONTEXT>")? != IMG_CONTEXT_ID {
-            return Err(TokenizerError::MissingToken("<IMG_CONTEXT> (expected id 151669)".into()));
+            return Err(TokenizerError::MissingToken(
+                "<IMG_CONTEXT> (expected id 151669)".into(),
+            ));
         }
-        let mut me = Self { inner: tok, prefix_ids: vec![], suffix_ids: vec![], img_start, img_end };
-        me.prefix_ids = me.encode("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>")?;
+        let mut me = Self {
+            inner: tok,
+            prefix_ids: vec![],
+            suffix_ids: vec![],
+            img_start,
+            img_end,
+        };
+        me.prefix_ids =
+            me.encode("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>")?;
         me.suffix_ids = me.encode("<|im_end|>\n")?;
         Ok(me)
     }
 
     /// `tokenizer(text)["input_ids"]` (no BOS/EOS are added by this tokenizer).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, TokenizerError> {
-        Ok(self.inner.encode_fast(text, true).map_err(tk_err)?.get_ids().to_vec())
+        Ok(self
+            .inner
+            .encode_fast(text, true)
+            .map_err(tk_err)?
+            .get_ids()
+            .to_vec())
     }
 
     /// `tokenizer.decode(ids)` (special tokens kept).
@@ -169,10 +209,18 @@ impl QwenTokenizer {
 
     /// Token ids of the whole GR00T prompt for an already formalized instruction and
     /// `image_tokens[k]` `<IMG_CONTEXT>` tokens for camera k.
-    pub fn prompt_ids(&self, instruction: &str, image_tokens: &[usize]) -> Result<Vec<u32>, TokenizerError> {
+    pub fn prompt_ids(
+        &self,
+        instruction: &str,
+        image_tokens: &[usize],
+    ) -> Result<Vec<u32>, TokenizerError> {
         let mut ids = self.prefix_ids.clone();
         for (k, &n) in image_tokens.iter().enumerate() {
-            let seg = if k == 0 { format!("user\n{instruction}<image 1>") } else { format!("<image {}>", k + 1) };
+            let seg = if k == 0 {
+                format!("user\n{instruction}<image 1>")
+            } else {
+                format!("<image {}>", k + 1)
+            };
             ids.extend(self.encode(&seg)?);
             ids.push(self.img_start);
             ids.extend(std::iter::repeat_n(IMG_CONTEXT_ID, n));
@@ -189,7 +237,9 @@ impl QwenTokenizer {
 /// The prompt text after the chat template and `replace_media_placeholder` (for tests and
 /// debugging; [`QwenTokenizer::prompt_ids`] is the fast path).
 pub fn prompt_text(instruction: &str, image_tokens: &[usize]) -> String {
-    let mut s = format!("<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{instruction}");
+    let mut s = format!(
+        "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\n{instruction}"
+    );
     for (k, &n) in image_tokens.iter().enumerate() {
         s.push_str(&format!("<image {}><img>", k + 1));
         for _ in 0..n {
@@ -212,10 +262,16 @@ fn py_word(c: char) -> bool {
     c == '_'
         || c.is_numeric()
         || (c.is_alphabetic()
-            && !(c.is_mark_nonspacing() || c.is_mark_spacing_combining() || c.is_mark_enclosing() || c.is_symbol_other()))
+            && !(c.is_mark_nonspacing()
+                || c.is_mark_spacing_combining()
+                || c.is_mark_enclosing()
+                || c.is_symbol_other()))
 }
 
 /// The processor's `formalize_language`: `re.sub(r"[^\w\s]", "", text.lower())`.
 pub fn formalize_instruction(text: &str) -> String {
-    text.to_lowercase().chars().filter(|&c| py_word(c) || py_isspace(c)).collect()
+    text.to_lowercase()
+        .chars()
+        .filter(|&c| py_word(c) || py_isspace(c))
+        .collect()
 }

@@ -14,7 +14,10 @@ use gr00t_runtime::tokenizer::{self, QwenTokenizer};
 use safetensors::{Dtype, SafeTensors};
 
 fn golden() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/golden"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/golden"
+    ))
 }
 fn case1() -> PathBuf {
     golden().join("gr00t-n16-tiny/case1")
@@ -41,13 +44,22 @@ impl Taps {
         let st = self.st();
         let t = st.tensor(name).unwrap();
         assert_eq!(t.dtype(), Dtype::F32, "{name}");
-        (t.shape().to_vec(), t.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect())
+        (
+            t.shape().to_vec(),
+            t.data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+                .collect(),
+        )
     }
     fn i64(&self, name: &str) -> Vec<i64> {
         let st = self.st();
         let t = st.tensor(name).unwrap();
         assert_eq!(t.dtype(), Dtype::I64, "{name}");
-        t.data().chunks_exact(8).map(|b| i64::from_le_bytes(b.try_into().unwrap())).collect()
+        t.data()
+            .chunks_exact(8)
+            .map(|b| i64::from_le_bytes(b.try_into().unwrap()))
+            .collect()
     }
 }
 
@@ -66,15 +78,36 @@ fn image_chain_matches_every_golden_tap_bit_exactly() {
     let (_, raw) = obs.u8("video.ego_view_bg_crop_pad_res256_freq20");
     assert_eq!(img.data, raw, "PNG decode differs from the reference frame");
     let pre = preprocess::preprocess(&img, &Default::default());
-    assert_image("letterboxed", &pre.letterboxed, &taps.u8("input.image_letterboxed.0"));
-    assert_image("resized1", &pre.resized1, &taps.u8("input.image_resized1.0"));
+    assert_image(
+        "letterboxed",
+        &pre.letterboxed,
+        &taps.u8("input.image_letterboxed.0"),
+    );
+    assert_image(
+        "resized1",
+        &pre.resized1,
+        &taps.u8("input.image_resized1.0"),
+    );
     assert_image("cropped", &pre.cropped, &taps.u8("input.image_cropped.0"));
-    assert_image("augmented", &pre.augmented, &taps.u8("input.image_augmented.0"));
-    assert_image("smart_resized", &pre.smart_resized, &taps.u8("input.image_smart_resized.0"));
+    assert_image(
+        "augmented",
+        &pre.augmented,
+        &taps.u8("input.image_augmented.0"),
+    );
+    assert_image(
+        "smart_resized",
+        &pre.smart_resized,
+        &taps.u8("input.image_smart_resized.0"),
+    );
     let (shape, pv) = taps.f32("input.pixel_values");
     assert_eq!(shape, vec![1, 3, 252, 252]);
     assert_eq!(pre.pixel_values.len(), pv.len());
-    let bad = pre.pixel_values.iter().zip(&pv).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+    let bad = pre
+        .pixel_values
+        .iter()
+        .zip(&pv)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count();
     assert_eq!(bad, 0, "pixel_values: {bad} values differ bitwise");
 }
 
@@ -85,26 +118,49 @@ fn each_resize_kernel_matches_on_its_golden_input() {
     let (s, c) = taps.u8("input.image_cropped.0");
     let cropped = RgbImage::new(s[1], s[0], c);
     let up = preprocess::cv_area::resize_area(&cropped, 256, 256);
-    assert_image("cv INTER_AREA 243->256", &up, &taps.u8("input.image_augmented.0"));
+    assert_image(
+        "cv INTER_AREA 243->256",
+        &up,
+        &taps.u8("input.image_augmented.0"),
+    );
     let (s, a) = taps.u8("input.image_augmented.0");
     let aug = RgbImage::new(s[1], s[0], a);
     let down = preprocess::pil_bicubic::resize_bicubic(&aug, 252, 252);
-    assert_image("PIL BICUBIC 256->252", &down, &taps.u8("input.image_smart_resized.0"));
+    assert_image(
+        "PIL BICUBIC 256->252",
+        &down,
+        &taps.u8("input.image_smart_resized.0"),
+    );
 }
 
 #[test]
 fn image_chain_is_general_over_input_sizes() {
     // Non-square, smaller and larger frames all end at 256 -> 252 (81 tokens), as the letterbox
     // and the two SmallestMaxSize steps guarantee.
-    for (w, h) in [(320, 240), (100, 60), (640, 480), (512, 512), (257, 300), (31, 1), (1000, 750)] {
+    for (w, h) in [
+        (320, 240),
+        (100, 60),
+        (640, 480),
+        (512, 512),
+        (257, 300),
+        (31, 1),
+        (1000, 750),
+    ] {
         let data: Vec<u8> = (0..w * h * 3).map(|i| ((i * 7919) % 251) as u8).collect();
         let img = RgbImage::new(w, h, data);
         let pre = preprocess::preprocess(&img, &Default::default());
         let m = w.max(h);
         assert_eq!((pre.letterboxed.width, pre.letterboxed.height), (m, m));
-        assert_eq!((pre.resized1.width, pre.resized1.height), (256, 256), "{w}x{h}");
+        assert_eq!(
+            (pre.resized1.width, pre.resized1.height),
+            (256, 256),
+            "{w}x{h}"
+        );
         assert_eq!((pre.cropped.width, pre.cropped.height), (243, 243));
-        assert_eq!((pre.smart_resized.width, pre.smart_resized.height), (252, 252));
+        assert_eq!(
+            (pre.smart_resized.width, pre.smart_resized.height),
+            (252, 252)
+        );
         assert_eq!(pre.pixel_values.len(), 3 * 252 * 252);
     }
     // Letterbox geometry: content centred, zeros around it.
@@ -112,14 +168,34 @@ fn image_chain_is_general_over_input_sizes() {
     let lb = preprocess::letterbox(&img);
     assert_eq!((lb.width, lb.height), (4, 4));
     assert_eq!(&lb.data[..12], &[0; 12], "top row is padding");
-    assert_eq!(&lb.data[12..24], &[9; 12], "content starts at row (4-2)/2 = 1");
+    assert_eq!(
+        &lb.data[12..24],
+        &[9; 12],
+        "content starts at row (4-2)/2 = 1"
+    );
     // Area shrink by 2 is the rounded 2x2 average; a constant image stays constant at any scale.
     let img = RgbImage::new(2, 2, vec![0, 0, 0, 1, 1, 1, 1, 1, 1, 0, 0, 0]);
-    assert_eq!(preprocess::cv_area::resize_area(&img, 1, 1).data, vec![1, 1, 1], "(0+1+1+0+2)>>2");
+    assert_eq!(
+        preprocess::cv_area::resize_area(&img, 1, 1).data,
+        vec![1, 1, 1],
+        "(0+1+1+0+2)>>2"
+    );
     let flat = RgbImage::new(300, 200, vec![77; 300 * 200 * 3]);
     for (w, h) in [(256, 171), (100, 50), (450, 400), (300, 100)] {
-        assert!(preprocess::cv_area::resize_area(&flat, w, h).data.iter().all(|&v| v == 77), "{w}x{h}");
-        assert!(preprocess::pil_bicubic::resize_bicubic(&flat, w, h).data.iter().all(|&v| v == 77), "{w}x{h}");
+        assert!(
+            preprocess::cv_area::resize_area(&flat, w, h)
+                .data
+                .iter()
+                .all(|&v| v == 77),
+            "{w}x{h}"
+        );
+        assert!(
+            preprocess::pil_bicubic::resize_bicubic(&flat, w, h)
+                .data
+                .iter()
+                .all(|&v| v == 77),
+            "{w}x{h}"
+        );
     }
     assert_eq!(preprocess::smart_resize(256, 256), (252, 252));
     assert_eq!(preprocess::smart_resize(480, 640), (476, 644));
@@ -141,7 +217,8 @@ struct TokCase {
 #[test]
 fn tokenizer_matches_every_golden_case() {
     let tok = QwenTokenizer::from_dir(&tok_dir()).unwrap();
-    let text = std::fs::read_to_string(golden().join("gr00t-n16-tiny/tokenizer_cases.json")).unwrap();
+    let text =
+        std::fs::read_to_string(golden().join("gr00t-n16-tiny/tokenizer_cases.json")).unwrap();
     let cases: TokCases = serde_json::from_str(&text).unwrap();
     assert_eq!(cases.cases.len(), 33);
     let mut failures = vec![];
@@ -168,24 +245,48 @@ struct ObsJson {
 }
 
 fn obs_json() -> ObsJson {
-    serde_json::from_str(&std::fs::read_to_string(case1().join("observation.json")).unwrap()).unwrap()
+    serde_json::from_str(&std::fs::read_to_string(case1().join("observation.json")).unwrap())
+        .unwrap()
 }
 
 #[test]
 fn case1_prompt_gives_the_golden_input_ids() {
     let tok = QwenTokenizer::from_dir(&tok_dir()).unwrap();
     let obs = obs_json();
-    assert_eq!(tokenizer::formalize_instruction(&obs.instruction), obs.instruction_formalized);
+    assert_eq!(
+        tokenizer::formalize_instruction(&obs.instruction),
+        obs.instruction_formalized
+    );
     let text = tokenizer::prompt_text(&obs.instruction_formalized, &[81]);
     assert_eq!(text, obs.expanded_text);
     let expanded = format!("<image 1><img>{}</img>", "<IMG_CONTEXT>".repeat(81));
-    assert_eq!(obs.chat_text.replace("<image-1>", &expanded), text, "chat template + placeholder expansion");
-    let want: Vec<u32> = Taps::load("taps.safetensors").i64("input.input_ids").iter().map(|&v| v as u32).collect();
+    assert_eq!(
+        obs.chat_text.replace("<image-1>", &expanded),
+        text,
+        "chat template + placeholder expansion"
+    );
+    let want: Vec<u32> = Taps::load("taps.safetensors")
+        .i64("input.input_ids")
+        .iter()
+        .map(|&v| v as u32)
+        .collect();
     assert_eq!(want.len(), 115);
     assert_eq!(tok.encode(&text).unwrap(), want, "full prompt text");
-    assert_eq!(tok.prompt_ids(&obs.instruction_formalized, &[81]).unwrap(), want, "spliced fast path");
+    assert_eq!(
+        tok.prompt_ids(&obs.instruction_formalized, &[81]).unwrap(),
+        want,
+        "spliced fast path"
+    );
     // The fast path equals full-text encoding for awkward instructions and several cameras too.
-    for instr in ["", " lead space", "trail space ", "two\n\nlines", "数字 123 ümlaut", "a  b\t", "\n"] {
+    for instr in [
+        "",
+        " lead space",
+        "trail space ",
+        "two\n\nlines",
+        "数字 123 ümlaut",
+        "a  b\t",
+        "\n",
+    ] {
         for cams in [vec![81], vec![81, 81], vec![4, 9, 81]] {
             assert_eq!(
                 tok.prompt_ids(instr, &cams).unwrap(),
@@ -198,9 +299,18 @@ fn case1_prompt_gives_the_golden_input_ids() {
 
 #[test]
 fn formalize_follows_python_re_semantics() {
-    assert_eq!(tokenizer::formalize_instruction("Pick up the RED apple, then place it!"), "pick up the red apple then place it");
-    assert_eq!(tokenizer::formalize_instruction("  Über-große Äpfel_2  "), "  übergroße äpfel_2  ");
-    assert_eq!(tokenizer::formalize_instruction("tab\there\u{1c}"), "tab\there\u{1c}");
+    assert_eq!(
+        tokenizer::formalize_instruction("Pick up the RED apple, then place it!"),
+        "pick up the red apple then place it"
+    );
+    assert_eq!(
+        tokenizer::formalize_instruction("  Über-große Äpfel_2  "),
+        "  übergroße äpfel_2  "
+    );
+    assert_eq!(
+        tokenizer::formalize_instruction("tab\there\u{1c}"),
+        "tab\there\u{1c}"
+    );
     assert_eq!(tokenizer::formalize_instruction("Ⓐ½e\u{301}"), "½e");
 }
 
@@ -229,7 +339,10 @@ fn state_encoding_matches_golden_input_state() {
         assert!((a - b).abs() <= 1e-6, "state[{i}]: {a} vs {b}");
     }
     assert!(got[58..].iter().all(|&v| v == 0.0));
-    assert_eq!(Taps::load("taps.safetensors").i64("input.embodiment_id"), vec![20]);
+    assert_eq!(
+        Taps::load("taps.safetensors").i64("input.embodiment_id"),
+        vec![20]
+    );
 }
 
 #[test]
@@ -245,7 +358,10 @@ fn action_decoding_matches_golden_physical_actions() {
         assert_eq!(rows.concat(), want, "normalized slice {g}");
     }
     let actions = p.decode_actions(&pred, 36, &raw);
-    assert_eq!(actions.iter().map(|(g, _)| g.as_str()).collect::<Vec<_>>(), ["left_arm", "right_arm", "left_hand", "right_hand", "waist"]);
+    assert_eq!(
+        actions.iter().map(|(g, _)| g.as_str()).collect::<Vec<_>>(),
+        ["left_arm", "right_arm", "left_hand", "right_hand", "waist"]
+    );
     for (g, rows) in &actions {
         let (shape, want) = taps.f32(&format!("output.action.{g}"));
         assert_eq!(shape[1], rows.len());
@@ -259,31 +375,61 @@ fn action_decoding_matches_golden_physical_actions() {
 /// equal to the reference inputs; the golden chunk decodes to the golden actions.
 #[test]
 fn host_pipeline_builds_the_reference_model_inputs() {
-    let pipe = HostPipeline::new(processor(), QwenTokenizer::from_dir(&tok_dir()).unwrap(), (24, 36, 64), Some(24)).unwrap();
+    let pipe = HostPipeline::new(
+        processor(),
+        QwenTokenizer::from_dir(&tok_dir()).unwrap(),
+        (24, 36, 64),
+        Some(24),
+    )
+    .unwrap();
     let obs = obs_json();
     let taps = Taps::load("taps.safetensors");
     let (_, noise) = Taps::load("observation.safetensors").f32("noise");
     let request = Observation {
-        images: [("ego_view_bg_crop_pad_res256_freq20".to_string(), std::fs::read(case1().join("observation.png")).unwrap())].into(),
+        images: [(
+            "ego_view_bg_crop_pad_res256_freq20".to_string(),
+            std::fs::read(case1().join("observation.png")).unwrap(),
+        )]
+        .into(),
         state: obs.state.clone(),
         instruction: obs.instruction.clone(),
-        noise: NoiseSource::Given { shape: vec![1, 24, 36], values: noise.iter().map(|&v| v as f64).collect() },
+        noise: NoiseSource::Given {
+            shape: vec![1, 24, 36],
+            values: noise.iter().map(|&v| v as f64).collect(),
+        },
     };
     let prepared = pipe.prepare(&request).unwrap();
     assert_eq!(prepared.seq_len, 115);
-    let ids: Vec<u32> = taps.i64("input.input_ids").iter().map(|&v| v as u32).collect();
+    let ids: Vec<u32> = taps
+        .i64("input.input_ids")
+        .iter()
+        .map(|&v| v as u32)
+        .collect();
     assert_eq!(prepared.inputs.input_ids, ids);
-    assert_eq!(prepared.inputs.pixel_values[0], taps.f32("input.pixel_values").1);
+    assert_eq!(
+        prepared.inputs.pixel_values[0],
+        taps.f32("input.pixel_values").1
+    );
     assert_eq!(prepared.inputs.image_hw, (252, 252));
     assert_eq!(prepared.inputs.embodiment_id, 20);
     assert_eq!(prepared.inputs.noise, noise);
     assert_eq!(pipe.instruction_tokens(prepared.seq_len), 11);
     let (_, pred) = taps.f32("flow.action_pred");
-    let chunk = ActionChunk { horizon: 24, dim: 36, data: pred };
+    let chunk = ActionChunk {
+        horizon: 24,
+        dim: 36,
+        data: pred,
+    };
     let decoded = pipe.decode(&prepared, &chunk, true).unwrap();
     for (g, rows) in &decoded.actions {
         let (_, want) = taps.f32(&format!("output.action.{g}"));
-        assert!(rows.concat().iter().zip(&want).all(|(a, b)| (a - b).abs() <= 1e-5), "{g}");
+        assert!(
+            rows.concat()
+                .iter()
+                .zip(&want)
+                .all(|(a, b)| (a - b).abs() <= 1e-5),
+            "{g}"
+        );
     }
     assert_eq!(decoded.normalized.unwrap().len(), 5);
 }
@@ -307,7 +453,11 @@ fn randn_matches_torch_bit_for_bit() {
     for c in &file.cases {
         let n: usize = c.shape.iter().product();
         let got = randn::randn(c.seed, n);
-        let want: Vec<u32> = c.f32_bits_hex.iter().map(|h| u32::from_str_radix(h, 16).unwrap()).collect();
+        let want: Vec<u32> = c
+            .f32_bits_hex
+            .iter()
+            .map(|h| u32::from_str_radix(h, 16).unwrap())
+            .collect();
         let bad: Vec<usize> = (0..n).filter(|&i| got[i].to_bits() != want[i]).collect();
         assert!(
             bad.is_empty(),

@@ -90,14 +90,24 @@ impl PredictRequest {
         }
         let (noise, seed) = match (self.noise, self.seed) {
             (Some(n), None) if !n.is_null() => (noise_from_value(&n)?, None),
-            (Some(n), Some(_)) if !n.is_null() => return Err(ApiError::bad("noise", "give either `seed` or `noise`, not both")),
+            (Some(n), Some(_)) if !n.is_null() => {
+                return Err(ApiError::bad(
+                    "noise",
+                    "give either `seed` or `noise`, not both",
+                ));
+            }
             (_, seed) => {
                 let s = seed.unwrap_or(DEFAULT_SEED);
                 (NoiseSource::Seed(s), Some(s))
             }
         };
         Ok((
-            Observation { images, state: self.state, instruction: self.instruction, noise },
+            Observation {
+                images,
+                state: self.state,
+                instruction: self.instruction,
+                noise,
+            },
             seed,
             self.return_normalized.unwrap_or(false),
         ))
@@ -107,7 +117,10 @@ impl PredictRequest {
 /// Standard base64, tolerating a `data:image/...;base64,` prefix and line breaks.
 fn decode_b64(s: &str) -> Result<Vec<u8>, String> {
     let s = match s.strip_prefix("data:") {
-        Some(rest) => rest.split_once(";base64,").map(|(_, d)| d).ok_or("a data: URL must be base64")?,
+        Some(rest) => rest
+            .split_once(";base64,")
+            .map(|(_, d)| d)
+            .ok_or("a data: URL must be base64")?,
         None => s,
     };
     let engine = &base64::engine::general_purpose::STANDARD;
@@ -115,7 +128,9 @@ fn decode_b64(s: &str) -> Result<Vec<u8>, String> {
         Ok(b) => Ok(b),
         Err(_) if s.contains(['\n', '\r', ' ']) => {
             let clean: String = s.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-            engine.decode(clean).map_err(|e| format!("invalid base64: {e}"))
+            engine
+                .decode(clean)
+                .map_err(|e| format!("invalid base64: {e}"))
         }
         Err(e) => Err(format!("invalid base64: {e}")),
     }
@@ -123,7 +138,12 @@ fn decode_b64(s: &str) -> Result<Vec<u8>, String> {
 
 /// `[H, D]` or `[1, H, D]` nested arrays of numbers -> shape + row-major values.
 fn noise_from_value(v: &serde_json::Value) -> Result<NoiseSource, ApiError> {
-    fn walk(v: &serde_json::Value, depth: usize, shape: &mut Vec<usize>, out: &mut Vec<f64>) -> Result<(), String> {
+    fn walk(
+        v: &serde_json::Value,
+        depth: usize,
+        shape: &mut Vec<usize>,
+        out: &mut Vec<f64>,
+    ) -> Result<(), String> {
         match v {
             serde_json::Value::Array(items) => {
                 if depth > 3 {

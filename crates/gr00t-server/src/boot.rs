@@ -30,21 +30,38 @@ impl Demo {
     pub fn load(dir: &Path) -> anyhow::Result<Self> {
         let read = |f: &str| -> anyhow::Result<serde_json::Value> {
             let p = dir.join(f);
-            let text = std::fs::read_to_string(&p).with_context(|| format!("demo file `{}`", p.display()))?;
-            serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("`{}`:{}:{}: {e}", p.display(), e.line(), e.column()))
+            let text = std::fs::read_to_string(&p)
+                .with_context(|| format!("demo file `{}`", p.display()))?;
+            serde_json::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("`{}`:{}:{}: {e}", p.display(), e.line(), e.column()))
         };
-        Ok(Self { request: read("request.json")?, expected: read("expected.json")? })
+        Ok(Self {
+            request: read("request.json")?,
+            expected: read("expected.json")?,
+        })
     }
 
     /// The expected actions flattened in `groups` order.
     pub fn expected_flat(&self, groups: &[(String, usize)]) -> anyhow::Result<Vec<f64>> {
-        let acts = self.expected.get("actions").context("demo expected.json has no `actions`")?;
+        let acts = self
+            .expected
+            .get("actions")
+            .context("demo expected.json has no `actions`")?;
         let mut out = vec![];
         for (g, _) in groups {
-            let rows = acts.get(g).and_then(|v| v.as_array()).with_context(|| format!("demo expected.json lacks `actions.{g}`"))?;
+            let rows = acts
+                .get(g)
+                .and_then(|v| v.as_array())
+                .with_context(|| format!("demo expected.json lacks `actions.{g}`"))?;
             for r in rows {
-                for x in r.as_array().with_context(|| format!("`actions.{g}` rows must be arrays"))? {
-                    out.push(x.as_f64().with_context(|| format!("`actions.{g}` holds a non-number"))?);
+                for x in r
+                    .as_array()
+                    .with_context(|| format!("`actions.{g}` rows must be arrays"))?
+                {
+                    out.push(
+                        x.as_f64()
+                            .with_context(|| format!("`actions.{g}` holds a non-number"))?,
+                    );
                 }
             }
         }
@@ -62,8 +79,9 @@ pub fn load_policy(settings: &Settings, model_dir: &Path) -> anyhow::Result<Box<
             settings.dit_backend
         );
     }
-    let p = gr00t_runtime::model::CpuPolicy::load(model_dir)
-        .map_err(|e| anyhow::anyhow!("cannot load the model from `{}`: {e}", model_dir.display()))?;
+    let p = gr00t_runtime::model::CpuPolicy::load(model_dir).map_err(|e| {
+        anyhow::anyhow!("cannot load the model from `{}`: {e}", model_dir.display())
+    })?;
     Ok(Box::new(p))
 }
 
@@ -71,20 +89,31 @@ pub fn load_policy(settings: &Settings, model_dir: &Path) -> anyhow::Result<Box<
 pub fn resolve_model_dir(settings: &Settings, flag: Option<&Path>) -> anyhow::Result<PathBuf> {
     let dir = match flag {
         Some(d) => d.to_path_buf(),
-        None => model_dir::hf_snapshot(&settings.hf_home, &settings.weights_repo, settings.weights_revision.as_deref())?,
+        None => model_dir::hf_snapshot(
+            &settings.hf_home,
+            &settings.weights_repo,
+            settings.weights_revision.as_deref(),
+        )?,
     };
     model_dir::check(&dir)?;
     Ok(dir)
 }
 
 /// `--tokenizer-dir`, else `GR00T_TOKENIZER_DIR`, else `<model-dir>/tokenizer`.
-pub fn resolve_tokenizer_dir(settings: &Settings, flag: Option<&Path>, model_dir: &Path) -> anyhow::Result<PathBuf> {
+pub fn resolve_tokenizer_dir(
+    settings: &Settings,
+    flag: Option<&Path>,
+    model_dir: &Path,
+) -> anyhow::Result<PathBuf> {
     let dir = flag
         .map(Path::to_path_buf)
         .or_else(|| settings.tokenizer_dir.clone())
         .unwrap_or_else(|| model_dir.join("tokenizer"));
     if !dir.is_dir() {
-        bail!("tokenizer directory `{}` does not exist (set --tokenizer-dir or GR00T_TOKENIZER_DIR)", dir.display());
+        bail!(
+            "tokenizer directory `{}` does not exist (set --tokenizer-dir or GR00T_TOKENIZER_DIR)",
+            dir.display()
+        );
     }
     Ok(dir)
 }
@@ -98,10 +127,18 @@ pub fn build_runtime(
 ) -> anyhow::Result<Runtime> {
     let processor = Processor::load(model_dir, &settings.embodiment)?;
     if settings.layout == "gr1" && processor.cameras.len() != 1 {
-        bail!("GR00T_LAYOUT=gr1 is one camera, the processor has {}", processor.cameras.len());
+        bail!(
+            "GR00T_LAYOUT=gr1 is one camera, the processor has {}",
+            processor.cameras.len()
+        );
     }
     let tokenizer = QwenTokenizer::from_dir(tokenizer_dir)?;
-    let pipeline = HostPipeline::new(processor, tokenizer, policy.dims(), settings.max_instruction_tokens())?;
+    let pipeline = HostPipeline::new(
+        processor,
+        tokenizer,
+        policy.dims(),
+        settings.max_instruction_tokens(),
+    )?;
     let p = &pipeline.processor;
     let backend = policy.backend_name().to_string();
     let info = RuntimeInfo {
@@ -117,8 +154,16 @@ pub fn build_runtime(
         weights_revision: settings.weights_revision.clone(),
         model_dir: model_dir.display().to_string(),
         cameras: p.cameras.clone(),
-        state_groups: p.state_groups.iter().map(|g| (g.name.clone(), g.dim)).collect(),
-        action_groups: p.action_groups.iter().map(|g| (g.name.clone(), g.dim)).collect(),
+        state_groups: p
+            .state_groups
+            .iter()
+            .map(|g| (g.name.clone(), g.dim))
+            .collect(),
+        action_groups: p
+            .action_groups
+            .iter()
+            .map(|g| (g.name.clone(), g.dim))
+            .collect(),
         action_horizon: p.action_horizon,
         max_instruction_tokens: settings.max_instruction_tokens(),
         warmup_pcc: None,
@@ -128,13 +173,19 @@ pub fn build_runtime(
 
 /// Run `GR00T_WARMUP_RUNS` predictions of the demo and check the last one's PCC against the
 /// demo's expected actions. Returns the measured PCC (None when nothing was checked).
-pub fn warm_up(rt: &Runtime, settings: &Settings, demo: Option<&Demo>) -> anyhow::Result<Option<f64>> {
+pub fn warm_up(
+    rt: &Runtime,
+    settings: &Settings,
+    demo: Option<&Demo>,
+) -> anyhow::Result<Option<f64>> {
     if settings.warmup_runs == 0 {
         return Ok(None);
     }
     let Some(demo) = demo else {
         if settings.warmup_pcc_min.is_some() {
-            bail!("GR00T_WARMUP_PCC_MIN is set but no demo is shipped (GR00T_DEMO_DIR / --demo-dir)");
+            bail!(
+                "GR00T_WARMUP_PCC_MIN is set but no demo is shipped (GR00T_DEMO_DIR / --demo-dir)"
+            );
         }
         tracing::warn!("no demo shipped (GR00T_DEMO_DIR): skipping warm-up and the PCC self-check");
         return Ok(None);
@@ -143,14 +194,31 @@ pub fn warm_up(rt: &Runtime, settings: &Settings, demo: Option<&Demo>) -> anyhow
     let mut last = None;
     for i in 0..settings.warmup_runs {
         let t = Instant::now();
-        let r = rt.predict_body(&body).map_err(|e| anyhow::anyhow!("warm-up run {}: {e}", i + 1))?;
-        tracing::info!("warm-up {}/{}: {:.1} ms", i + 1, settings.warmup_runs, t.elapsed().as_secs_f64() * 1e3);
+        let r = rt
+            .predict_body(&body)
+            .map_err(|e| anyhow::anyhow!("warm-up run {}: {e}", i + 1))?;
+        tracing::info!(
+            "warm-up {}/{}: {:.1} ms",
+            i + 1,
+            settings.warmup_runs,
+            t.elapsed().as_secs_f64() * 1e3
+        );
         last = Some(r);
     }
-    let got: Vec<f64> = last.unwrap().actions.0.iter().flat_map(|(_, rows)| rows.iter().flatten().map(|&v| v as f64)).collect();
+    let got: Vec<f64> = last
+        .unwrap()
+        .actions
+        .0
+        .iter()
+        .flat_map(|(_, rows)| rows.iter().flatten().map(|&v| v as f64))
+        .collect();
     let want = demo.expected_flat(&rt.info.action_groups)?;
     if got.len() != want.len() {
-        bail!("warm-up produced {} action values, the demo expects {}", got.len(), want.len());
+        bail!(
+            "warm-up produced {} action values, the demo expects {}",
+            got.len(),
+            want.len()
+        );
     }
     let p = pcc(&got, &want);
     let min = settings.warmup_pcc_min.unwrap_or(0.999);
@@ -170,11 +238,17 @@ pub fn boot(
     let t = Instant::now();
     let model_dir = resolve_model_dir(settings, model_dir_flag)?;
     let tok_dir = resolve_tokenizer_dir(settings, tokenizer_dir_flag, &model_dir)?;
-    let demo_dir = demo_dir_flag.map(Path::to_path_buf).or_else(|| settings.demo_dir.clone());
+    let demo_dir = demo_dir_flag
+        .map(Path::to_path_buf)
+        .or_else(|| settings.demo_dir.clone());
     let demo = demo_dir.as_deref().map(Demo::load).transpose()?;
     let policy = load_policy(settings, &model_dir)?;
     let mut rt = build_runtime(settings, &model_dir, &tok_dir, policy)?;
-    tracing::info!("loaded `{}` in {:.1} s", model_dir.display(), t.elapsed().as_secs_f64());
+    tracing::info!(
+        "loaded `{}` in {:.1} s",
+        model_dir.display(),
+        t.elapsed().as_secs_f64()
+    );
     let p = warm_up(&rt, settings, demo.as_ref())?;
     rt.info.warmup_pcc = p;
     Ok((Arc::new(rt), demo.map(Arc::new)))

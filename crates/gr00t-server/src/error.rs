@@ -32,7 +32,10 @@ pub enum ApiError {
 
 impl ApiError {
     pub fn bad(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Self::BadRequest { field: field.into(), message: message.into() }
+        Self::BadRequest {
+            field: field.into(),
+            message: message.into(),
+        }
     }
 
     pub fn status(&self) -> StatusCode {
@@ -57,7 +60,10 @@ impl ApiError {
 
 impl From<InputError> for ApiError {
     fn from(e: InputError) -> Self {
-        Self::BadRequest { field: e.field, message: e.message }
+        Self::BadRequest {
+            field: e.field,
+            message: e.message,
+        }
     }
 }
 

@@ -23,6 +23,8 @@ pub fn ready_line(host: &str, port: u16, info: &runtime::RuntimeInfo) -> String 
         info.backend,
         info.embodiment,
         info.stage,
-        info.warmup_pcc.map(|p| format!("{p:.6}")).unwrap_or_else(|| "unchecked".into())
+        info.warmup_pcc
+            .map(|p| format!("{p:.6}"))
+            .unwrap_or_else(|| "unchecked".into())
     )
 }

@@ -10,7 +10,11 @@ use gr00t_server::state::AppState;
 use gr00t_server::{boot, ready_line, routes};
 
 #[derive(Parser)]
-#[command(name = "gr00t-server", version, about = "GR00T N1.6 inference server (configuration: GR00T_* / TT_* / HF_HOME environment)")]
+#[command(
+    name = "gr00t-server",
+    version,
+    about = "GR00T N1.6 inference server (configuration: GR00T_* / TT_* / HF_HOME environment)"
+)]
 #[command(args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
@@ -48,7 +52,9 @@ enum Cmd {
 
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
@@ -60,8 +66,19 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.cmd {
-        Some(Cmd::Predict { model_dir, tokenizer_dir, request }) => predict(&settings, &model_dir, tokenizer_dir.as_deref(), &request),
-        None => serve(settings, cli.host, cli.port, cli.model_dir, cli.tokenizer_dir, cli.demo_dir),
+        Some(Cmd::Predict {
+            model_dir,
+            tokenizer_dir,
+            request,
+        }) => predict(&settings, &model_dir, tokenizer_dir.as_deref(), &request),
+        None => serve(
+            settings,
+            cli.host,
+            cli.port,
+            cli.model_dir,
+            cli.tokenizer_dir,
+            cli.demo_dir,
+        ),
     };
     match result {
         Ok(code) => code,
@@ -72,8 +89,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn predict(settings: &Settings, model_dir: &std::path::Path, tok: Option<&std::path::Path>, request: &std::path::Path) -> anyhow::Result<ExitCode> {
-    let body = std::fs::read(request).with_context(|| format!("cannot read `{}`", request.display()))?;
+fn predict(
+    settings: &Settings,
+    model_dir: &std::path::Path,
+    tok: Option<&std::path::Path>,
+    request: &std::path::Path,
+) -> anyhow::Result<ExitCode> {
+    let body =
+        std::fs::read(request).with_context(|| format!("cannot read `{}`", request.display()))?;
     let model_dir = boot::resolve_model_dir(settings, Some(model_dir))?;
     let tok_dir = boot::resolve_tokenizer_dir(settings, tok, &model_dir)?;
     let policy = boot::load_policy(settings, &model_dir)?;
@@ -85,7 +108,11 @@ fn predict(settings: &Settings, model_dir: &std::path::Path, tok: Option<&std::p
         }
         Err(e) => {
             println!("{}", e.body());
-            Ok(ExitCode::from(if e.status().is_client_error() { 2 } else { 1 }))
+            Ok(ExitCode::from(if e.status().is_client_error() {
+                2
+            } else {
+                1
+            }))
         }
     }
 }
@@ -98,7 +125,9 @@ fn serve(
     tok_dir: Option<PathBuf>,
     demo_dir: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
     rt.block_on(async move {
         let listener = tokio::net::TcpListener::bind((host.as_str(), port))
             .await
@@ -109,7 +138,12 @@ fn serve(
         // Serve first (health answers 503 while loading), load in the background.
         let boot_state = state.clone();
         tokio::task::spawn_blocking(move || {
-            match boot::boot(&settings, model_dir.as_deref(), tok_dir.as_deref(), demo_dir.as_deref()) {
+            match boot::boot(
+                &settings,
+                model_dir.as_deref(),
+                tok_dir.as_deref(),
+                demo_dir.as_deref(),
+            ) {
                 Ok((runtime, demo)) => {
                     let line = ready_line(&host, port, &runtime.info);
                     boot_state.set_ready(runtime, demo);
@@ -140,7 +174,8 @@ async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
             s.recv().await;
         }
     };

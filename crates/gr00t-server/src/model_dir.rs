@@ -5,7 +5,12 @@
 use std::path::{Path, PathBuf};
 
 /// Files a model directory must hold.
-pub const REQUIRED_FILES: [&str; 4] = ["config.json", "processor_config.json", "statistics.json", "embodiment_id.json"];
+pub const REQUIRED_FILES: [&str; 4] = [
+    "config.json",
+    "processor_config.json",
+    "statistics.json",
+    "embodiment_id.json",
+];
 
 /// Why no usable model directory was found.
 #[derive(Debug, thiserror::Error)]
@@ -14,7 +19,9 @@ pub enum ModelDirError {
     Missing(PathBuf),
     #[error("model directory `{dir}` lacks `{file}`")]
     MissingFile { dir: PathBuf, file: String },
-    #[error("model directory `{0}` has neither `model.safetensors.index.json` nor `model.safetensors`")]
+    #[error(
+        "model directory `{0}` has neither `model.safetensors.index.json` nor `model.safetensors`"
+    )]
     NoWeights(PathBuf),
     #[error("no revision pinned (TT_WEIGHTS_REVISION) and `{0}` is unreadable")]
     NoRef(PathBuf),
@@ -23,15 +30,24 @@ pub enum ModelDirError {
 }
 
 /// The snapshot directory for `repo` at `revision` (or `refs/main`) under `hf_home`.
-pub fn hf_snapshot(hf_home: &Path, repo: &str, revision: Option<&str>) -> Result<PathBuf, ModelDirError> {
-    let (org, name) = repo.split_once('/').filter(|(a, b)| !a.is_empty() && !b.is_empty() && !b.contains('/'))
+pub fn hf_snapshot(
+    hf_home: &Path,
+    repo: &str,
+    revision: Option<&str>,
+) -> Result<PathBuf, ModelDirError> {
+    let (org, name) = repo
+        .split_once('/')
+        .filter(|(a, b)| !a.is_empty() && !b.is_empty() && !b.contains('/'))
         .ok_or_else(|| ModelDirError::BadRepo(repo.into()))?;
     let root = hf_home.join("hub").join(format!("models--{org}--{name}"));
     let rev = match revision {
         Some(r) => r.to_string(),
         None => {
             let refp = root.join("refs/main");
-            std::fs::read_to_string(&refp).map_err(|_| ModelDirError::NoRef(refp))?.trim().to_string()
+            std::fs::read_to_string(&refp)
+                .map_err(|_| ModelDirError::NoRef(refp))?
+                .trim()
+                .to_string()
         }
     };
     Ok(root.join("snapshots").join(rev))
@@ -44,10 +60,15 @@ pub fn check(dir: &Path) -> Result<(), ModelDirError> {
     }
     for f in REQUIRED_FILES {
         if !dir.join(f).is_file() {
-            return Err(ModelDirError::MissingFile { dir: dir.into(), file: f.into() });
+            return Err(ModelDirError::MissingFile {
+                dir: dir.into(),
+                file: f.into(),
+            });
         }
     }
-    if !dir.join("model.safetensors.index.json").is_file() && !dir.join("model.safetensors").is_file() {
+    if !dir.join("model.safetensors.index.json").is_file()
+        && !dir.join("model.safetensors").is_file()
+    {
         return Err(ModelDirError::NoWeights(dir.into()));
     }
     Ok(())
@@ -60,13 +81,22 @@ mod tests {
     #[test]
     fn snapshot_path_follows_the_hub_layout() {
         let p = hf_snapshot(Path::new("/hf"), "nvidia/GR00T-N1.6-3B", Some("abc")).unwrap();
-        assert_eq!(p, Path::new("/hf/hub/models--nvidia--GR00T-N1.6-3B/snapshots/abc"));
+        assert_eq!(
+            p,
+            Path::new("/hf/hub/models--nvidia--GR00T-N1.6-3B/snapshots/abc")
+        );
         assert!(hf_snapshot(Path::new("/hf"), "noslash", Some("a")).is_err());
         let tmp = std::env::temp_dir().join(format!("gr00t-hf-{}", std::process::id()));
         std::fs::create_dir_all(tmp.join("hub/models--o--n/refs")).unwrap();
         std::fs::write(tmp.join("hub/models--o--n/refs/main"), "deadbeef\n").unwrap();
-        assert_eq!(hf_snapshot(&tmp, "o/n", None).unwrap(), tmp.join("hub/models--o--n/snapshots/deadbeef"));
-        assert!(matches!(check(&tmp), Err(ModelDirError::MissingFile { .. })));
+        assert_eq!(
+            hf_snapshot(&tmp, "o/n", None).unwrap(),
+            tmp.join("hub/models--o--n/snapshots/deadbeef")
+        );
+        assert!(matches!(
+            check(&tmp),
+            Err(ModelDirError::MissingFile { .. })
+        ));
         std::fs::remove_dir_all(&tmp).unwrap();
     }
 }

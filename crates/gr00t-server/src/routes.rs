@@ -41,10 +41,15 @@ fn not_ready(state: &AppState) -> ApiError {
     }
 }
 
-async fn predict(State(state): State<AppState>, body: Result<Bytes, BytesRejection>) -> Result<Response, ApiError> {
+async fn predict(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
     let body = body.map_err(|rej| {
         if rej.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::PayloadTooLarge { limit: state.body_limit }
+            ApiError::PayloadTooLarge {
+                limit: state.body_limit,
+            }
         } else {
             ApiError::bad("body", rej.body_text())
         }
@@ -58,7 +63,11 @@ async fn predict(State(state): State<AppState>, body: Result<Bytes, BytesRejecti
     .await
     .map_err(|e| ApiError::Internal(format!("prediction task failed: {e}")))??;
     let bytes = serde_json::to_vec(&out).map_err(|e| ApiError::Internal(e.to_string()))?;
-    Ok(([(axum::http::header::CONTENT_TYPE, "application/json")], bytes).into_response())
+    Ok((
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        bytes,
+    )
+        .into_response())
 }
 
 async fn health(State(state): State<AppState>) -> Response {
@@ -67,7 +76,11 @@ async fn health(State(state): State<AppState>) -> Response {
         Health::Failed(r) => json!({ "status": h.as_str(), "error": r }),
         _ => json!({ "status": h.as_str() }),
     };
-    let code = if h == Health::Ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let code = if h == Health::Ready {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
     (code, Json(body)).into_response()
 }
 
@@ -77,7 +90,9 @@ async fn info(State(state): State<AppState>) -> Result<Response, ApiError> {
 }
 
 async fn demo(State(state): State<AppState>) -> Result<Response, ApiError> {
-    let d = state.demo().ok_or_else(|| ApiError::NotFound("no demo is shipped with this server (GR00T_DEMO_DIR)".into()))?;
+    let d = state.demo().ok_or_else(|| {
+        ApiError::NotFound("no demo is shipped with this server (GR00T_DEMO_DIR)".into())
+    })?;
     Ok(Json(json!({ "request": d.request, "expected": d.expected })).into_response())
 }
 

@@ -56,7 +56,12 @@ pub struct Runtime {
 
 impl Runtime {
     pub fn new(pipeline: HostPipeline, policy: Box<dyn Policy>, info: RuntimeInfo) -> Self {
-        Self { pipeline, policy, info, device: Mutex::new(()) }
+        Self {
+            pipeline,
+            policy,
+            info,
+            device: Mutex::new(()),
+        }
     }
 
     /// Parse and run one `/predict` body.
@@ -75,10 +80,15 @@ impl Runtime {
             // A panic inside a forward poisons the lock; the device state is owned by the
             // policy, so keep serving.
             let _guard = self.device.lock().unwrap_or_else(|p| p.into_inner());
-            self.policy.predict(&prepared.inputs).map_err(|e| ApiError::Internal(format!("forward failed: {e}")))?
+            self.policy
+                .predict(&prepared.inputs)
+                .map_err(|e| ApiError::Internal(format!("forward failed: {e}")))?
         };
         let t1 = Instant::now();
-        let decoded = self.pipeline.decode(&prepared, &chunk, with_norm).map_err(ApiError::Internal)?;
+        let decoded = self
+            .pipeline
+            .decode(&prepared, &chunk, with_norm)
+            .map_err(ApiError::Internal)?;
         let decode_actions = t1.elapsed().as_secs_f64() * 1e3;
         Ok(PredictResponse {
             actions: GroupArrays(decoded.actions),

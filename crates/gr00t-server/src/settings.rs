@@ -28,9 +28,17 @@ pub const LAYOUTS: [&str; 2] = ["gr1", "dynamic"];
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
     #[error("{var}={value:?} is not one of {allowed}")]
-    Unknown { var: &'static str, value: String, allowed: String },
+    Unknown {
+        var: &'static str,
+        value: String,
+        allowed: String,
+    },
     #[error("{var}={value:?}: {reason}")]
-    Invalid { var: &'static str, value: String, reason: String },
+    Invalid {
+        var: &'static str,
+        value: String,
+        reason: String,
+    },
     #[error("{0}")]
     Inconsistent(String),
 }
@@ -65,25 +73,41 @@ impl Settings {
 
     /// Read from a variable map (the process environment in the binary, a literal map in tests).
     pub fn from_vars(vars: &HashMap<String, String>) -> Result<Self, SettingsError> {
-        let get = |k: &str| vars.get(k).map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
-        let one_of = |var: &'static str, default: &str, allowed: &[&str]| -> Result<String, SettingsError> {
-            let v = get(var).unwrap_or_else(|| default.to_string());
-            if allowed.contains(&v.as_str()) {
-                Ok(v)
-            } else {
-                Err(SettingsError::Unknown { var, value: v, allowed: allowed.join(", ") })
-            }
+        let get = |k: &str| {
+            vars.get(k)
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
         };
+        let one_of =
+            |var: &'static str, default: &str, allowed: &[&str]| -> Result<String, SettingsError> {
+                let v = get(var).unwrap_or_else(|| default.to_string());
+                if allowed.contains(&v.as_str()) {
+                    Ok(v)
+                } else {
+                    Err(SettingsError::Unknown {
+                        var,
+                        value: v,
+                        allowed: allowed.join(", "),
+                    })
+                }
+            };
         let version = one_of("GR00T_VERSION", VERSION_N16, &[VERSION_N16])?;
         let embodiment = get("GR00T_EMBODIMENT").unwrap_or_else(|| "gr1".into());
-        if !embodiment.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if !embodiment
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
             return Err(SettingsError::Invalid {
                 var: "GR00T_EMBODIMENT",
                 value: embodiment,
                 reason: "expected an embodiment tag such as `gr1`".into(),
             });
         }
-        let default_layout = if embodiment == "gr1" { "gr1" } else { "dynamic" };
+        let default_layout = if embodiment == "gr1" {
+            "gr1"
+        } else {
+            "dynamic"
+        };
         let layout = one_of("GR00T_LAYOUT", default_layout, &LAYOUTS)?;
         if layout == "gr1" && embodiment != "gr1" {
             return Err(SettingsError::Inconsistent(format!(
@@ -102,21 +126,39 @@ impl Settings {
             None => 2,
             Some("1") => 1,
             Some("2") => 2,
-            Some(v) => return Err(SettingsError::Unknown { var: "GR00T_NUM_CQS", value: v.into(), allowed: "1, 2".into() }),
+            Some(v) => {
+                return Err(SettingsError::Unknown {
+                    var: "GR00T_NUM_CQS",
+                    value: v.into(),
+                    allowed: "1, 2".into(),
+                });
+            }
         };
         let warmup_runs = match get("GR00T_WARMUP_RUNS") {
             None => 1,
-            Some(v) => v.parse::<u32>().ok().filter(|n| *n <= 100).ok_or(SettingsError::Invalid {
-                var: "GR00T_WARMUP_RUNS",
-                value: v,
-                reason: "expected an integer 0..=100".into(),
-            })?,
+            Some(v) => {
+                v.parse::<u32>()
+                    .ok()
+                    .filter(|n| *n <= 100)
+                    .ok_or(SettingsError::Invalid {
+                        var: "GR00T_WARMUP_RUNS",
+                        value: v,
+                        reason: "expected an integer 0..=100".into(),
+                    })?
+            }
         };
         let warmup_pcc_min = match get("GR00T_WARMUP_PCC_MIN") {
             None => None,
-            Some(v) => Some(v.parse::<f64>().ok().filter(|x| (-1.0..=1.0).contains(x)).ok_or(
-                SettingsError::Invalid { var: "GR00T_WARMUP_PCC_MIN", value: v, reason: "expected a number in [-1, 1]".into() },
-            )?),
+            Some(v) => Some(
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|x| (-1.0..=1.0).contains(x))
+                    .ok_or(SettingsError::Invalid {
+                        var: "GR00T_WARMUP_PCC_MIN",
+                        value: v,
+                        reason: "expected a number in [-1, 1]".into(),
+                    })?,
+            ),
         };
         if warmup_pcc_min.is_some() && warmup_runs == 0 {
             return Err(SettingsError::Inconsistent(
@@ -125,7 +167,14 @@ impl Settings {
         }
         let weights_revision = match get("TT_WEIGHTS_REVISION") {
             None => None,
-            Some(v) if v.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) && v != "." && v != ".." => Some(v),
+            Some(v)
+                if v.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                    && v != "."
+                    && v != ".." =>
+            {
+                Some(v)
+            }
             Some(v) => {
                 return Err(SettingsError::Invalid {
                     var: "TT_WEIGHTS_REVISION",
@@ -183,7 +232,10 @@ impl Settings {
 
 /// `1x1`, `(1, 1)`, `1,1` -> (1, 1).
 pub fn parse_mesh_shape(s: &str) -> Option<(u32, u32)> {
-    let t: String = s.chars().filter(|c| !c.is_whitespace() && *c != '(' && *c != ')').collect();
+    let t: String = s
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '(' && *c != ')')
+        .collect();
     let (a, b) = t.split_once(['x', 'X', ','])?;
     let (a, b) = (a.parse().ok()?, b.parse().ok()?);
     (a > 0 && b > 0).then_some((a, b))
@@ -194,13 +246,18 @@ mod tests {
     use super::*;
 
     fn vars(kv: &[(&str, &str)]) -> HashMap<String, String> {
-        kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn seed_manifest_env_is_accepted() {
         let s = Settings::from_vars(&vars(&[
-            ("TT_WEIGHTS_REVISION", "d0814e7ecb19202e7c8468b46098b0b7ef3a6d61"),
+            (
+                "TT_WEIGHTS_REVISION",
+                "d0814e7ecb19202e7c8468b46098b0b7ef3a6d61",
+            ),
             ("GR00T_VERSION", "n16"),
             ("GR00T_EMBODIMENT", "gr1"),
             ("GR00T_LAYOUT", "gr1"),
@@ -225,14 +282,35 @@ mod tests {
     #[test]
     fn bad_values_give_one_line_reasons() {
         for (kv, needle) in [
-            (vec![("GR00T_VERSION", "n15")], "GR00T_VERSION=\"n15\" is not one of n16"),
-            (vec![("GR00T_LAYOUT", "gr1"), ("GR00T_EMBODIMENT", "libero_panda")], "GR00T_LAYOUT=gr1"),
+            (
+                vec![("GR00T_VERSION", "n15")],
+                "GR00T_VERSION=\"n15\" is not one of n16",
+            ),
+            (
+                vec![
+                    ("GR00T_LAYOUT", "gr1"),
+                    ("GR00T_EMBODIMENT", "libero_panda"),
+                ],
+                "GR00T_LAYOUT=gr1",
+            ),
             (vec![("GR00T_DIT_BACKEND", "cuda")], "GR00T_DIT_BACKEND"),
-            (vec![("GR00T_MK_ARENA_DTYPE", "bfp8_b"), ("GR00T_DIT_BACKEND", "ttnn")], "only applies"),
+            (
+                vec![
+                    ("GR00T_MK_ARENA_DTYPE", "bfp8_b"),
+                    ("GR00T_DIT_BACKEND", "ttnn"),
+                ],
+                "only applies",
+            ),
             (vec![("GR00T_NUM_CQS", "3")], "GR00T_NUM_CQS"),
             (vec![("GR00T_WARMUP_RUNS", "-1")], "GR00T_WARMUP_RUNS"),
-            (vec![("GR00T_WARMUP_PCC_MIN", "high")], "GR00T_WARMUP_PCC_MIN"),
-            (vec![("GR00T_WARMUP_PCC_MIN", "0.9"), ("GR00T_WARMUP_RUNS", "0")], "needs a warm-up run"),
+            (
+                vec![("GR00T_WARMUP_PCC_MIN", "high")],
+                "GR00T_WARMUP_PCC_MIN",
+            ),
+            (
+                vec![("GR00T_WARMUP_PCC_MIN", "0.9"), ("GR00T_WARMUP_RUNS", "0")],
+                "needs a warm-up run",
+            ),
             (vec![("TT_MESH_SHAPE", "2x4")], "one device"),
             (vec![("TT_MESH_SHAPE", "banana")], "TT_MESH_SHAPE"),
             (vec![("TT_WEIGHTS_REVISION", "../x")], "TT_WEIGHTS_REVISION"),

@@ -61,14 +61,22 @@ impl Default for AppState {
 impl AppState {
     pub fn new() -> Self {
         Self {
-            inner: Arc::new(RwLock::new(Inner { health: Some(Health::Starting), ..Default::default() })),
+            inner: Arc::new(RwLock::new(Inner {
+                health: Some(Health::Starting),
+                ..Default::default()
+            })),
             in_flight: Arc::new(AtomicUsize::new(0)),
             body_limit: MAX_BODY_BYTES,
         }
     }
 
     pub fn health(&self) -> Health {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).health.clone().unwrap_or(Health::Starting)
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .health
+            .clone()
+            .unwrap_or(Health::Starting)
     }
 
     /// The runtime, if ready.
@@ -81,7 +89,11 @@ impl AppState {
     }
 
     pub fn demo(&self) -> Option<Arc<Demo>> {
-        self.inner.read().unwrap_or_else(|p| p.into_inner()).demo.clone()
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .demo
+            .clone()
     }
 
     /// Starting -> Ready.

@@ -41,7 +41,11 @@ fn predict_subcommand_prints_the_predict_json() {
         .arg(&req)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["seq_len"], 115);
     assert_eq!(v["embodiment"], "gr1");
@@ -69,7 +73,11 @@ fn predict_subcommand_prints_the_predict_json() {
 
 #[test]
 fn bad_configuration_refuses_to_boot_with_one_line() {
-    let out = clean_env(&mut Command::new(BIN)).env("GR00T_VERSION", "n15").args(["--port", "0"]).output().unwrap();
+    let out = clean_env(&mut Command::new(BIN))
+        .env("GR00T_VERSION", "n15")
+        .args(["--port", "0"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
@@ -84,13 +92,21 @@ fn bad_configuration_refuses_to_boot_with_one_line() {
         .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("models--nvidia--GR00T-N1.6-3B/snapshots/abc"), "{err}");
+    assert!(
+        err.contains("models--nvidia--GR00T-N1.6-3B/snapshots/abc"),
+        "{err}"
+    );
     std::fs::remove_dir_all(&hf).unwrap();
 }
 
 fn http(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, serde_json::Value) {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(s, "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len()).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
     s.write_all(body).unwrap();
     let mut resp = vec![];
     s.read_to_end(&mut resp).unwrap();
@@ -102,14 +118,26 @@ fn http(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, serde_json::V
 #[test]
 fn serve_boots_warms_up_and_answers() {
     let demo = tmpdir("demo");
-    std::fs::write(demo.join("request.json"), serde_json::to_vec(&case1_request()).unwrap()).unwrap();
-    std::fs::write(demo.join("expected.json"), serde_json::to_vec(&case1_expected()).unwrap()).unwrap();
+    std::fs::write(
+        demo.join("request.json"),
+        serde_json::to_vec(&case1_request()).unwrap(),
+    )
+    .unwrap();
+    std::fs::write(
+        demo.join("expected.json"),
+        serde_json::to_vec(&case1_expected()).unwrap(),
+    )
+    .unwrap();
     // The model is reached through the HF cache layout, as in the image.
     let hf = tmpdir("hfok");
     let snap = hf.join("hub/models--nvidia--GR00T-N1.6-3B/snapshots/d0814e7e");
     std::fs::create_dir_all(snap.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(case1(), &snap).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let mut child = clean_env(&mut Command::new(BIN))
         .env("HF_HOME", &hf)
         .env("TT_WEIGHTS_REVISION", "d0814e7e")
@@ -132,14 +160,24 @@ fn serve_boots_warms_up_and_answers() {
             }
         }
     };
-    assert!(ready.starts_with(&format!("gr00t-server ready on http://127.0.0.1:{port} (backend=cpu, embodiment=gr1")), "{ready}");
+    assert!(
+        ready.starts_with(&format!(
+            "gr00t-server ready on http://127.0.0.1:{port} (backend=cpu, embodiment=gr1"
+        )),
+        "{ready}"
+    );
     let (code, v) = http(port, "GET", "/health", b"");
     assert_eq!((code, v["status"].as_str()), (200, Some("ready")));
     let (code, v) = http(port, "GET", "/info", b"");
     assert_eq!(code, 200);
     assert_eq!(v["weights_revision"], "d0814e7e");
     assert!(v["warmup_pcc"].as_f64().unwrap() >= 0.999);
-    let (code, v) = http(port, "POST", "/predict", &serde_json::to_vec(&case1_request()).unwrap());
+    let (code, v) = http(
+        port,
+        "POST",
+        "/predict",
+        &serde_json::to_vec(&case1_request()).unwrap(),
+    );
     assert_eq!(code, 200, "{v}");
     assert!(max_action_err(&v["actions"]) <= 1e-3);
     let _ = child.kill();

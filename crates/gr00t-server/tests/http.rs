@@ -22,7 +22,8 @@ async fn call(state: &AppState, method: &str, path: &str, body: Vec<u8>) -> (Sta
     let resp = router(state.clone()).oneshot(req).await.unwrap();
     let status = resp.status();
     let bytes = resp.into_body().collect().await.unwrap().to_bytes();
-    let v = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {}", String::from_utf8_lossy(&bytes)));
+    let v = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| panic!("non-JSON body: {}", String::from_utf8_lossy(&bytes)));
     (status, v)
 }
 
@@ -74,7 +75,10 @@ async fn predict_returns_the_golden_actions() {
     let (s, v) = predict(&state, &req).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert_eq!(v["seed"], 42);
-    assert_eq!(v["actions_normalized"]["waist"].as_array().unwrap().len(), 16);
+    assert_eq!(
+        v["actions_normalized"]["waist"].as_array().unwrap().len(),
+        16
+    );
     let mut req = case1_request();
     req["noise"] = req["noise"][0].clone();
     req["extra_key_is_ignored"] = json!(1);
@@ -96,7 +100,10 @@ async fn info_demo_models_and_unknown_routes() {
     let (s, v) = call(&state, "GET", "/demo", vec![]).await;
     assert_eq!(s, StatusCode::OK);
     assert!(v["request"]["images"]["ego_view_bg_crop_pad_res256_freq20"].is_string());
-    assert_eq!(v["expected"]["actions"]["waist"].as_array().unwrap().len(), 16);
+    assert_eq!(
+        v["expected"]["actions"]["waist"].as_array().unwrap().len(),
+        16
+    );
     let (s, v) = call(&state, "GET", "/v1/models", vec![]).await;
     assert_eq!(s, StatusCode::OK);
     assert_eq!(v["data"][0]["id"], "nvidia/GR00T-N1.6-3B");
@@ -118,30 +125,103 @@ async fn bad_inputs_are_400_naming_the_field() {
     const CAM: &str = "ego_view_bg_crop_pad_res256_freq20";
     type Edit = Box<dyn Fn(&mut Value)>;
     let cases: Vec<(&str, Edit)> = vec![
-        ("images.front", Box::new(|r| r["images"]["front"] = r["images"][CAM].clone())),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| { r["images"].as_object_mut().unwrap().clear(); })),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][CAM] = json!("%%%not base64%%%"))),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][CAM] = json!(base64::engine::general_purpose::STANDARD.encode(b"GIF89a....")))),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][CAM] = json!(base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\ntruncated")))),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][CAM] = json!(png(5000, 2)))),
-        ("images.ego_view_bg_crop_pad_res256_freq20", Box::new(|r| r["images"][CAM] = json!(7))),
+        (
+            "images.front",
+            Box::new(|r| r["images"]["front"] = r["images"][CAM].clone()),
+        ),
+        (
+            "images.ego_view_bg_crop_pad_res256_freq20",
+            Box::new(|r| {
+                r["images"].as_object_mut().unwrap().clear();
+            }),
+        ),
+        (
+            "images.ego_view_bg_crop_pad_res256_freq20",
+            Box::new(|r| r["images"][CAM] = json!("%%%not base64%%%")),
+        ),
+        (
+            "images.ego_view_bg_crop_pad_res256_freq20",
+            Box::new(|r| {
+                r["images"][CAM] =
+                    json!(base64::engine::general_purpose::STANDARD.encode(b"GIF89a...."))
+            }),
+        ),
+        (
+            "images.ego_view_bg_crop_pad_res256_freq20",
+            Box::new(|r| {
+                r["images"][CAM] = json!(
+                    base64::engine::general_purpose::STANDARD.encode(b"\x89PNG\r\n\x1a\ntruncated")
+                )
+            }),
+        ),
+        (
+            "images.ego_view_bg_crop_pad_res256_freq20",
+            Box::new(|r| r["images"][CAM] = json!(png(5000, 2))),
+        ),
+        (
+            "images.ego_view_bg_crop_pad_res256_freq20",
+            Box::new(|r| r["images"][CAM] = json!(7)),
+        ),
         ("images", Box::new(|r| r["images"] = json!("x"))),
-        ("state.waist", Box::new(|r| { r["state"].as_object_mut().unwrap().remove("waist"); })),
-        ("state.tail", Box::new(|r| r["state"]["tail"] = json!([1.0]))),
-        ("state.left_arm", Box::new(|r| r["state"]["left_arm"] = json!([1.0, 2.0]))),
-        ("state.left_arm[0]", Box::new(|r| r["state"]["left_arm"][0] = json!(1e39))),
-        ("state.left_arm[2]", Box::new(|r| r["state"]["left_arm"][2] = json!("NaN"))),
-        ("state.left_arm", Box::new(|r| r["state"]["left_arm"] = json!(3))),
-        ("instruction", Box::new(|r| r["instruction"] = json!("pick ".repeat(40)))),
-        ("instruction", Box::new(|r| { r.as_object_mut().unwrap().remove("instruction"); })),
+        (
+            "state.waist",
+            Box::new(|r| {
+                r["state"].as_object_mut().unwrap().remove("waist");
+            }),
+        ),
+        (
+            "state.tail",
+            Box::new(|r| r["state"]["tail"] = json!([1.0])),
+        ),
+        (
+            "state.left_arm",
+            Box::new(|r| r["state"]["left_arm"] = json!([1.0, 2.0])),
+        ),
+        (
+            "state.left_arm[0]",
+            Box::new(|r| r["state"]["left_arm"][0] = json!(1e39)),
+        ),
+        (
+            "state.left_arm[2]",
+            Box::new(|r| r["state"]["left_arm"][2] = json!("NaN")),
+        ),
+        (
+            "state.left_arm",
+            Box::new(|r| r["state"]["left_arm"] = json!(3)),
+        ),
+        (
+            "instruction",
+            Box::new(|r| r["instruction"] = json!("pick ".repeat(40))),
+        ),
+        (
+            "instruction",
+            Box::new(|r| {
+                r.as_object_mut().unwrap().remove("instruction");
+            }),
+        ),
         ("instruction", Box::new(|r| r["instruction"] = json!(["a"]))),
-        ("noise", Box::new(|r| r["noise"] = json!(vec![vec![0.0; 36]; 23]))),
-        ("noise", Box::new(|r| r["noise"] = json!(vec![vec![vec![0.0; 35]; 24]]))),
+        (
+            "noise",
+            Box::new(|r| r["noise"] = json!(vec![vec![0.0; 36]; 23])),
+        ),
+        (
+            "noise",
+            Box::new(|r| r["noise"] = json!(vec![vec![vec![0.0; 35]; 24]])),
+        ),
         ("noise", Box::new(|r| r["noise"] = json!([[0.0, [1.0]]]))),
         ("noise", Box::new(|r| r["noise"][0][0][0] = json!(1e300))),
         ("noise", Box::new(|r| r["seed"] = json!(3))),
-        ("seed", Box::new(|r| { r.as_object_mut().unwrap().remove("noise"); r["seed"] = json!(-1); })),
-        ("return_normalized", Box::new(|r| r["return_normalized"] = json!("yes"))),
+        (
+            "seed",
+            Box::new(|r| {
+                r.as_object_mut().unwrap().remove("noise");
+                r["seed"] = json!(-1);
+            }),
+        ),
+        (
+            "return_normalized",
+            Box::new(|r| r["return_normalized"] = json!("yes")),
+        ),
     ];
     for (field, edit) in &cases {
         let mut req = case1_request();
@@ -151,7 +231,12 @@ async fn bad_inputs_are_400_naming_the_field() {
         assert_eq!(v["field"], *field, "{v}");
         assert!(!v["error"].as_str().unwrap().is_empty());
     }
-    for body in [b"not json".to_vec(), b"[1,2]".to_vec(), vec![], b"{\"images\":".to_vec()] {
+    for body in [
+        b"not json".to_vec(),
+        b"[1,2]".to_vec(),
+        vec![],
+        b"{\"images\":".to_vec(),
+    ] {
         let (s, v) = call(&state, "POST", "/predict", body).await;
         assert_eq!(s, StatusCode::BAD_REQUEST, "{v}");
         assert!(v["field"].is_string(), "{v}");
@@ -174,7 +259,9 @@ async fn oversized_body_is_413() {
 fn warm_up_checks_pcc_against_the_demo() {
     let rt = replay_runtime();
     let s = settings();
-    let p = gr00t_server::boot::warm_up(&rt, &s, Some(&case1_demo())).unwrap().unwrap();
+    let p = gr00t_server::boot::warm_up(&rt, &s, Some(&case1_demo()))
+        .unwrap()
+        .unwrap();
     assert!(p > 0.999_999, "{p}");
     // A golden that disagrees fails the boot with the measured PCC.
     let mut bad = case1_demo();
@@ -185,8 +272,13 @@ fn warm_up_checks_pcc_against_the_demo() {
             }
         }
     }
-    let e = gr00t_server::boot::warm_up(&rt, &s, Some(&bad)).unwrap_err().to_string();
-    assert!(e.contains("warm-up PCC") && e.contains("below GR00T_WARMUP_PCC_MIN"), "{e}");
+    let e = gr00t_server::boot::warm_up(&rt, &s, Some(&bad))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("warm-up PCC") && e.contains("below GR00T_WARMUP_PCC_MIN"),
+        "{e}"
+    );
     // PCC_MIN set but no demo: refuse.
     assert!(gr00t_server::boot::warm_up(&rt, &s, None).is_err());
 }

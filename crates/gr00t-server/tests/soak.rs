@@ -49,7 +49,12 @@ async fn two_hundred_concurrent_requests_soak() {
             .collect();
         for t in tasks {
             let (code, resp) = t.await.unwrap();
-            assert_eq!(code, 200, "round {round}: {}", String::from_utf8_lossy(&resp));
+            assert_eq!(
+                code,
+                200,
+                "round {round}: {}",
+                String::from_utf8_lossy(&resp)
+            );
             let v: serde_json::Value = serde_json::from_slice(&resp).unwrap();
             assert!(max_action_err(&v["actions"]) <= 1e-5);
         }
@@ -57,5 +62,8 @@ async fn two_hundred_concurrent_requests_soak() {
     }
     // Round 1 warms allocator pools; after that memory must be flat (< 32 MiB of growth).
     let growth = rss[2].saturating_sub(rss[1]);
-    assert!(growth < 32 * 1024, "RSS grew by {growth} KiB between rounds: {rss:?}");
+    assert!(
+        growth < 32 * 1024,
+        "RSS grew by {growth} KiB between rounds: {rss:?}"
+    );
 }

@@ -104,7 +104,11 @@ fn area_tab(ssize: usize, dsize: usize, cn: usize, scale: f64) -> Vec<Decimate> 
             });
         }
         for sx in sx1..sx2 {
-            tab.push(Decimate { di: dx * cn, si: sx as usize * cn, alpha: (1.0 / cell) as f32 });
+            tab.push(Decimate {
+                di: dx * cn,
+                si: sx as usize * cn,
+                alpha: (1.0 / cell) as f32,
+            });
         }
         if fsx2 - sx2 as f64 > 1e-3 {
             tab.push(Decimate {
@@ -159,7 +163,13 @@ fn area_generic(src: &RgbImage, dst_w: usize, dst_h: usize, sx: f64, sy: f64) ->
 
 /// Area-mode linear coefficients for one axis: source index and the fixed-point weights of
 /// pixels `s` and `s + 1`.
-fn area_mode_coeffs(src: usize, dst: usize, inv_scale: f64, scale: f64, clamp_edge: bool) -> Vec<(usize, i32, i32)> {
+fn area_mode_coeffs(
+    src: usize,
+    dst: usize,
+    inv_scale: f64,
+    scale: f64,
+    clamp_edge: bool,
+) -> Vec<(usize, i32, i32)> {
     (0..dst)
         .map(|d| {
             let mut s = (d as f64 * scale).floor() as i64;
@@ -198,7 +208,11 @@ fn linear_area_mode(
         for (dx, &(s, c0, c1)) in xc.iter().enumerate() {
             for c in 0..CN {
                 let p0 = row[s * CN + c] as i32;
-                let p1 = if s + 1 < src.width { row[(s + 1) * CN + c] as i32 } else { 0 };
+                let p1 = if s + 1 < src.width {
+                    row[(s + 1) * CN + c] as i32
+                } else {
+                    0
+                };
                 h[dx * CN + c] = p0 * c0 + if c1 != 0 { p1 * c1 } else { 0 };
             }
         }
@@ -219,14 +233,15 @@ fn linear_area_mode(
         let s0 = &rows[s.min(src.height - 1)];
         let s1 = &rows[(s + 1).min(src.height - 1)];
         let drow = &mut out[dy * w..(dy + 1) * w];
-        for x in 0..w {
-            drow[x] = if x < vec_end {
-                let a = (b0 * (s0[x] >> 4)) >> 16;
-                let b = (b1 * (s1[x] >> 4)) >> 16;
-                ((a + b + 2) >> 2).clamp(0, 255) as u8
-            } else {
-                ((b0 as i64 * s0[x] as i64 + b1 as i64 * s1[x] as i64 + (1 << 21)) >> 22).clamp(0, 255) as u8
-            };
+        let (dv, ds) = drow.split_at_mut(vec_end);
+        for ((d, &h0), &h1) in dv.iter_mut().zip(&s0[..vec_end]).zip(&s1[..vec_end]) {
+            let a = (b0 * (h0 >> 4)) >> 16;
+            let b = (b1 * (h1 >> 4)) >> 16;
+            *d = ((a + b + 2) >> 2).clamp(0, 255) as u8;
+        }
+        for ((d, &h0), &h1) in ds.iter_mut().zip(&s0[vec_end..]).zip(&s1[vec_end..]) {
+            *d = ((b0 as i64 * h0 as i64 + b1 as i64 * h1 as i64 + (1 << 21)) >> 22).clamp(0, 255)
+                as u8;
         }
     }
     RgbImage::new(dst_w, dst_h, out)

@@ -26,7 +26,11 @@ impl RgbImage {
     /// Wrap raw HWC bytes; panics if the length does not match (internal invariant).
     pub fn new(width: usize, height: usize, data: Vec<u8>) -> Self {
         assert_eq!(data.len(), width * height * 3, "RgbImage buffer size");
-        Self { width, height, data }
+        Self {
+            width,
+            height,
+            data,
+        }
     }
 }
 
@@ -56,15 +60,24 @@ pub fn decode_image(bytes: &[u8]) -> Result<RgbImage, ImageError> {
     };
     let cursor = std::io::Cursor::new(bytes);
     let reader = image::ImageReader::with_format(cursor, format);
-    let mut decoder = reader.into_decoder().map_err(|e| ImageError::Decode(e.to_string()))?;
+    let mut decoder = reader
+        .into_decoder()
+        .map_err(|e| ImageError::Decode(e.to_string()))?;
     let (w, h) = decoder.dimensions();
     if w == 0 || h == 0 || w > MAX_IMAGE_SIDE || h > MAX_IMAGE_SIDE {
-        return Err(ImageError::BadSize { width: w, height: h, max: MAX_IMAGE_SIDE });
+        return Err(ImageError::BadSize {
+            width: w,
+            height: h,
+            max: MAX_IMAGE_SIDE,
+        });
     }
     let mut limits = image::Limits::default();
     limits.max_alloc = Some(256 << 20);
-    decoder.set_limits(limits).map_err(|e| ImageError::Decode(e.to_string()))?;
-    let img = image::DynamicImage::from_decoder(decoder).map_err(|e| ImageError::Decode(e.to_string()))?;
+    decoder
+        .set_limits(limits)
+        .map_err(|e| ImageError::Decode(e.to_string()))?;
+    let img = image::DynamicImage::from_decoder(decoder)
+        .map_err(|e| ImageError::Decode(e.to_string()))?;
     let rgb = match img {
         image::DynamicImage::ImageRgb8(b) => b,
         other => other.to_rgb8(),
@@ -83,7 +96,10 @@ pub struct ImageChainConfig {
 
 impl Default for ImageChainConfig {
     fn default() -> Self {
-        Self { shortest_edge: 256, crop_fraction: 0.95 }
+        Self {
+            shortest_edge: 256,
+            crop_fraction: 0.95,
+        }
     }
 }
 
@@ -183,5 +199,12 @@ pub fn preprocess(img: &RgbImage, cfg: &ImageChainConfig) -> Preprocessed {
     let (h, w) = smart_resize(augmented.height, augmented.width);
     let smart_resized = pil_bicubic::resize_bicubic(&augmented, w, h);
     let pixel_values = normalize_chw(&smart_resized);
-    Preprocessed { letterboxed, resized1, cropped, augmented, smart_resized, pixel_values }
+    Preprocessed {
+        letterboxed,
+        resized1,
+        cropped,
+        augmented,
+        smart_resized,
+        pixel_values,
+    }
 }

@@ -16,7 +16,10 @@ use gr00t_server::state::AppState;
 use safetensors::SafeTensors;
 
 pub fn golden() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/golden/gr00t-n16-tiny"))
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/golden/gr00t-n16-tiny"
+    ))
 }
 pub fn case1() -> PathBuf {
     golden().join("case1")
@@ -29,7 +32,10 @@ pub fn f32_tensor(file: &str, name: &str) -> Vec<f32> {
     let bytes = std::fs::read(case1().join(file)).unwrap();
     let st = SafeTensors::deserialize(&bytes).unwrap();
     let t = st.tensor(name).unwrap();
-    t.data().chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().unwrap())).collect()
+    t.data()
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect()
 }
 
 pub const GROUPS: [&str; 5] = ["left_arm", "right_arm", "left_hand", "right_hand", "waist"];
@@ -41,7 +47,9 @@ pub struct GoldenReplayPolicy {
 
 impl GoldenReplayPolicy {
     pub fn new() -> Self {
-        Self { chunk: f32_tensor("taps.safetensors", "flow.action_pred") }
+        Self {
+            chunk: f32_tensor("taps.safetensors", "flow.action_pred"),
+        }
     }
 }
 
@@ -54,28 +62,49 @@ impl Policy for GoldenReplayPolicy {
     }
     fn predict(&self, inputs: &ModelInputs) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
         if inputs.noise.len() != 24 * 36 || inputs.state.len() != 64 {
-            return Err(PolicyError::Shape("replay policy: unexpected input shapes".into()));
+            return Err(PolicyError::Shape(
+                "replay policy: unexpected input shapes".into(),
+            ));
         }
-        Ok((ActionChunk { horizon: 24, dim: 36, data: self.chunk.clone() }, ForwardTiming::default()))
+        Ok((
+            ActionChunk {
+                horizon: 24,
+                dim: 36,
+                data: self.chunk.clone(),
+            },
+            ForwardTiming::default(),
+        ))
     }
 }
 
 pub fn settings() -> Settings {
-    let vars: HashMap<String, String> =
-        [("GR00T_EMBODIMENT", "gr1"), ("GR00T_LAYOUT", "gr1"), ("GR00T_WARMUP_RUNS", "2"), ("GR00T_WARMUP_PCC_MIN", "0.999")]
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+    let vars: HashMap<String, String> = [
+        ("GR00T_EMBODIMENT", "gr1"),
+        ("GR00T_LAYOUT", "gr1"),
+        ("GR00T_WARMUP_RUNS", "2"),
+        ("GR00T_WARMUP_PCC_MIN", "0.999"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
     Settings::from_vars(&vars).unwrap()
 }
 
 pub fn replay_runtime() -> Runtime {
-    boot::build_runtime(&settings(), &case1(), &tok_dir(), Box::new(GoldenReplayPolicy::new())).unwrap()
+    boot::build_runtime(
+        &settings(),
+        &case1(),
+        &tok_dir(),
+        Box::new(GoldenReplayPolicy::new()),
+    )
+    .unwrap()
 }
 
 /// The case1 observation as a `/predict` body (noise given, as the reference run).
 pub fn case1_request() -> serde_json::Value {
-    let obs: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(case1().join("observation.json")).unwrap()).unwrap();
+    let obs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case1().join("observation.json")).unwrap())
+            .unwrap();
     let png = std::fs::read(case1().join("observation.png")).unwrap();
     let noise = f32_tensor("observation.safetensors", "noise");
     let rows: Vec<Vec<f32>> = noise.chunks(36).map(|r| r.to_vec()).collect();
@@ -93,13 +122,19 @@ pub fn case1_expected() -> serde_json::Value {
     for g in GROUPS {
         let v = f32_tensor("taps.safetensors", &format!("output.action.{g}"));
         let d = v.len() / 16;
-        m.insert(g.into(), serde_json::json!(v.chunks(d).map(|r| r.to_vec()).collect::<Vec<_>>()));
+        m.insert(
+            g.into(),
+            serde_json::json!(v.chunks(d).map(|r| r.to_vec()).collect::<Vec<_>>()),
+        );
     }
     serde_json::json!({ "actions": m })
 }
 
 pub fn case1_demo() -> Demo {
-    Demo { request: case1_request(), expected: case1_expected() }
+    Demo {
+        request: case1_request(),
+        expected: case1_expected(),
+    }
 }
 
 /// A ready server state around the replay policy.
