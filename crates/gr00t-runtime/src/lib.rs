@@ -7,14 +7,14 @@
 //! Module ownership while the runtime is being built: `config`, `weights`, `model` (the forward);
 //! `policy` (the seam); the host modules are added beside them.
 
+pub mod config;
+pub mod cpu;
+pub mod megakernel;
+pub mod model;
 pub mod policy;
 pub mod preprocess;
 pub mod processor;
 pub mod randn;
 pub mod request;
 pub mod tokenizer;
-pub mod config;
-pub mod cpu;
-pub mod megakernel;
-pub mod model;
 pub mod weights;

@@ -69,20 +69,32 @@ impl Demo {
     }
 }
 
-/// Build the policy for the requested backend. Only the CPU model exists in this build; a
-/// device backend request (`ttnn`, `megakernel`) is served by it with a warning, and `/info`
-/// reports both what was asked and what runs.
+/// Build the policy for the requested backend (`GR00T_DIT_BACKEND`):
+/// - `cpu`: the f32 CPU reference model;
+/// - `megakernel`: the CPU model around the DiT megakernel, whose blocks run on the Blackhole
+///   emulator from the block-float arena (`GR00T_MK_ARENA_DTYPE`, cached under `GR00T_TT_CACHE`);
+///   `/info` reports it as the emulated stage. Real p150a dispatch is not built in and
+///   `GR00T_MK_DEVICE=p150a` fails here, clearly;
+/// - `ttnn`: the tt-metal trace path, which this build does not include: refused, never
+///   silently replaced by another backend.
 pub fn load_policy(settings: &Settings, model_dir: &Path) -> anyhow::Result<Box<dyn Policy>> {
-    if settings.dit_backend != "cpu" {
-        tracing::warn!(
-            "GR00T_DIT_BACKEND={} needs a Tenstorrent device backend, which this build does not have; serving the CPU model",
-            settings.dit_backend
-        );
-    }
-    let p = gr00t_runtime::model::CpuPolicy::load(model_dir).map_err(|e| {
+    let load_err = |e: &dyn std::fmt::Display| {
         anyhow::anyhow!("cannot load the model from `{}`: {e}", model_dir.display())
-    })?;
-    Ok(Box::new(p))
+    };
+    match settings.dit_backend.as_str() {
+        "cpu" => Ok(Box::new(
+            gr00t_runtime::model::CpuPolicy::load(model_dir).map_err(|e| load_err(&e))?,
+        )),
+        "megakernel" => {
+            let p = gr00t_runtime::megakernel::MegakernelPolicy::from_env(model_dir)
+                .map_err(|e| load_err(&e))?;
+            tracing::info!("DiT arena: {:?}", p.arena_outcome);
+            Ok(Box::new(p))
+        }
+        other => anyhow::bail!(
+            "GR00T_DIT_BACKEND={other} needs the tt-metal device runtime, which this build does not include (use cpu or megakernel)"
+        ),
+    }
 }
 
 /// `--model-dir`, else the HF cache snapshot at `TT_WEIGHTS_REVISION`.

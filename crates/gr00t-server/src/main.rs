@@ -48,6 +48,22 @@ enum Cmd {
         #[arg(long)]
         request: PathBuf,
     },
+    /// Print the Blackhole megakernel plan of the DiT (110-core grid: readers, compute cores,
+    /// circular buffers, L1 budget, runtime args) and its roofline.
+    Plan {
+        /// The whole plan as JSON instead of the roofline report.
+        #[arg(long)]
+        json: bool,
+        /// Plan for this checkpoint's config (default: the full-size N1.6-3B config).
+        #[arg(long)]
+        model_dir: Option<PathBuf>,
+        /// Arena dtype: bfp8_b, bfp4_b or bf16 (default: GR00T_MK_ARENA_DTYPE, else bfp8_b).
+        #[arg(long)]
+        dtype: Option<String>,
+        /// VL context tokens the cross-attention blocks are cut for.
+        #[arg(long, default_value_t = 128)]
+        ctx_tokens: usize,
+    },
 }
 
 fn main() -> ExitCode {
@@ -71,6 +87,18 @@ fn main() -> ExitCode {
             tokenizer_dir,
             request,
         }) => predict(&settings, &model_dir, tokenizer_dir.as_deref(), &request),
+        Some(Cmd::Plan {
+            json,
+            model_dir,
+            dtype,
+            ctx_tokens,
+        }) => plan(
+            &settings,
+            json,
+            model_dir.as_deref(),
+            dtype.as_deref(),
+            ctx_tokens,
+        ),
         None => serve(
             settings,
             cli.host,
@@ -115,6 +143,30 @@ fn predict(
             }))
         }
     }
+}
+
+fn plan(
+    settings: &Settings,
+    json: bool,
+    model_dir: Option<&std::path::Path>,
+    dtype: Option<&str>,
+    ctx_tokens: usize,
+) -> anyhow::Result<ExitCode> {
+    use gr00t_runtime::config::ModelConfig;
+    use tt_blackhole::format::ArenaDtype;
+    let cfg = match model_dir {
+        Some(d) => ModelConfig::from_dir(d)?,
+        None => ModelConfig::full_size(),
+    };
+    let dtype = ArenaDtype::parse(dtype.unwrap_or(&settings.mk_arena_dtype))?;
+    let dims = gr00t_runtime::megakernel::dit_dims(&cfg.gr00t, ctx_tokens);
+    let plan = tt_blackhole::plan::build_plan(&dims, dtype)?;
+    if json {
+        println!("{}", plan.to_json());
+    } else {
+        println!("{}", tt_blackhole::plan::roofline::roofline(&plan).report());
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 fn serve(

@@ -42,6 +42,8 @@ pub struct RuntimeInfo {
 pub fn stage_for(backend: &str) -> &'static str {
     match backend {
         "megakernel" => "stage2-megakernel",
+        // The megakernel schedule run by the CPU emulator of the card.
+        "megakernel-emulated" => "stage2-megakernel-emulated",
         "ttnn" => "stage1-ttnn-traces",
         _ => "cpu-reference",
     }

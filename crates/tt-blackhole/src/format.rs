@@ -83,9 +83,10 @@ impl ArenaDtype {
     }
 
     /// Parse a `GR00T_MK_ARENA_DTYPE` value (case-insensitive; `bfloat8_b`-style aliases too).
+    /// `auto` (the seed manifest's default) picks bfp8_b, the format the megakernel is sized for.
     pub fn parse(value: &str) -> Result<Self, UnknownDtype> {
         match value.trim().to_ascii_lowercase().as_str() {
-            "bfp8_b" | "bfloat8_b" | "bfp8" => Ok(ArenaDtype::Bfp8B),
+            "auto" | "bfp8_b" | "bfloat8_b" | "bfp8" => Ok(ArenaDtype::Bfp8B),
             "bfp4_b" | "bfloat4_b" | "bfp4" => Ok(ArenaDtype::Bfp4B),
             "bf16" | "bfloat16" | "float16_b" => Ok(ArenaDtype::Bf16),
             _ => Err(UnknownDtype(value.to_string())),

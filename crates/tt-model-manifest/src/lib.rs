@@ -128,7 +128,11 @@ fn drop_explained_by_typos(diagnostics: &mut Vec<Diagnostic>) {
         .iter()
         .filter(|d| d.code == "unknown-key")
         .filter_map(|d| {
-            let meant = d.label.as_deref()?.strip_prefix("did you mean `")?.strip_suffix("`?")?;
+            let meant = d
+                .label
+                .as_deref()?
+                .strip_prefix("did you mean `")?
+                .strip_suffix("`?")?;
             Some((split(&d.path).0.to_owned(), meant.to_owned()))
         })
         .collect();

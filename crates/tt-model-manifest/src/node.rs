@@ -359,7 +359,10 @@ mod tests {
     #[test]
     fn floats_to_json() {
         let src = "a: 1.0\nb: 1e3\nc: 0.5\nd: 0.10\n";
-        assert_eq!(tree(src).to_json(src), serde_json::json!({"a": 1.0, "b": 1000.0, "c": 0.5, "d": "0.10"}));
+        assert_eq!(
+            tree(src).to_json(src),
+            serde_json::json!({"a": 1.0, "b": 1000.0, "c": 0.5, "d": "0.10"})
+        );
     }
 
     #[test]

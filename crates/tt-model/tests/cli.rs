@@ -40,7 +40,10 @@ fn version_is_bare() {
     assert!(o.status.success());
     let text = stdout(&o);
     let v = text.trim();
-    assert!(v.split('.').count() == 3 && v.split('.').all(|p| p.parse::<u32>().is_ok()), "{v:?}");
+    assert!(
+        v.split('.').count() == 3 && v.split('.').all(|p| p.parse::<u32>().is_ok()),
+        "{v:?}"
+    );
 }
 
 #[test]
@@ -65,28 +68,67 @@ fn lint_exit_codes() {
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
     assert!(stderr(&o).contains("✓"), "{}", stderr(&o));
 
-    let bad = temp_manifest("bad.yaml", &GOOD.replace("mesh_device: P150", "mesh_devcie: P150"));
+    let bad = temp_manifest(
+        "bad.yaml",
+        &GOOD.replace("mesh_device: P150", "mesh_devcie: P150"),
+    );
     let o = tt_model(&["lint", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);
-    assert!(out.contains("error[unknown-key]: unknown key `mesh_devcie` in `serve`"), "{out}");
-    assert!(out.contains("bad.yaml:8:25 at `serve.mesh_devcie`"), "{out}");
-    assert!(out.contains("^^^^^^^^^^^ did you mean `mesh_device`?"), "{out}");
+    assert!(
+        out.contains("error[unknown-key]: unknown key `mesh_devcie` in `serve`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("bad.yaml:8:25 at `serve.mesh_devcie`"),
+        "{out}"
+    );
+    assert!(
+        out.contains("^^^^^^^^^^^ did you mean `mesh_device`?"),
+        "{out}"
+    );
     assert!(!out.contains('\x1b'), "no ANSI escapes when piped");
 
-    let warn = temp_manifest("warn.yaml", &GOOD.replace("revision: 0123456789abcdef0123456789abcdef01234567", "revision: main"));
-    assert_eq!(tt_model(&["lint", warn.to_str().unwrap()]).status.code(), Some(0));
-    assert_eq!(tt_model(&["lint", "--deny-warnings", warn.to_str().unwrap()]).status.code(), Some(1));
+    let warn = temp_manifest(
+        "warn.yaml",
+        &GOOD.replace(
+            "revision: 0123456789abcdef0123456789abcdef01234567",
+            "revision: main",
+        ),
+    );
+    assert_eq!(
+        tt_model(&["lint", warn.to_str().unwrap()]).status.code(),
+        Some(0)
+    );
+    assert_eq!(
+        tt_model(&["lint", "--deny-warnings", warn.to_str().unwrap()])
+            .status
+            .code(),
+        Some(1)
+    );
 
     // Usage errors and unreadable files are exit 2.
     assert_eq!(tt_model(&["lint"]).status.code(), Some(2));
-    assert_eq!(tt_model(&["lint", "--format", "xml", good.to_str().unwrap()]).status.code(), Some(2));
-    assert_eq!(tt_model(&["lint", "/nonexistent/tt-model.yaml"]).status.code(), Some(2));
+    assert_eq!(
+        tt_model(&["lint", "--format", "xml", good.to_str().unwrap()])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        tt_model(&["lint", "/nonexistent/tt-model.yaml"])
+            .status
+            .code(),
+        Some(2)
+    );
 }
 
 #[test]
 fn lint_github_annotations() {
-    let bad = temp_manifest("gh.yaml", &GOOD.replace("arch: blackhole", "arch: blakhole"));
+    let bad = temp_manifest(
+        "gh.yaml",
+        &GOOD.replace("arch: blackhole", "arch: blakhole"),
+    );
     let o = tt_model(&["lint", "--format", "github", bad.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1));
     let out = stdout(&o);
@@ -111,16 +153,29 @@ fn lint_json_report() {
 
 #[test]
 fn lint_check_sources_resolves_against_the_working_directory() {
-    let o = tt_model(&["lint", "--check-sources", "examples/gr00t-n1.6-3b-p150/tt-model.yaml"]);
-    assert_eq!(o.status.code(), Some(1), "the seed's sources are not on this machine");
-    assert!(stdout(&o).contains("error[source-missing]"), "{}", stdout(&o));
+    let o = tt_model(&[
+        "lint",
+        "--check-sources",
+        "examples/gr00t-n1.6-3b-p150/tt-model.yaml",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "the seed's sources are not on this machine"
+    );
+    assert!(
+        stdout(&o).contains("error[source-missing]"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
 fn schema_prints_and_writes_the_checked_in_file() {
     let o = tt_model(&["schema"]);
     assert!(o.status.success());
-    let checked_in = std::fs::read_to_string(root().join("schemas/tt-model-5.1.schema.json")).unwrap();
+    let checked_in =
+        std::fs::read_to_string(root().join("schemas/tt-model-5.1.schema.json")).unwrap();
     assert_eq!(stdout(&o), checked_in);
     let out = std::env::temp_dir().join(format!("tt-model-schema-{}.json", std::process::id()));
     let o = tt_model(&["schema", "--out", out.to_str().unwrap()]);

@@ -196,7 +196,11 @@ pub(super) fn profiles(c: &mut Checker<'_>) {
                 let at = path(field);
                 let pos = c.pos(&at);
                 // The path names the missing field (the position is its mapping's).
-                let field_path = if at.ends_with(field) { at.clone() } else { format!("{at}.{field}") };
+                let field_path = if at.ends_with(field) {
+                    at.clone()
+                } else {
+                    format!("{at}.{field}")
+                };
                 let mut d = crate::Diagnostic::error(
                     "required-serve-field",
                     field_path,

@@ -220,10 +220,7 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
         ))
         .into());
     };
-    printer.done(
-        &format!("image {}", pkg.image),
-        Some(image.short_id()),
-    );
+    printer.done(&format!("image {}", pkg.image), Some(image.short_id()));
 
     // One container per package and profile.
     let name = container_name(&pkg.name, &profile.name);
