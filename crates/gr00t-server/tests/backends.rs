@@ -11,15 +11,6 @@ use common::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_gr00t-server");
 
-fn clean_env(cmd: &mut Command) -> &mut Command {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GR00T_") || k.starts_with("TT_") || k == "HF_HOME" {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("RUST_LOG", "warn")
-}
-
 fn request_file(tag: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("gr00t-backends-{tag}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -18,15 +18,6 @@ fn tmpdir(tag: &str) -> std::path::PathBuf {
     d
 }
 
-fn clean_env(cmd: &mut Command) -> &mut Command {
-    for (k, _) in std::env::vars() {
-        if k.starts_with("GR00T_") || k.starts_with("TT_") || k == "HF_HOME" {
-            cmd.env_remove(k);
-        }
-    }
-    cmd.env("RUST_LOG", "warn")
-}
-
 #[test]
 fn predict_subcommand_prints_the_predict_json() {
     let dir = tmpdir("predict");

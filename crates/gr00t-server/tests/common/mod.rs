@@ -162,3 +162,14 @@ pub fn max_action_err(actions: &serde_json::Value) -> f64 {
     }
     worst
 }
+
+/// A command with none of the caller's GR00T_*/TT_*/HF_HOME configuration: each test sets
+/// exactly what it means to.
+pub fn clean_env(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    for (k, _) in std::env::vars() {
+        if k.starts_with("GR00T_") || k.starts_with("TT_") || k == "HF_HOME" {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.env("RUST_LOG", "warn")
+}
