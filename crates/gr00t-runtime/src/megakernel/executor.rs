@@ -1,7 +1,6 @@
 //! The megakernel as the model's DiT executor, and as a [`Policy`] backend.
 
 use std::path::Path;
-use std::time::Instant;
 
 use tt_blackhole::ArenaDtype;
 use tt_blackhole::arena::{
@@ -207,25 +206,11 @@ impl Policy for MegakernelPolicy {
     }
 
     fn dims(&self) -> (usize, usize, usize) {
-        let g = &self.model.cfg.gr00t;
-        (g.action_horizon, g.max_action_dim, g.max_state_dim)
+        self.model.policy_dims()
     }
 
     fn predict(&self, inputs: &ModelInputs) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
-        let mut taps = Taps::none();
-        let t0 = Instant::now();
-        let bb = self.model.encode(inputs, &mut taps)?;
-        let t1 = Instant::now();
-        let mut dit = self.executor()?;
-        let chunk = self.model.act(&bb, inputs, &mut dit, &mut taps)?;
-        let t2 = Instant::now();
-        Ok((
-            chunk,
-            ForwardTiming {
-                encode_ms: (t1 - t0).as_secs_f64() * 1e3,
-                device_ms: (t2 - t1).as_secs_f64() * 1e3,
-            },
-        ))
+        self.model.predict_timed(inputs, || self.executor())
     }
 }
 

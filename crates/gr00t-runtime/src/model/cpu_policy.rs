@@ -1,6 +1,6 @@
 //! The `cpu` backend of the [`Policy`] seam.
 
-use super::{Gr00tModel, ModelError, Taps};
+use super::{DitExecutor, Gr00tModel, ModelError, Taps};
 use crate::policy::{ActionChunk, ForwardTiming, ModelInputs, Policy, PolicyError};
 use std::path::Path;
 use std::time::Instant;
@@ -34,21 +34,27 @@ impl From<ModelError> for PolicyError {
     }
 }
 
-impl Policy for CpuPolicy {
-    fn backend_name(&self) -> &str {
-        "cpu"
-    }
-    fn dims(&self) -> (usize, usize, usize) {
-        let g = &self.model.cfg.gr00t;
+impl Gr00tModel {
+    /// `(action_horizon, max_action_dim, max_state_dim)`: what [`Policy::dims`] reports.
+    pub fn policy_dims(&self) -> (usize, usize, usize) {
+        let g = &self.cfg.gr00t;
         (g.action_horizon, g.max_action_dim, g.max_state_dim)
     }
-    fn predict(&self, inputs: &ModelInputs) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
+
+    /// One forward as every [`Policy`] runs it: encode, then the action head on the DiT executor
+    /// that `make_dit` builds, timed per phase (building the executor counts to the action head,
+    /// where a device backend pays its set-up).
+    pub fn predict_timed<D: DitExecutor>(
+        &self,
+        inputs: &ModelInputs,
+        make_dit: impl FnOnce() -> Result<D, ModelError>,
+    ) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
         let mut taps = Taps::none();
         let t0 = Instant::now();
-        let bb = self.model.encode(inputs, &mut taps)?;
+        let bb = self.encode(inputs, &mut taps)?;
         let t1 = Instant::now();
-        let mut dit = self.model.cpu_dit();
-        let chunk = self.model.act(&bb, inputs, &mut dit, &mut taps)?;
+        let mut dit = make_dit()?;
+        let chunk = self.act(&bb, inputs, &mut dit, &mut taps)?;
         let t2 = Instant::now();
         Ok((
             chunk,
@@ -57,5 +63,18 @@ impl Policy for CpuPolicy {
                 device_ms: (t2 - t1).as_secs_f64() * 1e3,
             },
         ))
+    }
+}
+
+impl Policy for CpuPolicy {
+    fn backend_name(&self) -> &str {
+        "cpu"
+    }
+    fn dims(&self) -> (usize, usize, usize) {
+        self.model.policy_dims()
+    }
+    fn predict(&self, inputs: &ModelInputs) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
+        self.model
+            .predict_timed(inputs, || Ok(self.model.cpu_dit()))
     }
 }
