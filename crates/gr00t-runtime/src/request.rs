@@ -170,10 +170,10 @@ impl HostPipeline {
                 .ok_or_else(|| InputError::new(&field, "missing camera image"))?;
             let img = preprocess::decode_image(bytes)
                 .map_err(|e: ImageError| InputError::new(&field, e.to_string()))?;
-            let pre = preprocess::preprocess(&img, &p.image);
-            image_hw = (pre.smart_resized.height, pre.smart_resized.width);
+            let (hw, values) = preprocess::preprocess_pixels(&img, &p.image);
+            image_hw = hw;
             image_tokens.push(image_hw.0 * image_hw.1 / PIXELS_PER_TOKEN);
-            pixel_values.push(pre.pixel_values);
+            pixel_values.push(values);
         }
         // State.
         for key in obs.state.keys() {

@@ -199,26 +199,89 @@ fn linear_area_mode(
 ) -> RgbImage {
     let xc = area_mode_coeffs(src.width, dst_w, inv_sx, sx, true);
     let yc = area_mode_coeffs(src.height, dst_h, inv_sy, sy, false);
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: AVX2 was detected at run time.
+        return unsafe { linear_area_mode_avx2(src, dst_w, dst_h, &xc, &yc) };
+    }
+    linear_area_mode_body(src, dst_w, dst_h, &xc, &yc)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn linear_area_mode_avx2(
+    src: &RgbImage,
+    dst_w: usize,
+    dst_h: usize,
+    xc: &[(usize, i32, i32)],
+    yc: &[(usize, i32, i32)],
+) -> RgbImage {
+    linear_area_mode_body(src, dst_w, dst_h, xc, yc)
+}
+
+/// Per output element (`dx * CN + c`): byte offsets of pixels `s` and `s + 1` in the source row
+/// (the latter with weight 0 past the edge) and their weights, as parallel arrays.
+struct HTab {
+    i0: Vec<u32>,
+    i1: Vec<u32>,
+    c0: Vec<i32>,
+    c1: Vec<i32>,
+}
+
+/// Horizontal pass of one source row (int32 sums, as HResizeLinear keeps them).
+///
+/// # Safety
+/// Every offset in `t` must be below `rowi.len()`.
+#[inline(always)]
+unsafe fn hrow(row: &[u8], rowi: &mut [i32], t: &HTab, h: &mut [i32]) {
+    for (d, &p) in rowi.iter_mut().zip(row) {
+        *d = p as i32;
+    }
+    let n = h.len();
+    let (i0, i1, c0, c1) = (&t.i0[..n], &t.i1[..n], &t.c0[..n], &t.c1[..n]);
+    for j in 0..n {
+        // SAFETY: the caller guarantees the offsets are in bounds.
+        h[j] = unsafe {
+            *rowi.get_unchecked(i0[j] as usize) * c0[j]
+                + *rowi.get_unchecked(i1[j] as usize) * c1[j]
+        };
+    }
+}
+
+#[inline(always)]
+fn linear_area_mode_body(
+    src: &RgbImage,
+    dst_w: usize,
+    dst_h: usize,
+    xc: &[(usize, i32, i32)],
+    yc: &[(usize, i32, i32)],
+) -> RgbImage {
     let w = dst_w * CN;
     let sstride = src.width * CN;
-    // Horizontal pass on every source row (int32 sums, as HResizeLinear keeps them).
-    let hrow = |sy: usize| -> Vec<i32> {
-        let row = &src.data[sy * sstride..(sy + 1) * sstride];
-        let mut h = vec![0i32; w];
-        for (dx, &(s, c0, c1)) in xc.iter().enumerate() {
-            for c in 0..CN {
-                let p0 = row[s * CN + c] as i32;
-                let p1 = if s + 1 < src.width {
-                    row[(s + 1) * CN + c] as i32
-                } else {
-                    0
-                };
-                h[dx * CN + c] = p0 * c0 + if c1 != 0 { p1 * c1 } else { 0 };
-            }
-        }
-        h
+    let mut t = HTab {
+        i0: Vec::with_capacity(w),
+        i1: Vec::with_capacity(w),
+        c0: Vec::with_capacity(w),
+        c1: Vec::with_capacity(w),
     };
-    let rows: Vec<Vec<i32>> = (0..src.height).map(hrow).collect();
+    for &(s, c0, c1) in xc {
+        assert!(s < src.width);
+        for c in 0..CN {
+            let (i1, c1) = if s + 1 < src.width && c1 != 0 {
+                ((s + 1) * CN + c, c1)
+            } else {
+                (s * CN + c, 0)
+            };
+            t.i0.push((s * CN + c) as u32);
+            t.i1.push(i1 as u32);
+            t.c0.push(c0);
+            t.c1.push(c1);
+        }
+    }
+    let mut rowi = vec![0i32; sstride];
+    // Two cached horizontal rows (source rows `s` and `s + 1` have different parities).
+    let mut slots = [vec![0i32; w], vec![0i32; w]];
+    let mut tags = [usize::MAX; 2];
     let mut out = vec![0u8; w * dst_h];
     // Which elements of a row OpenCV computes with the SIMD formula (16 u8 lanes, then 8 lanes);
     // the rest use the scalar `(b0*S0 + b1*S1 + (1 << 21)) >> 22`.
@@ -230,8 +293,25 @@ fn linear_area_mode(
         vec_end = 0;
     }
     for (dy, &(s, b0, b1)) in yc.iter().enumerate() {
-        let s0 = &rows[s.min(src.height - 1)];
-        let s1 = &rows[(s + 1).min(src.height - 1)];
+        let r0 = s.min(src.height - 1);
+        let r1 = (s + 1).min(src.height - 1);
+        for r in [r0, r1] {
+            let k = r & 1;
+            if tags[k] != r {
+                // SAFETY: every offset in `t` is below `(s + 1) * CN <= sstride = rowi.len()`.
+                unsafe {
+                    hrow(
+                        &src.data[r * sstride..(r + 1) * sstride],
+                        &mut rowi,
+                        &t,
+                        &mut slots[k],
+                    )
+                };
+                tags[k] = r;
+            }
+        }
+        let s0 = &slots[r0 & 1];
+        let s1 = &slots[r1 & 1];
         let drow = &mut out[dy * w..(dy + 1) * w];
         let (dv, ds) = drow.split_at_mut(vec_end);
         for ((d, &h0), &h1) in dv.iter_mut().zip(&s0[..vec_end]).zip(&s1[..vec_end]) {

@@ -52,6 +52,49 @@ pub const MAX_IMAGE_SIDE: u32 = 4096;
 /// Decode a PNG or JPEG (sniffed from the magic bytes) to RGB8. Grey, grey-alpha and RGBA are
 /// converted the way PIL's `convert("RGB")` does (alpha dropped).
 pub fn decode_image(bytes: &[u8]) -> Result<RgbImage, ImageError> {
+    if let Some(img) = decode_png_rgb8_fast(bytes) {
+        return Ok(img);
+    }
+    decode_image_generic(bytes)
+}
+
+/// The common case, an 8-bit RGB PNG, straight into the output buffer with the `png` crate
+/// (the decoder `image` uses, minus its copies). `None` for anything else, and on any error,
+/// so the generic path decides (and words the error).
+fn decode_png_rgb8_fast(bytes: &[u8]) -> Option<RgbImage> {
+    if !bytes.starts_with(&[0x89, b'P', b'N', b'G']) {
+        return None;
+    }
+    let mut dec = png::Decoder::new_with_limits(
+        std::io::Cursor::new(bytes),
+        png::Limits { bytes: 256 << 20 },
+    );
+    dec.set_transformations(png::Transformations::IDENTITY);
+    dec.set_ignore_text_chunk(true);
+    dec.set_ignore_iccp_chunk(true);
+    let mut reader = dec.read_info().ok()?;
+    let info = reader.info();
+    let (w, h) = (info.width as usize, info.height as usize);
+    let max = MAX_IMAGE_SIDE as usize;
+    if w == 0
+        || h == 0
+        || w > max
+        || h > max
+        || info.color_type != png::ColorType::Rgb
+        || info.bit_depth != png::BitDepth::Eight
+        || info.trns.is_some()
+    {
+        return None;
+    }
+    let mut data = vec![0u8; w * h * 3];
+    if reader.output_buffer_size()? != data.len() {
+        return None;
+    }
+    reader.next_frame(&mut data).ok()?;
+    Some(RgbImage::new(w, h, data))
+}
+
+fn decode_image_generic(bytes: &[u8]) -> Result<RgbImage, ImageError> {
     use image::ImageDecoder;
     let format = match bytes {
         [0x89, b'P', b'N', b'G', ..] => image::ImageFormat::Png,
@@ -181,13 +224,46 @@ pub fn smart_resize(height: usize, width: usize) -> (usize, usize) {
 /// `(v - 127.5) / 127.5` in f32, HWC u8 -> CHW f32.
 pub fn normalize_chw(img: &RgbImage) -> Vec<f32> {
     let n = img.width * img.height;
-    let mut out = vec![0f32; 3 * n];
-    for (i, px) in img.data.chunks_exact(3).enumerate() {
-        for c in 0..3 {
-            out[c * n + i] = (px[c] as f32 - 127.5f32) / 127.5f32;
-        }
+    // The same f32 expression for each of the 256 byte values, looked up per pixel.
+    let mut lut = [0f32; 256];
+    for (v, l) in lut.iter_mut().enumerate() {
+        *l = (v as f32 - 127.5f32) / 127.5f32;
+    }
+    let mut out = Vec::with_capacity(3 * n);
+    for c in 0..3 {
+        out.extend(img.data.chunks_exact(3).map(|px| lut[px[c] as usize]));
     }
     out
+}
+
+/// [`smallest_max_size`] that borrows the input when it is already the right size.
+fn smallest_max_size_cow(img: &RgbImage, max_size: usize) -> std::borrow::Cow<'_, RgbImage> {
+    if max_size as f64 / img.width.min(img.height) as f64 == 1.0 {
+        std::borrow::Cow::Borrowed(img)
+    } else {
+        std::borrow::Cow::Owned(smallest_max_size(img, max_size))
+    }
+}
+
+/// The chain's output only (`(height, width)` of the model image and its CHW `pixel_values`),
+/// computed exactly as [`preprocess`] does but without keeping (or copying) the intermediates.
+pub fn preprocess_pixels(img: &RgbImage, cfg: &ImageChainConfig) -> ((usize, usize), Vec<f32>) {
+    use std::borrow::Cow;
+    let letterboxed = if img.width == img.height {
+        Cow::Borrowed(img)
+    } else {
+        Cow::Owned(letterbox(img))
+    };
+    let resized1 = smallest_max_size_cow(&letterboxed, cfg.shortest_edge);
+    let cropped = center_crop(&resized1, cfg.crop_fraction);
+    let augmented = smallest_max_size_cow(&cropped, cfg.shortest_edge);
+    let (h, w) = smart_resize(augmented.height, augmented.width);
+    let pixel_values = if (h, w) == (augmented.height, augmented.width) {
+        normalize_chw(&augmented)
+    } else {
+        normalize_chw(&pil_bicubic::resize_bicubic(&augmented, w, h))
+    };
+    ((h, w), pixel_values)
 }
 
 /// Run the whole chain on one frame.
@@ -206,5 +282,30 @@ pub fn preprocess(img: &RgbImage, cfg: &ImageChainConfig) -> Preprocessed {
         augmented,
         smart_resized,
         pixel_values,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn preprocess_pixels_matches_preprocess() {
+        for (w, h) in [
+            (256, 256),
+            (320, 240),
+            (240, 320),
+            (640, 480),
+            (100, 37),
+            (252, 252),
+        ] {
+            let data: Vec<u8> = (0..w * h * 3).map(|i| ((i * 7919) % 251) as u8).collect();
+            let img = RgbImage::new(w, h, data);
+            let cfg = ImageChainConfig::default();
+            let full = preprocess(&img, &cfg);
+            let (hw, px) = preprocess_pixels(&img, &cfg);
+            assert_eq!(hw, (full.smart_resized.height, full.smart_resized.width));
+            assert_eq!(px, full.pixel_values, "{w}x{h}");
+        }
     }
 }

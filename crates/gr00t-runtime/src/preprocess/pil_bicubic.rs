@@ -93,14 +93,30 @@ pub fn resize_bicubic(src: &RgbImage, out_w: usize, out_h: usize) -> RgbImage {
     RgbImage::new(out_w, out_h, vertical(&tmp.data, out_w, tmp.height, out_h))
 }
 
-/// HWC `[h][w][3]` -> `[w][h][3]`.
+/// HWC `[h][w][3]` -> `[w][h][3]` (in tiles, so reads and writes stay in cache).
 fn transpose(data: &[u8], w: usize, h: usize) -> Vec<u8> {
+    const T: usize = 16;
+    assert_eq!(data.len(), w * h * 3);
     let mut out = vec![0u8; data.len()];
-    for y in 0..h {
-        for x in 0..w {
-            let s = (y * w + x) * 3;
-            let d = (x * h + y) * 3;
-            out[d..d + 3].copy_from_slice(&data[s..s + 3]);
+    for by in (0..h).step_by(T) {
+        let ey = (by + T).min(h);
+        for bx in (0..w).step_by(T) {
+            let ex = (bx + T).min(w);
+            for y in by..ey {
+                for x in bx..ex {
+                    let s = (y * w + x) * 3;
+                    let d = (x * h + y) * 3;
+                    // SAFETY: x < w and y < h, so both 3-byte ranges lie inside the
+                    // `w * h * 3`-byte buffers (checked above).
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            data.as_ptr().add(s),
+                            out.as_mut_ptr().add(d),
+                            3,
+                        );
+                    }
+                }
+            }
         }
     }
     out
@@ -130,18 +146,37 @@ fn vertical_body(data: &[u8], w: usize, in_h: usize, out_h: usize) -> Vec<u8> {
     let w3 = w * 3;
     let c = coeffs(in_h, out_h);
     let mut out = vec![0u8; w3 * out_h];
-    // Row-wise accumulation (same sums, same order per pixel) so the inner loop vectorises.
+    // Row-wise accumulation (same sums as Pillow per pixel; wrapping i32 adds do not depend on
+    // the order) in register-sized blocks so the inner loop vectorises.
+    const B: usize = 32;
     let mut acc = vec![0i32; w3];
     for (yy, &(ymin, ymax)) in c.bounds.iter().enumerate() {
         let k = &c.kk[yy * c.ksize..yy * c.ksize + ymax];
+        let rows = &data[ymin * w3..(ymin + ymax) * w3];
+        let orow = &mut out[yy * w3..(yy + 1) * w3];
+        let full = w3 / B * B;
+        for x0 in (0..full).step_by(B) {
+            let mut a = [half; B];
+            for (y, &ky) in k.iter().enumerate() {
+                let r: &[u8; B] = rows[y * w3 + x0..y * w3 + x0 + B].try_into().unwrap();
+                for i in 0..B {
+                    a[i] = a[i].wrapping_add(r[i] as i32 * ky);
+                }
+            }
+            let o: &mut [u8; B] = (&mut orow[x0..x0 + B]).try_into().unwrap();
+            for i in 0..B {
+                o[i] = clip8(a[i]);
+            }
+        }
+        let acc = &mut acc[full..];
         acc.fill(half);
         for (y, &ky) in k.iter().enumerate() {
-            let row = &data[(y + ymin) * w3..(y + ymin + 1) * w3];
+            let row = &rows[y * w3 + full..(y + 1) * w3];
             for (a, &p) in acc.iter_mut().zip(row) {
                 *a = a.wrapping_add(p as i32 * ky);
             }
         }
-        for (d, &a) in out[yy * w3..(yy + 1) * w3].iter_mut().zip(&acc) {
+        for (d, &a) in orow[full..].iter_mut().zip(acc.iter()) {
             *d = clip8(a);
         }
     }
