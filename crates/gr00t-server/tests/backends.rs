@@ -20,14 +20,8 @@ fn request_file(tag: &str) -> std::path::PathBuf {
 }
 
 fn predict(backend: &str, req: &std::path::Path) -> std::process::Output {
-    clean_env(&mut Command::new(BIN))
+    predict_cmd(req)
         .env("GR00T_DIT_BACKEND", backend)
-        .args(["predict", "--model-dir"])
-        .arg(case1())
-        .arg("--tokenizer-dir")
-        .arg(tok_dir())
-        .arg("--request")
-        .arg(req)
         .output()
         .unwrap()
 }
@@ -72,8 +66,11 @@ fn plan_prints_the_full_size_core_plan() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let text = v.to_string();
-    assert!(text.contains("compute"), "plan names compute cores");
+    // The whole 11x10 grid, each core with a role; 96 of them compute.
+    let cores = v["cores"].as_array().expect("cores");
+    assert_eq!(cores.len(), 110);
+    let compute = cores.iter().filter(|c| c["role"]["role"] == "compute").count();
+    assert_eq!(compute, 96, "{}", v["cores"][0]);
     let out = clean_env(&mut Command::new(BIN))
         .args(["plan"])
         .output()

@@ -23,15 +23,7 @@ fn predict_subcommand_prints_the_predict_json() {
     let dir = tmpdir("predict");
     let req = dir.join("req.json");
     std::fs::write(&req, serde_json::to_vec(&case1_request()).unwrap()).unwrap();
-    let out = clean_env(&mut Command::new(BIN))
-        .args(["predict", "--model-dir"])
-        .arg(case1())
-        .arg("--tokenizer-dir")
-        .arg(tok_dir())
-        .arg("--request")
-        .arg(&req)
-        .output()
-        .unwrap();
+    let out = predict_cmd(&req).output().unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -47,15 +39,7 @@ fn predict_subcommand_prints_the_predict_json() {
     let mut bad = case1_request();
     bad["state"]["waist"] = serde_json::json!([1.0]);
     std::fs::write(&req, serde_json::to_vec(&bad).unwrap()).unwrap();
-    let out = clean_env(&mut Command::new(BIN))
-        .args(["predict", "--model-dir"])
-        .arg(case1())
-        .arg("--tokenizer-dir")
-        .arg(tok_dir())
-        .arg("--request")
-        .arg(&req)
-        .output()
-        .unwrap();
+    let out = predict_cmd(&req).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["field"], "state.waist");

@@ -173,3 +173,16 @@ pub fn clean_env(cmd: &mut std::process::Command) -> &mut std::process::Command 
     }
     cmd.env("RUST_LOG", "warn")
 }
+
+/// `gr00t-server predict` on the tiny golden checkpoint with the request file `req`.
+pub fn predict_cmd(req: &std::path::Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_gr00t-server"));
+    clean_env(&mut cmd)
+        .args(["predict", "--model-dir"])
+        .arg(case1())
+        .arg("--tokenizer-dir")
+        .arg(tok_dir())
+        .arg("--request")
+        .arg(req);
+    cmd
+}
