@@ -1,6 +1,7 @@
 //! The two Hub endpoints serve needs, in their real URL shapes:
-//! `GET /api/models/{repo}/revision/{rev}?blobs=true` (commit + file listing with sizes and LFS
-//! sha256s) and `GET /{repo}/resolve/{commit}/{file}` (the bytes; see [`crate::download`]).
+//! `GET /api/models/{repo}/revision/{rev}?blobs=true` (commit + file listing with sizes, git blob
+//! ids and LFS sha256s; this is `HfApi.repo_info(files_metadata=True)`) and
+//! `GET /{repo}/resolve/{commit}/{file}` (the bytes; see [`crate::download`]).
 
 use serde::{Deserialize, Serialize};
 

@@ -1,17 +1,23 @@
 //! Snapshot download into the hub cache: plan (one API call), space preflight, resumable
-//! per-file download with sha256 verification of LFS files, snapshot links and refs.
+//! per-blob download verified against the Hub's content id (LFS sha256 or git blob sha1),
+//! snapshot links and refs. With no patterns it is Python's whole-repo `snapshot_download`.
 
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures_util::StreamExt;
-use sha2::{Digest, Sha256};
 
-use crate::api::{self, RepoInfo};
+use crate::api;
 use crate::cache::{self, HubCache, RepoCache};
 use crate::env::HubEnv;
 use crate::error::HubError;
-use crate::patterns;
+pub use crate::plan::{DownloadPlan, LocalStatus, PlannedFile, local_status, plan_from_info};
+use crate::verify::{self, ContentHasher};
+
+/// Blobs fetched at once, as Python `snapshot_download`'s default `max_workers=8`: a package
+/// repo has many small files, where one request at a time would be latency-bound.
+pub const PARALLEL_DOWNLOADS: usize = 8;
 
 /// Progress events of a download. All methods default to no-ops.
 pub trait DownloadReporter: Send + Sync {
@@ -28,78 +34,15 @@ pub trait DownloadReporter: Send + Sync {
 pub struct NoProgress;
 impl DownloadReporter for NoProgress {}
 
-/// One selected file of the plan.
+/// A snapshot in the cache after a download.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PlannedFile {
-    pub name: String,
-    pub size: Option<u64>,
-    pub etag: String,
-    /// The sha256 the Hub publishes for LFS files; verified after download.
-    pub lfs_sha256: Option<String>,
-    /// The blob is already complete in the cache.
-    pub present: bool,
-    /// Bytes of a `.incomplete` blob that a resume will keep.
-    pub partial: u64,
-}
-
-/// What a snapshot download of `repo@revision` will do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DownloadPlan {
-    pub repo_id: String,
-    pub revision: String,
+pub struct Snapshot {
+    /// `snapshots/<commit>`: every selected file under its repo path (symlinks into `blobs/`).
+    pub dir: PathBuf,
+    /// The commit the revision resolved to.
     pub commit: String,
-    pub files: Vec<PlannedFile>,
-}
-
-impl DownloadPlan {
-    /// Bytes of every selected file.
-    pub fn total_bytes(&self) -> u64 {
-        self.files.iter().filter_map(|f| f.size).sum()
-    }
-    /// Bytes that still have to come over the network.
-    pub fn bytes_to_fetch(&self) -> u64 {
-        self.files
-            .iter()
-            .filter(|f| !f.present)
-            .map(|f| f.size.unwrap_or(0).saturating_sub(f.partial))
-            .sum()
-    }
-}
-
-/// State of a repo revision in the local cache, without the network.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LocalStatus {
-    /// A snapshot for the revision exists and no partial blobs remain.
-    Complete {
-        commit: String,
-        snapshot: PathBuf,
-    },
-    /// Partial blobs are on disk (resumable).
-    Partial {
-        bytes: u64,
-    },
-    Missing,
-}
-
-/// Offline probe, like `snapshot_download(local_files_only=True)` plus the `.incomplete` check.
-pub fn local_status(
-    cache: &HubCache,
-    repo_id: &str,
-    revision: &str,
-) -> Result<LocalStatus, HubError> {
-    cache::validate_revision(revision)?;
-    let rc = cache.repo(repo_id)?;
-    let partial = rc.incomplete_bytes();
-    if partial > 0 {
-        return Ok(LocalStatus::Partial { bytes: partial });
-    }
-    match rc.resolve_local(revision) {
-        Some(commit) if rc.snapshot_dir(&commit).is_dir() => Ok(LocalStatus::Complete {
-            snapshot: rc.snapshot_dir(&commit),
-            commit,
-        }),
-        _ => Ok(LocalStatus::Missing),
-    }
+    /// What was planned (files, bytes that had to be fetched).
+    pub plan: DownloadPlan,
 }
 
 /// Downloads snapshots from one Hub endpoint into one hub cache.
@@ -153,7 +96,9 @@ impl Downloader {
         Ok(())
     }
 
-    /// Plan, preflight, download, link and record refs. Returns the snapshot directory.
+    /// `snapshot_download`: plan, preflight, download, link and record refs. Empty `allow` and
+    /// `ignore` select every file of the repo (what `pull` needs for a package repo); patterns
+    /// follow [`crate::patterns`].
     pub async fn snapshot(
         &self,
         repo_id: &str,
@@ -161,13 +106,23 @@ impl Downloader {
         allow: &[String],
         ignore: &[String],
         reporter: &dyn DownloadReporter,
-    ) -> Result<PathBuf, HubError> {
+    ) -> Result<Snapshot, HubError> {
         let plan = self.plan(repo_id, revision, allow, ignore).await?;
         self.check_space(&plan)?;
-        self.download(&plan, reporter).await
+        let dir = self.download(&plan, reporter).await?;
+        Ok(Snapshot {
+            dir,
+            commit: plan.commit.clone(),
+            plan,
+        })
     }
 
-    /// Fetch every missing file of the plan (resuming partial blobs), then write refs.
+    /// Fetch every missing blob of the plan (resuming partial ones), link the snapshot, write
+    /// refs. Returns the snapshot directory.
+    ///
+    /// After a failure no new blob is started, but the ones in flight run to the end, so every
+    /// blob is either complete, verified-and-deleted, or a resumable `.incomplete`. The first
+    /// error in listing order is returned.
     pub async fn download(
         &self,
         plan: &DownloadPlan,
@@ -176,10 +131,30 @@ impl Downloader {
         let rc = self.cache.repo(&plan.repo_id)?;
         reporter.planned(plan);
         std::fs::create_dir_all(rc.blobs_dir()).map_err(HubError::io("create", rc.blobs_dir()))?;
+        let failed = AtomicBool::new(false);
+        let (rc, failed) = (&rc, &failed);
+        let mut results: Vec<(usize, Result<(), HubError>)> =
+            // Every distinct blob, not only the planned-missing ones: the cache may have
+            // changed since the plan was made, and a present blob costs one stat.
+            futures_util::stream::iter(plan.blobs().enumerate())
+                .map(|(i, f)| async move {
+                    if failed.load(Ordering::Relaxed) || rc.blob_path(&f.etag).is_file() {
+                        return (i, Ok(()));
+                    }
+                    let r = self.fetch_blob(rc, plan, f, reporter).await;
+                    if r.is_err() {
+                        failed.store(true, Ordering::Relaxed);
+                    }
+                    (i, r)
+                })
+                .buffer_unordered(PARALLEL_DOWNLOADS)
+                .collect()
+                .await;
+        results.sort_by_key(|(i, _)| *i);
+        if let Some(e) = results.into_iter().find_map(|(_, r)| r.err()) {
+            return Err(e);
+        }
         for f in &plan.files {
-            if !rc.blob_path(&f.etag).is_file() {
-                self.fetch_blob(&rc, plan, f, reporter).await?;
-            }
             rc.link_snapshot_file(&plan.commit, &f.name, &f.etag)?;
         }
         std::fs::create_dir_all(rc.snapshot_dir(&plan.commit))
@@ -205,15 +180,19 @@ impl Downloader {
     ) -> Result<(), HubError> {
         let part = rc.incomplete_path(&f.etag);
         let mut have = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
-        if f.size.is_some_and(|s| have > s) {
+        if have > f.size {
             have = 0;
         }
-        if have > 0 && f.size == Some(have) {
+        if have > 0 && have == f.size {
             // Fully downloaded before an interruption between the last byte and the rename.
             return self.finish_blob(rc, f, &part, None, have, reporter);
         }
         let url = api::resolve_url(&self.env, &plan.repo_id, &plan.commit, &f.name);
-        let mut req = self.http.get(&url);
+        // `identity`: the bytes on disk must be the bytes the Hub hashed (Python does the same).
+        let mut req = self
+            .http
+            .get(&url)
+            .header(reqwest::header::ACCEPT_ENCODING, "identity");
         if let Some(t) = &self.env.token {
             req = req.bearer_auth(t);
         }
@@ -237,39 +216,15 @@ impl Downloader {
             });
         }
         let status = resp.status().as_u16();
-        let mut hasher = Sha256::new();
+        let mut hasher = ContentHasher::new(f.kind, f.size);
         let mut out = if status == 206 && have > 0 {
-            // Resume: the hash must cover the bytes already on disk.
-            let mut old = std::fs::File::open(&part).map_err(HubError::io("open", &part))?;
-            let mut buf = vec![0u8; 1 << 20];
-            let mut left = have;
-            while left > 0 {
-                let want = left.min(buf.len() as u64) as usize;
-                let n = old
-                    .read(&mut buf[..want])
-                    .map_err(HubError::io("read", &part))?;
-                if n == 0 {
-                    break;
-                }
-                hasher.update(&buf[..n]);
-                left -= n as u64;
-            }
-            let file = std::fs::OpenOptions::new()
-                .write(true)
-                .open(&part)
-                .map_err(HubError::io("open", &part))?;
-            file.set_len(have)
-                .map_err(HubError::io("truncate", &part))?;
-            let mut file = file;
-            std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0))
-                .map_err(HubError::io("seek", &part))?;
-            file
+            reopen_for_resume(&part, have, &mut hasher)?
         } else {
             api::check_status(&resp, &url, &self.env, &plan.repo_id, &plan.revision)?;
             have = 0;
             std::fs::File::create(&part).map_err(HubError::io("create", &part))?
         };
-        reporter.file_started(&f.name, f.size, have);
+        reporter.file_started(&f.name, Some(f.size), have);
         let mut got = have;
         let mut stream = resp.bytes_stream();
         while let Some(chunk) = stream.next().await {
@@ -288,43 +243,39 @@ impl Downloader {
         self.finish_blob(rc, f, &part, Some(hasher), got, reporter)
     }
 
-    /// Check size and sha256 of a finished `.incomplete` and move it to its blob name.
+    /// Check size and content id of a finished `.incomplete` and move it to its blob name.
     fn finish_blob(
         &self,
         rc: &RepoCache,
         f: &PlannedFile,
-        part: &std::path::Path,
-        hasher: Option<Sha256>,
+        part: &Path,
+        hasher: Option<ContentHasher>,
         got: u64,
         reporter: &dyn DownloadReporter,
     ) -> Result<(), HubError> {
-        if let Some(size) = f.size
-            && got != size
-        {
+        if got != f.size {
             // A short body is kept as .incomplete for the next resume; a long one is garbage.
-            if got > size {
+            if got > f.size {
                 let _ = std::fs::remove_file(part);
             }
             return Err(HubError::SizeMismatch {
                 file: f.name.clone(),
-                expected: size,
+                expected: f.size,
                 actual: got,
             });
         }
-        if let Some(expected) = &f.lfs_sha256 {
-            let digest = match hasher {
-                Some(h) => h.finalize(),
-                None => hash_file(part)?,
-            };
-            let actual = hex(&digest);
-            if &actual != expected {
-                let _ = std::fs::remove_file(part);
-                return Err(HubError::ShaMismatch {
-                    file: f.name.clone(),
-                    expected: expected.clone(),
-                    actual,
-                });
-            }
+        let actual = match hasher {
+            Some(h) => h.finish(),
+            None => verify::hash_file(f.kind, part)?,
+        };
+        if actual != f.etag {
+            let _ = std::fs::remove_file(part);
+            return Err(HubError::ShaMismatch {
+                file: f.name.clone(),
+                kind: f.kind,
+                expected: f.etag.clone(),
+                actual,
+            });
         }
         let blob = rc.blob_path(&f.etag);
         std::fs::rename(part, &blob).map_err(HubError::io("rename", &blob))?;
@@ -333,72 +284,33 @@ impl Downloader {
     }
 }
 
-fn hash_file(path: &std::path::Path) -> Result<sha2::digest::Output<Sha256>, HubError> {
-    let mut h = Sha256::new();
-    let mut file = std::fs::File::open(path).map_err(HubError::io("open", path))?;
-    std::io::copy(&mut file, &mut h).map_err(HubError::io("read", path))?;
-    Ok(h.finalize())
-}
-
-/// Pure: the plan from a listing and the cache state.
-pub fn plan_from_info(
-    rc: &RepoCache,
-    revision: &str,
-    info: &RepoInfo,
-    allow: &[String],
-    ignore: &[String],
-) -> Result<DownloadPlan, HubError> {
-    if !cache::is_commit_sha(&info.sha) {
-        return Err(HubError::BadResponse {
-            url: format!("/api/models/{}/revision/{revision}", rc.repo_id),
-            detail: format!("'sha' is not a 40-hex commit: {:?}", info.sha),
-        });
-    }
-    if cache::is_commit_sha(revision) && revision != info.sha {
-        return Err(HubError::CommitMismatch {
-            file: "(listing)".into(),
-            expected: revision.into(),
-            got: info.sha.clone(),
-        });
-    }
-    let mut files = Vec::new();
-    for s in &info.siblings {
-        if !patterns::is_selected(&s.rfilename, allow, ignore) {
-            continue;
+/// Open a partial blob for appending after a 206, feeding its bytes to `hasher` first so the
+/// digest covers the whole file (the only re-read: the part that is already on disk).
+fn reopen_for_resume(
+    part: &Path,
+    have: u64,
+    hasher: &mut ContentHasher,
+) -> Result<std::fs::File, HubError> {
+    let mut old = std::fs::File::open(part).map_err(HubError::io("open", part))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = have;
+    while left > 0 {
+        let want = left.min(buf.len() as u64) as usize;
+        let n = old
+            .read(&mut buf[..want])
+            .map_err(HubError::io("read", part))?;
+        if n == 0 {
+            break;
         }
-        cache::validate_file_name(&s.rfilename)?;
-        let etag = s.etag().ok_or_else(|| HubError::BadResponse {
-            url: format!("/api/models/{}/revision/{revision}", rc.repo_id),
-            detail: format!("{} has neither blobId nor lfs", s.rfilename),
-        })?;
-        if etag.is_empty() || etag.contains('/') || etag.contains("..") {
-            return Err(HubError::BadFileName(etag.to_string()));
-        }
-        let present = rc.blob_path(etag).is_file();
-        let partial = if present {
-            0
-        } else {
-            std::fs::metadata(rc.incomplete_path(etag))
-                .map(|m| m.len())
-                .unwrap_or(0)
-        };
-        files.push(PlannedFile {
-            name: s.rfilename.clone(),
-            size: s.byte_size(),
-            etag: etag.to_string(),
-            lfs_sha256: s.lfs.as_ref().map(|l| l.sha256.to_ascii_lowercase()),
-            present,
-            partial,
-        });
+        hasher.update(&buf[..n]);
+        left -= n as u64;
     }
-    Ok(DownloadPlan {
-        repo_id: rc.repo_id.clone(),
-        revision: revision.to_string(),
-        commit: info.sha.clone(),
-        files,
-    })
-}
-
-pub(crate) fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(part)
+        .map_err(HubError::io("open", part))?;
+    file.set_len(have).map_err(HubError::io("truncate", part))?;
+    std::io::Seek::seek(&mut file, std::io::SeekFrom::End(0))
+        .map_err(HubError::io("seek", part))?;
+    Ok(file)
 }

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::verify::HashKind;
+
 #[derive(Debug, thiserror::Error)]
 pub enum HubError {
     #[error(
@@ -32,11 +34,15 @@ pub enum HubError {
     Http { url: String, status: u16 },
     #[error("the Hub's answer for {url} could not be read: {detail}")]
     BadResponse { url: String, detail: String },
+    /// The downloaded bytes do not hash to the id the Hub published for the file: the LFS
+    /// sha256 for LFS files, the git blob sha1 for regular files.
     #[error(
-        "sha256 mismatch for {file}: the Hub's LFS oid is {expected}, the downloaded bytes hash to {actual}; the partial file was deleted"
+        "{kind} mismatch for {file}: the Hub's {} is {expected}, the downloaded bytes hash to {actual}; the partial file was deleted",
+        .kind.published_as()
     )]
     ShaMismatch {
         file: String,
+        kind: HashKind,
         expected: String,
         actual: String,
     },

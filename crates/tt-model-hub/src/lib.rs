@@ -1,9 +1,13 @@
-//! tt-model-hub: model weights from a Hugging Face-compatible Hub into the host HF cache.
+//! tt-model-hub: model repos (weights, packages) from a Hugging Face-compatible Hub into the
+//! host HF cache.
 //!
 //! The cache is the Python `huggingface_hub` layout (`models--org--name/{blobs,snapshots,refs}`,
 //! `.incomplete` partial blobs) so the served container can open the same snapshot offline.
-//! Downloads resume from `.incomplete`, and every LFS file is checked against the sha256 the Hub
-//! publishes for it (`lfs.sha256` / `lfs.oid`) before it becomes visible in a snapshot.
+//! Downloads resume from `.incomplete`, and every file is checked against the content id the Hub
+//! publishes for it before it becomes visible in a snapshot: the sha256 (`lfs.sha256`) of an LFS
+//! file, the git blob sha1 (`blobId`, the resolve `ETag`) of a regular one ([`verify`]).
+//! [`Downloader::snapshot`] with no patterns downloads a whole repo (a package: manifest, code,
+//! OCI image layout) the same way.
 //!
 //! [`testserver`] is a small Hub-protocol server on 127.0.0.1 used by the tests of this crate and
 //! of the CLI: it serves real files in the real URL shapes.
@@ -14,8 +18,13 @@ pub mod download;
 pub mod env;
 pub mod error;
 pub mod patterns;
+pub mod plan;
 pub mod testserver;
+pub mod verify;
 
 pub use cache::{HubCache, RepoCache};
-pub use download::{DownloadPlan, DownloadReporter, Downloader, LocalStatus, NoProgress};
+pub use download::{
+    DownloadPlan, DownloadReporter, Downloader, LocalStatus, NoProgress, PlannedFile, Snapshot,
+};
 pub use error::HubError;
+pub use verify::HashKind;

@@ -3,26 +3,29 @@
 //! It speaks the subset of the real protocol that the downloader uses, with the real URL shapes
 //! and headers:
 //! * `GET /api/models/{org}/{name}/revision/{rev}?blobs=true` → `{id, sha, siblings[]}` with
-//!   `blobId`, `size` and, for LFS files, `lfs {sha256, size, pointerSize}`;
+//!   `blobId`, `size` and, for LFS files, `lfs {sha256, size, pointerSize}`; without
+//!   `blobs=true` the siblings carry only `rfilename`, as on the Hub;
 //! * `GET|HEAD /{org}/{name}/resolve/{rev}/{path}`: regular files answer 200 with `ETag` and
 //!   `X-Repo-Commit`; LFS files answer `302` to `/cdn-lfs/...` with `X-Linked-Etag`,
 //!   `X-Linked-Size` and `X-Repo-Commit`, as the Hub does; both honour `Range: bytes=N-`.
 //!
-//! Regular-file ids are sha256-derived rather than git blob sha1s: they are opaque names to a client.
+//! Ids are the real ones, computed from the bytes: `blobId` is the git blob sha1 of the file (of
+//! its LFS pointer file for an LFS file), a regular file's `ETag` is its git blob sha1, an LFS
+//! file's `lfs.sha256` and `X-Linked-Etag` the sha256 of its content.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use sha2::{Digest, Sha256};
 
 use crate::api::{LfsInfo, RepoInfo, Sibling};
-use crate::download::hex;
+use crate::verify::{git_blob_id, hex, sha256_hex};
 
 /// A file of a fake repo.
 #[derive(Debug, Clone)]
@@ -31,8 +34,8 @@ pub struct FakeFile {
     pub content: Vec<u8>,
     /// Stored in LFS (gets an `lfs.sha256` in the listing and a CDN redirect).
     pub lfs: bool,
-    /// Serve these bytes instead of `content` while the listing still advertises `content`'s
-    /// sha256: simulates a corrupted transfer.
+    /// Serve these bytes instead of `content` while the listing and headers still advertise
+    /// `content`'s ids: simulates a corrupted transfer.
     pub corrupt_with: Option<Vec<u8>>,
 }
 
@@ -57,10 +60,23 @@ impl FakeFile {
         self.corrupt_with.as_deref().unwrap_or(&self.content)
     }
     fn sha256(&self) -> String {
-        hex(&Sha256::digest(&self.content))
+        sha256_hex(&self.content)
     }
-    fn blob_id(&self) -> String {
-        self.sha256()[..40].to_string()
+    /// The LFS pointer file git stores in place of an LFS file's content.
+    fn lfs_pointer(&self) -> String {
+        format!(
+            "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
+            self.sha256(),
+            self.content.len()
+        )
+    }
+    /// The git object id of the file in the repo tree (`blobId`): of the pointer for LFS files.
+    pub fn blob_id(&self) -> String {
+        if self.lfs {
+            git_blob_id(self.lfs_pointer().as_bytes())
+        } else {
+            git_blob_id(&self.content)
+        }
     }
 }
 
@@ -179,6 +195,7 @@ fn not_found(msg: &str) -> Response {
 async fn revision(
     State(s): State<Shared>,
     Path((org, name, rev)): Path<(String, String, String)>,
+    Query(q): Query<HashMap<String, String>>,
     h: HeaderMap,
 ) -> Response {
     record(
@@ -190,17 +207,18 @@ async fn revision(
     let Some(r) = find(&s, &org, &name, &rev) else {
         return not_found("Repository not found");
     };
+    let blobs = q.get("blobs").is_some_and(|v| v == "true");
     let siblings = r
         .files
         .iter()
         .map(|f| Sibling {
             rfilename: f.path.clone(),
-            size: Some(f.content.len() as u64),
-            blob_id: Some(f.blob_id()),
-            lfs: f.lfs.then(|| LfsInfo {
+            size: blobs.then_some(f.content.len() as u64),
+            blob_id: blobs.then(|| f.blob_id()),
+            lfs: (blobs && f.lfs).then(|| LfsInfo {
                 sha256: f.sha256(),
                 size: f.content.len() as u64,
-                pointer_size: Some(134),
+                pointer_size: Some(f.lfs_pointer().len() as u64),
             }),
         })
         .collect();

@@ -1,11 +1,12 @@
 //! Weights download against the local Hub-protocol server: layout, patterns, resume, sha mismatch.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+mod common;
 
+use common::{Count, env};
 use tt_model_hub::download::{LocalStatus, local_status};
-use tt_model_hub::env::HubEnv;
 use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
-use tt_model_hub::{DownloadReporter, Downloader, HubCache, HubError, NoProgress};
+use tt_model_hub::verify::sha256_hex;
+use tt_model_hub::{Downloader, HashKind, HubCache, HubError, NoProgress};
 
 fn weights() -> Vec<u8> {
     (0..300_000u32)
@@ -23,23 +24,6 @@ fn repo() -> FakeRepo {
             FakeFile::lfs("original/consolidated.pth", vec![7u8; 1000]),
         ],
     )
-}
-
-fn env(server: &HubServer, cache: &std::path::Path) -> HubEnv {
-    HubEnv {
-        endpoint: server.endpoint(),
-        hf_home: cache.join("home"),
-        hub_cache: cache.join("hub"),
-        token: Some("hf_test".into()),
-    }
-}
-
-#[derive(Default)]
-struct Count(AtomicU64);
-impl DownloadReporter for Count {
-    fn bytes(&self, n: u64) {
-        self.0.fetch_add(n, Ordering::Relaxed);
-    }
 }
 
 #[tokio::test]
@@ -60,6 +44,8 @@ async fn downloads_into_the_python_layout_with_refs() {
         .unwrap();
 
     let r = repo();
+    assert_eq!(snap.commit, r.commit);
+    let snap = snap.dir;
     assert_eq!(
         snap,
         tmp.path().join(format!(
@@ -83,10 +69,7 @@ async fn downloads_into_the_python_layout_with_refs() {
     assert_eq!(oid.len(), 64);
     let refs = tmp.path().join("hub/models--acme--tiny-model/refs/main");
     assert_eq!(std::fs::read_to_string(refs).unwrap(), r.commit);
-    assert_eq!(
-        count.0.load(Ordering::Relaxed),
-        weights().len() as u64 + 13 + 4
-    );
+    assert_eq!(count.get(), weights().len() as u64 + 13 + 4);
     // The token was sent; the LFS file went through the CDN redirect.
     let seen = server.requests();
     assert!(
@@ -126,7 +109,8 @@ async fn allow_patterns_select_files() {
             &NoProgress,
         )
         .await
-        .unwrap();
+        .unwrap()
+        .dir;
     let names: Vec<_> = std::fs::read_dir(&snap)
         .unwrap()
         .map(|e| e.unwrap().file_name())
@@ -174,10 +158,7 @@ async fn partial_blob_is_resumed_with_a_range_request() {
         std::fs::read(snap.join("model.safetensors")).unwrap(),
         weights()
     );
-    assert_eq!(
-        count.0.load(Ordering::Relaxed),
-        weights().len() as u64 - 123_456
-    );
+    assert_eq!(count.get(), weights().len() as u64 - 123_456);
     assert!(
         server
             .requests()
@@ -207,10 +188,12 @@ async fn sha256_mismatch_is_fatal_and_names_the_file() {
     match &err {
         HubError::ShaMismatch {
             file,
+            kind,
             expected,
             actual,
         } => {
             assert_eq!(file, "model.safetensors");
+            assert_eq!(*kind, HashKind::LfsSha256);
             assert_ne!(expected, actual);
         }
         other => panic!("expected ShaMismatch, got {other:?}"),
@@ -218,13 +201,9 @@ async fn sha256_mismatch_is_fatal_and_names_the_file() {
     assert!(err.to_string().contains("model.safetensors"));
     let rc = d.cache().repo("acme/tiny-model").unwrap();
     assert_eq!(rc.incomplete_bytes(), 0, "the corrupt partial is deleted");
-    let leftovers: Vec<_> = std::fs::read_dir(rc.blobs_dir())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
     assert!(
-        leftovers.iter().all(|n| n.len() != 64),
-        "no blob named by the LFS sha: {leftovers:?}"
+        !rc.blob_path(&sha256_hex(&weights())).exists(),
+        "no blob named by the advertised LFS sha"
     );
 }
 
@@ -273,7 +252,7 @@ async fn unknown_repo_and_no_space_are_clear_errors() {
     assert!(err.to_string().contains("acme/nope@main"));
 
     let mut plan = d.plan("acme/tiny-model", "main", &[], &[]).await.unwrap();
-    plan.files[0].size = Some(u64::MAX / 2);
+    plan.files[0].size = u64::MAX / 2;
     let err = d.check_space(&plan).unwrap_err();
     assert!(err.is_no_space(), "{err:?}");
     assert!(err.to_string().contains("not enough disk space"));
