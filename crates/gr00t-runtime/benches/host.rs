@@ -32,6 +32,31 @@ fn image_chain_256(b: Bencher) {
     b.bench(|| preprocess::preprocess(divan::black_box(&img), &Default::default()));
 }
 
+/// What the server runs per frame: PNG bytes to `pixel_values` (decode, then the chain).
+#[divan::bench]
+fn decode_preprocess_256(b: Bencher) {
+    let png = std::fs::read(golden().join("case1/observation.png")).unwrap();
+    b.bench(|| preprocess::decode_preprocess(divan::black_box(&png), &Default::default()).unwrap());
+}
+
+/// The same with the decode and the chain overlapped on two threads.
+#[divan::bench]
+fn decode_preprocess_overlapped_256(b: Bencher) {
+    let png = std::fs::read(golden().join("case1/observation.png")).unwrap();
+    b.bench(|| {
+        preprocess::decode_preprocess_overlapped(divan::black_box(&png), &Default::default())
+            .unwrap()
+    });
+}
+
+/// The chain alone, output only.
+#[divan::bench]
+fn preprocess_pixels_256(b: Bencher) {
+    let png = std::fs::read(golden().join("case1/observation.png")).unwrap();
+    let img = preprocess::decode_image(&png).unwrap();
+    b.bench(|| preprocess::preprocess_pixels(divan::black_box(&img), &Default::default()));
+}
+
 #[divan::bench]
 fn prompt_ids(b: Bencher) {
     let tok = QwenTokenizer::from_dir(&golden().join("tokenizer")).unwrap();
@@ -77,6 +102,14 @@ fn cv_area_243_to_256(b: Bencher) {
 fn pil_bicubic_256_to_252(b: Bencher) {
     let img = golden_stage("input.image_augmented.0", 256, 256);
     b.bench(|| preprocess::pil_bicubic::resize_bicubic(divan::black_box(&img), 252, 252));
+}
+
+#[divan::bench]
+fn pil_bicubic_normalized_256_to_252(b: Bencher) {
+    let img = golden_stage("input.image_augmented.0", 256, 256);
+    b.bench(|| {
+        preprocess::pil_bicubic::resize_bicubic_normalized(divan::black_box(&img), 252, 252)
+    });
 }
 
 #[divan::bench]

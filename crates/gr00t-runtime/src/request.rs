@@ -168,9 +168,8 @@ impl HostPipeline {
                 .images
                 .get(cam)
                 .ok_or_else(|| InputError::new(&field, "missing camera image"))?;
-            let img = preprocess::decode_image(bytes)
+            let (hw, values) = preprocess::decode_preprocess(bytes, &p.image)
                 .map_err(|e: ImageError| InputError::new(&field, e.to_string()))?;
-            let (hw, values) = preprocess::preprocess_pixels(&img, &p.image);
             image_hw = hw;
             image_tokens.push(image_hw.0 * image_hw.1 / PIXELS_PER_TOKEN);
             pixel_values.push(values);

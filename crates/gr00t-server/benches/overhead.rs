@@ -19,12 +19,29 @@ fn body(seeded: bool) -> Vec<u8> {
     serde_json::to_vec(&req).unwrap()
 }
 
+/// Decode and image chain one after the other on the request's thread.
 #[divan::bench(args = [true, false])]
 fn predict_overhead(b: Bencher, seeded: bool) {
     let rt = common::replay_runtime();
+    // After the boot's choice (it turns the overlap on when a second core exists).
+    gr00t_runtime::preprocess::set_overlap_decode(false);
     let body = body(seeded);
     b.bench(|| {
         let r = rt.predict_body(divan::black_box(&body)).unwrap();
         serde_json::to_vec(&r).unwrap()
     });
+}
+
+/// The same with the PNG inflate overlapped with the image chain on a second thread
+/// (`gr00t_runtime::preprocess::set_overlap_decode`): the latency a host with a spare core gets.
+#[divan::bench(args = [true, false])]
+fn predict_overhead_overlapped(b: Bencher, seeded: bool) {
+    let rt = common::replay_runtime();
+    gr00t_runtime::preprocess::set_overlap_decode(true);
+    let body = body(seeded);
+    b.bench(|| {
+        let r = rt.predict_body(divan::black_box(&body)).unwrap();
+        serde_json::to_vec(&r).unwrap()
+    });
+    gr00t_runtime::preprocess::set_overlap_decode(false);
 }

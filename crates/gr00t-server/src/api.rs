@@ -4,6 +4,7 @@
 //! a JSON value only to find and name the offending field, so every 400 says which field is
 //! wrong.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use base64::Engine;
@@ -15,10 +16,13 @@ use crate::error::ApiError;
 /// Default seed, as the deployed Python policy.
 pub const DEFAULT_SEED: u64 = 42;
 
-/// `POST /predict` body. Unknown top-level keys are ignored (as pydantic does).
+/// `POST /predict` body. Unknown top-level keys are ignored (as pydantic does). The base64
+/// images borrow from the body when they hold no JSON escapes (they normally do not), which
+/// saves copying ~140 KB per frame.
 #[derive(Debug, Deserialize)]
-pub struct PredictRequest {
-    pub images: BTreeMap<String, String>,
+pub struct PredictRequest<'a> {
+    #[serde(borrow)]
+    pub images: BTreeMap<String, BodyStr<'a>>,
     pub state: BTreeMap<String, Vec<f64>>,
     pub instruction: String,
     #[serde(default)]
@@ -27,6 +31,33 @@ pub struct PredictRequest {
     pub noise: Option<serde_json::Value>,
     #[serde(default)]
     pub return_normalized: Option<bool>,
+}
+
+/// A JSON string that borrows from the body unless it had escapes. (`Cow<str>` itself only
+/// borrows as a struct field of its own; inside a map serde always copies it.)
+#[derive(Debug, Clone, PartialEq)]
+pub struct BodyStr<'a>(pub Cow<'a, str>);
+
+impl<'de: 'a, 'a> Deserialize<'de> for BodyStr<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Cow<'de, str>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Cow::Borrowed(v))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Cow::Owned(v))
+            }
+        }
+        d.deserialize_str(V).map(BodyStr)
+    }
 }
 
 /// Per-group arrays in modality order, serialised as a JSON object that keeps that order.
@@ -72,9 +103,9 @@ pub struct PredictResponse {
     pub timing_ms: Timing,
 }
 
-impl PredictRequest {
+impl<'a> PredictRequest<'a> {
     /// Parse a body; on failure, name the field.
-    pub fn parse(body: &[u8]) -> Result<Self, ApiError> {
+    pub fn parse(body: &'a [u8]) -> Result<Self, ApiError> {
         match serde_json::from_slice::<Self>(body) {
             Ok(r) => Ok(r),
             Err(e) => Err(diagnose(body, e)),
@@ -85,7 +116,7 @@ impl PredictRequest {
     pub fn into_observation(self) -> Result<(Observation, Option<u64>, bool), ApiError> {
         let mut images = BTreeMap::new();
         for (k, v) in self.images {
-            let bytes = decode_b64(&v).map_err(|m| ApiError::bad(format!("images.{k}"), m))?;
+            let bytes = decode_b64(&v.0).map_err(|m| ApiError::bad(format!("images.{k}"), m))?;
             images.insert(k, bytes);
         }
         let (noise, seed) = match (self.noise, self.seed) {
@@ -123,6 +154,11 @@ fn decode_b64(s: &str) -> Result<Vec<u8>, String> {
             .ok_or("a data: URL must be base64")?,
         None => s,
     };
+    // Canonical base64 (the usual payload) through the vectorised decoder; anything it
+    // declines goes through the general one, which words the error or drops whitespace.
+    if let Some(b) = gr00t_runtime::preprocess::base64::decode_standard(s.as_bytes()) {
+        return Ok(b);
+    }
     let engine = &base64::engine::general_purpose::STANDARD;
     match engine.decode(s) {
         Ok(b) => Ok(b),
@@ -226,4 +262,53 @@ fn diagnose(body: &[u8], err: serde_json::Error) -> ApiError {
         return ApiError::bad("return_normalized", "expected true or false");
     }
     ApiError::bad("body", err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The vectorised fast path and the general decoder agree on what they accept and on the
+    /// bytes; whitespace and prefixes still work.
+    #[test]
+    fn decode_b64_agrees_with_the_base64_crate() {
+        let engine = &base64::engine::general_purpose::STANDARD;
+        let mut s = 9u64;
+        for n in [0usize, 1, 2, 3, 31, 32, 33, 47, 48, 49, 100, 4097, 105_000] {
+            let data: Vec<u8> = (0..n)
+                .map(|_| {
+                    s = s
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (s >> 56) as u8
+                })
+                .collect();
+            let text = engine.encode(&data);
+            assert_eq!(decode_b64(&text).unwrap(), data, "{n}");
+            let wrapped: String = text
+                .as_bytes()
+                .chunks(76)
+                .map(|c| std::str::from_utf8(c).unwrap())
+                .collect::<Vec<_>>()
+                .join("\n");
+            assert_eq!(decode_b64(&wrapped).unwrap(), data, "{n} wrapped");
+            let url = format!("data:image/png;base64,{text}");
+            assert_eq!(decode_b64(&url).unwrap(), data, "{n} data url");
+            if n > 40 {
+                let mut bad = text.clone().into_bytes();
+                bad[n / 2] = b'%';
+                assert!(decode_b64(std::str::from_utf8(&bad).unwrap()).is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn images_borrow_from_the_body() {
+        let body = br#"{"images":{"cam":"QUJD"},"state":{},"instruction":"x"}"#;
+        let req = PredictRequest::parse(body).unwrap();
+        assert!(matches!(req.images["cam"].0, Cow::Borrowed("QUJD")));
+        let escaped = br#"{"images":{"cam":"QU\/D"},"state":{},"instruction":"x"}"#;
+        let req = PredictRequest::parse(escaped).unwrap();
+        assert_eq!(req.images["cam"].0, "QU/D");
+    }
 }

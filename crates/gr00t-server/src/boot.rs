@@ -7,67 +7,18 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use gr00t_runtime::policy::Policy;
 use gr00t_runtime::processor::Processor;
 use gr00t_runtime::request::HostPipeline;
 use gr00t_runtime::tokenizer::QwenTokenizer;
 
+use crate::demo::weights_fingerprint;
 use crate::model_dir;
 use crate::runtime::{Runtime, RuntimeInfo, pcc, stage_for};
 use crate::settings::Settings;
 
-/// The shipped demo: a `/predict` body and the actions it must produce.
-#[derive(Debug, Clone)]
-pub struct Demo {
-    pub request: serde_json::Value,
-    /// `{"actions": {group: [[...]]}}` (other keys ignored).
-    pub expected: serde_json::Value,
-}
-
-impl Demo {
-    /// `request.json` + `expected.json` from a directory.
-    pub fn load(dir: &Path) -> anyhow::Result<Self> {
-        let read = |f: &str| -> anyhow::Result<serde_json::Value> {
-            let p = dir.join(f);
-            let text = std::fs::read_to_string(&p)
-                .with_context(|| format!("demo file `{}`", p.display()))?;
-            serde_json::from_str(&text)
-                .map_err(|e| anyhow::anyhow!("`{}`:{}:{}: {e}", p.display(), e.line(), e.column()))
-        };
-        Ok(Self {
-            request: read("request.json")?,
-            expected: read("expected.json")?,
-        })
-    }
-
-    /// The expected actions flattened in `groups` order.
-    pub fn expected_flat(&self, groups: &[(String, usize)]) -> anyhow::Result<Vec<f64>> {
-        let acts = self
-            .expected
-            .get("actions")
-            .context("demo expected.json has no `actions`")?;
-        let mut out = vec![];
-        for (g, _) in groups {
-            let rows = acts
-                .get(g)
-                .and_then(|v| v.as_array())
-                .with_context(|| format!("demo expected.json lacks `actions.{g}`"))?;
-            for r in rows {
-                for x in r
-                    .as_array()
-                    .with_context(|| format!("`actions.{g}` rows must be arrays"))?
-                {
-                    out.push(
-                        x.as_f64()
-                            .with_context(|| format!("`actions.{g}` holds a non-number"))?,
-                    );
-                }
-            }
-        }
-        Ok(out)
-    }
-}
+pub use crate::demo::Demo;
 
 /// Build the policy for the requested backend (`GR00T_DIT_BACKEND`):
 /// - `cpu`: the f32 CPU reference model;
@@ -145,6 +96,12 @@ pub fn build_runtime(
         );
     }
     let tokenizer = QwenTokenizer::from_dir(tokenizer_dir)?;
+    // A robot calls /predict one request at a time, so latency wins: with a second core, the
+    // PNG inflate overlaps the image chain (same floats; measured −150 µs per 256×256 frame on
+    // the 2-core CI box, see docs/benchmarks.md).
+    gr00t_runtime::preprocess::set_overlap_decode(
+        std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
+    );
     let pipeline = HostPipeline::new(
         processor,
         tokenizer,
@@ -165,6 +122,7 @@ pub fn build_runtime(
         weights_repo: settings.weights_repo.clone(),
         weights_revision: settings.weights_revision.clone(),
         model_dir: model_dir.display().to_string(),
+        weights_fingerprint: Some(weights_fingerprint(model_dir)?),
         cameras: p.cameras.clone(),
         state_groups: p
             .state_groups
@@ -202,6 +160,7 @@ pub fn warm_up(
         tracing::warn!("no demo shipped (GR00T_DEMO_DIR): skipping warm-up and the PCC self-check");
         return Ok(None);
     };
+    demo.check_weights(&rt.info)?;
     let body = serde_json::to_vec(&demo.request)?;
     let mut last = None;
     for i in 0..settings.warmup_runs {

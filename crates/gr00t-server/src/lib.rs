@@ -2,13 +2,15 @@
 //!
 //! ```text
 //!  routes (axum only) ──► runtime::Runtime ──► gr00t_runtime::request::HostPipeline (host work)
-//!        │                      └──────────► dyn Policy (the model; one device lock)
+//!        │                      └──────────► dyn Policy (the model; one FIFO device lock)
 //!        └── state::AppState (health, runtime, demo)      boot: settings ► dirs ► load ► warm-up ► Ready
 //! ```
 
 pub mod api;
 pub mod boot;
+pub mod demo;
 pub mod error;
+pub mod fifo;
 pub mod model_dir;
 pub mod routes;
 pub mod runtime;

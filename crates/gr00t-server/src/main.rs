@@ -48,6 +48,24 @@ enum Cmd {
         #[arg(long)]
         request: PathBuf,
     },
+    /// Make a demo directory (request.json + expected.json) by running REQUEST on the f32 CPU
+    /// reference: the golden that a device backend's boot self-check (GR00T_WARMUP_PCC_MIN)
+    /// compares its warm-up actions with. The expected actions record the weights they belong to.
+    Demo {
+        #[arg(long)]
+        model_dir: PathBuf,
+        #[arg(long)]
+        tokenizer_dir: Option<PathBuf>,
+        /// A /predict body (give `noise` or `seed` so the demo is reproducible; default seed 42).
+        #[arg(long)]
+        request: PathBuf,
+        /// The demo directory to write (replaced atomically).
+        #[arg(long)]
+        out: PathBuf,
+        /// Backend producing the expected actions (the reference is `cpu`).
+        #[arg(long, default_value = "cpu", value_parser = ["cpu", "megakernel"])]
+        backend: String,
+    },
     /// Print the Blackhole megakernel plan of the DiT (110-core grid: readers, compute cores,
     /// circular buffers, L1 budget, runtime args) and its roofline.
     Plan {
@@ -87,6 +105,20 @@ fn main() -> ExitCode {
             tokenizer_dir,
             request,
         }) => predict(&settings, &model_dir, tokenizer_dir.as_deref(), &request),
+        Some(Cmd::Demo {
+            model_dir,
+            tokenizer_dir,
+            request,
+            out,
+            backend,
+        }) => make_demo(
+            settings,
+            &model_dir,
+            tokenizer_dir.as_deref(),
+            &request,
+            &out,
+            backend,
+        ),
         Some(Cmd::Plan {
             json,
             model_dir,
@@ -143,6 +175,38 @@ fn predict(
             }))
         }
     }
+}
+
+fn make_demo(
+    mut settings: Settings,
+    model_dir: &std::path::Path,
+    tok: Option<&std::path::Path>,
+    request: &std::path::Path,
+    out: &std::path::Path,
+    backend: String,
+) -> anyhow::Result<ExitCode> {
+    let text = std::fs::read_to_string(request)
+        .with_context(|| format!("cannot read `{}`", request.display()))?;
+    let req: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("`{}`:{}:{}: {e}", request.display(), e.line(), e.column()))?;
+    settings.dit_backend = backend;
+    let model_dir = boot::resolve_model_dir(&settings, Some(model_dir))?;
+    let tok_dir = boot::resolve_tokenizer_dir(&settings, tok, &model_dir)?;
+    let policy = boot::load_policy(&settings, &model_dir)?;
+    let rt = boot::build_runtime(&settings, &model_dir, &tok_dir, policy)?;
+    let demo = gr00t_server::demo::Demo::produce(&rt, req)?;
+    demo.write(out)?;
+    eprintln!(
+        "wrote {} (request.json + expected.json, backend={}, weights {})",
+        out.display(),
+        rt.info.backend,
+        rt.info
+            .weights_fingerprint
+            .as_deref()
+            .map(|f| &f[..12])
+            .unwrap_or("?")
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 fn plan(

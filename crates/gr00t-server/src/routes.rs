@@ -74,6 +74,11 @@ async fn health(State(state): State<AppState>) -> Response {
     let h = state.health();
     let body = match &h {
         Health::Failed(r) => json!({ "status": h.as_str(), "error": r }),
+        // How many requests wait for the device right now (FIFO): a client can back off.
+        Health::Ready => match state.runtime() {
+            Some(rt) => json!({ "status": h.as_str(), "queued": rt.queued() }),
+            None => json!({ "status": h.as_str() }),
+        },
         _ => json!({ "status": h.as_str() }),
     };
     let code = if h == Health::Ready {

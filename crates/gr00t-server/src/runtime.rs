@@ -3,9 +3,8 @@
 //! [`Runtime::predict_body`] is what `POST /predict` and `gr00t-server predict` both run, so
 //! they return the same JSON. Host work (JSON, PNG decode, preprocessing, tokenization,
 //! decoding) runs concurrently; only the forward holds the device lock, so requests to the one
-//! device are serialized.
+//! device are serialized, in arrival order ([`FifoLock`]).
 
-use std::sync::Mutex;
 use std::time::Instant;
 
 use gr00t_runtime::policy::Policy;
@@ -13,6 +12,7 @@ use gr00t_runtime::request::HostPipeline;
 
 use crate::api::{GroupArrays, PredictRequest, PredictResponse, Timing};
 use crate::error::ApiError;
+use crate::fifo::FifoLock;
 
 /// Static description served by `/info`.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -30,6 +30,8 @@ pub struct RuntimeInfo {
     pub weights_repo: String,
     pub weights_revision: Option<String>,
     pub model_dir: String,
+    /// [`crate::demo::weights_fingerprint`] of the loaded checkpoint.
+    pub weights_fingerprint: Option<String>,
     pub cameras: Vec<String>,
     pub state_groups: Vec<(String, usize)>,
     pub action_groups: Vec<(String, usize)>,
@@ -53,7 +55,7 @@ pub struct Runtime {
     pub pipeline: HostPipeline,
     pub policy: Box<dyn Policy>,
     pub info: RuntimeInfo,
-    device: Mutex<()>,
+    device: FifoLock,
 }
 
 impl Runtime {
@@ -62,8 +64,13 @@ impl Runtime {
             pipeline,
             policy,
             info,
-            device: Mutex::new(()),
+            device: FifoLock::new(),
         }
+    }
+
+    /// Requests whose host work is done and that wait for the device.
+    pub fn queued(&self) -> u64 {
+        self.device.waiting()
     }
 
     /// Parse and run one `/predict` body.
@@ -79,9 +86,8 @@ impl Runtime {
         let prepared = self.pipeline.prepare(&obs)?;
         let decode_ms = t0.elapsed().as_secs_f64() * 1e3;
         let (chunk, fwd) = {
-            // A panic inside a forward poisons the lock; the device state is owned by the
-            // policy, so keep serving.
-            let _guard = self.device.lock().unwrap_or_else(|p| p.into_inner());
+            // Arrival order; a panic inside a forward still hands the device to the next.
+            let _turn = self.device.lock();
             self.policy
                 .predict(&prepared.inputs)
                 .map_err(|e| ApiError::Internal(format!("forward failed: {e}")))?

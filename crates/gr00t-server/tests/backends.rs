@@ -69,7 +69,10 @@ fn plan_prints_the_full_size_core_plan() {
     // The whole 11x10 grid, each core with a role; 96 of them compute.
     let cores = v["cores"].as_array().expect("cores");
     assert_eq!(cores.len(), 110);
-    let compute = cores.iter().filter(|c| c["role"]["role"] == "compute").count();
+    let compute = cores
+        .iter()
+        .filter(|c| c["role"]["role"] == "compute")
+        .count();
     assert_eq!(compute, 96, "{}", v["cores"][0]);
     let out = clean_env(&mut Command::new(BIN))
         .args(["plan"])

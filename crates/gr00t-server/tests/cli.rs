@@ -160,3 +160,68 @@ fn serve_boots_warms_up_and_answers() {
     std::fs::remove_dir_all(&hf).unwrap();
     std::fs::remove_dir_all(&demo).unwrap();
 }
+
+#[test]
+fn demo_subcommand_writes_a_demo_the_boot_checks_against() {
+    let dir = tmpdir("mkdemo");
+    let req = dir.join("req.json");
+    std::fs::write(&req, serde_json::to_vec(&case1_request()).unwrap()).unwrap();
+    let out_dir = dir.join("demo");
+    let run = || {
+        clean_env(&mut Command::new(BIN))
+            .args(["demo", "--model-dir"])
+            .arg(case1())
+            .arg("--tokenizer-dir")
+            .arg(tok_dir())
+            .arg("--request")
+            .arg(&req)
+            .arg("--out")
+            .arg(&out_dir)
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let demo = gr00t_server::demo::Demo::load(&out_dir).unwrap();
+    // The request is kept as given (floats compared through the actions below: JSON float
+    // parsing is not bit-exact round trip without serde_json's `float_roundtrip`).
+    let want = case1_request();
+    for k in ["images", "instruction"] {
+        assert!(demo.request[k] == want[k], "request.{k} changed");
+    }
+    // The f32 CPU reference of this build reproduces the reference's physical actions.
+    let err = max_action_err(&demo.expected["actions"]);
+    assert!(err <= 1e-3, "max |expected - golden| = {err}");
+    let by = &demo.expected["produced_by"];
+    assert_eq!(by["backend"], "cpu");
+    let fp = by["weights_fingerprint"].as_str().unwrap();
+    assert_eq!(fp.len(), 64);
+    // Running it again replaces the directory whole (no temp or old copies left beside it).
+    assert!(run().status.success());
+    let left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 2, "{left:?}");
+
+    // The boot self-check accepts it for the same checkpoint (PCC vs the replayed golden)…
+    let rt = replay_runtime();
+    assert_eq!(rt.info.weights_fingerprint.as_deref(), Some(fp));
+    let p = gr00t_server::boot::warm_up(&rt, &settings(), Some(&demo))
+        .unwrap()
+        .unwrap();
+    assert!(p >= 0.999, "pcc {p}");
+    // …and refuses it, with the reason, for other weights.
+    let mut other = demo.clone();
+    other.expected["produced_by"]["weights_fingerprint"] = serde_json::json!("0".repeat(64));
+    let e = gr00t_server::boot::warm_up(&rt, &settings(), Some(&other))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("produced for other weights"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -54,6 +54,7 @@ async fn predict_returns_the_golden_actions() {
     let state = ready_state();
     let (s, v) = call(&state, "GET", "/health", vec![]).await;
     assert_eq!((s, v["status"].as_str()), (StatusCode::OK, Some("ready")));
+    assert_eq!(v["queued"], 0, "nobody waits for the device: {v}");
     let (s, v) = predict(&state, &case1_request()).await;
     assert_eq!(s, StatusCode::OK, "{v}");
     assert!(max_action_err(&v["actions"]) <= 1e-5);

@@ -12,7 +12,7 @@
 //! The enlarge route is what the GR00T image chain hits on every frame (243 -> 256 after the
 //! 95 % crop) and is checked bit-for-bit against the reference taps.
 
-use super::RgbImage;
+use super::{RgbImage, RgbView};
 
 const CN: usize = 3;
 /// `INTER_RESIZE_COEF_BITS` / `INTER_RESIZE_COEF_SCALE` of OpenCV's fixed-point linear path.
@@ -20,9 +20,17 @@ const COEF_SCALE: f32 = 2048.0;
 
 /// `cv2.resize(src, (dst_w, dst_h), interpolation=cv2.INTER_AREA)`.
 pub fn resize_area(src: &RgbImage, dst_w: usize, dst_h: usize) -> RgbImage {
-    assert!(dst_w > 0 && dst_h > 0 && src.width > 0 && src.height > 0);
     if dst_w == src.width && dst_h == src.height {
         return src.clone();
+    }
+    resize_area_view(RgbView::full(src), dst_w, dst_h)
+}
+
+/// [`resize_area`] of a borrowed rectangle (the centre crop, without copying it first).
+pub fn resize_area_view(src: RgbView<'_>, dst_w: usize, dst_h: usize) -> RgbImage {
+    assert!(dst_w > 0 && dst_h > 0 && src.width > 0 && src.height > 0);
+    if dst_w == src.width && dst_h == src.height {
+        return src.to_image();
     }
     // OpenCV: inv_scale = dsize/ssize, scale = 1/inv_scale (not ssize/dsize: the rounding differs).
     let inv_sx = dst_w as f64 / src.width as f64;
@@ -41,9 +49,8 @@ pub fn resize_area(src: &RgbImage, dst_w: usize, dst_h: usize) -> RgbImage {
 }
 
 /// `resizeAreaFast_Invoker` for integer factors.
-fn area_fast(src: &RgbImage, dst_w: usize, dst_h: usize, kx: usize, ky: usize) -> RgbImage {
+fn area_fast(src: RgbView<'_>, dst_w: usize, dst_h: usize, kx: usize, ky: usize) -> RgbImage {
     let mut out = vec![0u8; dst_w * dst_h * CN];
-    let sstride = src.width * CN;
     let fast2 = kx == 2 && ky == 2;
     let scale = 1.0f32 / (kx * ky) as f32;
     for dy in 0..dst_h {
@@ -56,9 +63,9 @@ fn area_fast(src: &RgbImage, dst_w: usize, dst_h: usize, kx: usize, ky: usize) -
             for c in 0..CN {
                 let mut sum: i32 = 0;
                 for yy in 0..ky {
-                    let row = (sy0 + yy) * sstride;
+                    let row = src.row(sy0 + yy);
                     for xx in 0..kx {
-                        sum += src.data[row + (dx * kx + xx) * CN + c] as i32;
+                        sum += row[(dx * kx + xx) * CN + c] as i32;
                     }
                 }
                 out[(dy * dst_w + dx) * CN + c] = if fast2 {
@@ -122,19 +129,18 @@ fn area_tab(ssize: usize, dsize: usize, cn: usize, scale: f64) -> Vec<Decimate> 
 }
 
 /// `ResizeArea_Invoker` (non-integer shrink), `f32` accumulation as OpenCV does for `uint8`.
-fn area_generic(src: &RgbImage, dst_w: usize, dst_h: usize, sx: f64, sy: f64) -> RgbImage {
+fn area_generic(src: RgbView<'_>, dst_w: usize, dst_h: usize, sx: f64, sy: f64) -> RgbImage {
     let xtab = area_tab(src.width, dst_w, CN, sx);
     let ytab = area_tab(src.height, dst_h, 1, sy);
     let w = dst_w * CN;
     let mut out = vec![0u8; w * dst_h];
     let mut buf = vec![0f32; w];
     let mut sum = vec![0f32; w];
-    let sstride = src.width * CN;
     let mut prev_dy = ytab[0].di;
     for yt in &ytab {
         let beta = yt.alpha;
         let dy = yt.di;
-        let srow = &src.data[yt.si * sstride..(yt.si + 1) * sstride];
+        let srow = src.row(yt.si);
         buf.iter_mut().for_each(|b| *b = 0.0);
         for xt in &xtab {
             for c in 0..CN {
@@ -189,7 +195,7 @@ fn area_mode_coeffs(
 
 /// The generic linear resizer in area mode (`INTER_AREA` with an enlarged axis), `uint8` path.
 fn linear_area_mode(
-    src: &RgbImage,
+    src: RgbView<'_>,
     dst_w: usize,
     dst_h: usize,
     inv_sx: f64,
@@ -199,24 +205,7 @@ fn linear_area_mode(
 ) -> RgbImage {
     let xc = area_mode_coeffs(src.width, dst_w, inv_sx, sx, true);
     let yc = area_mode_coeffs(src.height, dst_h, inv_sy, sy, false);
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: AVX2 was detected at run time.
-        return unsafe { linear_area_mode_avx2(src, dst_w, dst_h, &xc, &yc) };
-    }
-    linear_area_mode_body(src, dst_w, dst_h, &xc, &yc)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn linear_area_mode_avx2(
-    src: &RgbImage,
-    dst_w: usize,
-    dst_h: usize,
-    xc: &[(usize, i32, i32)],
-    yc: &[(usize, i32, i32)],
-) -> RgbImage {
-    linear_area_mode_body(src, dst_w, dst_h, xc, yc)
+    linear_area_mode_body(src, dst_w, dst_h, &xc, yc, true)
 }
 
 /// Per output element (`dx * CN + c`): byte offsets of pixels `s` and `s + 1` in the source row
@@ -228,101 +217,240 @@ struct HTab {
     c1: Vec<i32>,
 }
 
-/// Horizontal pass of one source row (int32 sums, as HResizeLinear keeps them).
-///
-/// # Safety
-/// Every offset in `t` must be below `rowi.len()`.
-#[inline(always)]
-unsafe fn hrow(row: &[u8], rowi: &mut [i32], t: &HTab, h: &mut [i32]) {
-    for (d, &p) in rowi.iter_mut().zip(row) {
-        *d = p as i32;
-    }
-    let n = h.len();
-    let (i0, i1, c0, c1) = (&t.i0[..n], &t.i1[..n], &t.c0[..n], &t.c1[..n]);
-    for j in 0..n {
-        // SAFETY: the caller guarantees the offsets are in bounds.
-        h[j] = unsafe {
-            *rowi.get_unchecked(i0[j] as usize) * c0[j]
-                + *rowi.get_unchecked(i1[j] as usize) * c1[j]
-        };
+/// Horizontal pass of one source row, elements `from..` (int32 sums, as HResizeLinear keeps
+/// them).
+fn hrow_scalar(row: &[u8], t: &HTab, h: &mut [i32], from: usize) {
+    for j in from..h.len() {
+        h[j] = row[t.i0[j] as usize] as i32 * t.c0[j] + row[t.i1[j] as usize] as i32 * t.c1[j];
     }
 }
 
-#[inline(always)]
+/// The vector formula of `VResizeLinearVec_32s8u` for elements `from..to`.
+fn vrow_vec_formula(
+    h0: &[i32],
+    h1: &[i32],
+    b0: i32,
+    b1: i32,
+    out: &mut [u8],
+    from: usize,
+    to: usize,
+) {
+    for j in from..to {
+        let a = (b0 * (h0[j] >> 4)) >> 16;
+        let b = (b1 * (h1[j] >> 4)) >> 16;
+        out[j] = ((a + b + 2) >> 2).clamp(0, 255) as u8;
+    }
+}
+
+/// OpenCV's area-mode linear resize of a `src_w x src_h` RGB image, one output row at a time
+/// (so a caller can feed source rows as they arrive): tables, plus the two cached horizontal
+/// rows (source rows `s` and `s + 1` have different parities).
+pub(super) struct LinearArea {
+    t: HTab,
+    #[cfg(target_arch = "x86_64")]
+    blocks: Option<super::cv_area_avx2::HBlocks>,
+    avx2: bool,
+    yc: Vec<(usize, i32, i32)>,
+    src_h: usize,
+    w: usize,
+    vec_end: usize,
+    slots: [Vec<i32>; 2],
+    tags: [usize; 2],
+}
+
+impl LinearArea {
+    /// `allow_simd`: use the AVX2 passes where the CPU has them (tests turn it off to get
+    /// the scalar reference).
+    fn new(
+        src_w: usize,
+        src_h: usize,
+        dst_w: usize,
+        xc: &[(usize, i32, i32)],
+        yc: Vec<(usize, i32, i32)>,
+        allow_simd: bool,
+    ) -> Self {
+        let w = dst_w * CN;
+        let mut t = HTab {
+            i0: Vec::with_capacity(w),
+            i1: Vec::with_capacity(w),
+            c0: Vec::with_capacity(w),
+            c1: Vec::with_capacity(w),
+        };
+        for &(s, c0, c1) in xc {
+            assert!(s < src_w);
+            for c in 0..CN {
+                let (i1, c1) = if s + 1 < src_w && c1 != 0 {
+                    ((s + 1) * CN + c, c1)
+                } else {
+                    (s * CN + c, 0)
+                };
+                t.i0.push((s * CN + c) as u32);
+                t.i1.push(i1 as u32);
+                t.c0.push(c0);
+                t.c1.push(c1);
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        let avx2 = allow_simd && std::arch::is_x86_feature_detected!("avx2");
+        #[cfg(not(target_arch = "x86_64"))]
+        let avx2 = {
+            let _ = allow_simd;
+            false
+        };
+        #[cfg(target_arch = "x86_64")]
+        let blocks = if avx2 {
+            super::cv_area_avx2::HBlocks::new(&t.i0, &t.i1, &t.c0, &t.c1, src_w * CN)
+        } else {
+            None
+        };
+        // Which elements of a row OpenCV computes with the SIMD formula (16 u8 lanes, then 8
+        // lanes); the rest use the scalar `(b0*S0 + b1*S1 + (1 << 21)) >> 22`.
+        let mut vec_end = (w / 16) * 16;
+        while w >= 8 && vec_end < w - 8 {
+            vec_end += 8;
+        }
+        if w < 8 {
+            vec_end = 0;
+        }
+        LinearArea {
+            t,
+            #[cfg(target_arch = "x86_64")]
+            blocks,
+            avx2,
+            yc,
+            src_h,
+            w,
+            vec_end,
+            slots: [vec![0i32; w], vec![0i32; w]],
+            tags: [usize::MAX; 2],
+        }
+    }
+
+    /// The plan for an enlarging `INTER_AREA` resize, `None` when OpenCV takes another route.
+    pub(super) fn for_enlarge(
+        src_w: usize,
+        src_h: usize,
+        dst_w: usize,
+        dst_h: usize,
+    ) -> Option<Self> {
+        let inv_sx = dst_w as f64 / src_w as f64;
+        let inv_sy = dst_h as f64 / src_h as f64;
+        let (sx, sy) = (1.0 / inv_sx, 1.0 / inv_sy);
+        if sx >= 1.0 && sy >= 1.0 {
+            return None;
+        }
+        let xc = area_mode_coeffs(src_w, dst_w, inv_sx, sx, true);
+        let yc = area_mode_coeffs(src_h, dst_h, inv_sy, sy, false);
+        Some(Self::new(src_w, src_h, dst_w, &xc, yc, true))
+    }
+
+    /// The last source row output row `dy` reads.
+    pub(super) fn last_src_row(&self, dy: usize) -> usize {
+        (self.yc[dy].0 + 1).min(self.src_h - 1)
+    }
+
+    /// Output row `dy` (`dst_w * 3` bytes) from source rows given by `src`.
+    pub(super) fn row<'s>(&mut self, dy: usize, src: impl Fn(usize) -> &'s [u8], drow: &mut [u8]) {
+        let (s, b0, b1) = self.yc[dy];
+        let r0 = s.min(self.src_h - 1);
+        let r1 = (s + 1).min(self.src_h - 1);
+        for r in [r0, r1] {
+            let k = r & 1;
+            if self.tags[k] != r {
+                let row = src(r);
+                #[allow(unused_mut)]
+                let mut from = 0;
+                #[cfg(target_arch = "x86_64")]
+                if let Some(b) = &self.blocks {
+                    // SAFETY: blocks exist only when AVX2 was detected; they were built for
+                    // rows of `src_w * 3` bytes, which `hrow` asserts.
+                    unsafe { super::cv_area_avx2::hrow(row, b, &mut self.slots[k]) };
+                    from = b.len();
+                }
+                hrow_scalar(row, &self.t, &mut self.slots[k], from);
+                self.tags[k] = r;
+            }
+        }
+        let (w, vec_end) = (self.w, self.vec_end);
+        let s0 = &self.slots[r0 & 1];
+        let s1 = &self.slots[r1 & 1];
+        let drow = &mut drow[..w];
+        #[allow(unused_mut)]
+        let mut from = 0;
+        #[cfg(target_arch = "x86_64")]
+        if self.avx2 {
+            // SAFETY: `avx2` is set only when AVX2 was detected.
+            unsafe { super::cv_area_avx2::vrow(s0, s1, b0, b1, drow, vec_end) };
+            from = vec_end;
+        }
+        vrow_vec_formula(s0, s1, b0, b1, drow, from, vec_end);
+        for j in vec_end..w {
+            drow[j] = ((b0 as i64 * s0[j] as i64 + b1 as i64 * s1[j] as i64 + (1 << 21)) >> 22)
+                .clamp(0, 255) as u8;
+        }
+    }
+}
+
 fn linear_area_mode_body(
-    src: &RgbImage,
+    src: RgbView<'_>,
     dst_w: usize,
     dst_h: usize,
     xc: &[(usize, i32, i32)],
-    yc: &[(usize, i32, i32)],
+    yc: Vec<(usize, i32, i32)>,
+    allow_simd: bool,
 ) -> RgbImage {
+    let mut plan = LinearArea::new(src.width, src.height, dst_w, xc, yc, allow_simd);
     let w = dst_w * CN;
-    let sstride = src.width * CN;
-    let mut t = HTab {
-        i0: Vec::with_capacity(w),
-        i1: Vec::with_capacity(w),
-        c0: Vec::with_capacity(w),
-        c1: Vec::with_capacity(w),
-    };
-    for &(s, c0, c1) in xc {
-        assert!(s < src.width);
-        for c in 0..CN {
-            let (i1, c1) = if s + 1 < src.width && c1 != 0 {
-                ((s + 1) * CN + c, c1)
-            } else {
-                (s * CN + c, 0)
-            };
-            t.i0.push((s * CN + c) as u32);
-            t.i1.push(i1 as u32);
-            t.c0.push(c0);
-            t.c1.push(c1);
-        }
-    }
-    let mut rowi = vec![0i32; sstride];
-    // Two cached horizontal rows (source rows `s` and `s + 1` have different parities).
-    let mut slots = [vec![0i32; w], vec![0i32; w]];
-    let mut tags = [usize::MAX; 2];
     let mut out = vec![0u8; w * dst_h];
-    // Which elements of a row OpenCV computes with the SIMD formula (16 u8 lanes, then 8 lanes);
-    // the rest use the scalar `(b0*S0 + b1*S1 + (1 << 21)) >> 22`.
-    let mut vec_end = (w / 16) * 16;
-    while w >= 8 && vec_end < w - 8 {
-        vec_end += 8;
-    }
-    if w < 8 {
-        vec_end = 0;
-    }
-    for (dy, &(s, b0, b1)) in yc.iter().enumerate() {
-        let r0 = s.min(src.height - 1);
-        let r1 = (s + 1).min(src.height - 1);
-        for r in [r0, r1] {
-            let k = r & 1;
-            if tags[k] != r {
-                // SAFETY: every offset in `t` is below `(s + 1) * CN <= sstride = rowi.len()`.
-                unsafe {
-                    hrow(
-                        &src.data[r * sstride..(r + 1) * sstride],
-                        &mut rowi,
-                        &t,
-                        &mut slots[k],
-                    )
-                };
-                tags[k] = r;
-            }
-        }
-        let s0 = &slots[r0 & 1];
-        let s1 = &slots[r1 & 1];
-        let drow = &mut out[dy * w..(dy + 1) * w];
-        let (dv, ds) = drow.split_at_mut(vec_end);
-        for ((d, &h0), &h1) in dv.iter_mut().zip(&s0[..vec_end]).zip(&s1[..vec_end]) {
-            let a = (b0 * (h0 >> 4)) >> 16;
-            let b = (b1 * (h1 >> 4)) >> 16;
-            *d = ((a + b + 2) >> 2).clamp(0, 255) as u8;
-        }
-        for ((d, &h0), &h1) in ds.iter_mut().zip(&s0[vec_end..]).zip(&s1[vec_end..]) {
-            *d = ((b0 as i64 * h0 as i64 + b1 as i64 * h1 as i64 + (1 << 21)) >> 22).clamp(0, 255)
-                as u8;
-        }
+    for (dy, drow) in out.chunks_exact_mut(w).enumerate() {
+        plan.row(dy, |r| src.row(r), drow);
     }
     RgbImage::new(dst_w, dst_h, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_image(w: usize, h: usize, seed: u64) -> RgbImage {
+        let mut s = seed;
+        let data = (0..w * h * 3)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (s >> 56) as u8
+            })
+            .collect();
+        RgbImage::new(w, h, data)
+    }
+
+    /// The dispatched (AVX2 where present) enlarge equals the scalar loops, on crops too.
+    #[test]
+    fn linear_area_mode_simd_equals_scalar() {
+        let sizes = [
+            (243, 243, 256, 256),
+            (5, 7, 9, 11),
+            (16, 16, 17, 17),
+            (100, 37, 131, 50),
+            (6, 6, 256, 256),
+            (200, 3, 257, 4),
+            (33, 90, 34, 300),
+        ];
+        for (i, &(sw, sh, dw, dh)) in sizes.iter().enumerate() {
+            let big = random_image(sw + 13, sh + 13, i as u64);
+            for view in [
+                RgbView::full(&random_image(sw, sh, 99 + i as u64)),
+                RgbView::crop(&big, 6, 7, sw, sh),
+            ] {
+                let (inv_sx, inv_sy) = (dw as f64 / sw as f64, dh as f64 / sh as f64);
+                let xc = area_mode_coeffs(sw, dw, inv_sx, 1.0 / inv_sx, true);
+                let yc = area_mode_coeffs(sh, dh, inv_sy, 1.0 / inv_sy, false);
+                let want = linear_area_mode_body(view, dw, dh, &xc, yc, false);
+                let got = resize_area_view(view, dw, dh);
+                assert_eq!(got, want, "{sw}x{sh} -> {dw}x{dh}");
+                assert_eq!(resize_area(&view.to_image(), dw, dh), want);
+            }
+        }
+    }
 }

@@ -10,8 +10,19 @@
 //!
 //! Every intermediate is returned so tests compare each stage with the golden taps.
 
+pub mod base64;
 pub mod cv_area;
+#[cfg(target_arch = "x86_64")]
+mod cv_area_avx2;
+pub mod normalize;
 pub mod pil_bicubic;
+#[cfg(target_arch = "x86_64")]
+mod pil_bicubic_avx2;
+pub mod png_rgb8;
+pub mod stream;
+pub mod unfilter;
+
+pub use stream::{decode_preprocess, decode_preprocess_overlapped, set_overlap_decode};
 
 /// An 8-bit RGB image, HWC row-major.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,6 +45,52 @@ impl RgbImage {
     }
 }
 
+/// A borrowed rectangle of an [`RgbImage`]: `height` rows of `width` pixels, row `y` starting
+/// at byte `y * stride` of `data` (lets the centre crop feed the next resize without a copy).
+#[derive(Clone, Copy, Debug)]
+pub struct RgbView<'a> {
+    data: &'a [u8],
+    stride: usize,
+    pub width: usize,
+    pub height: usize,
+}
+
+impl<'a> RgbView<'a> {
+    /// The whole image.
+    pub fn full(img: &'a RgbImage) -> Self {
+        Self::crop(img, 0, 0, img.width, img.height)
+    }
+
+    /// `width x height` pixels from `(x0, y0)`; panics if that leaves the image.
+    pub fn crop(img: &'a RgbImage, x0: usize, y0: usize, width: usize, height: usize) -> Self {
+        assert!(
+            x0 + width <= img.width && y0 + height <= img.height,
+            "crop inside the image"
+        );
+        let stride = img.width * 3;
+        Self {
+            data: &img.data[y0 * stride + x0 * 3..],
+            stride,
+            width,
+            height,
+        }
+    }
+
+    /// Row `y`: `width * 3` bytes.
+    pub fn row(&self, y: usize) -> &'a [u8] {
+        &self.data[y * self.stride..y * self.stride + self.width * 3]
+    }
+
+    /// A copy as an owned image.
+    pub fn to_image(&self) -> RgbImage {
+        let mut data = Vec::with_capacity(self.width * self.height * 3);
+        for y in 0..self.height {
+            data.extend_from_slice(self.row(y));
+        }
+        RgbImage::new(self.width, self.height, data)
+    }
+}
+
 /// Why an image could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
@@ -52,46 +109,12 @@ pub const MAX_IMAGE_SIDE: u32 = 4096;
 /// Decode a PNG or JPEG (sniffed from the magic bytes) to RGB8. Grey, grey-alpha and RGBA are
 /// converted the way PIL's `convert("RGB")` does (alpha dropped).
 pub fn decode_image(bytes: &[u8]) -> Result<RgbImage, ImageError> {
-    if let Some(img) = decode_png_rgb8_fast(bytes) {
+    // The common case, an 8-bit RGB PNG, without the generic decoder's copies and per-row
+    // streaming; `None` for anything else and on any error, so the generic path decides.
+    if let Some(img) = png_rgb8::decode_png_rgb8(bytes, MAX_IMAGE_SIDE as usize) {
         return Ok(img);
     }
     decode_image_generic(bytes)
-}
-
-/// The common case, an 8-bit RGB PNG, straight into the output buffer with the `png` crate
-/// (the decoder `image` uses, minus its copies). `None` for anything else, and on any error,
-/// so the generic path decides (and words the error).
-fn decode_png_rgb8_fast(bytes: &[u8]) -> Option<RgbImage> {
-    if !bytes.starts_with(&[0x89, b'P', b'N', b'G']) {
-        return None;
-    }
-    let mut dec = png::Decoder::new_with_limits(
-        std::io::Cursor::new(bytes),
-        png::Limits { bytes: 256 << 20 },
-    );
-    dec.set_transformations(png::Transformations::IDENTITY);
-    dec.set_ignore_text_chunk(true);
-    dec.set_ignore_iccp_chunk(true);
-    let mut reader = dec.read_info().ok()?;
-    let info = reader.info();
-    let (w, h) = (info.width as usize, info.height as usize);
-    let max = MAX_IMAGE_SIDE as usize;
-    if w == 0
-        || h == 0
-        || w > max
-        || h > max
-        || info.color_type != png::ColorType::Rgb
-        || info.bit_depth != png::BitDepth::Eight
-        || info.trns.is_some()
-    {
-        return None;
-    }
-    let mut data = vec![0u8; w * h * 3];
-    if reader.output_buffer_size()? != data.len() {
-        return None;
-    }
-    reader.next_frame(&mut data).ok()?;
-    Some(RgbImage::new(w, h, data))
 }
 
 fn decode_image_generic(bytes: &[u8]) -> Result<RgbImage, ImageError> {
@@ -177,27 +200,39 @@ pub fn letterbox(img: &RgbImage) -> RgbImage {
 
 /// albumentations `SmallestMaxSize(max_size, INTER_AREA)`.
 pub fn smallest_max_size(img: &RgbImage, max_size: usize) -> RgbImage {
-    let scale = max_size as f64 / img.width.min(img.height) as f64;
-    if scale == 1.0 {
-        return img.clone();
+    match smallest_max_size_dims(img.width, img.height, max_size) {
+        None => img.clone(),
+        Some((nw, nh)) => cv_area::resize_area(img, nw, nh),
     }
-    let nh = (img.height as f64 * scale).round_ties_even().max(1.0) as usize;
-    let nw = (img.width as f64 * scale).round_ties_even().max(1.0) as usize;
-    cv_area::resize_area(img, nw, nh)
+}
+
+/// The `(width, height)` `SmallestMaxSize` resizes to, `None` when it keeps the image.
+fn smallest_max_size_dims(width: usize, height: usize, max_size: usize) -> Option<(usize, usize)> {
+    let scale = max_size as f64 / width.min(height) as f64;
+    if scale == 1.0 {
+        return None;
+    }
+    let nh = (height as f64 * scale).round_ties_even().max(1.0) as usize;
+    let nw = (width as f64 * scale).round_ties_even().max(1.0) as usize;
+    Some((nw, nh))
 }
 
 /// `FractionalCenterCrop(fraction)`.
 pub fn center_crop(img: &RgbImage, fraction: f64) -> RgbImage {
-    let ch = ((img.height as f64 * fraction) as usize).max(1);
-    let cw = ((img.width as f64 * fraction) as usize).max(1);
-    let y0 = (img.height - ch) / 2;
-    let x0 = (img.width - cw) / 2;
-    let mut out = Vec::with_capacity(ch * cw * 3);
-    for y in y0..y0 + ch {
-        let row = (y * img.width + x0) * 3;
-        out.extend_from_slice(&img.data[row..row + cw * 3]);
-    }
-    RgbImage::new(cw, ch, out)
+    center_crop_view(img, fraction).to_image()
+}
+
+/// [`center_crop`] as a borrowed view.
+fn center_crop_view(img: &RgbImage, fraction: f64) -> RgbView<'_> {
+    let (x0, y0, cw, ch) = center_crop_rect(img.width, img.height, fraction);
+    RgbView::crop(img, x0, y0, cw, ch)
+}
+
+/// `(x0, y0, width, height)` of the centre crop of a `width x height` image.
+fn center_crop_rect(width: usize, height: usize, fraction: f64) -> (usize, usize, usize, usize) {
+    let ch = ((height as f64 * fraction) as usize).max(1);
+    let cw = ((width as f64 * fraction) as usize).max(1);
+    ((width - cw) / 2, (height - ch) / 2, cw, ch)
 }
 
 /// Qwen2-VL `smart_resize` as bundled with Eagle: (height, width) rounded to multiples of
@@ -223,30 +258,22 @@ pub fn smart_resize(height: usize, width: usize) -> (usize, usize) {
 
 /// `(v - 127.5) / 127.5` in f32, HWC u8 -> CHW f32.
 pub fn normalize_chw(img: &RgbImage) -> Vec<f32> {
-    let n = img.width * img.height;
-    // The same f32 expression for each of the 256 byte values, looked up per pixel.
-    let mut lut = [0f32; 256];
-    for (v, l) in lut.iter_mut().enumerate() {
-        *l = (v as f32 - 127.5f32) / 127.5f32;
+    let plane = img.width * img.height;
+    let mut out: Vec<f32> = Vec::with_capacity(3 * plane);
+    let dst = &mut out.spare_capacity_mut()[..3 * plane];
+    let w3 = img.width * 3;
+    for y in 0..img.height {
+        normalize::normalize_row(&img.data[y * w3..(y + 1) * w3], y, plane, dst);
     }
-    let mut out = Vec::with_capacity(3 * n);
-    for c in 0..3 {
-        out.extend(img.data.chunks_exact(3).map(|px| lut[px[c] as usize]));
-    }
+    // SAFETY: `normalize_row` wrote all three planes' values of every row.
+    unsafe { out.set_len(3 * plane) };
     out
 }
 
-/// [`smallest_max_size`] that borrows the input when it is already the right size.
-fn smallest_max_size_cow(img: &RgbImage, max_size: usize) -> std::borrow::Cow<'_, RgbImage> {
-    if max_size as f64 / img.width.min(img.height) as f64 == 1.0 {
-        std::borrow::Cow::Borrowed(img)
-    } else {
-        std::borrow::Cow::Owned(smallest_max_size(img, max_size))
-    }
-}
-
 /// The chain's output only (`(height, width)` of the model image and its CHW `pixel_values`),
-/// computed exactly as [`preprocess`] does but without keeping (or copying) the intermediates.
+/// computed exactly as [`preprocess`] does but without keeping (or copying) the intermediates:
+/// the letterbox and the first resize are skipped when they keep the image, and the centre
+/// crop is a view the second resize reads directly.
 pub fn preprocess_pixels(img: &RgbImage, cfg: &ImageChainConfig) -> ((usize, usize), Vec<f32>) {
     use std::borrow::Cow;
     let letterboxed = if img.width == img.height {
@@ -254,14 +281,21 @@ pub fn preprocess_pixels(img: &RgbImage, cfg: &ImageChainConfig) -> ((usize, usi
     } else {
         Cow::Owned(letterbox(img))
     };
-    let resized1 = smallest_max_size_cow(&letterboxed, cfg.shortest_edge);
-    let cropped = center_crop(&resized1, cfg.crop_fraction);
-    let augmented = smallest_max_size_cow(&cropped, cfg.shortest_edge);
+    let resized1 =
+        match smallest_max_size_dims(letterboxed.width, letterboxed.height, cfg.shortest_edge) {
+            None => letterboxed,
+            Some((nw, nh)) => Cow::Owned(cv_area::resize_area(&letterboxed, nw, nh)),
+        };
+    let cropped = center_crop_view(&resized1, cfg.crop_fraction);
+    let augmented = match smallest_max_size_dims(cropped.width, cropped.height, cfg.shortest_edge) {
+        None => cropped.to_image(),
+        Some((nw, nh)) => cv_area::resize_area_view(cropped, nw, nh),
+    };
     let (h, w) = smart_resize(augmented.height, augmented.width);
     let pixel_values = if (h, w) == (augmented.height, augmented.width) {
         normalize_chw(&augmented)
     } else {
-        normalize_chw(&pil_bicubic::resize_bicubic(&augmented, w, h))
+        pil_bicubic::resize_bicubic_normalized(&augmented, w, h)
     };
     ((h, w), pixel_values)
 }

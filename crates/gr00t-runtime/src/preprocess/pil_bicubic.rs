@@ -25,13 +25,13 @@ fn bicubic(x: f64) -> f64 {
 
 /// Per output pixel: first source index and the fixed-point weights (`precompute_coeffs` +
 /// `normalize_coeffs_8bpc`).
-struct Coeffs {
-    bounds: Vec<(usize, usize)>,
-    ksize: usize,
-    kk: Vec<i32>,
+pub(super) struct Coeffs {
+    pub(super) bounds: Vec<(usize, usize)>,
+    pub(super) ksize: usize,
+    pub(super) kk: Vec<i32>,
 }
 
-fn coeffs(in_size: usize, out_size: usize) -> Coeffs {
+pub(super) fn coeffs(in_size: usize, out_size: usize) -> Coeffs {
     let scale = in_size as f64 / out_size as f64;
     let filterscale = scale.max(1.0);
     let support = SUPPORT * filterscale;
@@ -77,6 +77,148 @@ pub fn resize_bicubic(src: &RgbImage, out_w: usize, out_h: usize) -> RgbImage {
     if out_w == src.width && out_h == src.height {
         return src.clone();
     }
+    let mut out = vec![0u8; out_w * out_h * 3];
+    let w3 = out_w * 3;
+    let fast = resize_rows_fast(src, out_w, out_h, |y, row| {
+        out[y * w3..(y + 1) * w3].copy_from_slice(row)
+    });
+    if fast {
+        return RgbImage::new(out_w, out_h, out);
+    }
+    resize_bicubic_portable(src, out_w, out_h)
+}
+
+/// [`resize_bicubic`] then [`super::normalize_chw`], without the intermediate image where the
+/// vector path applies (each finished row is normalised straight into the planes).
+pub fn resize_bicubic_normalized(src: &RgbImage, out_w: usize, out_h: usize) -> Vec<f32> {
+    let plane = out_w * out_h;
+    let mut out: Vec<f32> = Vec::with_capacity(3 * plane);
+    let fast = {
+        let dst = &mut out.spare_capacity_mut()[..3 * plane];
+        resize_rows_fast(src, out_w, out_h, |y, row| {
+            super::normalize::normalize_row(row, y, plane, dst)
+        })
+    };
+    if fast {
+        // SAFETY: the fast path emitted every row 0..out_h, and `normalize_row` wrote all three
+        // planes' `out_w` values of each.
+        unsafe { out.set_len(3 * plane) };
+        return out;
+    }
+    super::normalize_chw(&resize_bicubic(src, out_w, out_h))
+}
+
+/// The AVX2 resample, each output row handed to `emit(y, row)` in order; `false` (nothing
+/// emitted) where it does not apply: no AVX2, a pass Pillow would skip, or a kernel too wide.
+fn resize_rows_fast(
+    src: &RgbImage,
+    out_w: usize,
+    out_h: usize,
+    #[allow(unused_mut)] mut emit: impl FnMut(usize, &[u8]),
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use super::pil_bicubic_avx2 as v;
+        let done = with_fast_plan(src.width, src.height, out_w, out_h, |plan, cy, s| {
+            let stride = plan.stride();
+            // Every element is written by `hrow` before it is read.
+            s.tmp.resize(src.height * stride, 0);
+            let w3 = src.width * 3;
+            for (r, dst) in s.tmp.chunks_exact_mut(stride).enumerate() {
+                // SAFETY: plans exist only when AVX2 was detected.
+                unsafe { v::hrow(plan, &src.data[r * w3..(r + 1) * w3], &mut s.buf, dst) };
+            }
+            for y in 0..out_h {
+                v_row(plan, cy, s, y);
+                emit(y, &s.row[..out_w * 3]);
+            }
+        });
+        done.is_some()
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (src, out_w, out_h, &mut emit);
+        false
+    }
+}
+
+/// Scratch of the vector resample: horizontal-pass rows (`stride` i16 each, indexed by source
+/// row), a widened source row, and one output row.
+#[cfg(target_arch = "x86_64")]
+#[derive(Default)]
+pub(super) struct FastScratch {
+    pub(super) tmp: Vec<i16>,
+    pub(super) buf: Vec<i16>,
+    pub(super) row: Vec<u8>,
+}
+
+/// Run `f` with the vector plan for `(in_w, in_h) -> (out_w, out_h)`; `None` where the vector
+/// path does not apply (see [`resize_rows_fast`]). The plan depends only on the sizes and every
+/// frame of a camera has the same ones, so the last plan and the scratch stay with the thread
+/// (taken out while in use).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn with_fast_plan<R>(
+    in_w: usize,
+    in_h: usize,
+    out_w: usize,
+    out_h: usize,
+    f: impl FnOnce(&super::pil_bicubic_avx2::HPlan, &Coeffs, &mut FastScratch) -> R,
+) -> Option<R> {
+    use super::pil_bicubic_avx2 as v;
+    /// Sizes, the plan for them (`None`: not applicable), scratch.
+    type State = (
+        (usize, usize, usize, usize),
+        Option<(v::HPlan, Coeffs)>,
+        FastScratch,
+    );
+    thread_local! {
+        static LAST: std::cell::Cell<Option<Box<State>>> = const { std::cell::Cell::new(None) };
+    }
+    if !std::arch::is_x86_feature_detected!("avx2") || out_w == in_w || out_h == in_h {
+        return None;
+    }
+    let key = (in_w, in_h, out_w, out_h);
+    let mut st = LAST
+        .take()
+        .unwrap_or_else(|| Box::new(((0, 0, 0, 0), None, FastScratch::default())));
+    if st.0 != key {
+        let cx = coeffs(in_w, out_w);
+        let cy = coeffs(in_h, out_h);
+        st.1 = v::HPlan::new(&cx, in_w, out_w)
+            .filter(|_| cy.bounds.iter().all(|&(_, n)| n <= v::MAX_TAPS))
+            .map(|p| (p, cy));
+        st.0 = key;
+    }
+    let (_, plan, scratch) = &mut *st;
+    let r = plan.as_ref().map(|(p, cy)| {
+        scratch.row.resize(p.stride(), 0);
+        f(p, cy, scratch)
+    });
+    LAST.set(Some(st));
+    r
+}
+
+/// Vertical pass for output row `y` into `s.row`, from the horizontal rows in `s.tmp`.
+#[cfg(target_arch = "x86_64")]
+pub(super) fn v_row(
+    plan: &super::pil_bicubic_avx2::HPlan,
+    cy: &Coeffs,
+    s: &mut FastScratch,
+    y: usize,
+) {
+    let stride = plan.stride();
+    let (ymin, n) = cy.bounds[y];
+    let mut rows = [&[][..]; super::pil_bicubic_avx2::MAX_TAPS];
+    for (t, r) in rows.iter_mut().zip(ymin..ymin + n) {
+        *t = &s.tmp[r * stride..(r + 1) * stride];
+    }
+    let k = &cy.kk[y * cy.ksize..y * cy.ksize + n];
+    // SAFETY: plans exist only when AVX2 was detected.
+    unsafe { super::pil_bicubic_avx2::vrow(&rows[..n], k, &mut s.row, stride) };
+}
+
+/// The portable resample (also the reference the vector path is tested against).
+fn resize_bicubic_portable(src: &RgbImage, out_w: usize, out_h: usize) -> RgbImage {
     // Horizontal pass (Pillow skips a pass whose size does not change). It is run as the
     // vertical kernel on the transposed image: integer sums do not depend on the order of the
     // additions, so the bytes are identical and the inner loop vectorises.
@@ -181,4 +323,51 @@ fn vertical_body(data: &[u8], w: usize, in_h: usize, out_h: usize) -> Vec<u8> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn random_image(w: usize, h: usize, seed: u64) -> RgbImage {
+        let mut s = seed;
+        let data = (0..w * h * 3)
+            .map(|_| {
+                s = s
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (s >> 56) as u8
+            })
+            .collect();
+        RgbImage::new(w, h, data)
+    }
+
+    /// The dispatched resample (AVX2 where present) and the fused normalisation equal the
+    /// portable code, for the chain's size and for odd up/down scales.
+    #[test]
+    fn vector_path_equals_portable() {
+        let sizes = [
+            (256, 256, 252, 252),
+            (256, 256, 280, 224),
+            (9, 5, 4, 3),
+            (17, 33, 40, 11),
+            (300, 200, 112, 168),
+            (5, 5, 1, 1),
+            (64, 64, 64, 48),
+            (70, 70, 23, 69),
+        ];
+        for (i, &(sw, sh, dw, dh)) in sizes.iter().enumerate() {
+            let img = random_image(sw, sh, i as u64);
+            let want = resize_bicubic_portable(&img, dw, dh);
+            assert_eq!(resize_bicubic(&img, dw, dh), want, "{sw}x{sh} -> {dw}x{dh}");
+            let norm = resize_bicubic_normalized(&img, dw, dh);
+            let want_norm = crate::preprocess::normalize_chw(&want);
+            assert!(
+                norm.iter()
+                    .zip(&want_norm)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+            );
+            assert_eq!(norm.len(), want_norm.len());
+        }
+    }
 }

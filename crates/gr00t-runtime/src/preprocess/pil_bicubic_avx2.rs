@@ -1,0 +1,247 @@
+//! AVX2 form of Pillow's 8-bit bicubic resample ([`super::pil_bicubic`]), same integers.
+//!
+//! Pillow's sums are `int`: `(1 << 21) + sum(pixel * k)` with 22-bit coefficients, then `>> 22`
+//! and clamp. Here each coefficient is split as `k = hi * 2^15 + lo` (`lo` in `0..2^15`, both
+//! fit i16) so two taps at a time go through `pmaddwd` on (pixel, pixel) i16 pairs:
+//! `sum = (sum_hi << 15) + sum_lo`, exact because integer addition does not depend on order and
+//! nothing overflows (|sum| < 2^31, as in Pillow).
+//!
+//! - Horizontal: output element `j = 3x + c` reads source element `j + 3 * (xmin(x) - x + k)`.
+//!   Over a block of 16 elements `xmin(x) - x` varies by at most a few pixels, so with a
+//!   per-block shift every tap becomes a *contiguous* 16-element load of the (i16-widened,
+//!   zero-padded) source row, with per-element coefficients from a table (0 where an element
+//!   has no such tap).
+//! - Vertical: one output row is a weighted sum of whole intermediate rows, coefficients
+//!   broadcast.
+//!
+//! The horizontal pass keeps its clamped 8-bit results as i16 rows, which the vertical pass
+//! reads directly.
+
+use std::arch::x86_64::*;
+
+use super::pil_bicubic::Coeffs;
+
+const PRECISION_BITS: i32 = 22;
+/// Most tap pairs per block handled here (a 5-pixel kernel needs 3); larger downscales are
+/// left to the portable code.
+const MAX_PAIRS: usize = 8;
+/// Most vertical taps [`vrow`] takes.
+pub(super) const MAX_TAPS: usize = 2 * MAX_PAIRS;
+/// i16 elements of zero padding before a widened source row (a block's shifted reads start at
+/// most 5 pixels = 15 elements before its first output element).
+const PAD_L: usize = 16;
+
+/// `k` as (lo, hi) with `k = hi * 2^15 + lo`, `lo` in `0..2^15`.
+fn split(k: i32) -> (i16, i16) {
+    ((k & 0x7FFF) as i16, (k >> 15) as i16)
+}
+
+/// Horizontal pass tables for one (in_w, out_w): per 16-element block its source shift
+/// (`base`, in pixels, may be negative), tap-pair count and coefficient vectors.
+pub(super) struct HPlan {
+    src_len: usize,
+    /// i16 elements a widened, padded source row needs.
+    padded_len: usize,
+    blocks: Vec<(isize, usize, usize)>, // (base, pairs, first coefficient vector)
+    /// Per block and pair, four vectors: lo/hi halves for the `unpacklo` element order
+    /// (0-3, 8-11) and for the `unpackhi` order (4-7, 12-15).
+    coef: Vec<[i16; 16]>,
+}
+
+impl HPlan {
+    pub(super) fn new(c: &Coeffs, in_w: usize, out_w: usize) -> Option<Self> {
+        let out_len = out_w * 3;
+        let src_len = in_w * 3;
+        let nblocks = out_len.div_ceil(16);
+        let mut blocks = Vec::with_capacity(nblocks);
+        let mut coef = Vec::new();
+        let mut max_read = 0isize;
+        for b in 0..nblocks {
+            let j0 = b * 16;
+            let elems: Vec<usize> = (j0..(j0 + 16).min(out_len)).collect();
+            let d = |j: usize| c.bounds[j / 3].0 as isize - (j / 3) as isize;
+            let base = elems.iter().map(|&j| d(j)).min()?;
+            let taps = elems
+                .iter()
+                .map(|&j| (d(j) - base) as usize + c.bounds[j / 3].1)
+                .max()?;
+            let pairs = taps.div_ceil(2);
+            if pairs > MAX_PAIRS {
+                return None;
+            }
+            // Reads span elements j0 + 3 * (base + t) .. + 16 for t < 2 * pairs.
+            if (j0 as isize) + 3 * base < -(PAD_L as isize) {
+                return None;
+            }
+            max_read = max_read.max(j0 as isize + 3 * (base + 2 * pairs as isize - 1) + 16);
+            blocks.push((base, pairs, coef.len()));
+            // Coefficient of element slot `e` (0..16) at block tap `t`.
+            let k = |e: usize, t: usize| -> i32 {
+                let j = j0 + e;
+                if j >= out_len {
+                    return 0;
+                }
+                let x = j / 3;
+                let (_, n) = c.bounds[x];
+                let delta = (d(j) - base) as usize;
+                if t < delta || t - delta >= n {
+                    0
+                } else {
+                    c.kk[x * c.ksize + t - delta]
+                }
+            };
+            for p in 0..pairs {
+                for order in [[0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]] {
+                    let (mut lo, mut hi) = ([0i16; 16], [0i16; 16]);
+                    for (s, &e) in order.iter().enumerate() {
+                        let (l0, h0) = split(k(e, 2 * p));
+                        let (l1, h1) = split(k(e, 2 * p + 1));
+                        lo[2 * s] = l0;
+                        lo[2 * s + 1] = l1;
+                        hi[2 * s] = h0;
+                        hi[2 * s + 1] = h1;
+                    }
+                    coef.push(lo);
+                    coef.push(hi);
+                }
+            }
+        }
+        Some(HPlan {
+            src_len,
+            padded_len: PAD_L + (max_read.max(src_len as isize) as usize) + 16,
+            blocks,
+            coef,
+        })
+    }
+
+    /// Elements of one output row, rounded up to whole blocks (the row buffers' stride).
+    pub(super) fn stride(&self) -> usize {
+        self.blocks.len() * 16
+    }
+}
+
+/// `(hi << 15) + lo + (1 << 21) >> 22`, as i32 lanes.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn finish(lo: __m256i, hi: __m256i) -> __m256i {
+    let half = _mm256_set1_epi32(1 << (PRECISION_BITS - 1));
+    let s = _mm256_add_epi32(_mm256_add_epi32(_mm256_slli_epi32(hi, 15), lo), half);
+    _mm256_srai_epi32(s, PRECISION_BITS)
+}
+
+/// Two finished i32 vectors (unpacklo / unpackhi orders) -> 16 clamped values in element order.
+#[inline]
+#[target_feature(enable = "avx2")]
+fn clamp16(a: __m256i, b: __m256i) -> __m256i {
+    let v = _mm256_packs_epi32(a, b);
+    _mm256_min_epi16(
+        _mm256_max_epi16(v, _mm256_setzero_si256()),
+        _mm256_set1_epi16(255),
+    )
+}
+
+/// Horizontal pass of one u8 source row into `out` (`plan.stride()` i16 values; elements past
+/// the row are garbage-free zeros or clamped sums of zero taps). `buf` is scratch of
+/// `plan.padded_len` i16.
+///
+/// # Safety
+/// AVX2 must be available.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn hrow(plan: &HPlan, row: &[u8], buf: &mut Vec<i16>, out: &mut [i16]) {
+    assert_eq!(row.len(), plan.src_len);
+    assert!(out.len() >= plan.stride());
+    buf.clear();
+    buf.resize(plan.padded_len, 0);
+    for (d, &s) in buf[PAD_L..].iter_mut().zip(row) {
+        *d = s as i16;
+    }
+    let src = buf.as_ptr();
+    for (b, &(base, pairs, ci)) in plan.blocks.iter().enumerate() {
+        let mut acc = [_mm256_setzero_si256(); 4];
+        for p in 0..pairs {
+            let off = (PAD_L as isize + (b * 16) as isize + 3 * (base + 2 * p as isize)) as usize;
+            // SAFETY: `HPlan::new` bounded every read by `padded_len`, and the coefficient
+            // table holds 4 vectors per (block, pair).
+            unsafe {
+                let a = _mm256_loadu_si256(src.add(off) as *const __m256i);
+                let bb = _mm256_loadu_si256(src.add(off + 3) as *const __m256i);
+                let lo_pairs = _mm256_unpacklo_epi16(a, bb);
+                let hi_pairs = _mm256_unpackhi_epi16(a, bb);
+                let cv = plan.coef.as_ptr().add(ci + 4 * p) as *const __m256i;
+                acc[0] =
+                    _mm256_add_epi32(acc[0], _mm256_madd_epi16(lo_pairs, _mm256_loadu_si256(cv)));
+                acc[1] = _mm256_add_epi32(
+                    acc[1],
+                    _mm256_madd_epi16(lo_pairs, _mm256_loadu_si256(cv.add(1))),
+                );
+                acc[2] = _mm256_add_epi32(
+                    acc[2],
+                    _mm256_madd_epi16(hi_pairs, _mm256_loadu_si256(cv.add(2))),
+                );
+                acc[3] = _mm256_add_epi32(
+                    acc[3],
+                    _mm256_madd_epi16(hi_pairs, _mm256_loadu_si256(cv.add(3))),
+                );
+            }
+        }
+        let v = clamp16(finish(acc[0], acc[1]), finish(acc[2], acc[3]));
+        // SAFETY: `out` holds `stride()` = 16 per block.
+        unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(b * 16) as *mut __m256i, v) };
+    }
+}
+
+/// Vertical pass for one output row: `rows[t]` (i16 rows of `n` elements, `n` a multiple of
+/// 16) weighted by `k[t]`, clamped, written as u8 to `out[..n]`.
+///
+/// # Safety
+/// AVX2 must be available.
+#[target_feature(enable = "avx2")]
+pub(super) unsafe fn vrow(rows: &[&[i16]], k: &[i32], out: &mut [u8], n: usize) {
+    assert!(n.is_multiple_of(16) && out.len() >= n && !rows.is_empty() && rows.len() == k.len());
+    assert!(rows.iter().all(|r| r.len() >= n));
+    let pairs = rows.len().div_ceil(2);
+    let mut coef = [(_mm256_setzero_si256(), _mm256_setzero_si256()); MAX_PAIRS];
+    let mut ptrs = [(std::ptr::null::<i16>(), std::ptr::null::<i16>()); MAX_PAIRS];
+    assert!(pairs <= MAX_PAIRS);
+    for p in 0..pairs {
+        let t0 = 2 * p;
+        // An odd last tap pairs with its own row at weight 0.
+        let (t1, k1) = if t0 + 1 < rows.len() {
+            (t0 + 1, k[t0 + 1])
+        } else {
+            (t0, 0)
+        };
+        let (l0, h0) = split(k[t0]);
+        let (l1, h1) = split(k1);
+        let pair = |a: i16, b: i16| _mm256_set1_epi32((a as u16 as i32) | ((b as i32) << 16));
+        coef[p] = (pair(l0, l1), pair(h0, h1));
+        ptrs[p] = (rows[t0].as_ptr(), rows[t1].as_ptr());
+    }
+    let mut j = 0;
+    while j < n {
+        let mut acc = [_mm256_setzero_si256(); 4];
+        for p in 0..pairs {
+            // SAFETY: every row holds at least `n` elements and `j + 16 <= n`.
+            unsafe {
+                let a = _mm256_loadu_si256(ptrs[p].0.add(j) as *const __m256i);
+                let b = _mm256_loadu_si256(ptrs[p].1.add(j) as *const __m256i);
+                let lo_pairs = _mm256_unpacklo_epi16(a, b);
+                let hi_pairs = _mm256_unpackhi_epi16(a, b);
+                acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(lo_pairs, coef[p].0));
+                acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(lo_pairs, coef[p].1));
+                acc[2] = _mm256_add_epi32(acc[2], _mm256_madd_epi16(hi_pairs, coef[p].0));
+                acc[3] = _mm256_add_epi32(acc[3], _mm256_madd_epi16(hi_pairs, coef[p].1));
+            }
+        }
+        let v = clamp16(finish(acc[0], acc[1]), finish(acc[2], acc[3]));
+        let bytes = _mm256_permute4x64_epi64(_mm256_packus_epi16(v, v), 0x08);
+        // SAFETY: `out` holds `n` bytes and `j + 16 <= n`.
+        unsafe {
+            _mm_storeu_si128(
+                out.as_mut_ptr().add(j) as *mut __m128i,
+                _mm256_castsi256_si128(bytes),
+            )
+        };
+        j += 16;
+    }
+}
