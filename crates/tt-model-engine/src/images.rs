@@ -1,4 +1,5 @@
-//! Image facts, tags and removal, plus `import` of a root filesystem tar (`docker import`).
+//! Image facts, tags and removal, `import` of a root filesystem tar (`docker import`), and
+//! whether the loaded image is the build a package records ([`judge`]).
 
 use std::collections::BTreeMap;
 
@@ -42,6 +43,41 @@ impl ImageFacts {
             .first()
             .cloned()
             .unwrap_or_else(|| self.id.clone())
+    }
+}
+
+/// The loaded image compared with the build a package records.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImageState {
+    /// Nothing is loaded under the reference.
+    Missing,
+    /// The loaded image is the recorded build (or the package records no digest).
+    Matches(ImageFacts),
+    /// Another build is loaded under the reference.
+    Different { facts: ImageFacts, expected: String },
+}
+
+/// Judges the image loaded under a package's reference. `expected` is the package's recorded
+/// image digest; `known_loaded_id` is the id this engine gave that same digest when it was
+/// last loaded here (from the installed-packages database), since a containerd image store
+/// names an image by its manifest digest where the classic store uses the config digest.
+pub fn judge(
+    loaded: Option<ImageFacts>,
+    expected: Option<&str>,
+    known_loaded_id: Option<&str>,
+) -> ImageState {
+    let Some(facts) = loaded else {
+        return ImageState::Missing;
+    };
+    match expected {
+        None => ImageState::Matches(facts),
+        Some(e) if facts.id == e || known_loaded_id == Some(facts.id.as_str()) => {
+            ImageState::Matches(facts)
+        }
+        Some(e) => ImageState::Different {
+            facts,
+            expected: e.to_string(),
+        },
     }
 }
 
@@ -155,6 +191,36 @@ impl Client {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn judge_compares_ids_and_tolerates_the_known_loaded_id() {
+        let facts = |id: &str| ImageFacts {
+            id: id.into(),
+            ..Default::default()
+        };
+        assert_eq!(judge(None, Some("sha256:a"), None), ImageState::Missing);
+        assert_eq!(
+            judge(Some(facts("sha256:a")), Some("sha256:a"), None),
+            ImageState::Matches(facts("sha256:a"))
+        );
+        assert_eq!(
+            judge(Some(facts("sha256:b")), None, None),
+            ImageState::Matches(facts("sha256:b")),
+            "no recorded digest: presence is enough"
+        );
+        assert_eq!(
+            judge(Some(facts("sha256:m")), Some("sha256:a"), Some("sha256:m")),
+            ImageState::Matches(facts("sha256:m")),
+            "the id this engine gave the recorded digest"
+        );
+        assert_eq!(
+            judge(Some(facts("sha256:b")), Some("sha256:a"), Some("sha256:m")),
+            ImageState::Different {
+                facts: facts("sha256:b"),
+                expected: "sha256:a".into()
+            }
+        );
+    }
 
     #[test]
     fn short_id_and_pinned_ref() {

@@ -5,13 +5,16 @@
 //! packaging or CLI crates.
 //!
 //! Module ownership while the crate is being built: `client`, `error`, `build`, `images`,
-//! `export`, `oneshot` (packaging); `run`, `containers`, `logs`, `devices` (serving) are added beside them.
+//! `export`, `oneshot` (packaging); `oci_load` (the inverse of `export`), `localdb` (the
+//! installed-packages database); `run`, `containers`, `logs`, `devices` (serving) are added beside them.
 
 pub mod build;
 pub mod client;
 pub mod error;
 pub mod export;
 pub mod images;
+pub mod localdb;
+pub mod oci_load;
 pub mod oneshot;
 // serving
 pub mod bootlog;

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::types::{Manifest, ServeProfile, ServeSettings};
-use crate::validate::hardware::parse_hardware;
+use crate::validate::hardware::chips_or_one;
 
 /// The name of the profile synthesized when a manifest declares none.
 pub const DEFAULT_PROFILE: &str = "default";
@@ -89,10 +89,11 @@ impl Manifest {
 
     /// Chips the default profile needs (1 when its hardware is unknown).
     pub fn device_count(&self) -> u32 {
-        self.effective_serve(None)
-            .and_then(|s| s.hardware)
-            .and_then(|h| parse_hardware(&h).ok())
-            .map_or(1, |h| h.chips)
+        chips_or_one(
+            self.effective_serve(None)
+                .and_then(|s| s.hardware)
+                .as_deref(),
+        )
     }
 }
 

@@ -3,6 +3,16 @@
 //!
 //! Reading accepts `repo` and `repo_id` for weights and writes `repo_id`. Unknown keys at the
 //! top level, in `container` and in `built` are kept, so a read-then-write is lossless.
+//!
+//! Reading is tolerant where another writer (the Python original, a hand-written test
+//! package) may differ without changing what is served: informational fields may be missing,
+//! and `null` stands for "unset" in lists, maps and the serve settings ([`lenient`]).
+//! What serve takes from a container package is in [`serve`].
+
+mod lenient;
+pub mod serve;
+
+use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -28,17 +38,22 @@ pub struct WireManifest {
     /// The package name (safe slug).
     pub name: String,
     /// `built.tt_metal.scm_version`, or `"unknown"`.
+    #[serde(default = "unknown_version")]
     pub tt_metal_version: String,
-    /// The architecture.
-    pub arch: Arch,
-    /// Chips of the default profile's hardware, or 1.
-    pub device_count: u32,
-    /// Who wrote this document.
-    pub producer: Producer,
-    /// The primary weights.
-    pub weights: WeightsRef,
-    /// Drafters and adapters.
+    /// The architecture (`None`: a document that does not say).
     #[serde(default)]
+    pub arch: Option<Arch>,
+    /// Chips of the default profile's hardware, or 1.
+    #[serde(default = "one_chip")]
+    pub device_count: u32,
+    /// Who wrote this document (`None`: a document that does not say).
+    #[serde(default)]
+    pub producer: Option<Producer>,
+    /// The primary weights (`None`: a package that serves without weights).
+    #[serde(default)]
+    pub weights: Option<WeightsRef>,
+    /// Drafters and adapters.
+    #[serde(default, deserialize_with = "lenient::null_as_default")]
     pub auxiliary_weights: Vec<WeightsRef>,
     /// v5/v6-only blocks: null or empty for a container package.
     #[serde(default)]
@@ -53,7 +68,7 @@ pub struct WireManifest {
     #[serde(default)]
     pub capabilities: Value,
     /// v5/v6 only (always `{}` here).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::null_as_default")]
     pub env: IndexMap<String, String>,
     /// v5 only.
     #[serde(default)]
@@ -66,6 +81,14 @@ pub struct WireManifest {
     /// Keys this version does not know, kept for a lossless round trip.
     #[serde(flatten)]
     pub extra: IndexMap<String, Value>,
+}
+
+fn unknown_version() -> String {
+    "unknown".to_owned()
+}
+
+fn one_chip() -> u32 {
+    1
 }
 
 /// `producer`.
@@ -89,10 +112,10 @@ pub struct WeightsRef {
     #[serde(default)]
     pub revision: Option<String>,
     /// Only these files.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::null_as_default")]
     pub allow_patterns: Vec<String>,
     /// Never these files.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::null_as_default")]
     pub ignore_patterns: Vec<String>,
     /// Always `"model"`.
     #[serde(default = "model_repo_type")]
@@ -119,9 +142,12 @@ impl From<&WeightsSource> for WeightsRef {
 /// Where the image is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageRef {
-    /// `hf` or an OCI namespace.
+    /// `hf` or an OCI namespace (missing or `null` reads as `hf`).
+    #[serde(default = "hf_registry", deserialize_with = "lenient::registry")]
     pub registry: String,
-    /// The repository under the registry (default: the package name).
+    /// The repository under the registry (empty when a document leaves it out: the package
+    /// name, see [`WireManifest::run_image`]).
+    #[serde(default, deserialize_with = "lenient::null_as_default")]
     pub repository: String,
     /// The tag.
     #[serde(default)]
@@ -129,6 +155,10 @@ pub struct ImageRef {
     /// `sha256:…`.
     #[serde(default)]
     pub digest: Option<String>,
+}
+
+fn hf_registry() -> String {
+    lenient::HF_REGISTRY.to_owned()
 }
 
 impl ImageRef {
@@ -152,24 +182,27 @@ impl ImageRef {
 pub struct ContainerSpec {
     /// The image.
     pub image: ImageRef,
-    /// How it serves.
+    /// How it serves (missing: `vllm-plugin`, the original's default kind).
+    #[serde(default)]
     pub kind: Kind,
     /// The authored runtime after `package` pinned it (shas, wheel names, `lock`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::null_as_default")]
     pub runtime: serde_json::Map<String, Value>,
     /// The shared serve defaults.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::settings")]
     pub serve: ServeSettings,
     /// At least one profile (a synthesized `default`).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::profiles")]
     pub serve_profiles: Vec<ServeProfile>,
-    /// The default profile.
+    /// The default profile (empty when a document leaves it out: the first profile, see
+    /// [`ContainerSpec::default_profile_name`]).
+    #[serde(default, deserialize_with = "lenient::null_as_default")]
     pub default_profile: String,
     /// `"code"`.
     #[serde(default = "code_dir")]
     pub code_dir: String,
     /// Build-time checks.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::null_as_default")]
     pub verify: Vec<VerifyStep>,
     /// Provenance.
     #[serde(default)]
@@ -285,6 +318,9 @@ pub enum WireError {
         "Unsupported bundle schema_version '{0}'; this tt-model reads schema(s) {WIRE_SCHEMA_VERSION}. Re-publish the bundle with a current tt-model."
     )]
     UnsupportedSchema(String),
+    /// A name that cannot become a container name or a cache directory.
+    #[error("unsafe package name '{0}': refusing to derive a container name or path from it")]
+    UnsafeName(String),
     /// No `container` block (a v5/v6 bundle).
     #[error(
         "this bundle has no container block; only container packages (schema 5.1) are supported"
@@ -303,6 +339,38 @@ pub enum WireError {
         /// The profiles there are.
         available: Vec<String>,
     },
+}
+
+/// Why a wire manifest file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum WireReadError {
+    /// The file could not be read.
+    #[error("cannot read {}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not a usable wire manifest (one line: the file, then what is wrong).
+    #[error("{}: {problem}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: WireError,
+    },
+}
+
+/// Whether `name` can become a container name and a cache directory: ASCII letters, digits,
+/// `-`, `_` and `.`, not starting with `.` (so never `..`).
+pub fn is_safe_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// What `package` knows after building, to complete the wire manifest.
@@ -331,10 +399,10 @@ impl WireManifest {
             schema_version: WIRE_SCHEMA_VERSION.to_owned(),
             name: m.name.clone(),
             tt_metal_version,
-            arch: m.arch,
+            arch: Some(m.arch),
             device_count: m.device_count(),
-            producer: build.producer,
-            weights: WeightsRef::from(&m.weights),
+            producer: Some(build.producer),
+            weights: Some(WeightsRef::from(&m.weights)),
             auxiliary_weights: m.auxiliary_weights.iter().map(WeightsRef::from).collect(),
             mesh: Value::Null,
             entrypoint: Value::Null,
@@ -379,7 +447,23 @@ impl WireManifest {
         if value.get("container").is_none_or(Value::is_null) {
             return Err(WireError::NotAContainer);
         }
-        serde_json::from_str(text).map_err(json_err)
+        let wire: Self = serde_json::from_str(text).map_err(json_err)?;
+        if !is_safe_name(&wire.name) {
+            return Err(WireError::UnsafeName(wire.name));
+        }
+        Ok(wire)
+    }
+
+    /// Reads and parses the file at `path`; errors name the file.
+    pub fn read(path: &Path) -> Result<Self, WireReadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| WireReadError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_json(&text).map_err(|problem| WireReadError::Invalid {
+            path: path.to_owned(),
+            problem,
+        })
     }
 
     /// Pretty JSON with a trailing newline (what `package` writes).
@@ -398,7 +482,7 @@ impl WireManifest {
         if c.serve_profiles.is_empty() {
             return Err(WireError::NoProfiles);
         }
-        let wanted = name.map_or_else(|| c.default_profile.clone(), str::to_owned);
+        let wanted = name.unwrap_or_else(|| c.default_profile_name()).to_owned();
         let profile = c
             .serve_profiles
             .iter()

@@ -55,7 +55,7 @@ fn from_manifest_fills_the_container_block() {
     assert_eq!(wire.schema_version, "5.1");
     assert_eq!(wire.tt_metal_version, "0.79.0");
     assert_eq!(wire.device_count, 1);
-    assert_eq!(wire.weights.repo_id, "acme/w");
+    assert_eq!(wire.weights.as_ref().unwrap().repo_id, "acme/w");
     assert_eq!(
         wire.container.serve_profiles.len(),
         1,
@@ -107,8 +107,9 @@ fn unknown_keys_survive_and_repo_is_accepted_on_read() {
     json["container"]["future_container"] = serde_json::json!([1, 2]);
     json["container"]["built"]["future_built"] = serde_json::json!("y");
     let wire = WireManifest::from_json(&json.to_string()).unwrap();
-    assert_eq!(wire.weights.repo_id, "acme/w");
-    assert_eq!(wire.weights.repo_type, "model");
+    let weights = wire.weights.as_ref().unwrap();
+    assert_eq!(weights.repo_id, "acme/w");
+    assert_eq!(weights.repo_type, "model");
     let out: serde_json::Value = serde_json::from_str(&wire.to_json()).unwrap();
     assert_eq!(out["future_top"], serde_json::json!({"x": 1}));
     assert_eq!(
@@ -132,6 +133,91 @@ fn other_schemas_and_bad_json_are_refused() {
     ));
     let err = WireManifest::from_json("{\n  \"schema_version\": \"5.1\",\n  oops\n}").unwrap_err();
     assert!(matches!(err, WireError::Json { line: 3, .. }), "{err}");
+}
+
+/// A document as the Python original may write it: `null` for unset lists, maps, settings and
+/// the registry, and none of the informational fields a hand-written package leaves out.
+#[test]
+fn python_nulls_and_missing_informational_fields_are_read_as_unset() {
+    let json = serde_json::json!({
+        "schema_version": "5.1",
+        "name": "qwen",
+        "weights": {"repo_id": "Qwen/Qwen3-8B", "revision": "abc", "allow_patterns": ["*.json"], "ignore_patterns": null},
+        "auxiliary_weights": null,
+        "container": {
+            "image": {"registry": null, "repository": "tt-model/qwen", "tag": "7c27", "digest": null},
+            "kind": "vllm-plugin",
+            "runtime": null,
+            "serve": {"hardware": "p150", "mesh_device": "P150", "max_num_seqs": 32, "args": null, "env": null,
+                      "capabilities": {"tool_parser": "hermes", "reasoning_parser": "qwen3"}},
+            "serve_profiles": [
+                {"name": "p150", "description": null, "args": null},
+                {"name": "p150x4", "hardware": "p150x4", "mesh_device": "P150x4", "env": {"B": "2"}, "capabilities": {"tool_parser": "x"}}
+            ],
+            "default_profile": null,
+            "verify": null
+        }
+    });
+    let wire = WireManifest::from_json(&json.to_string()).expect("tolerant read");
+    assert_eq!(wire.arch, None);
+    assert_eq!(wire.device_count, 1);
+    assert_eq!(wire.tt_metal_version, "unknown");
+    assert!(wire.weights.as_ref().unwrap().ignore_patterns.is_empty());
+    assert_eq!(wire.container.image.registry, "hf");
+    assert!(wire.container.serve.args.is_empty());
+    let (profile, settings) = wire.resolve_profile(None).unwrap();
+    assert_eq!(profile.name, "p150", "no default_profile: the first");
+    assert_eq!(settings.max_num_seqs, Some(32));
+    let (_, big) = wire.resolve_profile(Some("p150x4")).unwrap();
+    let caps = big.capabilities.unwrap();
+    assert_eq!(
+        (
+            caps.tool_parser.as_deref(),
+            caps.reasoning_parser.as_deref()
+        ),
+        (Some("x"), Some("qwen3")),
+        "dicts recurse"
+    );
+    assert_eq!(big.env.get("B").map(String::as_str), Some("2"));
+}
+
+#[test]
+fn unsafe_names_and_bad_settings_are_refused() {
+    let doc = |name: &str, serve: serde_json::Value| {
+        serde_json::json!({"schema_version": "5.1", "name": name, "container": {"image": {}, "serve": serve}})
+            .to_string()
+    };
+    for bad in ["../x", ".hidden", "a b", ""] {
+        assert!(
+            matches!(WireManifest::from_json(&doc(bad, serde_json::json!({}))), Err(WireError::UnsafeName(n)) if n == bad),
+            "{bad:?}"
+        );
+    }
+    let err = WireManifest::from_json(&doc("x", serde_json::json!({"max_num_seqs": "many"})))
+        .unwrap_err();
+    assert!(matches!(err, WireError::Json { .. }), "{err}");
+}
+
+#[test]
+fn read_names_the_file() {
+    let dir = std::env::temp_dir().join(format!("tt-model-wire-read-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("tt_kernel_manifest.json");
+    std::fs::write(&path, r#"{"schema_version": "5", "container": {}}"#).unwrap();
+    let err = WireManifest::read(&path).unwrap_err().to_string();
+    assert!(
+        err.starts_with(&format!(
+            "{}: Unsupported bundle schema_version '5'",
+            path.display()
+        )),
+        "{err}"
+    );
+    let missing = WireManifest::read(&dir.join("nope.json")).unwrap_err();
+    assert!(matches!(
+        missing,
+        tt_model_manifest::wire::WireReadError::Io { .. }
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

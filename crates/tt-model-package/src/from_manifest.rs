@@ -9,35 +9,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tt_model_manifest::wire::{ComponentBuild, TtMetalBuild, WireBuild};
-use tt_model_manifest::{
-    CodeRoot, ImageRef, Manifest, Producer, ServeArg, VerifyStep, WireManifest,
-};
+use tt_model_manifest::{CodeRoot, ImageRef, Manifest, Producer, VerifyStep, WireManifest};
 
 use crate::error::PackageError;
 use crate::pipeline::Built;
+use crate::profile::{launch_runtime, list_of, serve_default, str_of};
 use crate::spec::{
     CardSpec, Check, ExtraCode, Kind, MetalSource, PackageSpec, PluginSource, ProfileSummary,
-    Runtime, ServeDefault, VllmSource,
+    Runtime, VllmSource,
 };
-
-/// The port a server binds inside the container when the manifest names none.
-pub const DEFAULT_PORT: u16 = 8000;
-
-fn str_of(map: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
-    map.get(key).and_then(Value::as_str).map(String::from)
-}
-
-fn list_of(map: &serde_json::Map<String, Value>, key: &str) -> Vec<String> {
-    match map.get(key) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(String::from)
-            .collect(),
-        Some(Value::String(s)) => vec![s.clone()],
-        _ => Vec::new(),
-    }
-}
 
 fn git_pair(v: &Value) -> Option<(String, String)> {
     Some((
@@ -60,15 +40,6 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
     }
 }
 
-fn flatten_args(args: &[ServeArg]) -> Vec<String> {
-    args.iter()
-        .flat_map(|a| match a {
-            ServeArg::One(s) => vec![s.clone()],
-            ServeArg::Pair(a, b) => vec![a.clone(), b.clone()],
-        })
-        .collect()
-}
-
 /// Builds the package spec from a validated manifest read from `manifest_path`, resolving its
 /// relative paths against `base`.
 pub fn spec_from_manifest(
@@ -76,8 +47,7 @@ pub fn spec_from_manifest(
     manifest_path: &Path,
     base: &Path,
 ) -> Result<PackageSpec, PackageError> {
-    let kind = Kind::parse(m.kind.as_str())
-        .ok_or_else(|| PackageError::Spec(format!("kind `{}` is not packageable", m.kind)))?;
+    let kind = Kind::from(m.kind);
     let metal = match &m.source.tt_metal {
         CodeRoot::Path(p) => MetalSource::Local {
             path: resolve(base, p),
@@ -142,48 +112,18 @@ pub fn spec_from_manifest(
     let runtime = Runtime {
         lock: str_of(rt, "lock").map(|l| resolve(base, &l)),
         packages: list_of(rt, "packages"),
-        app: str_of(rt, "app"),
-        command: list_of(rt, "command"),
-        ready_line: str_of(rt, "ready_line").or_else(|| m.kind.ready_line().map(String::from)),
         vllm,
         plugin,
         extension: str_of(rt, "extension"),
         extra_models_dir: str_of(rt, "extra_models_dir"),
-        model_dir: str_of(rt, "model_dir"),
         overrides: list_of(rt, "overrides"),
-        mesh_shape_env: str_of(rt, "mesh_shape_env"),
+        ..launch_runtime(m.kind, rt)
     };
     let default_name = m.default_profile_name();
     let settings = m.effective_serve(None).ok_or_else(|| {
         PackageError::Spec(format!("default profile `{default_name}` does not exist"))
     })?;
-    let caps = settings.capabilities.clone().unwrap_or_default();
-    let serve = ServeDefault {
-        name: default_name.clone(),
-        port: settings.port.unwrap_or(DEFAULT_PORT),
-        hardware: settings.hardware.clone(),
-        mesh_device: settings.mesh_device.clone(),
-        mesh_shape: settings
-            .mesh_device
-            .as_deref()
-            .and_then(tt_model_manifest::validate::hardware::parse_mesh),
-        max_model_len: settings.max_model_len,
-        max_num_seqs: settings.max_num_seqs,
-        block_size: settings.block_size,
-        server_timeout: settings.server_timeout,
-        additional_config: settings
-            .additional_config
-            .as_ref()
-            .map(|c| Value::Object(c.clone()).to_string()),
-        tool_parser: caps.tool_parser,
-        reasoning_parser: caps.reasoning_parser,
-        args: flatten_args(&settings.args),
-        env: settings
-            .env
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
-    };
+    let serve = serve_default(&default_name, &settings);
     let profiles = m
         .profiles()
         .into_iter()

@@ -16,6 +16,7 @@ pub mod git;
 pub mod launcher;
 pub mod lock;
 pub mod pipeline;
+pub mod profile;
 pub mod report;
 pub mod shell;
 pub mod spec;

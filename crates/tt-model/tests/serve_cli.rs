@@ -418,8 +418,16 @@ fn print_refusals_and_hints_need_no_engine() {
         "{}",
         text(&out)
     );
-    let out = env.cmd(&["serve", "acme/not-pulled"]);
-    assert!(text(&out).contains("tt-model pull acme/not-pulled"));
+    // A package that is not installed: serve would pull it, but `--print` has no side effects
+    // and `--local-only` stays off the network, so both refuse with the hint.
+    for flag in ["--print", "--local-only"] {
+        let out = env.cmd(&["serve", "acme/not-pulled", flag]);
+        assert!(
+            text(&out).contains("Pull it first:  tt-model pull acme/not-pulled"),
+            "{flag}: {}",
+            text(&out)
+        );
+    }
     let out = env.cmd(&["serve", ms, "--device-id", "1,1", "--print"]);
     assert!(text(&out).contains("--device-id must be distinct"));
 }

@@ -97,6 +97,14 @@ pub fn parse_hardware(label: &str) -> Result<Hardware, HardwareError> {
     })
 }
 
+/// Chips a profile needs: those of its board label, or 1 when it names none or an unknown
+/// one (the reader's view; the manifest's own checks refuse a bad label before packaging).
+pub fn chips_or_one(label: Option<&str>) -> u32 {
+    label
+        .and_then(|l| parse_hardware(l).ok())
+        .map_or(1, |h| h.chips)
+}
+
 fn not_a_label(label: &str) -> HardwareError {
     let trimmed = label.trim();
     let hint = if let Some((_, good)) = BOX_NAMES
@@ -172,6 +180,9 @@ mod tests {
         ));
         assert!(parse_hardware("150").is_err());
         assert!(parse_hardware("p150xx2").is_err());
+        assert_eq!(chips_or_one(Some("p300x2")), 4);
+        assert_eq!(chips_or_one(Some("QB2")), 1);
+        assert_eq!(chips_or_one(None), 1);
     }
 
     #[test]

@@ -1,17 +1,30 @@
-//! `tt-model list`: the installed (pulled) packages and whether each can serve now.
+//! `tt-model list`: the installed packages (the installed-packages database, plus pulled
+//! manifests from before it existed) and whether each can serve now.
 
 use std::path::PathBuf;
 
+use tt_model_engine::Client;
+use tt_model_engine::images::{ImageState, judge};
+use tt_model_engine::localdb::{Entry, Source};
+
+use super::serve::installed;
 use super::serve::package::{Package, WIRE_MANIFEST};
+use super::serve::weights::human_bytes;
 use super::serve::{host, target};
 use crate::ExitStatus;
 use crate::args::ListArgs;
 use crate::printer::Printer;
 
-/// Every pulled package manifest, sorted by directory name.
-pub(crate) fn installed() -> Vec<(PathBuf, anyhow::Result<Package>)> {
+/// Every installed package: the database's entries, then `pulled/<org>__<name>/` manifests
+/// it does not know (installed before it existed), sorted by id. A database that cannot be
+/// read is reported through `warn` and skipped, never rewritten.
+pub(crate) fn installed(warn: &mut dyn FnMut(String)) -> Vec<Entry> {
+    let mut entries = installed::db().all().unwrap_or_else(|e| {
+        warn(e.to_string());
+        Vec::new()
+    });
     let dir = target::state_root().join("pulled");
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+    let mut legacy: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|rd| {
             rd.flatten()
                 .map(|e| e.path().join(WIRE_MANIFEST))
@@ -19,75 +32,205 @@ pub(crate) fn installed() -> Vec<(PathBuf, anyhow::Result<Package>)> {
                 .collect()
         })
         .unwrap_or_default();
-    v.sort();
-    v.into_iter()
-        .map(|p| (p.clone(), Package::load(&p)))
-        .collect()
+    legacy.sort();
+    for path in legacy {
+        let canonical = installed::canonical(&path);
+        if entries.iter().any(|e| e.manifest == canonical) {
+            continue;
+        }
+        let id = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().replacen("__", "/", 1))
+            .unwrap_or_default();
+        match Package::load(&path) {
+            Ok(pkg) => entries.push(installed::entry_for(&pkg, &id, Source::Pulled)),
+            Err(e) => warn(format!("{id}: {e}")),
+        }
+    }
+    entries.sort_by(|a, b| a.repo_id.cmp(&b.repo_id));
+    entries
+}
+
+/// One line of the listing, with why it cannot serve.
+struct Row {
+    entry: Entry,
+    size: Option<i64>,
+    running: usize,
+    problems: Vec<String>,
+}
+
+/// Checks one entry against its manifest and the engine (`None`: engine unreachable).
+async fn check(mut entry: Entry, client: Option<&Client>) -> Row {
+    let mut problems = Vec::new();
+    let manifest_ok = entry.manifest.is_file();
+    if manifest_ok {
+        // The manifest is the truth for what serve will run; the entry may be older.
+        if let Ok(pkg) = Package::load(&entry.manifest) {
+            entry.image = pkg.image.clone();
+            entry.kind = pkg.kind.clone();
+            entry.profile = pkg.default_profile.clone();
+            if let Some(d) = pkg.recorded_digest() {
+                entry.image_digest = Some(d);
+            }
+        }
+    } else {
+        problems.push(format!(
+            "manifest {} is missing (install dir removed); forget it: tt-model rm {}",
+            entry.manifest.display(),
+            entry.repo_id
+        ));
+    }
+    let (mut size, mut running) = (None, 0);
+    match client {
+        None => problems.push(
+            "the container engine is not reachable, so the image could not be checked".into(),
+        ),
+        Some(c) => {
+            let digest = entry.image_digest.clone();
+            let known = entry.known_loaded_id(digest.as_deref());
+            match c.image(&entry.image).await.map(|f| judge(f, digest.as_deref(), known)) {
+                Err(e) => problems.push(format!("cannot inspect image {}: {e}", entry.image)),
+                Ok(ImageState::Matches(f)) => size = Some(f.size),
+                Ok(ImageState::Missing) => problems.push(format!(
+                    "image {} is not loaded; {}",
+                    entry.image,
+                    reload_hint(&entry)
+                )),
+                Ok(ImageState::Different { facts, expected }) => problems.push(format!(
+                    "image {} is a different build than recorded (expected {expected}, loaded {}); {}",
+                    entry.image,
+                    facts.id,
+                    reload_hint(&entry)
+                )),
+            }
+            running = super::stop::running_of(c, &entry.name, None, false)
+                .await
+                .map(|v| v.len())
+                .unwrap_or(0);
+        }
+    }
+    Row {
+        entry,
+        size,
+        running,
+        problems,
+    }
+}
+
+/// How to get the recorded image back.
+fn reload_hint(e: &Entry) -> String {
+    let staged_layout = e
+        .manifest
+        .parent()
+        .is_some_and(|d| d.join("image/oci-layout").is_file());
+    if staged_layout {
+        return format!(
+            "serve loads it from the staged layout: tt-model serve {}",
+            e.manifest.display()
+        );
+    }
+    match e.source {
+        Source::Pulled => format!("re-pull: tt-model pull {}", e.repo_id),
+        Source::Staged => "re-build: tt-model package --container <tt-model.yaml>".into(),
+    }
+}
+
+/// The tag part of an image reference (`tt-model/x:7c27…` → `7c27…`).
+fn tag_of(image: &str) -> &str {
+    if let Some((_, digest)) = image.split_once('@') {
+        return digest;
+    }
+    match image.rsplit_once(['@', ':']) {
+        Some((repo, tag)) if !tag.contains('/') && !repo.is_empty() => tag,
+        _ => image,
+    }
+}
+
+fn json_row(r: &Row) -> serde_json::Value {
+    let e = &r.entry;
+    serde_json::json!({
+        "id": e.repo_id,
+        "name": e.name,
+        "source": e.source,
+        "kind": e.kind,
+        "arch": e.arch,
+        "image": e.image,
+        "image_digest": e.image_digest,
+        "image_loaded_id": e.image_loaded_id,
+        "size": r.size,
+        "profiles": e.profiles,
+        "default_profile": e.profile,
+        "revision": e.revision,
+        "manifest": e.manifest,
+        "ready": r.problems.is_empty(),
+        "running": r.running,
+        "problem": r.problems.first(),
+        "problems": r.problems,
+    })
 }
 
 /// Runs `tt-model list`.
 pub fn run(args: &ListArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async {
-        let entries = installed();
+        let entries = installed(&mut |w| printer.warn(&w));
         let client = host::engine().await.ok();
         let mut rows = Vec::new();
-        for (path, pkg) in &entries {
-            let id = path.parent().and_then(|p| p.file_name()).map(|n| n.to_string_lossy().replacen("__", "/", 1)).unwrap_or_default();
-            let pkg = match pkg {
-                Ok(p) => p,
-                Err(e) => {
-                    rows.push(serde_json::json!({"id": id, "manifest": path, "ready": false, "problem": e.to_string()}));
-                    continue;
-                }
-            };
-            let (loaded, running) = match &client {
-                Some(c) => {
-                    let loaded = c.image(&pkg.image).await.ok().flatten().is_some();
-                    let running = super::stop::running_of(c, &pkg.name, None, false).await.map(|v| v.len()).unwrap_or(0);
-                    (Some(loaded), running)
-                }
-                None => (None, 0),
-            };
-            let problem = match loaded {
-                Some(true) => None,
-                Some(false) => Some(format!("image {} is not loaded; re-pull: tt-model pull {id}", pkg.image)),
-                None => Some("the container engine is not reachable, so the image could not be checked".to_string()),
-            };
-            rows.push(serde_json::json!({
-                "id": id,
-                "name": pkg.name,
-                "kind": pkg.kind,
-                "image": pkg.image,
-                "profiles": pkg.profile_names(),
-                "default_profile": pkg.default_profile,
-                "weights": pkg.weights.as_ref().map(|w| format!("{}@{}", w.repo_id, w.revision)),
-                "manifest": path,
-                "ready": problem.is_none(),
-                "running": running,
-                "problem": problem,
-            }));
+        for e in entries {
+            rows.push(check(e, client.as_ref()).await);
         }
         if args.json {
-            printer.out(&serde_json::to_string_pretty(&rows)?);
+            let v: Vec<_> = rows.iter().map(json_row).collect();
+            printer.out(&serde_json::to_string_pretty(&v)?);
             return Ok(ExitStatus::Success);
         }
         if rows.is_empty() {
-            printer.skipped("No packages installed.", Some("pull one: tt-model pull <org>/<name>"));
+            printer.skipped(
+                "No packages installed.",
+                Some("pull one: tt-model pull <org>/<name>, or stage one: tt-model package --container <tt-model.yaml>"),
+            );
             return Ok(ExitStatus::Success);
         }
         for r in &rows {
-            let s = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("-").to_string();
-            let glyph = if r["ready"].as_bool() == Some(true) { "✓" } else { "✗" };
-            let running = r["running"].as_u64().unwrap_or(0);
-            let run = if running > 0 { format!("  ▶ {running} running") } else { String::new() };
-            printer.out(&format!("{glyph} {}  {}  image {}  profile {}{run}", s("id"), s("kind"), s("image"), s("default_profile")));
+            let e = &r.entry;
+            let glyph = if r.problems.is_empty() { "✓" } else { "✗" };
+            let size = r
+                .size
+                .map(|s| human_bytes(s.max(0) as u64))
+                .unwrap_or_else(|| "-".into());
+            let run = if r.running > 0 {
+                format!("  ▶ {} running", r.running)
+            } else {
+                String::new()
+            };
+            printer.out(&format!(
+                "{glyph} {}  {}  {}  image {}  {size}  profile {}{run}",
+                e.repo_id,
+                e.kind,
+                e.arch.as_deref().unwrap_or("-"),
+                tag_of(&e.image),
+                e.profile
+            ));
         }
         for r in &rows {
-            if let Some(p) = r.get("problem").and_then(|v| v.as_str()) {
-                printer.warn(&format!("{}: {p}", r["id"].as_str().unwrap_or("?")));
+            for p in &r.problems {
+                printer.warn(&format!("{}: {p}", r.entry.repo_id));
             }
         }
         Ok(ExitStatus::Success)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tag_of_references() {
+        assert_eq!(tag_of("tt-model/x:7c27"), "7c27");
+        assert_eq!(tag_of("reg:5000/x:1"), "1");
+        assert_eq!(tag_of("reg:5000/x"), "reg:5000/x");
+        assert_eq!(tag_of("x@sha256:ab"), "sha256:ab");
+    }
 }

@@ -233,6 +233,14 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             );
             printer.note(&format!("code/ {}", done.built.code_sha256));
             printer.note(&format!("full log: {}", log.display()));
+            // Installed = listed by `tt-model list`; serve uses the entry to judge the image.
+            let manifest = done.out_dir.join(super::serve::package::WIRE_MANIFEST);
+            if let Err(e) = super::serve::installed::record_staged(&manifest) {
+                printer.warn(&format!(
+                    "{} is not recorded as installed: {e:#}",
+                    manifest.display()
+                ));
+            }
             printer.out(&done.out_dir.display().to_string());
             printer.next(&format!(
                 "tt-model serve {}",

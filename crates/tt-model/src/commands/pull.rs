@@ -1,10 +1,183 @@
-//! `tt-model pull`: not implemented yet (declared so the CLI surface is complete).
+//! `tt-model pull <org/name[@rev]> [--with-weights]`: install a container package from the Hub
+//! (reference §5.3). No card is needed, only the engine.
+//!
+//! 1. Download the package repo at the revision, without its `image/` OCI layout, into
+//!    tt-model's own pull cache, in the HF layout: an interrupted pull resumes, every file is
+//!    verified (LFS sha256, git blob id), and the user's HF cache does not keep image layers
+//!    that the engine already holds once loaded.
+//! 2. Unless the engine already has the recorded build (by digest), download the layout at the
+//!    same commit and load the image from it.
+//! 3. Install the manifest as `pulled/<org>__<name>/tt_kernel_manifest.json` (temp file +
+//!    rename, only after the image is in) and record the package in `installed.json`.
+//! 4. Drop the downloaded layout; `--with-weights` then fetches the weights as serve does.
 
-use crate::ExitStatus;
+use std::path::{Path, PathBuf};
+
+use tt_model_engine::images::{ImageState, judge};
+use tt_model_engine::localdb::Source;
+use tt_model_hub::Downloader;
+use tt_model_hub::env::HubEnv;
+
+use super::serve::package::{Package, WIRE_MANIFEST};
+use super::serve::weights::{self, ByteBar, human_bytes};
+use super::serve::{host, image, installed, target};
 use crate::args::PullArgs;
 use crate::printer::Printer;
+use crate::{ExitStatus, UserError};
 
 /// Runs `tt-model pull`.
-pub fn run(_args: &PullArgs, _printer: &Printer) -> anyhow::Result<ExitStatus> {
-    super::not_implemented("pull")
+pub fn run(args: &PullArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async {
+        pull(&args.id, args.with_weights, printer).await?;
+        printer.next(&format!("tt-model serve {}", args.id));
+        Ok(ExitStatus::Success)
+    })
+}
+
+/// Where a package repo keeps its OCI image layout (an `allow`/`ignore` pattern: everything
+/// under it).
+const LAYOUT_DIR: &str = "image/";
+
+/// The pull cache: an HF-layout hub cache of tt-model's own.
+fn pull_cache() -> PathBuf {
+    target::state_root().join("pull-cache")
+}
+
+/// Writes `bytes` to `path` through a sibling temp file and a rename.
+fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = path.parent().expect("an installed manifest has a parent");
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    let tmp = dir.join(format!(".{WIRE_MANIFEST}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes)
+        .and_then(|()| std::fs::rename(&tmp, path))
+        .map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            anyhow::anyhow!("cannot write {}: {e}", path.display())
+        })
+}
+
+/// Installs `target` (`org/name[@rev]`) and returns the installed package. `serve` calls this
+/// for a package id that is not installed yet.
+pub(crate) async fn pull(
+    target_id: &str,
+    with_weights: bool,
+    printer: &Printer,
+) -> anyhow::Result<Package> {
+    let (id, rev) = target::split_repo(target_id).ok_or_else(|| {
+        UserError(format!(
+            "{target_id} is not a package id: expected <org>/<name>[@<revision>]"
+        ))
+    })?;
+    let rev = rev.unwrap_or_else(|| "main".to_string());
+    let client = host::engine().await?;
+
+    // 1. The package repo without its image layout (manifest, card, code: small).
+    let env = HubEnv {
+        hub_cache: pull_cache(),
+        ..HubEnv::from_env()
+    };
+    let endpoint = env.endpoint.clone();
+    let dl = Downloader::new(env);
+    let fetch = |rev: String, allow: Vec<String>, ignore: Vec<String>| {
+        let (dl, id, endpoint) = (&dl, &id, &endpoint);
+        async move {
+            let bar = ByteBar::new(id);
+            let snap = dl.snapshot(id, &rev, &allow, &ignore, &bar).await;
+            bar.finish();
+            snap.map_err(|e| {
+                anyhow::Error::new(e).context(format!("cannot fetch {id}@{rev} from {endpoint}"))
+            })
+        }
+    };
+    let snap = fetch(rev, vec![], vec![LAYOUT_DIR.into()]).await?;
+    let commit = snap.commit.clone();
+    let short = &commit[..commit.len().min(8)];
+    printer.done(
+        &format!("fetched {id}@{short}"),
+        Some(&format!(
+            "{} files · {} downloaded",
+            snap.plan.files.len(),
+            human_bytes(snap.plan.bytes_to_fetch())
+        )),
+    );
+    let fetched = snap.dir.join(WIRE_MANIFEST);
+    if !fetched.is_file() {
+        return Err(UserError(format!(
+            "{id}@{short} holds no {WIRE_MANIFEST}: it is not a tt-model container package"
+        ))
+        .into());
+    }
+    let pkg = Package::load(&fetched)?;
+
+    // 2. The image: already loaded (by the recorded digest), or fetched and loaded from the
+    //    repo's layout at the same commit.
+    let digest = pkg.recorded_digest();
+    let known = installed::db()
+        .get(&id)
+        .ok()
+        .flatten()
+        .and_then(|e| e.known_loaded_id(digest.as_deref()).map(str::to_string));
+    let layout = match judge(
+        client.image(&pkg.image).await?,
+        digest.as_deref(),
+        known.as_deref(),
+    ) {
+        ImageState::Matches(_) => {
+            printer.done(&format!("image {} already loaded", pkg.image), None);
+            None
+        }
+        _ => {
+            let image_snap = fetch(commit.clone(), vec![LAYOUT_DIR.into()], vec![]).await?;
+            printer.done(
+                &format!("fetched the image layout of {id}@{short}"),
+                Some(&format!(
+                    "{} blobs · {} downloaded",
+                    image_snap.plan.files.len(),
+                    human_bytes(image_snap.plan.bytes_to_fetch())
+                )),
+            );
+            let dir = image_snap.dir.join(LAYOUT_DIR);
+            if !dir.join("oci-layout").is_file() {
+                return Err(UserError(format!(
+                    "{id}@{short} carries no image layout ({LAYOUT_DIR}oci-layout) and image {} is not loaded: the image may live in a registry, which tt-model does not pull from; load it into the engine, then pull again",
+                    pkg.image
+                ))
+                .into());
+            }
+            Some(dir)
+        }
+    };
+    let loaded = image::ensure_from(&client, &pkg, layout.as_deref(), printer).await?;
+
+    // 3. Install: the manifest, then the database entry.
+    let installed_path = target::pulled_manifest(&id);
+    let bytes = std::fs::read(&fetched)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", fetched.display()))?;
+    write_atomic(&installed_path, &bytes)?;
+    let pkg = Package::load(&installed_path)?;
+    let mut entry = installed::entry_for(&pkg, &id, Source::Pulled);
+    entry.revision = Some(commit.clone());
+    entry.image_loaded_id = Some(loaded.id.clone());
+    installed::db().record(entry)?;
+
+    // 4. The layout has served its purpose.
+    if let Ok(repo) = dl.cache().repo(&id)
+        && let Err(e) = std::fs::remove_dir_all(&repo.dir)
+    {
+        printer.warn(&format!(
+            "the downloaded layout could not be removed ({}): {e}",
+            repo.dir.display()
+        ));
+    }
+    if with_weights {
+        if let Some(w) = &pkg.weights {
+            weights::ensure(w, false, false, printer).await?;
+        } else {
+            printer.skipped("weights", Some("the package pins none"));
+        }
+    }
+    printer.done(&format!("pulled {id}"), Some(&format!("revision {short}")));
+    Ok(pkg)
 }

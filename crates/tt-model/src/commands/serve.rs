@@ -4,6 +4,8 @@
 
 pub(crate) mod checklist;
 pub(crate) mod host;
+pub(crate) mod image;
+pub(crate) mod installed;
 pub(crate) mod package;
 pub(crate) mod target;
 pub(crate) mod weights;
@@ -88,9 +90,10 @@ fn request(
     extra: &[String],
     timeout: Duration,
 ) -> Plan {
-    let mut cmd = pkg.launcher_argv(profile, port);
+    let launch = pkg.launch(profile, port);
+    let mut cmd = launch.argv;
     cmd.extend(extra.iter().cloned());
-    let mut env = pkg.launcher_env(profile);
+    let mut env = launch.env;
     if chips == Chips::None {
         // The image's own device check would refuse to start otherwise.
         env.insert("TT_MODEL_NO_DEVICE_CHECK".into(), "1".into());
@@ -133,7 +136,16 @@ fn request(
 
 async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let t0 = Instant::now();
-    let pkg = target::resolve(&args.target)?;
+    let pkg = match target::resolve(&args.target) {
+        // First serve of a Hub package: install it (image and manifest; the weights follow
+        // below as for any serve). `--print` has no side effects and `--local-only` stays off
+        // the network, so both keep the refusal.
+        Err(_) if !args.print && !args.local_only && target::is_unpulled_repo(&args.target) => {
+            printer.note(&format!("{} is not installed: pulling it", args.target));
+            super::pull::pull(&args.target, false, printer).await?
+        }
+        r => r?,
+    };
     let profile = pkg.profile(args.profile.as_deref())?;
     let extra = passthrough(args)?;
     let card = wants_card(args, &pkg)?;
@@ -212,13 +224,24 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
         printer.note("serving without a Tenstorrent device: the container gets no /dev/tenstorrent and no hugepages");
     }
 
-    // Image.
-    let Some(image) = client.image(&pkg.image).await? else {
-        return Err(UserError(format!(
-            "image {} is not loaded in docker.\n  → serve the staged package: tt-model serve <out-dir>/{}/tt_kernel_manifest.json\n  → pull it: tt-model pull <org>/{}\n  → build it: tt-model package <tt-model.yaml>",
-            pkg.image, pkg.name, pkg.name
-        ))
-        .into());
+    // Image: the recorded build, healed from the staged OCI layout when missing or stale.
+    let image = match image::ensure(&client, &pkg, printer).await {
+        Ok(facts) => facts,
+        // A pulled package whose image is gone: re-pull the recorded revision (never the tip).
+        Err(e) => match installed::pulled_revision(&pkg).filter(|_| !args.local_only) {
+            Some((id, rev)) => {
+                printer.note(format!("{e:#}").lines().next().unwrap_or_default());
+                printer.note(&format!("re-pulling {id}@{}", &rev[..rev.len().min(8)]));
+                super::pull::pull(&format!("{id}@{rev}"), false, printer).await?;
+                image::ensure(&client, &pkg, printer).await.map_err(|e| {
+                    UserError(format!(
+                        "re-pulled {id}@{rev} but image {} is still not usable: {e:#}\n  → rebuild it with: tt-model package <tt-model.yaml>",
+                        pkg.image
+                    ))
+                })?
+            }
+            None => return Err(e),
+        },
     };
     printer.done(&format!("image {}", pkg.image), Some(image.short_id()));
 

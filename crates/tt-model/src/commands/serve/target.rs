@@ -62,6 +62,12 @@ fn authoring_hint(p: &str) -> UserError {
     ))
 }
 
+/// `org/name[@rev]` that names no path and is not installed (serve pulls it first).
+pub fn is_unpulled_repo(target: &str) -> bool {
+    !Path::new(target).exists()
+        && split_repo(target).is_some_and(|(id, _)| !pulled_manifest(&id).is_file())
+}
+
 /// Resolve a serve target to its package manifest.
 pub fn resolve(target: &str) -> anyhow::Result<Package> {
     let path = Path::new(target);

@@ -1,5 +1,5 @@
 //! Weights before boot: download the pinned revision into the host HF cache (resumable,
-//! sha256-verified), or, with `--no-weights`/`--local-only`, say what the cache holds.
+//! every file verified: LFS sha256, git blob id), or, with `--no-weights`/`--local-only`, say what the cache holds.
 
 use indicatif::{ProgressBar, ProgressStyle};
 use tt_model_hub::download::{DownloadPlan, LocalStatus, local_status};
@@ -26,9 +26,29 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-struct Bar(ProgressBar);
+/// A byte progress bar for a Hub download (weights, a pulled package), sized by the plan.
+pub(crate) struct ByteBar(ProgressBar);
 
-impl DownloadReporter for Bar {
+impl ByteBar {
+    /// A bar labelled `what` (a repo id); its length is set when the plan is known.
+    pub(crate) fn new(what: &str) -> Self {
+        let bar = ProgressBar::new(0);
+        bar.set_style(
+            ProgressStyle::with_template("  {spinner} {prefix}  ▕{bar:24}▏ {bytes}/{total_bytes}  {bytes_per_sec}  {wide_msg}")
+                .expect("static template")
+                .progress_chars("█▉▊▋▌▍▎▏ "),
+        );
+        bar.set_prefix(what.to_string());
+        Self(bar)
+    }
+
+    /// Removes the bar (the caller prints the outcome).
+    pub(crate) fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl DownloadReporter for ByteBar {
     fn planned(&self, plan: &DownloadPlan) {
         self.0.set_length(plan.bytes_to_fetch());
     }
@@ -89,15 +109,9 @@ pub async fn ensure(
     let result = async {
         let plan = d.plan(&w.repo_id, &w.revision, &w.allow, &w.ignore).await?;
         d.check_space(&plan)?;
-        let bar = ProgressBar::new(plan.bytes_to_fetch());
-        bar.set_style(
-            ProgressStyle::with_template("  {spinner} weights {prefix}  ▕{bar:24}▏ {bytes}/{total_bytes}  {bytes_per_sec}  {wide_msg}")
-                .expect("static template")
-                .progress_chars("█▉▊▋▌▍▎▏ "),
-        );
-        bar.set_prefix(w.repo_id.clone());
-        let r = d.download(&plan, &Bar(bar.clone())).await;
-        bar.finish_and_clear();
+        let bar = ByteBar::new(&format!("weights {}", w.repo_id));
+        let r = d.download(&plan, &bar).await;
+        bar.finish();
         r.map(|snap| (plan, snap))
     }
     .await;

@@ -1,0 +1,169 @@
+//! serve's image step (reference §4.4): is the image the package records loaded, and if not,
+//! can the staged OCI layout beside the manifest heal it?
+//!
+//! "The recorded build" is the manifest's image digest. The installed-packages database may
+//! know the id this engine gave that digest (a containerd image store names images by
+//! manifest digest), which counts as a match too. A package that records no digest is judged
+//! by its tag alone.
+
+use std::path::Path;
+
+use tt_model_engine::Client;
+use tt_model_engine::images::{ImageFacts, ImageState, judge};
+use tt_model_engine::localdb::{Entry, Source};
+use tt_model_engine::oci_load::{LoadError, OciLayout};
+
+use super::installed;
+use super::package::{Package, WIRE_MANIFEST};
+use super::weights::human_bytes;
+use crate::UserError;
+use crate::printer::Printer;
+
+/// The three ways to get the image, for the refusal.
+fn remedies(pkg: &Package) -> String {
+    format!(
+        "  → serve the staged package: tt-model serve <out-dir>/{name}/{WIRE_MANIFEST}\n  \
+         → pull it: tt-model pull <org>/{name}\n  \
+         → build it: tt-model package <tt-model.yaml>",
+        name = pkg.name
+    )
+}
+
+/// What is wrong with the loaded image, in one sentence.
+fn problem(pkg: &Package, state: &ImageState) -> String {
+    match state {
+        ImageState::Missing => format!("image {} is not loaded in docker", pkg.image),
+        ImageState::Different { facts, expected } => format!(
+            "image {} is a different build than the package records: expected {expected}, loaded {}",
+            pkg.image, facts.id
+        ),
+        ImageState::Matches(_) => String::new(),
+    }
+}
+
+/// serve's image step: the package's image, loaded from the staged layout beside its manifest
+/// (`<manifest dir>/image`) when missing or another build, and the loaded id recorded in the
+/// installed-packages database; refuses (with the digests) when it cannot be healed.
+pub(crate) async fn ensure(
+    client: &Client,
+    pkg: &Package,
+    printer: &Printer,
+) -> anyhow::Result<ImageFacts> {
+    let layout = pkg
+        .manifest_path
+        .parent()
+        .map(|d| d.join("image"))
+        .filter(|d| d.join("oci-layout").is_file());
+    let entries = installed::db().all().unwrap_or_else(|e| {
+        printer.warn(&e.to_string());
+        Vec::new()
+    });
+    let entry = installed::find(&entries, pkg);
+    let (facts, loaded) = heal(client, pkg, layout.as_deref(), entry, printer).await?;
+    if loaded {
+        let digest = pkg.recorded_digest();
+        remember(
+            pkg,
+            entry.map(|e| e.repo_id.clone()),
+            digest.as_deref(),
+            &facts.id,
+            printer,
+        );
+    }
+    Ok(facts)
+}
+
+/// The package's image, loaded from `layout` (an OCI layout directory) when missing or another
+/// build. Records nothing: a caller installing the package (pull) records it itself.
+pub(crate) async fn ensure_from(
+    client: &Client,
+    pkg: &Package,
+    layout: Option<&Path>,
+    printer: &Printer,
+) -> anyhow::Result<ImageFacts> {
+    let entries = installed::db().all().unwrap_or_default();
+    let entry = installed::find(&entries, pkg);
+    Ok(heal(client, pkg, layout, entry, printer).await?.0)
+}
+
+/// Judge, load from `layout` if needed, judge again. Returns the facts and whether a load
+/// happened. `entry` supplies the id this engine is known to give the recorded digest.
+async fn heal(
+    client: &Client,
+    pkg: &Package,
+    layout: Option<&Path>,
+    entry: Option<&Entry>,
+    printer: &Printer,
+) -> anyhow::Result<(ImageFacts, bool)> {
+    let recorded = pkg.recorded_digest();
+    let digest = recorded.as_deref();
+    let known = entry.and_then(|e| e.known_loaded_id(digest));
+    let state = judge(client.image(&pkg.image).await?, digest, known);
+    if let ImageState::Matches(facts) = state {
+        return Ok((facts, false));
+    }
+    let Some(layout_dir) = layout else {
+        return Err(UserError(format!("{}.\n{}", problem(pkg, &state), remedies(pkg))).into());
+    };
+
+    printer.note(&format!(
+        "{}; loading it from {}",
+        problem(pkg, &state),
+        layout_dir.display()
+    ));
+    let layout = OciLayout::open(layout_dir).map_err(|e| UserError(e.to_string()))?;
+    if let Some(d) = digest {
+        layout.expect(d).map_err(|e| UserError(e.to_string()))?;
+    }
+    let loaded = match client.load_oci_layout(&layout, &pkg.image).await {
+        Ok(l) => l,
+        // The engine being unreachable is not the layout's fault: keep the error chain.
+        Err(e @ (LoadError::Request { .. } | LoadError::Engine(_))) => return Err(e.into()),
+        Err(e) => return Err(UserError(format!("{e}.\n{}", remedies(pkg))).into()),
+    };
+    let hex = loaded.id.trim_start_matches("sha256:");
+    printer.done(
+        &format!("loaded image {}", pkg.image),
+        Some(&format!(
+            "{} from {} ({})",
+            &hex[..hex.len().min(12)],
+            layout_dir.display(),
+            human_bytes(loaded.bytes)
+        )),
+    );
+
+    // The load checked the tag; judge again as a fresh serve would.
+    match judge(client.image(&pkg.image).await?, digest, Some(&loaded.id)) {
+        ImageState::Matches(facts) => Ok((facts, true)),
+        still => Err(UserError(format!(
+            "loaded {} but it is still not the recorded build: {}.\n{}",
+            layout_dir.display(),
+            problem(pkg, &still),
+            remedies(pkg)
+        ))
+        .into()),
+    }
+}
+
+/// Records the id this engine gave the image, creating a staged entry for a package the
+/// database did not know. A database problem is a warning: the serve goes on.
+fn remember(
+    pkg: &Package,
+    id: Option<String>,
+    digest: Option<&str>,
+    loaded_id: &str,
+    printer: &Printer,
+) {
+    let db = installed::db();
+    let result = match id {
+        Some(id) => db.set_loaded_id(&id, digest, loaded_id).map(|_| ()),
+        None => {
+            let mut e = installed::entry_for(pkg, &pkg.name, Source::Staged);
+            e.image_loaded_id = Some(loaded_id.to_string());
+            db.record(e)
+        }
+    };
+    if let Err(e) = result {
+        printer.warn(&format!("the load is not recorded: {e}"));
+    }
+}
