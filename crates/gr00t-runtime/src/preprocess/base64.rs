@@ -161,14 +161,7 @@ mod tests {
     fn round_trips_every_length_and_byte() {
         let mut s = 1u64;
         for n in (0..200).chain([1000, 4095, 4096, 105_000]) {
-            let data: Vec<u8> = (0..n)
-                .map(|_| {
-                    s = s
-                        .wrapping_mul(6364136223846793005)
-                        .wrapping_add(1442695040888963407);
-                    (s >> 56) as u8
-                })
-                .collect();
+            let data = crate::preprocess::test_data::bytes(n, &mut s);
             assert_eq!(
                 decode_standard(&encode(&data)).as_deref(),
                 Some(&data[..]),

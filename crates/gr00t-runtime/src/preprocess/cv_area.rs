@@ -412,18 +412,7 @@ fn linear_area_mode_body(
 mod tests {
     use super::*;
 
-    fn random_image(w: usize, h: usize, seed: u64) -> RgbImage {
-        let mut s = seed;
-        let data = (0..w * h * 3)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (s >> 56) as u8
-            })
-            .collect();
-        RgbImage::new(w, h, data)
-    }
+    use crate::preprocess::test_data::random_image;
 
     /// The dispatched (AVX2 where present) enlarge equals the scalar loops, on crops too.
     #[test]

@@ -319,6 +319,30 @@ pub fn preprocess(img: &RgbImage, cfg: &ImageChainConfig) -> Preprocessed {
     }
 }
 
+/// Deterministic test data shared by the scalar-vs-SIMD tests of the stages.
+#[cfg(test)]
+pub(crate) mod test_data {
+    use super::RgbImage;
+
+    /// The next byte of a 64-bit LCG stream (its top byte).
+    pub fn byte(seed: &mut u64) -> u8 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (*seed >> 56) as u8
+    }
+
+    /// `n` bytes of the stream.
+    pub fn bytes(n: usize, seed: &mut u64) -> Vec<u8> {
+        (0..n).map(|_| byte(seed)).collect()
+    }
+
+    /// A `w`×`h` RGB image of stream bytes.
+    pub fn random_image(w: usize, h: usize, mut seed: u64) -> RgbImage {
+        RgbImage::new(w, h, bytes(w * h * 3, &mut seed))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -329,18 +329,7 @@ fn vertical_body(data: &[u8], w: usize, in_h: usize, out_h: usize) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    fn random_image(w: usize, h: usize, seed: u64) -> RgbImage {
-        let mut s = seed;
-        let data = (0..w * h * 3)
-            .map(|_| {
-                s = s
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                (s >> 56) as u8
-            })
-            .collect();
-        RgbImage::new(w, h, data)
-    }
+    use crate::preprocess::test_data::random_image;
 
     /// The dispatched resample (AVX2 where present) and the fused normalisation equal the
     /// portable code, for the chain's size and for odd up/down scales.

@@ -373,12 +373,7 @@ mod x86 {
 mod tests {
     use super::*;
 
-    fn lcg(seed: &mut u64) -> u8 {
-        *seed = seed
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        (*seed >> 33) as u8
-    }
+    use crate::preprocess::test_data::byte as lcg;
 
     fn random_raw(w: usize, h: usize, seed: &mut u64, filters: &[u8]) -> Vec<u8> {
         let stride = w * 3;
