@@ -9,7 +9,7 @@
 //! `TT_MODEL_REQUIRE_DOCKER=1` (CI sets it) turns that into a failure.
 
 use tt_model_engine::localdb::{Entry, LocalDb, Source};
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
+use tt_model_hub::testserver::HubServer;
 
 mod common;
 
@@ -23,11 +23,7 @@ async fn staged_package_is_recorded_listed_healed_and_removed() {
     make_base_images();
     let tmp = TempDir::new("installed-heal");
     let t = tmp.0.clone();
-    let mut weights = FakeRepo::new(
-        "acme/minimal-http-weights",
-        vec![FakeFile::lfs("model.safetensors", vec![1u8; 4096])],
-    );
-    weights.commit = "0123456789abcdef0123456789abcdef01234567".into();
+    let weights = example_weights_repo();
     let server = HubServer::start(vec![weights]).await.unwrap();
     let endpoint = server.endpoint();
     let env = [("HF_ENDPOINT", endpoint.as_str())];

@@ -84,11 +84,7 @@ async fn pull_installs_and_serve_pulls_and_repulls_from_the_hub() {
     assert!(files.iter().any(|f| f.lfs));
     let mut repo = FakeRepo::new(ID, files);
     repo.commit = COMMIT.into();
-    let mut weights = FakeRepo::new(
-        "acme/minimal-http-weights",
-        vec![FakeFile::lfs("model.safetensors", vec![1u8; 4096])],
-    );
-    weights.commit = "0123456789abcdef0123456789abcdef01234567".into();
+    let weights = example_weights_repo();
     let server = HubServer::start(vec![repo, weights]).await.unwrap();
     let endpoint = server.endpoint();
     let env = [("HF_ENDPOINT", endpoint.as_str())];

@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
+use tt_model_hub::testserver::HubServer;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn minimal_http_example_packages_serves_and_stops() {
@@ -13,11 +13,7 @@ async fn minimal_http_example_packages_serves_and_stops() {
     make_base_images();
     let tmp = TempDir::new("serve-example");
     let t = tmp.0.clone();
-    let mut weights = FakeRepo::new(
-        "acme/minimal-http-weights",
-        vec![FakeFile::lfs("model.safetensors", vec![1u8; 4096])],
-    );
-    weights.commit = "0123456789abcdef0123456789abcdef01234567".into();
+    let weights = example_weights_repo();
     let server = HubServer::start(vec![weights]).await.unwrap();
     let endpoint = server.endpoint();
     let env = [("HF_ENDPOINT", endpoint.as_str())];

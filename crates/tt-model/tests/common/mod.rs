@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use tt_model_engine::Client;
+use tt_model_hub::testserver::{FakeFile, FakeRepo};
 
 /// The local base image `scripts/make-base-images.sh` builds (no registry here).
 pub const BASE: &str = "local/busybox:tt-model";
@@ -149,4 +150,14 @@ pub fn health(port: &str) -> String {
     let mut body = String::new();
     s.read_to_string(&mut body).unwrap();
     body
+}
+
+/// The weights `examples/minimal-http` pins (`acme/minimal-http-weights@0123…`), as a Hub repo.
+pub fn example_weights_repo() -> FakeRepo {
+    let mut weights = FakeRepo::new(
+        "acme/minimal-http-weights",
+        vec![FakeFile::lfs("model.safetensors", vec![1u8; 4096])],
+    );
+    weights.commit = "0123456789abcdef0123456789abcdef01234567".into();
+    weights
 }
