@@ -7,6 +7,7 @@
 //! Module ownership while the runtime is being built: `config`, `weights`, `model` (the forward);
 //! `policy` (the seam); the host modules are added beside them.
 
+pub mod beside;
 pub mod config;
 pub mod cpu;
 pub mod megakernel;

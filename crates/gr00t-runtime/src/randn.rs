@@ -111,6 +111,29 @@ pub fn randn(seed: u64, n: usize) -> Vec<f32> {
     }
 }
 
+/// [`randn`], remembering the last few `(seed, n)` results: a robot client usually sends the
+/// same seed (or none, the default 42) with every request, and the values are a pure function
+/// of the two, so each is computed once (~100 µs for the 3B model's 50×128 on the CI box).
+pub fn randn_cached(seed: u64, n: usize) -> Vec<f32> {
+    use std::sync::Mutex;
+    /// Distinct seeds kept; the oldest goes first.
+    const KEEP: usize = 8;
+    static CACHE: Mutex<Vec<(u64, usize, Vec<f32>)>> = Mutex::new(Vec::new());
+    let lock = || CACHE.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, _, v)) = lock().iter().find(|(s, m, _)| (*s, *m) == (seed, n)) {
+        return v.clone();
+    }
+    let v = randn(seed, n);
+    let mut cache = lock();
+    if !cache.iter().any(|(s, m, _)| (*s, *m) == (seed, n)) {
+        if cache.len() == KEEP {
+            cache.remove(0);
+        }
+        cache.push((seed, n, v.clone()));
+    }
+    v
+}
+
 /// `normal_fill_16_AVX2` with mean 0 and std 1. `mul_add` is a true fused multiply-add either
 /// way; with the `fma` CPU feature it is one instruction instead of a libm call.
 fn normal_fill_16(d: &mut [f32]) {

@@ -67,6 +67,14 @@ pub struct Prepared {
     pub prepare_ms: f64,
 }
 
+/// The non-image part of [`Prepared`].
+struct Rest {
+    raw_state: BTreeMap<String, Vec<f32>>,
+    state: Vec<f32>,
+    input_ids: Vec<u32>,
+    noise: Vec<f32>,
+}
+
 /// Decoded actions, in modality order.
 #[derive(Debug, Clone)]
 pub struct DecodedActions {
@@ -86,7 +94,12 @@ pub struct HostPipeline {
     pub noise_shape: (usize, usize),
     /// Prompt length with an empty instruction.
     base_seq_len: usize,
+    /// The last few prompts' token ids by instruction (see [`Self::prompt_ids`]).
+    prompts: std::sync::Mutex<Vec<(String, Vec<u32>)>>,
 }
+
+/// Distinct instructions whose token ids [`HostPipeline`] remembers.
+const PROMPTS_KEPT: usize = 8;
 
 /// Why a pipeline cannot be assembled.
 #[derive(Debug, thiserror::Error)]
@@ -132,6 +145,7 @@ impl HostPipeline {
             max_instruction_tokens,
             noise_shape: (horizon, action_dim),
             base_seq_len,
+            prompts: Default::default(),
         })
     }
 
@@ -159,21 +173,86 @@ impl HostPipeline {
                 ));
             }
         }
+        // The chain's output size does not depend on the frame's (letterbox, then resizes to
+        // a fixed square), so the prompt is known before any pixel is: state, prompt and noise
+        // run beside the first frame's decode. Errors keep their order: images, then the rest.
+        let image_tokens = Self::image_tokens_for(p);
+        let mut rest = None;
         let mut pixel_values = Vec::with_capacity(p.cameras.len());
-        let mut image_tokens = Vec::with_capacity(p.cameras.len());
         let mut image_hw = (0, 0);
-        for cam in &p.cameras {
+        for (i, cam) in p.cameras.iter().enumerate() {
             let field = format!("images.{cam}");
             let bytes = obs
                 .images
                 .get(cam)
                 .ok_or_else(|| InputError::new(&field, "missing camera image"))?;
-            let (hw, values) = preprocess::decode_preprocess(bytes, &p.image)
-                .map_err(|e: ImageError| InputError::new(&field, e.to_string()))?;
+            let decoded = if i == 0 {
+                let (r, side) = preprocess::decode_preprocess_beside(bytes, &p.image, || {
+                    self.prepare_rest(obs, &image_tokens)
+                });
+                rest = Some(side);
+                r
+            } else {
+                preprocess::decode_preprocess(bytes, &p.image)
+            };
+            let (hw, values) =
+                decoded.map_err(|e: ImageError| InputError::new(&field, e.to_string()))?;
+            if hw.0 * hw.1 / PIXELS_PER_TOKEN != image_tokens[i] {
+                return Err(InputError::new(
+                    &field,
+                    format!(
+                        "internal: preprocessed to {hw:?}, the prompt expects {} tokens",
+                        image_tokens[i]
+                    ),
+                ));
+            }
             image_hw = hw;
-            image_tokens.push(image_hw.0 * image_hw.1 / PIXELS_PER_TOKEN);
             pixel_values.push(values);
         }
+        let rest = rest.unwrap_or_else(|| self.prepare_rest(obs, &image_tokens))?;
+        let seq_len = rest.input_ids.len();
+        let inputs = ModelInputs {
+            input_ids: rest.input_ids,
+            pixel_values,
+            image_hw,
+            state: rest.state,
+            embodiment_id: p.embodiment_id,
+            noise: rest.noise,
+        };
+        Ok(Prepared {
+            inputs,
+            raw_state: rest.raw_state,
+            seq_len,
+            prepare_ms: t0.elapsed().as_secs_f64() * 1e3,
+        })
+    }
+
+    /// The tokenizer's prompt ids, remembered for the last few instructions: a robot sends the
+    /// same instruction with every frame of a task, and the ids are a pure function of it
+    /// (the image token counts are fixed per pipeline).
+    fn prompt_ids(
+        &self,
+        instruction: &str,
+        image_tokens: &[usize],
+    ) -> Result<Vec<u32>, TokenizerError> {
+        let lock = || self.prompts.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, ids)) = lock().iter().find(|(i, _)| i == instruction) {
+            return Ok(ids.clone());
+        }
+        let ids = self.tokenizer.prompt_ids(instruction, image_tokens)?;
+        let mut kept = lock();
+        if !kept.iter().any(|(i, _)| i == instruction) {
+            if kept.len() == PROMPTS_KEPT {
+                kept.remove(0);
+            }
+            kept.push((instruction.to_owned(), ids.clone()));
+        }
+        Ok(ids)
+    }
+
+    /// Everything of [`Self::prepare`] but the images: state, prompt, noise.
+    fn prepare_rest(&self, obs: &Observation, image_tokens: &[usize]) -> Result<Rest, InputError> {
+        let p = &self.processor;
         // State.
         for key in obs.state.keys() {
             if !p.state_groups.iter().any(|g| &g.name == key) {
@@ -222,12 +301,10 @@ impl HostPipeline {
             obs.instruction.clone()
         };
         let input_ids = self
-            .tokenizer
-            .prompt_ids(&instruction, &image_tokens)
+            .prompt_ids(&instruction, image_tokens)
             .map_err(|e| InputError::new("instruction", e.to_string()))?;
-        let seq_len = input_ids.len();
         if let Some(max) = self.max_instruction_tokens {
-            let n = self.instruction_tokens(seq_len);
+            let n = self.instruction_tokens(input_ids.len());
             if n > max {
                 return Err(InputError::new(
                     "instruction",
@@ -238,7 +315,7 @@ impl HostPipeline {
         // Noise.
         let (h, d) = self.noise_shape;
         let noise = match &obs.noise {
-            NoiseSource::Seed(s) => randn::randn(*s, h * d),
+            NoiseSource::Seed(s) => randn::randn_cached(*s, h * d),
             NoiseSource::Given { shape, values } => {
                 let ok = shape.as_slice() == [h, d] || shape.as_slice() == [1, h, d];
                 if !ok || values.len() != h * d {
@@ -261,19 +338,11 @@ impl HostPipeline {
                 out
             }
         };
-        let inputs = ModelInputs {
-            input_ids,
-            pixel_values,
-            image_hw,
-            state,
-            embodiment_id: p.embodiment_id,
-            noise,
-        };
-        Ok(Prepared {
-            inputs,
+        Ok(Rest {
             raw_state,
-            seq_len,
-            prepare_ms: t0.elapsed().as_secs_f64() * 1e3,
+            state,
+            input_ids,
+            noise,
         })
     }
 

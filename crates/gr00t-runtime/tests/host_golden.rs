@@ -471,3 +471,82 @@ fn randn_matches_torch_bit_for_bit() {
         );
     }
 }
+
+/// The request path's memo of seeded noise gives torch's values for every golden case, first
+/// time and again, with more distinct seeds than it keeps (so entries are evicted and remade).
+#[test]
+fn cached_randn_matches_torch_every_time() {
+    let text = std::fs::read_to_string(golden().join("torch-randn/randn.json")).unwrap();
+    let file: RandnFile = serde_json::from_str(&text).unwrap();
+    for round in 0..3 {
+        for c in &file.cases {
+            let n: usize = c.shape.iter().product();
+            let got: Vec<String> = randn::randn_cached(c.seed, n)
+                .iter()
+                .map(|v| format!("{:08x}", v.to_bits()))
+                .collect();
+            assert_eq!(
+                got, c.f32_bits_hex,
+                "round {round} seed {} {:?}",
+                c.seed, c.shape
+            );
+        }
+    }
+}
+
+/// The pipeline remembers recent prompts and overlaps the decode with them: over many requests
+/// with more distinct instructions than it keeps, interleaved and repeated, sequential and
+/// overlapped, every request gets the tokenizer's own ids and the golden pixels.
+#[test]
+fn repeated_requests_get_fresh_prompt_ids_and_the_same_pixels() {
+    let tok = QwenTokenizer::from_dir(&tok_dir()).unwrap();
+    let pipe = HostPipeline::new(
+        processor(),
+        QwenTokenizer::from_dir(&tok_dir()).unwrap(),
+        (24, 36, 64),
+        None,
+    )
+    .unwrap();
+    let taps = Taps::load("taps.safetensors");
+    let pixels = taps.f32("input.pixel_values").1;
+    let png = std::fs::read(case1().join("observation.png")).unwrap();
+    let obs = obs_json();
+    let instructions: Vec<String> = (0..12).map(|i| format!("pick {i} apples")).collect();
+    for overlap in [false, true] {
+        preprocess::set_overlap_decode(overlap);
+        for round in 0..3 {
+            for (k, ins) in instructions
+                .iter()
+                .enumerate()
+                .filter(|(k, _)| (k + round) % 2 == 0)
+            {
+                let request = Observation {
+                    images: [(
+                        "ego_view_bg_crop_pad_res256_freq20".to_string(),
+                        png.clone(),
+                    )]
+                    .into(),
+                    state: obs.state.clone(),
+                    instruction: ins.clone(),
+                    noise: NoiseSource::Seed(k as u64),
+                };
+                let p = pipe.prepare(&request).unwrap();
+                let text = if pipe.processor.formalize_language {
+                    tokenizer::formalize_instruction(ins)
+                } else {
+                    ins.clone()
+                };
+                let want = tok.prompt_ids(&text, &[81]).unwrap();
+                assert_eq!(p.inputs.input_ids, want, "{ins} round {round}");
+                assert_eq!(p.inputs.noise, randn::randn(k as u64, 24 * 36));
+                assert!(
+                    p.inputs.pixel_values[0]
+                        .iter()
+                        .zip(&pixels)
+                        .all(|(a, b)| a.to_bits() == b.to_bits())
+                );
+            }
+        }
+    }
+    preprocess::set_overlap_decode(false);
+}

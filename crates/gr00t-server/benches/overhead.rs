@@ -45,3 +45,33 @@ fn predict_overhead_overlapped(b: Bencher, seeded: bool) {
     });
     gr00t_runtime::preprocess::set_overlap_decode(false);
 }
+
+/// The request's JSON parse alone (the seeded case1 body; the image string is borrowed).
+#[divan::bench]
+fn parse_request(b: Bencher) {
+    let body = body(true);
+    b.bench(|| {
+        gr00t_server::api::PredictRequest::parse(divan::black_box(&body))
+            .unwrap()
+            .images
+            .len()
+    });
+}
+
+/// Parse plus base64 decode of the frame (`into_observation`).
+#[divan::bench]
+fn parse_and_base64(b: Bencher) {
+    let body = body(true);
+    b.bench(|| {
+        let req = gr00t_server::api::PredictRequest::parse(divan::black_box(&body)).unwrap();
+        req.into_observation().unwrap().0.images.len()
+    });
+}
+
+/// The response's JSON encode alone.
+#[divan::bench]
+fn encode_response(b: Bencher) {
+    let rt = common::replay_runtime();
+    let r = rt.predict_body(&body(true)).unwrap();
+    b.bench(|| serde_json::to_vec(divan::black_box(&r)).unwrap());
+}

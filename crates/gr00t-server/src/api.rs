@@ -19,7 +19,7 @@ pub const DEFAULT_SEED: u64 = 42;
 /// `POST /predict` body. Unknown top-level keys are ignored (as pydantic does). The base64
 /// images borrow from the body when they hold no JSON escapes (they normally do not), which
 /// saves copying ~140 KB per frame.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, PartialEq)]
 pub struct PredictRequest<'a> {
     #[serde(borrow)]
     pub images: BTreeMap<String, BodyStr<'a>>,
@@ -104,8 +104,12 @@ pub struct PredictResponse {
 }
 
 impl<'a> PredictRequest<'a> {
-    /// Parse a body; on failure, name the field.
+    /// Parse a body; on failure, name the field. The usual body takes the scanning fast path
+    /// ([`crate::request_scan`]); anything it declines gets serde's full parse.
     pub fn parse(body: &'a [u8]) -> Result<Self, ApiError> {
+        if let Some(r) = crate::request_scan::parse(body) {
+            return Ok(r);
+        }
         match serde_json::from_slice::<Self>(body) {
             Ok(r) => Ok(r),
             Err(e) => Err(diagnose(body, e)),

@@ -12,6 +12,7 @@ pub mod demo;
 pub mod error;
 pub mod fifo;
 pub mod model_dir;
+pub mod request_scan;
 pub mod routes;
 pub mod runtime;
 pub mod settings;

@@ -76,6 +76,7 @@ impl Runtime {
     /// Parse and run one `/predict` body.
     pub fn predict_body(&self, body: &[u8]) -> Result<PredictResponse, ApiError> {
         let t0 = Instant::now();
+        gr00t_runtime::preprocess::expect_decode();
         let req = PredictRequest::parse(body)?;
         self.predict(req, t0)
     }

@@ -22,7 +22,10 @@ pub mod png_rgb8;
 pub mod stream;
 pub mod unfilter;
 
-pub use stream::{decode_preprocess, decode_preprocess_overlapped, set_overlap_decode};
+pub use stream::{
+    Pixels, decode_preprocess, decode_preprocess_beside, decode_preprocess_overlapped,
+    expect_decode, set_overlap_decode,
+};
 
 /// An 8-bit RGB image, HWC row-major.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -3,18 +3,18 @@
 //!
 //! Inflate is serial and the largest single cost, so for the common frame (a square 8-bit RGB
 //! PNG already at the chain's size, on a CPU with AVX2) [`decode_preprocess_overlapped`] lets
-//! one task inflate and unfilter bands of rows while the other runs the chain on the rows
-//! received so far: each INTER_AREA output row needs only two source rows, each bicubic output
-//! row only a few INTER_AREA rows, and each finished row is normalised straight into the CHW
-//! planes. The two tasks run through `rayon::join`; when no second thread is free the same
-//! thread runs them one after the other (the producer never waits on the consumer). Every step
-//! is the same code as [`super::preprocess_pixels`] runs, so the floats are identical (checked
-//! by a test).
+//! the helper thread ([`crate::beside`]) inflate and unfilter bands of rows while the calling
+//! thread runs the chain on the rows received so far: each INTER_AREA output row needs only
+//! two source rows, each bicubic output row only a few INTER_AREA rows, and each finished row
+//! is normalised straight into the CHW planes. The chain is the shorter half, so the caller
+//! first runs the request's other host work it was given ([`decode_preprocess_beside`]:
+//! tokenizer, state, noise) while the first rows are inflated. When the helper is busy the
+//! caller runs the producer and then the consumer itself (the producer never waits on the
+//! consumer). Every step is the same code as [`super::preprocess_pixels`] runs, so the floats
+//! are identical (checked by a test).
 //!
-//! It only pays when a second core is idle: on the 2-core development box shared with
-//! compilers it measured 5-15 % slower than the plain sequence (wake-ups, copies, cache
-//! pressure), and as fast as ~365 µs against ~510 µs when it did get both cores. So it is off
-//! unless [`set_overlap_decode`] turns it on.
+//! It only pays when a second core is free, so it is off unless [`set_overlap_decode`] turns
+//! it on (the server does when it has two or more cores).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -32,17 +32,37 @@ pub fn set_overlap_decode(on: bool) {
     OVERLAP.store(on, Ordering::Relaxed);
 }
 
+/// A request has arrived and will decode a frame soon: with overlapped decodes on, start the
+/// helper thread spinning now, so its wake-up overlaps the request's JSON parse
+/// ([`crate::beside::wake`]).
+pub fn expect_decode() {
+    if OVERLAP.load(Ordering::Relaxed) {
+        crate::beside::wake();
+    }
+}
+
+/// Decoded pixels: `(height, width)` of the model image and its CHW `pixel_values`.
+pub type Pixels = ((usize, usize), Vec<f32>);
+
 /// [`super::decode_image`] then [`super::preprocess_pixels`] (overlapped if
 /// [`set_overlap_decode`] said so).
-pub fn decode_preprocess(
+pub fn decode_preprocess(bytes: &[u8], cfg: &ImageChainConfig) -> Result<Pixels, ImageError> {
+    decode_preprocess_beside(bytes, cfg, || ()).0
+}
+
+/// [`decode_preprocess`], also running `side` (other work of the same request, independent of
+/// the image) on this thread; where the decode is overlapped, `side` runs while the helper
+/// inflates the first rows. `side` runs exactly once.
+pub fn decode_preprocess_beside<R>(
     bytes: &[u8],
     cfg: &ImageChainConfig,
-) -> Result<((usize, usize), Vec<f32>), ImageError> {
+    side: impl FnOnce() -> R,
+) -> (Result<Pixels, ImageError>, R) {
     if OVERLAP.load(Ordering::Relaxed) {
-        return decode_preprocess_overlapped(bytes, cfg);
+        return overlapped_beside(bytes, cfg, side);
     }
-    let img = super::decode_image(bytes)?;
-    Ok(super::preprocess_pixels(&img, cfg))
+    let r = super::decode_image(bytes).map(|img| super::preprocess_pixels(&img, cfg));
+    (r, side())
 }
 
 /// [`decode_preprocess`] with the decode and the chain overlapped where the frame allows it
@@ -50,13 +70,25 @@ pub fn decode_preprocess(
 pub fn decode_preprocess_overlapped(
     bytes: &[u8],
     cfg: &ImageChainConfig,
-) -> Result<((usize, usize), Vec<f32>), ImageError> {
+) -> Result<Pixels, ImageError> {
+    overlapped_beside(bytes, cfg, || ()).0
+}
+
+fn overlapped_beside<R>(
+    bytes: &[u8],
+    cfg: &ImageChainConfig,
+    side: impl FnOnce() -> R,
+) -> (Result<Pixels, ImageError>, R) {
+    let mut side = Some(side);
+    let mut side_out = None;
     #[cfg(target_arch = "x86_64")]
-    if let Some(r) = streamed(bytes, cfg) {
-        return Ok(r);
+    if let Some(r) = streamed(bytes, cfg, || side_out = side.take().map(|f| f())) {
+        let side_out = side_out.or_else(|| side.take().map(|f| f()));
+        return (Ok(r), side_out.expect("side ran"));
     }
-    let img = super::decode_image(bytes)?;
-    Ok(super::preprocess_pixels(&img, cfg))
+    let side_out = side_out.or_else(|| side.take().map(|f| f()));
+    let r = super::decode_image(bytes).map(|img| super::preprocess_pixels(&img, cfg));
+    (r, side_out.expect("side ran"))
 }
 
 /// Decoded rows as they arrive from the producer.
@@ -91,7 +123,7 @@ impl Rows {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn streamed(bytes: &[u8], cfg: &ImageChainConfig) -> Option<((usize, usize), Vec<f32>)> {
+fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option<Pixels> {
     use super::pil_bicubic::{v_row, with_fast_plan};
     use super::pil_bicubic_avx2 as v;
     use super::{center_crop_rect, cv_area, normalize, png_rgb8, smallest_max_size_dims};
@@ -118,6 +150,7 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig) -> Option<((usize, usize), Vec
             .is_some()
         };
         let consumer = || {
+            side();
             let mut rows = Rows {
                 data: vec![0u8; h * stride],
                 stride,
@@ -152,7 +185,7 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig) -> Option<((usize, usize), Vec
             unsafe { out.set_len(3 * plane) };
             Some(out)
         };
-        let (ok, pixels) = rayon::join(producer, consumer);
+        let (ok, pixels) = crate::beside::join(producer, consumer);
         pixels.filter(|_| ok).map(|p| ((oh, ow), p))
     })
     .flatten()
@@ -196,7 +229,7 @@ mod tests {
                 #[cfg(target_arch = "x86_64")]
                 if std::arch::is_x86_feature_detected!("avx2") {
                     assert_eq!(
-                        streamed(&file, &cfg).is_some(),
+                        streamed(&file, &cfg, || ()).is_some(),
                         (w, h) == (256, 256),
                         "{w}x{h}"
                     );
