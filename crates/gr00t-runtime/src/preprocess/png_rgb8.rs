@@ -78,14 +78,17 @@ pub fn parse_png_rgb8(bytes: &[u8], max_side: usize) -> Option<PngRgb8<'_>> {
 }
 
 impl PngRgb8<'_> {
-    /// Inflate and unfilter, handing each newly finished band of rows (at most `band_rows`
-    /// rows, top to bottom) to `sink` as it completes; returns the whole image. `None` on any
-    /// error in the stream (the rows already handed over stay valid).
-    pub fn decode_rows(&self, band_rows: usize, mut sink: impl FnMut(&[u8])) -> Option<Vec<u8>> {
-        let stride = self.width * 3;
-        let row_in = stride + 1;
+    /// Bytes of one filtered row: the filter-type byte and the row.
+    pub fn raw_row_len(&self) -> usize {
+        self.width * 3 + 1
+    }
+
+    /// Inflate the IDAT stream, handing each newly complete band of *filtered* rows (at most
+    /// `band_rows` rows, each [`Self::raw_row_len`] bytes, top to bottom) to `sink`. `None` on
+    /// any error in the stream (the rows already handed over stay valid).
+    pub fn inflate_rows(&self, band_rows: usize, mut sink: impl FnMut(&[u8])) -> Option<()> {
+        let row_in = self.raw_row_len();
         let mut raw = vec![0u8; self.height * row_in];
-        let mut out = vec![0u8; self.height * stride];
         let mut dec = fdeflate::Decompressor::new();
         // As the `png` crate: chunk CRCs are checked, the zlib checksum is not.
         dec.ignore_adler32();
@@ -104,17 +107,7 @@ impl PngRgb8<'_> {
             pos += made;
             let rows_ready = pos / row_in;
             if rows_ready > rows_done {
-                let (done, todo) = out.split_at_mut(rows_done * stride);
-                let above = rows_done.checked_sub(1).map(|r| &done[r * stride..]);
-                let band = &mut todo[..(rows_ready - rows_done) * stride];
-                unfilter_rgb8(
-                    &raw[rows_done * row_in..rows_ready * row_in],
-                    above,
-                    band,
-                    stride,
-                )
-                .ok()?;
-                sink(band);
+                sink(&raw[rows_done * row_in..rows_ready * row_in]);
                 rows_done = rows_ready;
             }
             if used == 0 && made == 0 && (last || !input.is_empty()) && pos < raw.len() {
@@ -122,7 +115,33 @@ impl PngRgb8<'_> {
                 return None;
             }
         }
-        Some(out)
+        Some(())
+    }
+
+    /// Inflate and unfilter, handing each newly finished band of rows (at most `band_rows`
+    /// rows, top to bottom) to `sink` as it completes; returns the whole image. `None` on any
+    /// error in the stream (the rows already handed over stay valid).
+    pub fn decode_rows(&self, band_rows: usize, mut sink: impl FnMut(&[u8])) -> Option<Vec<u8>> {
+        let stride = self.width * 3;
+        let mut out = vec![0u8; self.height * stride];
+        let mut rows_done = 0;
+        let mut bad = false;
+        self.inflate_rows(band_rows, |raw| {
+            if bad {
+                return;
+            }
+            let n = raw.len() / (stride + 1);
+            let (done, todo) = out.split_at_mut(rows_done * stride);
+            let above = rows_done.checked_sub(1).map(|r| &done[r * stride..]);
+            let band = &mut todo[..n * stride];
+            if unfilter_rgb8(raw, above, band, stride).is_err() {
+                bad = true;
+                return;
+            }
+            sink(band);
+            rows_done += n;
+        })?;
+        (!bad).then_some(out)
     }
 }
 
