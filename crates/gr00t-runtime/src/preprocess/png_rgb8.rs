@@ -28,8 +28,15 @@ pub fn decode_png_rgb8(bytes: &[u8], max_side: usize) -> Option<RgbImage> {
     Some(RgbImage::new(png.width, png.height, data))
 }
 
-/// Walk the chunks; `None` unless this is a PNG [`decode_png_rgb8`] handles.
+/// Walk the chunks; `None` unless this is a PNG [`decode_png_rgb8`] handles (CRCs included).
 pub fn parse_png_rgb8(bytes: &[u8], max_side: usize) -> Option<PngRgb8<'_>> {
+    let png = parse_png_rgb8_unchecked(bytes, max_side)?;
+    verify_crcs(bytes).then_some(png)
+}
+
+/// [`parse_png_rgb8`] without the CRC checks, for a caller that runs [`verify_crcs`] itself
+/// (on another thread, while this one inflates) and discards the image if they fail.
+pub fn parse_png_rgb8_unchecked(bytes: &[u8], max_side: usize) -> Option<PngRgb8<'_>> {
     let mut rest = bytes.strip_prefix(&SIGNATURE)?;
     let mut size = None;
     let mut idat: Vec<&[u8]> = Vec::new();
@@ -43,9 +50,6 @@ pub fn parse_png_rgb8(bytes: &[u8], max_side: usize) -> Option<PngRgb8<'_>> {
             return None;
         }
         let data = &rest[8..8 + len];
-        if crc32fast::hash(&rest[4..8 + len]) != be32(&rest[8 + len..]) {
-            return None;
-        }
         rest = &rest[12 + len..];
         match &kind {
             b"IHDR" => {
@@ -75,6 +79,28 @@ pub fn parse_png_rgb8(bytes: &[u8], max_side: usize) -> Option<PngRgb8<'_>> {
         height,
         idat,
     })
+}
+
+/// Every chunk's CRC matches (`false` also for a file whose chunks do not parse).
+pub fn verify_crcs(bytes: &[u8]) -> bool {
+    let Some(mut rest) = bytes.strip_prefix(&SIGNATURE) else {
+        return false;
+    };
+    while rest.len() >= 12 {
+        let len = be32(rest) as usize;
+        if rest.len() < 12 + len {
+            return false;
+        }
+        if crc32fast::hash(&rest[4..8 + len]) != be32(&rest[8 + len..]) {
+            return false;
+        }
+        let iend = &rest[4..8] == b"IEND";
+        rest = &rest[12 + len..];
+        if iend {
+            return true;
+        }
+    }
+    false
 }
 
 impl PngRgb8<'_> {

@@ -192,7 +192,9 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option
     use super::pil_bicubic_avx2 as v;
     use super::{center_crop_rect, cv_area, normalize, png_rgb8, smallest_max_size_dims, unfilter};
 
-    let png = png_rgb8::parse_png_rgb8(bytes, MAX_IMAGE_SIDE as usize)?;
+    // The chunk CRCs (~10 µs for a 100 KB file) are checked by the consumer while it waits for
+    // the first rows, not before the producer can start.
+    let png = png_rgb8::parse_png_rgb8_unchecked(bytes, MAX_IMAGE_SIDE as usize)?;
     let (w, h) = (png.width, png.height);
     // The common shape only: square (no letterbox) and already at the chain's size.
     if w != h || smallest_max_size_dims(w, h, cfg.shortest_edge).is_some() {
@@ -257,6 +259,9 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option
         };
         let consumer = || {
             side();
+            if !png_rgb8::verify_crcs(bytes) {
+                return None;
+            }
             let mut rows = Rows {
                 raw: &raw,
                 data: vec![0u8; h * stride],
@@ -409,5 +414,20 @@ mod tests {
                 "row {bad_row}"
             );
         }
+    }
+
+    /// The producer starts before the CRCs are checked; a corrupt chunk still fails the frame.
+    #[test]
+    fn a_bad_crc_fails_the_overlapped_decode() {
+        let data: Vec<u8> = (0..256 * 256 * 3).map(|i| (i % 251) as u8).collect();
+        let good = png(256, 256, &data, png::Filter::Paeth);
+        let cfg = ImageChainConfig::default();
+        assert!(decode_preprocess_overlapped(&good, &cfg).is_ok());
+        // The last byte of the IDAT chunk's CRC (IEND is the final 12 bytes).
+        let mut bad = good.clone();
+        let at = bad.len() - 13;
+        bad[at] ^= 0x40;
+        assert!(decode_preprocess_overlapped(&bad, &cfg).is_err());
+        assert!(decode_image(&bad).is_err());
     }
 }
