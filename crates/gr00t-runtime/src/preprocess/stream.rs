@@ -3,15 +3,16 @@
 //!
 //! Inflate is serial and the largest single cost, so for the common frame (a square 8-bit RGB
 //! PNG already at the chain's size, on a CPU with AVX2) [`decode_preprocess_overlapped`] lets
-//! the helper thread ([`crate::beside`]) inflate bands of rows while the calling thread
-//! unfilters them and runs the chain on the rows received so far: each INTER_AREA output row needs only
-//! two source rows, each bicubic output row only a few INTER_AREA rows, and each finished row
-//! is normalised straight into the CHW planes. The chain is the shorter half, so the caller
-//! first runs the request's other host work it was given ([`decode_preprocess_beside`]:
-//! tokenizer, state, noise) while the first rows are inflated. When the helper is busy the
-//! caller runs the producer and then the consumer itself (the producer never waits on the
-//! consumer). Every step is the same code as [`super::preprocess_pixels`] runs, so the floats
-//! are identical (checked by a test).
+//! the helper thread ([`crate::beside`]) only inflate, publishing bands of filtered rows into
+//! one shared buffer, while the calling thread does everything else: first the request's
+//! other host work it was given ([`decode_preprocess_beside`]: state, prompt, noise) and the
+//! chunk CRCs, then, row by row as they arrive, the unfilter and the chain. Each INTER_AREA
+//! output row needs only two source rows, each bicubic output row only a few INTER_AREA rows,
+//! and each finished row is normalised straight into the CHW planes, so the caller finishes a
+//! few microseconds after the inflate. When the helper is busy the caller runs the producer
+//! and then the consumer itself (the producer never waits on the consumer). Every step is the
+//! same code as [`super::preprocess_pixels`] runs, so the floats are identical (checked by a
+//! test).
 //!
 //! It only pays when a second core is free, so it is off unless [`set_overlap_decode`] turns
 //! it on (the server does when it has two or more cores).
@@ -20,16 +21,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{ImageChainConfig, ImageError, MAX_IMAGE_SIDE};
 
-/// Rows per band the producer hands over.
+/// Rows per band the producer hands over: small, so the consumer's tail after the last band
+/// is short. Interleaved runs on the CI VM (median of 1500, 256×256 frame): 8 rows beat 16 by
+/// ~5 µs; 4 rows were no better. Unfiltering the top rows on the producer as well (3/8 or 1/4
+/// of them) was 20–30 µs slower than leaving all of the unfilter to the consumer.
 #[cfg(target_arch = "x86_64")]
-const BAND_ROWS: usize = 16;
-
-/// The fraction of the rows (from the top) the producer unfilters besides inflating, so the
-/// two halves take about as long. Measured on the CI VM for a 256×256 frame (fastest of 300):
-/// with none, producer ≈ 285 µs (inflate) and consumer ≈ 370 µs (unfilter + chain); with 3/4,
-/// ≈ 380 and ≈ 290; 3/8 is where the two lines cross.
-#[cfg(target_arch = "x86_64")]
-const PRODUCER_UNFILTERS: (usize, usize) = (3, 8);
+const BAND_ROWS: usize = 8;
 
 static OVERLAP: AtomicBool = AtomicBool::new(false);
 
@@ -190,7 +187,7 @@ impl Rows<'_> {
 fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option<Pixels> {
     use super::pil_bicubic::{v_row, with_fast_plan};
     use super::pil_bicubic_avx2 as v;
-    use super::{center_crop_rect, cv_area, normalize, png_rgb8, smallest_max_size_dims, unfilter};
+    use super::{center_crop_rect, cv_area, normalize, png_rgb8, smallest_max_size_dims};
 
     // The chunk CRCs (~10 µs for a 100 KB file) are checked by the consumer while it waits for
     // the first rows, not before the producer can start.
@@ -216,44 +213,11 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option
     };
     with_fast_plan(aw, ah, ow, oh, |plan, cy, s| {
         let stride = w * 3;
-        // The consumer's chain is the longer half, so the producer also unfilters the top
-        // rows (`PRODUCER_UNFILTERS` of them) and publishes them as filter type 0 (a copy for
-        // the consumer); the consumer unfilters the rest.
-        let k = h * PRODUCER_UNFILTERS.0 / PRODUCER_UNFILTERS.1;
+        // Inflate only: the consumer unfilters (see `BAND_ROWS`).
         let producer = || {
-            let mut top = vec![0u8; k * stride];
-            let mut band_out = Vec::with_capacity(BAND_ROWS * row_in);
-            let mut done = 0;
-            let mut ok = png
-                .inflate_rows(BAND_ROWS, |band| {
-                    let n = band.len() / row_in;
-                    let mine = k.saturating_sub(done).min(n);
-                    if mine > 0 {
-                        let (prev, cur) = top.split_at_mut(done * stride);
-                        let above = done.checked_sub(1).map(|r| &prev[r * stride..]);
-                        let cur = &mut cur[..mine * stride];
-                        if unfilter::unfilter_rgb8(&band[..mine * row_in], above, cur, stride)
-                            .is_err()
-                        {
-                            // Publish the raw rows: the consumer finds the same error.
-                            raw.publish(band);
-                            done += n;
-                            return;
-                        }
-                        band_out.clear();
-                        for row in cur.chunks_exact(stride) {
-                            band_out.push(0);
-                            band_out.extend_from_slice(row);
-                        }
-                        band_out.extend_from_slice(&band[mine * row_in..]);
-                        raw.publish(&band_out);
-                    } else {
-                        raw.publish(band);
-                    }
-                    done += n;
-                })
+            let ok = png
+                .inflate_rows(BAND_ROWS, |band| raw.publish(band))
                 .is_some();
-            ok &= done == h;
             raw.stopped.store(true, Ordering::Release);
             ok
         };
@@ -387,9 +351,8 @@ mod tests {
         out
     }
 
-    /// A bad filter byte in the rows the producer unfilters and in those the consumer does:
-    /// an error either way, like the plain decode; good rows around it decode as the plain
-    /// path does.
+    /// A bad filter byte anywhere (first row, band edges, last row) is an error, as in the
+    /// plain decode; good rows decode as the plain path does.
     #[test]
     fn a_bad_filter_byte_on_either_side_is_an_error() {
         let cfg = ImageChainConfig::default();
