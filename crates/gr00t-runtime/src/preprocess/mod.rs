@@ -27,6 +27,30 @@ pub use stream::{
     expect_decode, set_overlap_decode,
 };
 
+/// Run `f` on this thread's reusable byte buffer of `len` bytes (its contents are left over
+/// from the last use: only for callers that write every byte before reading it). Decode
+/// buffers are ~200 KB per frame; reusing them saves zeroing and page-faulting them per
+/// request. Buffers over [`SCRATCH_KEEP`] are not kept (a 4K frame would pin 50 MB in every
+/// thread that ever decoded one).
+pub(crate) fn with_scratch<R>(
+    key: &'static std::thread::LocalKey<std::cell::Cell<Vec<u8>>>,
+    len: usize,
+    f: impl FnOnce(&mut [u8]) -> R,
+) -> R {
+    let mut buf = key.take();
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+    let r = f(&mut buf[..len]);
+    if buf.capacity() <= SCRATCH_KEEP {
+        key.set(buf);
+    }
+    r
+}
+
+/// Largest scratch buffer a thread keeps between requests (a 512×512 frame's rows).
+pub(crate) const SCRATCH_KEEP: usize = 1 << 20;
+
 /// An 8-bit RGB image, HWC row-major.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RgbImage {

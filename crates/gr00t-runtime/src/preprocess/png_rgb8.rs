@@ -112,9 +112,22 @@ impl PngRgb8<'_> {
     /// Inflate the IDAT stream, handing each newly complete band of *filtered* rows (at most
     /// `band_rows` rows, each [`Self::raw_row_len`] bytes, top to bottom) to `sink`. `None` on
     /// any error in the stream (the rows already handed over stay valid).
-    pub fn inflate_rows(&self, band_rows: usize, mut sink: impl FnMut(&[u8])) -> Option<()> {
+    pub fn inflate_rows(&self, band_rows: usize, sink: impl FnMut(&[u8])) -> Option<()> {
+        thread_local! {
+            static RAW: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        let len = self.height * self.raw_row_len();
+        // Every byte is written by the inflate before it is read (or handed to `sink`).
+        super::with_scratch(&RAW, len, |raw| self.inflate_into(raw, band_rows, sink))
+    }
+
+    fn inflate_into(
+        &self,
+        raw: &mut [u8],
+        band_rows: usize,
+        mut sink: impl FnMut(&[u8]),
+    ) -> Option<()> {
         let row_in = self.raw_row_len();
-        let mut raw = vec![0u8; self.height * row_in];
         let mut dec = fdeflate::Decompressor::new();
         // As the `png` crate: chunk CRCs are checked, the zlib checksum is not.
         dec.ignore_adler32();

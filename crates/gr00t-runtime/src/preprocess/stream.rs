@@ -156,7 +156,7 @@ impl RawRows {
 #[cfg(target_arch = "x86_64")]
 struct Rows<'a> {
     raw: &'a RawRows,
-    data: Vec<u8>,
+    data: &'a mut [u8],
     stride: usize,
     have: usize,
 }
@@ -226,39 +226,45 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option
             if !png_rgb8::verify_crcs(bytes) {
                 return None;
             }
-            let mut rows = Rows {
-                raw: &raw,
-                data: vec![0u8; h * stride],
-                stride,
-                have: 0,
-            };
-            let pstride = plan.stride();
-            s.tmp.resize(ah * pstride, 0);
-            let mut arow = vec![0u8; aw * 3];
-            let mut out: Vec<f32> = Vec::with_capacity(3 * plane);
-            let dst = &mut out.spare_capacity_mut()[..3 * plane];
-            let mut next_y = 0;
-            for dy in 0..ah {
-                if !rows.ensure(cy0 + area.last_src_row(dy) + 1) {
+            thread_local! {
+                static DATA: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+            }
+            // Rows are unfiltered (every byte written) before the chain reads them.
+            super::with_scratch(&DATA, h * stride, |data| {
+                let mut rows = Rows {
+                    raw: &raw,
+                    data,
+                    stride,
+                    have: 0,
+                };
+                let pstride = plan.stride();
+                s.tmp.resize(ah * pstride, 0);
+                let mut arow = vec![0u8; aw * 3];
+                let mut out: Vec<f32> = Vec::with_capacity(3 * plane);
+                let dst = &mut out.spare_capacity_mut()[..3 * plane];
+                let mut next_y = 0;
+                for dy in 0..ah {
+                    if !rows.ensure(cy0 + area.last_src_row(dy) + 1) {
+                        return None;
+                    }
+                    let crop_row = |r: usize| &rows.data[(cy0 + r) * stride + cx0 * 3..][..cw * 3];
+                    area.row(dy, crop_row, &mut arow);
+                    let hdst = &mut s.tmp[dy * pstride..(dy + 1) * pstride];
+                    // SAFETY: plans exist only when AVX2 was detected.
+                    unsafe { v::hrow(plan, &arow, &mut s.buf, hdst) };
+                    while next_y < oh && cy.bounds[next_y].0 + cy.bounds[next_y].1 <= dy + 1 {
+                        v_row(plan, cy, s, next_y);
+                        normalize::normalize_row(&s.row[..ow * 3], next_y, plane, dst);
+                        next_y += 1;
+                    }
+                }
+                if next_y != oh {
                     return None;
                 }
-                let crop_row = |r: usize| &rows.data[(cy0 + r) * stride + cx0 * 3..][..cw * 3];
-                area.row(dy, crop_row, &mut arow);
-                let hdst = &mut s.tmp[dy * pstride..(dy + 1) * pstride];
-                // SAFETY: plans exist only when AVX2 was detected.
-                unsafe { v::hrow(plan, &arow, &mut s.buf, hdst) };
-                while next_y < oh && cy.bounds[next_y].0 + cy.bounds[next_y].1 <= dy + 1 {
-                    v_row(plan, cy, s, next_y);
-                    normalize::normalize_row(&s.row[..ow * 3], next_y, plane, dst);
-                    next_y += 1;
-                }
-            }
-            if next_y != oh {
-                return None;
-            }
-            // SAFETY: rows 0..oh were all normalised, which writes every value of the planes.
-            unsafe { out.set_len(3 * plane) };
-            Some(out)
+                // SAFETY: rows 0..oh were all normalised, which writes every value of the planes.
+                unsafe { out.set_len(3 * plane) };
+                Some(out)
+            })
         };
         let (ok, pixels) = crate::beside::join(producer, consumer);
         pixels.filter(|_| ok).map(|p| ((oh, ow), p))
