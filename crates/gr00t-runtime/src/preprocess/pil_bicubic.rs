@@ -129,7 +129,7 @@ fn resize_rows_fast(
                 unsafe { v::hrow(plan, &src.data[r * w3..(r + 1) * w3], &mut s.buf, dst) };
             }
             for y in 0..out_h {
-                v_row(plan, cy, s, y);
+                v_row(plan, cy, s, y, src.height);
                 emit(y, &s.row[..out_w * 3]);
             }
         });
@@ -198,19 +198,23 @@ pub(super) fn with_fast_plan<R>(
     r
 }
 
-/// Vertical pass for output row `y` into `s.row`, from the horizontal rows in `s.tmp`.
+/// Vertical pass for output row `y` into `s.row`, from the horizontal rows in `s.tmp`, where
+/// horizontal row `r` sits at slot `r % ring` (`ring` = all rows for a whole-image buffer, or
+/// a few for a sliding window).
 #[cfg(target_arch = "x86_64")]
 pub(super) fn v_row(
     plan: &super::pil_bicubic_avx2::HPlan,
     cy: &Coeffs,
     s: &mut FastScratch,
     y: usize,
+    ring: usize,
 ) {
     let stride = plan.stride();
     let (ymin, n) = cy.bounds[y];
     let mut rows = [&[][..]; super::pil_bicubic_avx2::MAX_TAPS];
     for (t, r) in rows.iter_mut().zip(ymin..ymin + n) {
-        *t = &s.tmp[r * stride..(r + 1) * stride];
+        let slot = r % ring;
+        *t = &s.tmp[slot * stride..(slot + 1) * stride];
     }
     let k = &cy.kk[y * cy.ksize..y * cy.ksize + n];
     // SAFETY: plans exist only when AVX2 was detected.

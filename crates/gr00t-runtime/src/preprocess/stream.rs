@@ -28,6 +28,15 @@ use super::{ImageChainConfig, ImageError, MAX_IMAGE_SIDE};
 #[cfg(target_arch = "x86_64")]
 const BAND_ROWS: usize = 8;
 
+/// Horizontally resampled rows the consumer keeps (a sliding window, not the whole 390 KB
+/// image: the decode's working set then fits the core's L2 with room to spare). An output
+/// row is made as soon as its last source row is in, so the rows it reads are at most
+/// `MAX_TAPS` back from the newest.
+#[cfg(target_arch = "x86_64")]
+const RING: usize = 32;
+#[cfg(target_arch = "x86_64")]
+const _: () = assert!(super::pil_bicubic_avx2::MAX_TAPS + 2 <= RING);
+
 static OVERLAP: AtomicBool = AtomicBool::new(false);
 
 /// Make [`decode_preprocess`] use [`decode_preprocess_overlapped`] (process-wide; for hosts
@@ -238,7 +247,7 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option
                     have: 0,
                 };
                 let pstride = plan.stride();
-                s.tmp.resize(ah * pstride, 0);
+                s.tmp.resize(RING * pstride, 0);
                 let mut arow = vec![0u8; aw * 3];
                 let mut out: Vec<f32> = Vec::with_capacity(3 * plane);
                 let dst = &mut out.spare_capacity_mut()[..3 * plane];
@@ -249,11 +258,12 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option
                     }
                     let crop_row = |r: usize| &rows.data[(cy0 + r) * stride + cx0 * 3..][..cw * 3];
                     area.row(dy, crop_row, &mut arow);
-                    let hdst = &mut s.tmp[dy * pstride..(dy + 1) * pstride];
+                    let slot = dy % RING;
+                    let hdst = &mut s.tmp[slot * pstride..(slot + 1) * pstride];
                     // SAFETY: plans exist only when AVX2 was detected.
                     unsafe { v::hrow(plan, &arow, &mut s.buf, hdst) };
                     while next_y < oh && cy.bounds[next_y].0 + cy.bounds[next_y].1 <= dy + 1 {
-                        v_row(plan, cy, s, next_y);
+                        v_row(plan, cy, s, next_y, RING);
                         normalize::normalize_row(&s.row[..ow * 3], next_y, plane, dst);
                         next_y += 1;
                     }
