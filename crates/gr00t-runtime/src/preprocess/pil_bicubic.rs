@@ -165,9 +165,9 @@ pub(super) fn with_fast_plan<R>(
     f: impl FnOnce(&super::pil_bicubic_avx2::HPlan, &Coeffs, &mut FastScratch) -> R,
 ) -> Option<R> {
     use super::pil_bicubic_avx2 as v;
-    /// Sizes, the plan for them (`None`: not applicable), scratch.
+    /// Sizes and block width, the plan for them (`None`: not applicable), scratch.
     type State = (
-        (usize, usize, usize, usize),
+        (usize, usize, usize, usize, usize),
         Option<(v::HPlan, Coeffs)>,
         FastScratch,
     );
@@ -177,14 +177,15 @@ pub(super) fn with_fast_plan<R>(
     if !std::arch::is_x86_feature_detected!("avx2") || out_w == in_w || out_h == in_h {
         return None;
     }
-    let key = (in_w, in_h, out_w, out_h);
+    let width = if v::wide() { 32 } else { 16 };
+    let key = (in_w, in_h, out_w, out_h, width);
     let mut st = LAST
         .take()
-        .unwrap_or_else(|| Box::new(((0, 0, 0, 0), None, FastScratch::default())));
+        .unwrap_or_else(|| Box::new(((0, 0, 0, 0, 0), None, FastScratch::default())));
     if st.0 != key {
         let cx = coeffs(in_w, out_w);
         let cy = coeffs(in_h, out_h);
-        st.1 = v::HPlan::new(&cx, in_w, out_w)
+        st.1 = v::HPlan::new(&cx, in_w, out_w, width)
             .filter(|_| cy.bounds.iter().all(|&(_, n)| n <= v::MAX_TAPS))
             .map(|p| (p, cy));
         st.0 = key;
@@ -218,7 +219,7 @@ pub(super) fn v_row(
     }
     let k = &cy.kk[y * cy.ksize..y * cy.ksize + n];
     // SAFETY: plans exist only when AVX2 was detected.
-    unsafe { super::pil_bicubic_avx2::vrow(&rows[..n], k, &mut s.row, stride) };
+    unsafe { super::pil_bicubic_avx2::vrow(plan, &rows[..n], k, &mut s.row, stride) };
 }
 
 /// The portable resample (also the reference the vector path is tested against).
@@ -335,8 +336,9 @@ mod tests {
 
     use crate::preprocess::test_data::random_image;
 
-    /// The dispatched resample (AVX2 where present) and the fused normalisation equal the
-    /// portable code, for the chain's size and for odd up/down scales.
+    /// The dispatched resample (AVX-512BW or AVX2 where present, both forced in turn) and
+    /// the fused normalisation equal the portable code, for the chain's size and for odd
+    /// up/down scales.
     #[test]
     fn vector_path_equals_portable() {
         let sizes = [
@@ -349,18 +351,31 @@ mod tests {
             (64, 64, 64, 48),
             (70, 70, 23, 69),
         ];
-        for (i, &(sw, sh, dw, dh)) in sizes.iter().enumerate() {
-            let img = random_image(sw, sh, i as u64);
-            let want = resize_bicubic_portable(&img, dw, dh);
-            assert_eq!(resize_bicubic(&img, dw, dh), want, "{sw}x{sh} -> {dw}x{dh}");
-            let norm = resize_bicubic_normalized(&img, dw, dh);
-            let want_norm = crate::preprocess::normalize_chw(&want);
-            assert!(
-                norm.iter()
-                    .zip(&want_norm)
-                    .all(|(a, b)| a.to_bits() == b.to_bits())
-            );
-            assert_eq!(norm.len(), want_norm.len());
+        for narrow in [false, true] {
+            set_narrow_only(narrow);
+            for (i, &(sw, sh, dw, dh)) in sizes.iter().enumerate() {
+                let img = random_image(sw, sh, i as u64);
+                let want = resize_bicubic_portable(&img, dw, dh);
+                let what = format!("{sw}x{sh} -> {dw}x{dh}, narrow {narrow}");
+                assert_eq!(resize_bicubic(&img, dw, dh), want, "{what}");
+                let norm = resize_bicubic_normalized(&img, dw, dh);
+                let want_norm = crate::preprocess::normalize_chw(&want);
+                assert_eq!(norm.len(), want_norm.len());
+                assert!(
+                    norm.iter()
+                        .zip(&want_norm)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{what}"
+                );
+            }
         }
+        set_narrow_only(false);
+    }
+
+    /// Force the AVX2 kernels even where AVX-512BW exists (no-op elsewhere).
+    fn set_narrow_only(on: bool) {
+        #[cfg(target_arch = "x86_64")]
+        super::super::pil_bicubic_avx2::NARROW_ONLY.store(on, std::sync::atomic::Ordering::Relaxed);
+        let _ = on;
     }
 }

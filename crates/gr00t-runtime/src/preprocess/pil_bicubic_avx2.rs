@@ -16,6 +16,9 @@
 //!
 //! The horizontal pass keeps its clamped 8-bit results as i16 rows, which the vertical pass
 //! reads directly.
+//!
+//! Where the CPU has AVX-512BW the same scheme runs on 32-element blocks (`HPlan::width` 32,
+//! [`hrow`]/[`vrow`] dispatch on it): the same integers, half the instructions.
 
 use std::arch::x86_64::*;
 
@@ -36,29 +39,52 @@ fn split(k: i32) -> (i16, i16) {
     ((k & 0x7FFF) as i16, (k >> 15) as i16)
 }
 
-/// Horizontal pass tables for one (in_w, out_w): per 16-element block its source shift
-/// (`base`, in pixels, may be negative), tap-pair count and coefficient vectors.
+/// Horizontal pass tables for one (in_w, out_w): per block of `width` elements its source
+/// shift (`base`, in pixels, may be negative), tap-pair count and coefficient vectors.
 pub(super) struct HPlan {
+    /// Elements per block: 16 (AVX2) or 32 (AVX-512BW).
+    width: usize,
     src_len: usize,
     /// i16 elements a widened, padded source row needs.
     padded_len: usize,
     blocks: Vec<(isize, usize, usize)>, // (base, pairs, first coefficient vector)
-    /// Per block and pair, four vectors: lo/hi halves for the `unpacklo` element order
-    /// (0-3, 8-11) and for the `unpackhi` order (4-7, 12-15).
-    coef: Vec<[i16; 16]>,
+    /// Per block and pair, four vectors of `width` i16: lo/hi halves for the `unpacklo`
+    /// element order (0-3, 8-11, ... per 128-bit lane) and for the `unpackhi` order (4-7,
+    /// 12-15, ...).
+    coef: Vec<i16>,
 }
 
+/// Whether the 32-element (AVX-512BW) kernels are used: detected once; tests switch it off to
+/// cover the AVX2 ones on the same machine.
+pub(super) fn wide() -> bool {
+    use std::sync::atomic::Ordering;
+    !NARROW_ONLY.load(Ordering::Relaxed)
+        && std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+}
+
+/// Forces the AVX2 kernels (tests).
+pub(super) static NARROW_ONLY: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
 impl HPlan {
-    pub(super) fn new(c: &Coeffs, in_w: usize, out_w: usize) -> Option<Self> {
+    /// A plan for blocks of `width` (16 or 32) elements; the caller has checked the CPU.
+    pub(super) fn new(c: &Coeffs, in_w: usize, out_w: usize, width: usize) -> Option<Self> {
+        assert!(width == 16 || width == 32);
         let out_len = out_w * 3;
         let src_len = in_w * 3;
-        let nblocks = out_len.div_ceil(16);
+        let nblocks = out_len.div_ceil(width);
         let mut blocks = Vec::with_capacity(nblocks);
         let mut coef = Vec::new();
         let mut max_read = 0isize;
+        let orders: [Vec<usize>; 2] = [0, 4].map(|h| {
+            (0..width / 8)
+                .flat_map(|lane| (0..4).map(move |e| 8 * lane + h + e))
+                .collect()
+        });
         for b in 0..nblocks {
-            let j0 = b * 16;
-            let elems: Vec<usize> = (j0..(j0 + 16).min(out_len)).collect();
+            let j0 = b * width;
+            let elems: Vec<usize> = (j0..(j0 + width).min(out_len)).collect();
             let d = |j: usize| c.bounds[j / 3].0 as isize - (j / 3) as isize;
             let base = elems.iter().map(|&j| d(j)).min()?;
             let taps = elems
@@ -69,12 +95,13 @@ impl HPlan {
             if pairs > MAX_PAIRS {
                 return None;
             }
-            // Reads span elements j0 + 3 * (base + t) .. + 16 for t < 2 * pairs.
+            // Reads span elements j0 + 3 * (base + t) .. + width for t < 2 * pairs.
             if (j0 as isize) + 3 * base < -(PAD_L as isize) {
                 return None;
             }
-            max_read = max_read.max(j0 as isize + 3 * (base + 2 * pairs as isize - 1) + 16);
-            blocks.push((base, pairs, coef.len()));
+            max_read =
+                max_read.max(j0 as isize + 3 * (base + 2 * pairs as isize - 1) + width as isize);
+            blocks.push((base, pairs, coef.len() / width));
             // Coefficient of element slot `e` (0..16) at block tap `t`.
             let k = |e: usize, t: usize| -> i32 {
                 let j = j0 + e;
@@ -91,8 +118,8 @@ impl HPlan {
                 }
             };
             for p in 0..pairs {
-                for order in [[0, 1, 2, 3, 8, 9, 10, 11], [4, 5, 6, 7, 12, 13, 14, 15]] {
-                    let (mut lo, mut hi) = ([0i16; 16], [0i16; 16]);
+                for order in &orders {
+                    let (mut lo, mut hi) = (vec![0i16; width], vec![0i16; width]);
                     for (s, &e) in order.iter().enumerate() {
                         let (l0, h0) = split(k(e, 2 * p));
                         let (l1, h1) = split(k(e, 2 * p + 1));
@@ -101,14 +128,15 @@ impl HPlan {
                         hi[2 * s] = h0;
                         hi[2 * s + 1] = h1;
                     }
-                    coef.push(lo);
-                    coef.push(hi);
+                    coef.extend_from_slice(&lo);
+                    coef.extend_from_slice(&hi);
                 }
             }
         }
         Some(HPlan {
+            width,
             src_len,
-            padded_len: PAD_L + (max_read.max(src_len as isize) as usize) + 16,
+            padded_len: PAD_L + (max_read.max(src_len as isize) as usize) + width,
             blocks,
             coef,
         })
@@ -116,7 +144,7 @@ impl HPlan {
 
     /// Elements of one output row, rounded up to whole blocks (the row buffers' stride).
     pub(super) fn stride(&self) -> usize {
-        self.blocks.len() * 16
+        self.blocks.len() * self.width
     }
 }
 
@@ -145,8 +173,7 @@ fn clamp16(a: __m256i, b: __m256i) -> __m256i {
 /// `plan.padded_len` i16.
 ///
 /// # Safety
-/// AVX2 must be available.
-#[target_feature(enable = "avx2")]
+/// AVX2 must be available, and AVX-512BW for a plan of width 32.
 pub(super) unsafe fn hrow(plan: &HPlan, row: &[u8], buf: &mut Vec<i16>, out: &mut [i16]) {
     assert_eq!(row.len(), plan.src_len);
     assert!(out.len() >= plan.stride());
@@ -155,6 +182,20 @@ pub(super) unsafe fn hrow(plan: &HPlan, row: &[u8], buf: &mut Vec<i16>, out: &mu
     for (d, &s) in buf[PAD_L..].iter_mut().zip(row) {
         *d = s as i16;
     }
+    // SAFETY: the caller checked the CPU for the plan's width.
+    unsafe {
+        if plan.width == 32 {
+            hrow32(plan, buf, out)
+        } else {
+            hrow16(plan, buf, out)
+        }
+    }
+}
+
+/// [`hrow`] on 16-element blocks, from the widened row in `buf`.
+#[target_feature(enable = "avx2")]
+fn hrow16(plan: &HPlan, buf: &[i16], out: &mut [i16]) {
+    assert_eq!(plan.width, 16);
     let src = buf.as_ptr();
     for (b, &(base, pairs, ci)) in plan.blocks.iter().enumerate() {
         let mut acc = [_mm256_setzero_si256(); 4];
@@ -167,7 +208,7 @@ pub(super) unsafe fn hrow(plan: &HPlan, row: &[u8], buf: &mut Vec<i16>, out: &mu
                 let bb = _mm256_loadu_si256(src.add(off + 3) as *const __m256i);
                 let lo_pairs = _mm256_unpacklo_epi16(a, bb);
                 let hi_pairs = _mm256_unpackhi_epi16(a, bb);
-                let cv = plan.coef.as_ptr().add(ci + 4 * p) as *const __m256i;
+                let cv = plan.coef.as_ptr().add((ci + 4 * p) * 16) as *const __m256i;
                 acc[0] =
                     _mm256_add_epi32(acc[0], _mm256_madd_epi16(lo_pairs, _mm256_loadu_si256(cv)));
                 acc[1] = _mm256_add_epi32(
@@ -190,13 +231,71 @@ pub(super) unsafe fn hrow(plan: &HPlan, row: &[u8], buf: &mut Vec<i16>, out: &mu
     }
 }
 
+/// [`hrow`] on 32-element blocks.
+#[target_feature(enable = "avx512f,avx512bw")]
+fn hrow32(plan: &HPlan, buf: &[i16], out: &mut [i16]) {
+    assert_eq!(plan.width, 32);
+    let src = buf.as_ptr();
+    let half = _mm512_set1_epi32(1 << (PRECISION_BITS - 1));
+    let finish = |lo: __m512i, hi: __m512i| {
+        let s = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 15), lo), half);
+        _mm512_srai_epi32(s, PRECISION_BITS as u32)
+    };
+    for (b, &(base, pairs, ci)) in plan.blocks.iter().enumerate() {
+        let mut acc = [_mm512_setzero_si512(); 4];
+        for p in 0..pairs {
+            let off = (PAD_L as isize + (b * 32) as isize + 3 * (base + 2 * p as isize)) as usize;
+            // SAFETY: `HPlan::new` bounded every read by `padded_len`, and the coefficient
+            // table holds 4 vectors of 32 per (block, pair).
+            unsafe {
+                let a = _mm512_loadu_si512(src.add(off) as *const __m512i);
+                let bb = _mm512_loadu_si512(src.add(off + 3) as *const __m512i);
+                let lo_pairs = _mm512_unpacklo_epi16(a, bb);
+                let hi_pairs = _mm512_unpackhi_epi16(a, bb);
+                let cv = plan.coef.as_ptr().add((ci + 4 * p) * 32) as *const __m512i;
+                let c = |k: usize| _mm512_loadu_si512(cv.add(k));
+                acc[0] = _mm512_add_epi32(acc[0], _mm512_madd_epi16(lo_pairs, c(0)));
+                acc[1] = _mm512_add_epi32(acc[1], _mm512_madd_epi16(lo_pairs, c(1)));
+                acc[2] = _mm512_add_epi32(acc[2], _mm512_madd_epi16(hi_pairs, c(2)));
+                acc[3] = _mm512_add_epi32(acc[3], _mm512_madd_epi16(hi_pairs, c(3)));
+            }
+        }
+        let v = clamp32(finish(acc[0], acc[1]), finish(acc[2], acc[3]));
+        // SAFETY: `out` holds `stride()` = 32 per block.
+        unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(b * 32) as *mut __m512i, v) };
+    }
+}
+
+/// Two finished i32 vectors (unpacklo / unpackhi orders) -> 32 clamped values in element order.
+#[inline]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn clamp32(a: __m512i, b: __m512i) -> __m512i {
+    let v = _mm512_packs_epi32(a, b);
+    _mm512_min_epi16(
+        _mm512_max_epi16(v, _mm512_setzero_si512()),
+        _mm512_set1_epi16(255),
+    )
+}
+
 /// Vertical pass for one output row: `rows[t]` (i16 rows of `n` elements, `n` a multiple of
-/// 16) weighted by `k[t]`, clamped, written as u8 to `out[..n]`.
+/// the plan's width) weighted by `k[t]`, clamped, written as u8 to `out[..n]`.
 ///
 /// # Safety
-/// AVX2 must be available.
+/// As [`hrow`].
+pub(super) unsafe fn vrow(plan: &HPlan, rows: &[&[i16]], k: &[i32], out: &mut [u8], n: usize) {
+    // SAFETY: the caller checked the CPU for the plan's width.
+    unsafe {
+        if plan.width == 32 {
+            vrow32(rows, k, out, n)
+        } else {
+            vrow16(rows, k, out, n)
+        }
+    }
+}
+
+/// [`vrow`] with AVX2, `n` a multiple of 16.
 #[target_feature(enable = "avx2")]
-pub(super) unsafe fn vrow(rows: &[&[i16]], k: &[i32], out: &mut [u8], n: usize) {
+fn vrow16(rows: &[&[i16]], k: &[i32], out: &mut [u8], n: usize) {
     assert!(n.is_multiple_of(16) && out.len() >= n && !rows.is_empty() && rows.len() == k.len());
     assert!(rows.iter().all(|r| r.len() >= n));
     let pairs = rows.len().div_ceil(2);
@@ -243,5 +342,58 @@ pub(super) unsafe fn vrow(rows: &[&[i16]], k: &[i32], out: &mut [u8], n: usize) 
             )
         };
         j += 16;
+    }
+}
+
+/// [`vrow`] with AVX-512BW, `n` a multiple of 32.
+#[target_feature(enable = "avx512f,avx512bw")]
+fn vrow32(rows: &[&[i16]], k: &[i32], out: &mut [u8], n: usize) {
+    assert!(n.is_multiple_of(32) && out.len() >= n && !rows.is_empty() && rows.len() == k.len());
+    assert!(rows.iter().all(|r| r.len() >= n));
+    let pairs = rows.len().div_ceil(2);
+    assert!(pairs <= MAX_PAIRS);
+    let mut coef = [(_mm512_setzero_si512(), _mm512_setzero_si512()); MAX_PAIRS];
+    let mut ptrs = [(std::ptr::null::<i16>(), std::ptr::null::<i16>()); MAX_PAIRS];
+    for p in 0..pairs {
+        let t0 = 2 * p;
+        // An odd last tap pairs with its own row at weight 0.
+        let (t1, k1) = if t0 + 1 < rows.len() {
+            (t0 + 1, k[t0 + 1])
+        } else {
+            (t0, 0)
+        };
+        let (l0, h0) = split(k[t0]);
+        let (l1, h1) = split(k1);
+        let pair = |a: i16, b: i16| _mm512_set1_epi32((a as u16 as i32) | ((b as i32) << 16));
+        coef[p] = (pair(l0, l1), pair(h0, h1));
+        ptrs[p] = (rows[t0].as_ptr(), rows[t1].as_ptr());
+    }
+    let half = _mm512_set1_epi32(1 << (PRECISION_BITS - 1));
+    let finish = |lo: __m512i, hi: __m512i| {
+        let s = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 15), lo), half);
+        _mm512_srai_epi32(s, PRECISION_BITS as u32)
+    };
+    let mut j = 0;
+    while j < n {
+        let mut acc = [_mm512_setzero_si512(); 4];
+        for p in 0..pairs {
+            // SAFETY: every row holds at least `n` elements and `j + 32 <= n`.
+            unsafe {
+                let a = _mm512_loadu_si512(ptrs[p].0.add(j) as *const __m512i);
+                let b = _mm512_loadu_si512(ptrs[p].1.add(j) as *const __m512i);
+                let lo_pairs = _mm512_unpacklo_epi16(a, b);
+                let hi_pairs = _mm512_unpackhi_epi16(a, b);
+                acc[0] = _mm512_add_epi32(acc[0], _mm512_madd_epi16(lo_pairs, coef[p].0));
+                acc[1] = _mm512_add_epi32(acc[1], _mm512_madd_epi16(lo_pairs, coef[p].1));
+                acc[2] = _mm512_add_epi32(acc[2], _mm512_madd_epi16(hi_pairs, coef[p].0));
+                acc[3] = _mm512_add_epi32(acc[3], _mm512_madd_epi16(hi_pairs, coef[p].1));
+            }
+        }
+        let v = clamp32(finish(acc[0], acc[1]), finish(acc[2], acc[3]));
+        // Values are clamped to 0..=255, so truncating each i16 to its low byte is exact.
+        let bytes = _mm512_cvtepi16_epi8(v);
+        // SAFETY: `out` holds `n` bytes and `j + 32 <= n`.
+        unsafe { _mm256_storeu_si256(out.as_mut_ptr().add(j) as *mut __m256i, bytes) };
+        j += 32;
     }
 }
