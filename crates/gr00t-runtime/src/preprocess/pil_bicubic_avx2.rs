@@ -236,11 +236,6 @@ fn hrow16(plan: &HPlan, buf: &[i16], out: &mut [i16]) {
 fn hrow32(plan: &HPlan, buf: &[i16], out: &mut [i16]) {
     assert_eq!(plan.width, 32);
     let src = buf.as_ptr();
-    let half = _mm512_set1_epi32(1 << (PRECISION_BITS - 1));
-    let finish = |lo: __m512i, hi: __m512i| {
-        let s = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 15), lo), half);
-        _mm512_srai_epi32(s, PRECISION_BITS as u32)
-    };
     for (b, &(base, pairs, ci)) in plan.blocks.iter().enumerate() {
         let mut acc = [_mm512_setzero_si512(); 4];
         for p in 0..pairs {
@@ -260,10 +255,19 @@ fn hrow32(plan: &HPlan, buf: &[i16], out: &mut [i16]) {
                 acc[3] = _mm512_add_epi32(acc[3], _mm512_madd_epi16(hi_pairs, c(3)));
             }
         }
-        let v = clamp32(finish(acc[0], acc[1]), finish(acc[2], acc[3]));
+        let v = clamp32(finish32(acc[0], acc[1]), finish32(acc[2], acc[3]));
         // SAFETY: `out` holds `stride()` = 32 per block.
         unsafe { _mm512_storeu_si512(out.as_mut_ptr().add(b * 32) as *mut __m512i, v) };
     }
+}
+
+/// [`finish`] on 16 lanes.
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn finish32(lo: __m512i, hi: __m512i) -> __m512i {
+    let half = _mm512_set1_epi32(1 << (PRECISION_BITS - 1));
+    let s = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 15), lo), half);
+    _mm512_srai_epi32(s, PRECISION_BITS as u32)
 }
 
 /// Two finished i32 vectors (unpacklo / unpackhi orders) -> 32 clamped values in element order.
@@ -293,29 +297,52 @@ pub(super) unsafe fn vrow(plan: &HPlan, rows: &[&[i16]], k: &[i32], out: &mut [u
     }
 }
 
+/// The vertical taps of one output row as `pmaddwd` pairs: per pair its two rows and the
+/// lo/hi halves of both coefficients packed as `k0 | k1 << 16` for a broadcast (an odd last
+/// tap pairs with its own row at weight 0). Checks the shapes `vrow16`/`vrow32` rely on.
+struct VTaps {
+    pairs: usize,
+    ptrs: [(*const i16, *const i16); MAX_PAIRS],
+    lo_hi: [(i32, i32); MAX_PAIRS],
+}
+
+impl VTaps {
+    fn new(rows: &[&[i16]], k: &[i32], out: &[u8], n: usize, width: usize) -> Self {
+        assert!(n.is_multiple_of(width) && out.len() >= n);
+        assert!(!rows.is_empty() && rows.len() == k.len());
+        assert!(rows.iter().all(|r| r.len() >= n));
+        let pairs = rows.len().div_ceil(2);
+        assert!(pairs <= MAX_PAIRS);
+        let mut t = VTaps {
+            pairs,
+            ptrs: [(std::ptr::null(), std::ptr::null()); MAX_PAIRS],
+            lo_hi: [(0, 0); MAX_PAIRS],
+        };
+        for p in 0..pairs {
+            let t0 = 2 * p;
+            let (t1, k1) = if t0 + 1 < rows.len() {
+                (t0 + 1, k[t0 + 1])
+            } else {
+                (t0, 0)
+            };
+            let (l0, h0) = split(k[t0]);
+            let (l1, h1) = split(k1);
+            let pack = |a: i16, b: i16| (a as u16 as i32) | ((b as i32) << 16);
+            t.lo_hi[p] = (pack(l0, l1), pack(h0, h1));
+            t.ptrs[p] = (rows[t0].as_ptr(), rows[t1].as_ptr());
+        }
+        t
+    }
+}
+
 /// [`vrow`] with AVX2, `n` a multiple of 16.
 #[target_feature(enable = "avx2")]
 fn vrow16(rows: &[&[i16]], k: &[i32], out: &mut [u8], n: usize) {
-    assert!(n.is_multiple_of(16) && out.len() >= n && !rows.is_empty() && rows.len() == k.len());
-    assert!(rows.iter().all(|r| r.len() >= n));
-    let pairs = rows.len().div_ceil(2);
-    let mut coef = [(_mm256_setzero_si256(), _mm256_setzero_si256()); MAX_PAIRS];
-    let mut ptrs = [(std::ptr::null::<i16>(), std::ptr::null::<i16>()); MAX_PAIRS];
-    assert!(pairs <= MAX_PAIRS);
-    for p in 0..pairs {
-        let t0 = 2 * p;
-        // An odd last tap pairs with its own row at weight 0.
-        let (t1, k1) = if t0 + 1 < rows.len() {
-            (t0 + 1, k[t0 + 1])
-        } else {
-            (t0, 0)
-        };
-        let (l0, h0) = split(k[t0]);
-        let (l1, h1) = split(k1);
-        let pair = |a: i16, b: i16| _mm256_set1_epi32((a as u16 as i32) | ((b as i32) << 16));
-        coef[p] = (pair(l0, l1), pair(h0, h1));
-        ptrs[p] = (rows[t0].as_ptr(), rows[t1].as_ptr());
-    }
+    let t = VTaps::new(rows, k, out, n, 16);
+    let coef = t
+        .lo_hi
+        .map(|(l, h)| (_mm256_set1_epi32(l), _mm256_set1_epi32(h)));
+    let (pairs, ptrs) = (t.pairs, t.ptrs);
     let mut j = 0;
     while j < n {
         let mut acc = [_mm256_setzero_si256(); 4];
@@ -348,31 +375,11 @@ fn vrow16(rows: &[&[i16]], k: &[i32], out: &mut [u8], n: usize) {
 /// [`vrow`] with AVX-512BW, `n` a multiple of 32.
 #[target_feature(enable = "avx512f,avx512bw")]
 fn vrow32(rows: &[&[i16]], k: &[i32], out: &mut [u8], n: usize) {
-    assert!(n.is_multiple_of(32) && out.len() >= n && !rows.is_empty() && rows.len() == k.len());
-    assert!(rows.iter().all(|r| r.len() >= n));
-    let pairs = rows.len().div_ceil(2);
-    assert!(pairs <= MAX_PAIRS);
-    let mut coef = [(_mm512_setzero_si512(), _mm512_setzero_si512()); MAX_PAIRS];
-    let mut ptrs = [(std::ptr::null::<i16>(), std::ptr::null::<i16>()); MAX_PAIRS];
-    for p in 0..pairs {
-        let t0 = 2 * p;
-        // An odd last tap pairs with its own row at weight 0.
-        let (t1, k1) = if t0 + 1 < rows.len() {
-            (t0 + 1, k[t0 + 1])
-        } else {
-            (t0, 0)
-        };
-        let (l0, h0) = split(k[t0]);
-        let (l1, h1) = split(k1);
-        let pair = |a: i16, b: i16| _mm512_set1_epi32((a as u16 as i32) | ((b as i32) << 16));
-        coef[p] = (pair(l0, l1), pair(h0, h1));
-        ptrs[p] = (rows[t0].as_ptr(), rows[t1].as_ptr());
-    }
-    let half = _mm512_set1_epi32(1 << (PRECISION_BITS - 1));
-    let finish = |lo: __m512i, hi: __m512i| {
-        let s = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(hi, 15), lo), half);
-        _mm512_srai_epi32(s, PRECISION_BITS as u32)
-    };
+    let t = VTaps::new(rows, k, out, n, 32);
+    let coef = t
+        .lo_hi
+        .map(|(l, h)| (_mm512_set1_epi32(l), _mm512_set1_epi32(h)));
+    let (pairs, ptrs) = (t.pairs, t.ptrs);
     let mut j = 0;
     while j < n {
         let mut acc = [_mm512_setzero_si512(); 4];
@@ -389,7 +396,7 @@ fn vrow32(rows: &[&[i16]], k: &[i32], out: &mut [u8], n: usize) {
                 acc[3] = _mm512_add_epi32(acc[3], _mm512_madd_epi16(hi_pairs, coef[p].1));
             }
         }
-        let v = clamp32(finish(acc[0], acc[1]), finish(acc[2], acc[3]));
+        let v = clamp32(finish32(acc[0], acc[1]), finish32(acc[2], acc[3]));
         // Values are clamped to 0..=255, so truncating each i16 to its low byte is exact.
         let bytes = _mm512_cvtepi16_epi8(v);
         // SAFETY: `out` holds `n` bytes and `j + 32 <= n`.
