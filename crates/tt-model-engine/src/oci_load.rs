@@ -585,16 +585,15 @@ mod tests {
         path
     }
 
+    /// The test archive converted to an OCI layout at `dir/oci`.
+    fn saved_layout(dir: &Path) -> crate::export::OciExport {
+        docker_archive_to_oci(&saved_archive(dir), &dir.join("oci"), "x:y", "x:y").unwrap()
+    }
+
     #[test]
     fn layout_round_trips_through_a_docker_archive() {
         let dir = tempfile::tempdir().unwrap();
-        let first = docker_archive_to_oci(
-            &saved_archive(dir.path()),
-            &dir.path().join("oci"),
-            "x:y",
-            "x:y",
-        )
-        .unwrap();
+        let first = saved_layout(dir.path());
         let layout = OciLayout::open(&dir.path().join("oci")).unwrap();
         assert_eq!(layout.manifest_digest, first.manifest_digest);
         assert_eq!(layout.image_id(), first.config_digest);
@@ -639,13 +638,7 @@ mod tests {
     #[test]
     fn symlinked_blobs_are_dereferenced() {
         let dir = tempfile::tempdir().unwrap();
-        let out = docker_archive_to_oci(
-            &saved_archive(dir.path()),
-            &dir.path().join("oci"),
-            "x:y",
-            "x:y",
-        )
-        .unwrap();
+        let out = saved_layout(dir.path());
         // Rebuild the layout as an HF-style symlink farm pointing into a content store.
         let store = dir.path().join("store");
         fs::create_dir_all(&store).unwrap();
@@ -676,13 +669,7 @@ mod tests {
     #[test]
     fn corrupt_and_missing_blobs_are_typed_errors() {
         let dir = tempfile::tempdir().unwrap();
-        let out = docker_archive_to_oci(
-            &saved_archive(dir.path()),
-            &dir.path().join("oci"),
-            "x:y",
-            "x:y",
-        )
-        .unwrap();
+        let out = saved_layout(dir.path());
         let layer = dir
             .path()
             .join("oci/blobs/sha256")

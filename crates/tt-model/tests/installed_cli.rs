@@ -32,20 +32,8 @@ async fn staged_package_is_recorded_listed_healed_and_removed() {
     let _ = client.remove_container_force(&container).await;
 
     // ── package records a staged entry ──
-    let yaml = example_yaml(&t, NAME);
-    let out_dir = t.join("out");
-    let pkg = run(&[
-        "package",
-        "--container",
-        yaml.to_str().unwrap(),
-        "--base-image",
-        BASE,
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert!(pkg.status.success(), "{}", stderr(&pkg));
-    let manifest = out_dir
-        .join(NAME)
+    let staged = tokio::task::block_in_place(|| package_example(&t, &env, NAME));
+    let manifest = staged
         .join("tt_kernel_manifest.json")
         .canonicalize()
         .unwrap();
@@ -119,8 +107,8 @@ async fn staged_package_is_recorded_listed_healed_and_removed() {
     );
 
     // ── serve without the layout cannot heal: both digests are named ──
-    let layout = out_dir.join(NAME).join("image");
-    let away = out_dir.join(NAME).join("image.away");
+    let layout = staged.join("image");
+    let away = staged.join("image.away");
     std::fs::rename(&layout, &away).unwrap();
     let port = free_port();
     let m = manifest.to_str().unwrap();

@@ -53,20 +53,7 @@ async fn pull_installs_and_serve_pulls_and_repulls_from_the_hub() {
     let _ = client.remove_container_force(&container).await;
 
     // ── a package, published as a Hub repo, then nothing of it left locally ──
-    let yaml = example_yaml(&t, NAME);
-    let out_dir = t.join("out");
-    let plain = |args: &[&str]| tokio::task::block_in_place(|| tt_model(&t, &[], args));
-    let pkg = plain(&[
-        "package",
-        "--container",
-        yaml.to_str().unwrap(),
-        "--base-image",
-        BASE,
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert!(pkg.status.success(), "{}", stderr(&pkg));
-    let staged = out_dir.join(NAME);
+    let staged = tokio::task::block_in_place(|| package_example(&t, &[], NAME));
     let wire: serde_json::Value =
         serde_json::from_slice(&std::fs::read(staged.join("tt_kernel_manifest.json")).unwrap())
             .unwrap();
@@ -90,7 +77,7 @@ async fn pull_installs_and_serve_pulls_and_repulls_from_the_hub() {
     let env = [("HF_ENDPOINT", endpoint.as_str())];
     let run = |args: &[&str]| tokio::task::block_in_place(|| tt_model(&t, &env, args));
     assert!(run(&["rm", NAME]).status.success());
-    std::fs::remove_dir_all(&out_dir).unwrap();
+    std::fs::remove_dir_all(staged.parent().unwrap()).unwrap();
     assert!(client.image(&image).await.unwrap().is_none());
 
     // ── pull: image loaded from the repo's layout, manifest installed, package recorded ──

@@ -18,22 +18,11 @@ async fn minimal_http_example_packages_serves_and_stops() {
     let endpoint = server.endpoint();
     let env = [("HF_ENDPOINT", endpoint.as_str())];
     let run = |args: &[&str]| tokio::task::block_in_place(|| tt_model(&t, &env, args));
-    let (hub, out_dir) = (t.join("hub"), t.join("out"));
+    let hub = t.join("hub");
     // The example as written, its tt-metal path made absolute (relative paths are read from
     // the working directory, as the original tool does).
-    let example = example_yaml(&t, "minimal-http");
-
-    let pkg = run(&[
-        "package",
-        "--container",
-        example.to_str().unwrap(),
-        "--base-image",
-        BASE,
-        "--out",
-        out_dir.to_str().unwrap(),
-    ]);
-    assert!(pkg.status.success());
-    let manifest = out_dir.join("minimal-http/tt_kernel_manifest.json");
+    let staged = tokio::task::block_in_place(|| package_example(&t, &env, "minimal-http"));
+    let manifest = staged.join("tt_kernel_manifest.json");
     let m = manifest.to_str().unwrap().to_string();
     let container = "tt-model-minimal-http-default";
     let _ = client.remove_container_force(container).await;

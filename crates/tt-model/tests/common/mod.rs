@@ -121,6 +121,28 @@ pub fn example_yaml(dir: &Path, name: &str) -> PathBuf {
     path
 }
 
+/// `tt-model package --container` of [`example_yaml`] as package `name` on [`BASE`], into
+/// `tmp/out`; asserts it succeeded and returns the staged directory `tmp/out/<name>`.
+pub fn package_example(tmp: &Path, env: &[(&str, &str)], name: &str) -> PathBuf {
+    let yaml = example_yaml(tmp, name);
+    let out_dir = tmp.join("out");
+    let pkg = tt_model(
+        tmp,
+        env,
+        &[
+            "package",
+            "--container",
+            yaml.to_str().unwrap(),
+            "--base-image",
+            BASE,
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+    );
+    assert!(pkg.status.success(), "{}", stderr(&pkg));
+    out_dir.join(name)
+}
+
 pub fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
 }
