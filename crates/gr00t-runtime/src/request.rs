@@ -197,15 +197,12 @@ impl HostPipeline {
             };
             let (hw, values) =
                 decoded.map_err(|e: ImageError| InputError::new(&field, e.to_string()))?;
-            if hw.0 * hw.1 / PIXELS_PER_TOKEN != image_tokens[i] {
-                return Err(InputError::new(
-                    &field,
-                    format!(
-                        "internal: preprocessed to {hw:?}, the prompt expects {} tokens",
-                        image_tokens[i]
-                    ),
-                ));
-            }
+            // The chain's fixed output size (see above): a broken invariant, not bad input.
+            assert_eq!(
+                hw.0 * hw.1 / PIXELS_PER_TOKEN,
+                image_tokens[i],
+                "the image chain made {hw:?}, not the size the prompt was built for"
+            );
             image_hw = hw;
             pixel_values.push(values);
         }

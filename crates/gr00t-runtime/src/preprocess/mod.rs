@@ -364,6 +364,25 @@ pub(crate) mod test_data {
         (0..n).map(|_| byte(seed)).collect()
     }
 
+    /// An 8-bit PNG of `data` with the `png` crate's encoder.
+    pub fn encode_png(
+        w: u32,
+        h: u32,
+        color: png::ColorType,
+        data: &[u8],
+        filter: png::Filter,
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut enc = png::Encoder::new(&mut out, w, h);
+        enc.set_color(color);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_filter(filter);
+        let mut wr = enc.write_header().unwrap();
+        wr.write_image_data(data).unwrap();
+        wr.finish().unwrap();
+        out
+    }
+
     /// A `w`×`h` RGB image of stream bytes.
     pub fn random_image(w: usize, h: usize, mut seed: u64) -> RgbImage {
         RgbImage::new(w, h, bytes(w * h * 3, &mut seed))

@@ -187,18 +187,7 @@ impl PngRgb8<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn encode(w: u32, h: u32, color: png::ColorType, data: &[u8], filter: png::Filter) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut enc = png::Encoder::new(&mut out, w, h);
-        enc.set_color(color);
-        enc.set_depth(png::BitDepth::Eight);
-        enc.set_filter(filter);
-        let mut wr = enc.write_header().unwrap();
-        wr.write_image_data(data).unwrap();
-        wr.finish().unwrap();
-        out
-    }
+    use crate::preprocess::test_data::encode_png as encode;
 
     fn noise(n: usize, seed: u32) -> Vec<u8> {
         let mut s = seed;

@@ -287,16 +287,9 @@ mod tests {
     use super::*;
     use crate::preprocess::{decode_image, preprocess_pixels};
 
+    /// An RGB PNG.
     fn png(w: u32, h: u32, data: &[u8], filter: png::Filter) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut enc = png::Encoder::new(&mut out, w, h);
-        enc.set_color(png::ColorType::Rgb);
-        enc.set_depth(png::BitDepth::Eight);
-        enc.set_filter(filter);
-        let mut wr = enc.write_header().unwrap();
-        wr.write_image_data(data).unwrap();
-        wr.finish().unwrap();
-        out
+        crate::preprocess::test_data::encode_png(w, h, png::ColorType::Rgb, data, filter)
     }
 
     /// The overlapped path gives the same floats as decode + `preprocess_pixels`, on the
