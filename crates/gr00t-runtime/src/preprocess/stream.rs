@@ -208,19 +208,19 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option
     }
     let (cx0, cy0, cw, ch) = center_crop_rect(w, h, cfg.crop_fraction);
     let (aw, ah) = smallest_max_size_dims(cw, ch, cfg.shortest_edge)?;
-    let mut area = cv_area::LinearArea::for_enlarge(cw, ch, aw, ah)?;
-    let (oh, ow) = super::smart_resize(ah, aw);
-    let plane = ow * oh;
-    let row_in = png.raw_row_len();
-    let mut raw_buf = Vec::<u8>::with_capacity(h * row_in);
-    let raw = RawRows {
-        buf: raw_buf.as_mut_ptr(),
-        len: h * row_in,
-        row_in,
-        rows: Default::default(),
-        stopped: AtomicBool::new(false),
-    };
-    with_fast_plan(aw, ah, ow, oh, |plan, cy, s| {
+    cv_area::LinearArea::with_enlarge(cw, ch, aw, ah, |area| {
+        let (oh, ow) = super::smart_resize(ah, aw);
+        let plane = ow * oh;
+        let row_in = png.raw_row_len();
+        let mut raw_buf = Vec::<u8>::with_capacity(h * row_in);
+        let raw = RawRows {
+            buf: raw_buf.as_mut_ptr(),
+            len: h * row_in,
+            row_in,
+            rows: Default::default(),
+            stopped: AtomicBool::new(false),
+        };
+        with_fast_plan(aw, ah, ow, oh, |plan, cy, s| {
         let stride = w * 3;
         // Inflate only: the consumer unfilters (see `BAND_ROWS`).
         let producer = || {
@@ -278,6 +278,8 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option
         };
         let (ok, pixels) = crate::beside::join(producer, consumer);
         pixels.filter(|_| ok).map(|p| ((oh, ow), p))
+    })
+    .flatten()
     })
     .flatten()
 }
