@@ -192,11 +192,23 @@ impl Rows<'_> {
     }
 }
 
+/// Where the streamed chain reads and writes, for one frame size.
+#[cfg(target_arch = "x86_64")]
+struct Geometry {
+    /// Source side (square).
+    side: usize,
+    /// The centre crop: origin and size.
+    crop: (usize, usize, usize, usize),
+    /// INTER_AREA output (width, height).
+    area: (usize, usize),
+    /// Model image (height, width).
+    out: (usize, usize),
+}
+
 #[cfg(target_arch = "x86_64")]
 fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option<Pixels> {
-    use super::pil_bicubic::{v_row, with_fast_plan};
-    use super::pil_bicubic_avx2 as v;
-    use super::{center_crop_rect, cv_area, normalize, png_rgb8, smallest_max_size_dims};
+    use super::pil_bicubic::with_fast_plan;
+    use super::{center_crop_rect, cv_area, png_rgb8, smallest_max_size_dims};
 
     // The chunk CRCs (~10 µs for a 100 KB file) are checked by the consumer while it waits for
     // the first rows, not before the producer can start.
@@ -206,82 +218,113 @@ fn streamed(bytes: &[u8], cfg: &ImageChainConfig, side: impl FnOnce()) -> Option
     if w != h || smallest_max_size_dims(w, h, cfg.shortest_edge).is_some() {
         return None;
     }
-    let (cx0, cy0, cw, ch) = center_crop_rect(w, h, cfg.crop_fraction);
-    let (aw, ah) = smallest_max_size_dims(cw, ch, cfg.shortest_edge)?;
-    cv_area::LinearArea::with_enlarge(cw, ch, aw, ah, |area| {
-        let (oh, ow) = super::smart_resize(ah, aw);
-        let plane = ow * oh;
-        let row_in = png.raw_row_len();
-        let mut raw_buf = Vec::<u8>::with_capacity(h * row_in);
-        let raw = RawRows {
-            buf: raw_buf.as_mut_ptr(),
-            len: h * row_in,
-            row_in,
-            rows: Default::default(),
-            stopped: AtomicBool::new(false),
-        };
+    let crop = center_crop_rect(w, h, cfg.crop_fraction);
+    let (aw, ah) = smallest_max_size_dims(crop.2, crop.3, cfg.shortest_edge)?;
+    let (oh, ow) = super::smart_resize(ah, aw);
+    let geo = Geometry {
+        side: w,
+        crop,
+        area: (aw, ah),
+        out: (oh, ow),
+    };
+    cv_area::LinearArea::with_enlarge(crop.2, crop.3, aw, ah, |area| {
         with_fast_plan(aw, ah, ow, oh, |plan, cy, s| {
-        let stride = w * 3;
-        // Inflate only: the consumer unfilters (see `BAND_ROWS`).
-        let producer = || {
-            let ok = png
-                .inflate_rows(BAND_ROWS, |band| raw.publish(band))
-                .is_some();
-            raw.stopped.store(true, Ordering::Release);
-            ok
-        };
-        let consumer = || {
-            side();
-            if !png_rgb8::verify_crcs(bytes) {
-                return None;
-            }
-            thread_local! {
-                static DATA: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-            }
-            // Rows are unfiltered (every byte written) before the chain reads them.
-            super::with_scratch(&DATA, h * stride, |data| {
-                let mut rows = Rows {
-                    raw: &raw,
-                    data,
-                    stride,
-                    have: 0,
-                };
-                let pstride = plan.stride();
-                s.tmp.resize(RING * pstride, 0);
-                let mut arow = vec![0u8; aw * 3];
-                let mut out: Vec<f32> = Vec::with_capacity(3 * plane);
-                let dst = &mut out.spare_capacity_mut()[..3 * plane];
-                let mut next_y = 0;
-                for dy in 0..ah {
-                    if !rows.ensure(cy0 + area.last_src_row(dy) + 1) {
-                        return None;
-                    }
-                    let crop_row = |r: usize| &rows.data[(cy0 + r) * stride + cx0 * 3..][..cw * 3];
-                    area.row(dy, crop_row, &mut arow);
-                    let slot = dy % RING;
-                    let hdst = &mut s.tmp[slot * pstride..(slot + 1) * pstride];
-                    // SAFETY: plans exist only when AVX2 was detected.
-                    unsafe { v::hrow(plan, &arow, &mut s.buf, hdst) };
-                    while next_y < oh && cy.bounds[next_y].0 + cy.bounds[next_y].1 <= dy + 1 {
-                        v_row(plan, cy, s, next_y, RING);
-                        normalize::normalize_row(&s.row[..ow * 3], next_y, plane, dst);
-                        next_y += 1;
-                    }
-                }
-                if next_y != oh {
+            overlap(bytes, &png, &geo, area, (plan, cy, s), side)
+        })
+    })
+    .flatten()
+    .flatten()
+}
+
+/// The producer (inflate, on the helper) and the consumer (everything else, here), see the
+/// module notes.
+#[cfg(target_arch = "x86_64")]
+fn overlap(
+    bytes: &[u8],
+    png: &super::png_rgb8::PngRgb8<'_>,
+    geo: &Geometry,
+    area: &mut super::cv_area::LinearArea,
+    (plan, cy, s): (
+        &super::pil_bicubic_avx2::HPlan,
+        &super::pil_bicubic::Coeffs,
+        &mut super::pil_bicubic::FastScratch,
+    ),
+    side: impl FnOnce(),
+) -> Option<Pixels> {
+    use super::pil_bicubic::v_row;
+    use super::pil_bicubic_avx2 as v;
+    use super::{normalize, png_rgb8};
+
+    let (h, stride) = (geo.side, geo.side * 3);
+    let (cx0, cy0, cw, _) = geo.crop;
+    let (aw, ah) = geo.area;
+    let (oh, ow) = geo.out;
+    let plane = ow * oh;
+    let row_in = png.raw_row_len();
+    let mut raw_buf = Vec::<u8>::with_capacity(h * row_in);
+    let raw = RawRows {
+        buf: raw_buf.as_mut_ptr(),
+        len: h * row_in,
+        row_in,
+        rows: Default::default(),
+        stopped: AtomicBool::new(false),
+    };
+    // Inflate only: the consumer unfilters (see `BAND_ROWS`).
+    let producer = || {
+        let ok = png
+            .inflate_rows(BAND_ROWS, |band| raw.publish(band))
+            .is_some();
+        raw.stopped.store(true, Ordering::Release);
+        ok
+    };
+    let consumer = || {
+        side();
+        if !png_rgb8::verify_crcs(bytes) {
+            return None;
+        }
+        thread_local! {
+            static DATA: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        // Rows are unfiltered (every byte written) before the chain reads them.
+        super::with_scratch(&DATA, h * stride, |data| {
+            let mut rows = Rows {
+                raw: &raw,
+                data,
+                stride,
+                have: 0,
+            };
+            let pstride = plan.stride();
+            s.tmp.resize(RING * pstride, 0);
+            let mut arow = vec![0u8; aw * 3];
+            let mut out: Vec<f32> = Vec::with_capacity(3 * plane);
+            let dst = &mut out.spare_capacity_mut()[..3 * plane];
+            let mut next_y = 0;
+            for dy in 0..ah {
+                if !rows.ensure(cy0 + area.last_src_row(dy) + 1) {
                     return None;
                 }
-                // SAFETY: rows 0..oh were all normalised, which writes every value of the planes.
-                unsafe { out.set_len(3 * plane) };
-                Some(out)
-            })
-        };
-        let (ok, pixels) = crate::beside::join(producer, consumer);
-        pixels.filter(|_| ok).map(|p| ((oh, ow), p))
-    })
-    .flatten()
-    })
-    .flatten()
+                let crop_row = |r: usize| &rows.data[(cy0 + r) * stride + cx0 * 3..][..cw * 3];
+                area.row(dy, crop_row, &mut arow);
+                let slot = dy % RING;
+                let hdst = &mut s.tmp[slot * pstride..(slot + 1) * pstride];
+                // SAFETY: plans exist only when AVX2 was detected.
+                unsafe { v::hrow(plan, &arow, &mut s.buf, hdst) };
+                while next_y < oh && cy.bounds[next_y].0 + cy.bounds[next_y].1 <= dy + 1 {
+                    v_row(plan, cy, s, next_y, RING);
+                    normalize::normalize_row(&s.row[..ow * 3], next_y, plane, dst);
+                    next_y += 1;
+                }
+            }
+            if next_y != oh {
+                return None;
+            }
+            // SAFETY: rows 0..oh were all normalised, which writes every value of the planes.
+            unsafe { out.set_len(3 * plane) };
+            Some(out)
+        })
+    };
+    let (ok, pixels) = crate::beside::join(producer, consumer);
+    pixels.filter(|_| ok).map(|p| (geo.out, p))
 }
 
 #[cfg(test)]
