@@ -58,6 +58,34 @@ fn parse_request(b: Bencher) {
     });
 }
 
+/// The parse of a body carrying full-size noise (50×128 values as a Python client prints
+/// float32 samples: ~17 significant digits each), the parity-check form of a request.
+#[divan::bench]
+fn parse_request_noise_50x128(b: Bencher) {
+    let mut req = common::case1_request();
+    let mut s = 12345u64;
+    let noise: Vec<Vec<f64>> = (0..50)
+        .map(|_| {
+            (0..128)
+                .map(|_| {
+                    s = s
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    (((s >> 40) as f64 / (1u64 << 24) as f64 - 0.5) * 4.0) as f32 as f64
+                })
+                .collect()
+        })
+        .collect();
+    req["noise"] = serde_json::json!(noise);
+    let body = serde_json::to_vec(&req).unwrap();
+    b.bench(|| {
+        gr00t_server::api::PredictRequest::parse(divan::black_box(&body))
+            .unwrap()
+            .noise
+            .is_some()
+    });
+}
+
 /// Parse plus base64 decode of the frame (`into_observation`).
 #[divan::bench]
 fn parse_and_base64(b: Bencher) {

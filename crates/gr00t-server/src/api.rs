@@ -28,9 +28,60 @@ pub struct PredictRequest<'a> {
     #[serde(default)]
     pub seed: Option<u64>,
     #[serde(default)]
-    pub noise: Option<serde_json::Value>,
+    pub noise: Option<NoiseField>,
     #[serde(default)]
     pub return_normalized: Option<bool>,
+}
+
+/// The `noise` field: the values, where the body scan read them itself (a plain rectangular
+/// array of numbers, the usual form), or the JSON value for everything else. Two are equal
+/// when they mean the same noise (the same values to the bit, or the same error).
+#[derive(Debug, Clone)]
+pub enum NoiseField {
+    Parsed { shape: Vec<usize>, values: Vec<f64> },
+    Value(serde_json::Value),
+}
+
+impl<'de> Deserialize<'de> for NoiseField {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        serde_json::Value::deserialize(d).map(NoiseField::Value)
+    }
+}
+
+impl NoiseField {
+    fn is_null(&self) -> bool {
+        matches!(self, NoiseField::Value(serde_json::Value::Null))
+    }
+
+    /// The noise this field gives, or the 400 that names what is wrong with it.
+    pub fn into_source(self) -> Result<NoiseSource, ApiError> {
+        match self {
+            NoiseField::Parsed { shape, values } => Ok(NoiseSource::Given { shape, values }),
+            NoiseField::Value(v) => noise_from_value(&v),
+        }
+    }
+}
+
+impl PartialEq for NoiseField {
+    fn eq(&self, other: &Self) -> bool {
+        match (self.clone().into_source(), other.clone().into_source()) {
+            (
+                Ok(NoiseSource::Given { shape, values }),
+                Ok(NoiseSource::Given {
+                    shape: s2,
+                    values: v2,
+                }),
+            ) => {
+                shape == s2
+                    && values.len() == v2.len()
+                    && values
+                        .iter()
+                        .zip(&v2)
+                        .all(|(a, b)| a.to_bits() == b.to_bits())
+            }
+            (a, b) => a == b,
+        }
+    }
 }
 
 /// A JSON string that borrows from the body unless it had escapes. (`Cow<str>` itself only
@@ -124,7 +175,7 @@ impl<'a> PredictRequest<'a> {
             images.insert(k, bytes);
         }
         let (noise, seed) = match (self.noise, self.seed) {
-            (Some(n), None) if !n.is_null() => (noise_from_value(&n)?, None),
+            (Some(n), None) if !n.is_null() => (n.into_source()?, None),
             (Some(n), Some(_)) if !n.is_null() => {
                 return Err(ApiError::bad(
                     "noise",
