@@ -17,23 +17,36 @@ pub fn normalize_value(v: u8) -> f32 {
 pub fn normalize_row(row: &[u8], y: usize, plane: usize, out: &mut [MaybeUninit<f32>]) {
     let w = row.len() / 3;
     assert!(row.len() == w * 3 && out.len() >= 3 * plane && (y + 1) * w <= plane);
+    let (r, rest) = out.split_at_mut(plane);
+    let (g, b) = rest.split_at_mut(plane);
+    let at = y * w..(y + 1) * w;
+    normalize_row_planes(row, [&mut r[at.clone()], &mut g[at.clone()], &mut b[at]]);
+}
+
+/// Normalise one row of `w` RGB pixels into its `w` values in each of the three planes (for a
+/// caller whose threads each own different rows of the planes).
+pub fn normalize_row_planes(row: &[u8], planes: [&mut [MaybeUninit<f32>]; 3]) {
+    let w = row.len() / 3;
+    assert!(row.len() == w * 3 && planes.iter().all(|p| p.len() == w));
     let mut from = 0;
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: AVX2 and FMA were detected at run time; bounds were checked above.
-        from = unsafe { x86::normalize_row_avx2(row, y, plane, out) };
+        let ptrs = [0, 1, 2].map(|c| planes[c].as_ptr() as *mut f32);
+        // SAFETY: AVX2 and FMA were detected at run time; each pointer has `w` values (checked
+        // above) and comes from a unique borrow.
+        from = unsafe { x86::normalize_row_avx2(row, ptrs) };
     }
+    let [r, g, b] = planes;
     for x in from..w {
-        for c in 0..3 {
-            out[c * plane + y * w + x].write(normalize_value(row[x * 3 + c]));
-        }
+        r[x].write(normalize_value(row[x * 3]));
+        g[x].write(normalize_value(row[x * 3 + 1]));
+        b[x].write(normalize_value(row[x * 3 + 2]));
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use std::arch::x86_64::*;
-    use std::mem::MaybeUninit;
 
     /// `pshufb` masks picking channel `c` of 16 pixels from the three 16-byte thirds of 48
     /// bytes (0x80 = zero).
@@ -56,15 +69,10 @@ mod x86 {
     /// Whole groups of 16 pixels; returns how many pixels were done.
     ///
     /// # Safety
-    /// AVX2 and FMA must be available; the caller checked `row.len() == 3 * w`,
-    /// `(y + 1) * w <= plane` and `out.len() >= 3 * plane`.
+    /// AVX2 and FMA must be available; each of `planes` must be writable for `row.len() / 3`
+    /// values.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn normalize_row_avx2(
-        row: &[u8],
-        y: usize,
-        plane: usize,
-        out: &mut [MaybeUninit<f32>],
-    ) -> usize {
+    pub(super) unsafe fn normalize_row_avx2(row: &[u8], planes: [*mut f32; 3]) -> usize {
         let w = row.len() / 3;
         let groups = w / 16;
         let half = _mm256_set1_ps(127.5);
@@ -95,7 +103,7 @@ mod x86 {
                         _mm_or_si128(_mm_shuffle_epi8(v[0], mc[0]), _mm_shuffle_epi8(v[1], mc[1])),
                         _mm_shuffle_epi8(v[2], mc[2]),
                     );
-                    let dst = out.as_mut_ptr().add(c * plane + y * w + 16 * g) as *mut f32;
+                    let dst = planes[c].add(16 * g);
                     _mm256_storeu_ps(dst, norm(ch));
                     _mm256_storeu_ps(dst.add(8), norm(_mm_srli_si128(ch, 8)));
                 }

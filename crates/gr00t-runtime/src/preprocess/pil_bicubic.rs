@@ -210,16 +210,30 @@ pub(super) fn v_row(
     y: usize,
     ring: usize,
 ) {
+    v_row_into(plan, cy, &s.tmp, y, ring, &mut s.row);
+}
+
+/// [`v_row`] from horizontal rows `tmp` into `out` (at least `plan.stride()` bytes; the row's
+/// pixels are its first `3 * out_w`).
+#[cfg(target_arch = "x86_64")]
+pub(super) fn v_row_into(
+    plan: &super::pil_bicubic_avx2::HPlan,
+    cy: &Coeffs,
+    tmp: &[i16],
+    y: usize,
+    ring: usize,
+    out: &mut [u8],
+) {
     let stride = plan.stride();
     let (ymin, n) = cy.bounds[y];
     let mut rows = [&[][..]; super::pil_bicubic_avx2::MAX_TAPS];
     for (t, r) in rows.iter_mut().zip(ymin..ymin + n) {
         let slot = r % ring;
-        *t = &s.tmp[slot * stride..(slot + 1) * stride];
+        *t = &tmp[slot * stride..(slot + 1) * stride];
     }
     let k = &cy.kk[y * cy.ksize..y * cy.ksize + n];
     // SAFETY: plans exist only when AVX2 was detected.
-    unsafe { super::pil_bicubic_avx2::vrow(plan, &rows[..n], k, &mut s.row, stride) };
+    unsafe { super::pil_bicubic_avx2::vrow(plan, &rows[..n], k, out, stride) };
 }
 
 /// The portable resample (also the reference the vector path is tested against).

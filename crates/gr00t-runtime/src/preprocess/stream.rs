@@ -7,12 +7,16 @@
 //! one shared buffer, while the calling thread does everything else: first the request's
 //! other host work it was given ([`decode_preprocess_beside`]: state, prompt, noise) and the
 //! chunk CRCs, then, row by row as they arrive, the unfilter and the chain. Each INTER_AREA
-//! output row needs only two source rows, each bicubic output row only a few INTER_AREA rows,
-//! and each finished row is normalised straight into the CHW planes, so the caller finishes a
-//! few microseconds after the inflate. When the helper is busy the caller runs the producer
-//! and then the consumer itself (the producer never waits on the consumer). Every step is the
-//! same code as [`super::preprocess_pixels`] runs, so the floats are identical (checked by a
-//! test).
+//! output row needs only two source rows and each bicubic output row only a few INTER_AREA
+//! rows. The last step, normalising a finished row into the CHW planes, is shared
+//! ([`Deferred`]): the caller does it while it waits for rows, and the helper, once its inflate
+//! is done, takes the rows the caller has made by then. Which of the two is the longer half
+//! changes with the machine (on the CI VM the inflate ranges 210–300 µs within minutes), so
+//! the work that can move goes to whichever has time.
+//!
+//! When the helper is busy the caller runs the producer and then the consumer itself (the
+//! producer never waits on the consumer). Every step is the same code as
+//! [`super::preprocess_pixels`] runs, so the floats are identical (checked by a test).
 //!
 //! It only pays when a second core is free, so it is off unless [`set_overlap_decode`] turns
 //! it on (the server does when it has two or more cores).
@@ -136,9 +140,10 @@ impl RawRows {
             .store((at + band.len()) / self.row_in, Ordering::Release);
     }
 
-    /// Consumer: wait until more than `have` rows are published; the published rows, or
-    /// `None` if the producer stopped first.
-    fn wait_beyond(&self, have: usize) -> Option<&[u8]> {
+    /// Consumer: wait until more than `have` rows are published, running `idle` (other work,
+    /// `true` if it did some) meanwhile; the published rows, or `None` if the producer stopped
+    /// first.
+    fn wait_beyond(&self, have: usize, idle: &mut impl FnMut() -> bool) -> Option<&[u8]> {
         let mut spins = 0u32;
         loop {
             let n = self.rows.load(Ordering::Acquire);
@@ -148,6 +153,9 @@ impl RawRows {
             }
             if self.stopped.load(Ordering::Acquire) && self.rows.load(Ordering::Acquire) <= have {
                 return None;
+            }
+            if idle() {
+                continue;
             }
             // A band arrives every ~15 µs: spin, and give the core away only when the producer
             // is clearly not running.
@@ -172,10 +180,11 @@ struct Rows<'a> {
 
 #[cfg(target_arch = "x86_64")]
 impl Rows<'_> {
-    /// Unfilter until `n` rows are in; `false` if the stream broke first.
-    fn ensure(&mut self, n: usize) -> bool {
+    /// Unfilter until `n` rows are in, running `idle` while rows are not there yet; `false` if
+    /// the stream broke first.
+    fn ensure(&mut self, n: usize, idle: &mut impl FnMut() -> bool) -> bool {
         while self.have < n {
-            let Some(raw) = self.raw.wait_beyond(self.have) else {
+            let Some(raw) = self.raw.wait_beyond(self.have, idle) else {
                 return false;
             };
             let upto = raw.len() / self.raw.row_in;
@@ -189,6 +198,92 @@ impl Rows<'_> {
             self.have = upto;
         }
         true
+    }
+}
+
+/// Resampled rows waiting to be normalised, and the CHW planes they go to, shared by the two
+/// threads: the consumer appends rows (`made`, release); either thread claims the next one
+/// (`claimed`, compare-and-swap), writes its values into its own rows of the three planes and
+/// counts it (`finished`, release). So the producer, once its inflate is done, takes the
+/// normalising of the rows already made off the consumer, and the consumer normalises while
+/// it waits for rows instead of spinning. Neither ever waits for the other here: a thread
+/// that finds no unclaimed row goes on with its own work.
+#[cfg(target_arch = "x86_64")]
+struct Deferred {
+    /// `total` rows of `row_len` bytes (the resampled pixels are the first `3 * width`).
+    rows: *mut u8,
+    row_len: usize,
+    width: usize,
+    total: usize,
+    /// Three planes of `total * width` values.
+    planes: *mut f32,
+    made: std::sync::atomic::AtomicUsize,
+    claimed: std::sync::atomic::AtomicUsize,
+    finished: std::sync::atomic::AtomicUsize,
+}
+
+// SAFETY: see the type's notes: a row of `rows` is written only by the consumer before it is
+// made and read only after; each row of the planes is written by the one thread that claimed
+// it.
+#[cfg(target_arch = "x86_64")]
+unsafe impl Sync for Deferred {}
+
+#[cfg(target_arch = "x86_64")]
+impl Deferred {
+    /// Consumer: `write` the next row (`row_len` bytes), then make it claimable.
+    fn make_next(&self, write: impl FnOnce(&mut [u8])) {
+        let y = self.made.load(Ordering::Relaxed);
+        assert!(y < self.total, "more rows than the image has");
+        // SAFETY: in bounds (asserted); a row not yet made is touched only by the consumer,
+        // and only here.
+        let row = unsafe {
+            std::slice::from_raw_parts_mut(self.rows.add(y * self.row_len), self.row_len)
+        };
+        write(row);
+        self.made.store(y + 1, Ordering::Release);
+    }
+
+    /// Either thread: normalise one made, unclaimed row; `false` if there is none right now.
+    fn normalize_one(&self) -> bool {
+        let made = self.made.load(Ordering::Acquire);
+        let mut y = self.claimed.load(Ordering::Relaxed);
+        loop {
+            if y >= made {
+                return false;
+            }
+            match self
+                .claimed
+                .compare_exchange_weak(y, y + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(now) => y = now,
+            }
+        }
+        let w = self.width;
+        let plane = self.total * w;
+        // SAFETY: row `y` was made (acquire above) and is never written again; this thread
+        // alone claimed it, so the three `w`-value runs of the planes are its alone.
+        unsafe {
+            let row = std::slice::from_raw_parts(self.rows.add(y * self.row_len), 3 * w);
+            let run = |c: usize| {
+                std::slice::from_raw_parts_mut(
+                    self.planes.add(c * plane + y * w) as *mut std::mem::MaybeUninit<f32>,
+                    w,
+                )
+            };
+            super::normalize::normalize_row_planes(row, [run(0), run(1), run(2)]);
+        }
+        self.finished.fetch_add(1, Ordering::Release);
+        true
+    }
+
+    /// Consumer, after making every row: normalise what is left and wait for rows the other
+    /// thread is still writing.
+    fn finish(&self) {
+        while self.normalize_one() {}
+        while self.finished.load(Ordering::Acquire) < self.made.load(Ordering::Relaxed) {
+            std::hint::spin_loop();
+        }
     }
 }
 
@@ -251,9 +346,9 @@ fn overlap(
     ),
     side: impl FnOnce(),
 ) -> Option<Pixels> {
-    use super::pil_bicubic::v_row;
+    use super::pil_bicubic::v_row_into;
     use super::pil_bicubic_avx2 as v;
-    use super::{normalize, png_rgb8};
+    use super::png_rgb8;
 
     let (h, stride) = (geo.side, geo.side * 3);
     let (cx0, cy0, cw, _) = geo.crop;
@@ -269,62 +364,84 @@ fn overlap(
         rows: Default::default(),
         stopped: AtomicBool::new(false),
     };
-    // Inflate only: the consumer unfilters (see `BAND_ROWS`).
-    let producer = || {
-        let ok = png
-            .inflate_rows(BAND_ROWS, |band| raw.publish(band))
-            .is_some();
-        raw.stopped.store(true, Ordering::Release);
-        ok
-    };
-    let consumer = || {
-        side();
-        if !png_rgb8::verify_crcs(bytes) {
-            return None;
-        }
-        thread_local! {
-            static DATA: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
-        }
-        // Rows are unfiltered (every byte written) before the chain reads them.
-        super::with_scratch(&DATA, h * stride, |data| {
-            let mut rows = Rows {
-                raw: &raw,
-                data,
-                stride,
-                have: 0,
-            };
-            let pstride = plan.stride();
-            s.tmp.resize(RING * pstride, 0);
-            let mut arow = vec![0u8; aw * 3];
-            let mut out: Vec<f32> = Vec::with_capacity(3 * plane);
-            let dst = &mut out.spare_capacity_mut()[..3 * plane];
-            let mut next_y = 0;
-            for dy in 0..ah {
-                if !rows.ensure(cy0 + area.last_src_row(dy) + 1) {
-                    return None;
-                }
-                let crop_row = |r: usize| &rows.data[(cy0 + r) * stride + cx0 * 3..][..cw * 3];
-                area.row(dy, crop_row, &mut arow);
-                let slot = dy % RING;
-                let hdst = &mut s.tmp[slot * pstride..(slot + 1) * pstride];
-                // SAFETY: plans exist only when AVX2 was detected.
-                unsafe { v::hrow(plan, &arow, &mut s.buf, hdst) };
-                while next_y < oh && cy.bounds[next_y].0 + cy.bounds[next_y].1 <= dy + 1 {
-                    v_row(plan, cy, s, next_y, RING);
-                    normalize::normalize_row(&s.row[..ow * 3], next_y, plane, dst);
-                    next_y += 1;
-                }
+    // Both outlive the join: the producer may still be normalising a row when the consumer
+    // has given up on a broken frame.
+    let mut out: Vec<f32> = Vec::with_capacity(3 * plane);
+    let pstride = plan.stride();
+    thread_local! {
+        static RESAMPLED: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        static DATA: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    // Every row is written by the vertical pass before it is made (and read).
+    let done = super::with_scratch(&RESAMPLED, oh * pstride, |resampled| {
+        let deferred = Deferred {
+            rows: resampled.as_mut_ptr(),
+            row_len: pstride,
+            width: ow,
+            total: oh,
+            planes: out.as_mut_ptr(),
+            made: Default::default(),
+            claimed: Default::default(),
+            finished: Default::default(),
+        };
+        // Inflate, then normalise whatever rows the consumer has made by then (see
+        // `BAND_ROWS` and `Deferred`).
+        let producer = || {
+            let ok = png
+                .inflate_rows(BAND_ROWS, |band| raw.publish(band))
+                .is_some();
+            raw.stopped.store(true, Ordering::Release);
+            if ok {
+                while deferred.normalize_one() {}
             }
-            if next_y != oh {
+            ok
+        };
+        let consumer = || {
+            side();
+            if !png_rgb8::verify_crcs(bytes) {
                 return None;
             }
-            // SAFETY: rows 0..oh were all normalised, which writes every value of the planes.
-            unsafe { out.set_len(3 * plane) };
-            Some(out)
-        })
-    };
-    let (ok, pixels) = crate::beside::join(producer, consumer);
-    pixels.filter(|_| ok).map(|p| (geo.out, p))
+            // Rows are unfiltered (every byte written) before the chain reads them.
+            super::with_scratch(&DATA, h * stride, |data| {
+                let mut rows = Rows {
+                    raw: &raw,
+                    data,
+                    stride,
+                    have: 0,
+                };
+                s.tmp.resize(RING * pstride, 0);
+                let mut arow = vec![0u8; aw * 3];
+                let mut idle = || deferred.normalize_one();
+                let mut next_y = 0;
+                for dy in 0..ah {
+                    if !rows.ensure(cy0 + area.last_src_row(dy) + 1, &mut idle) {
+                        return None;
+                    }
+                    let crop_row = |r: usize| &rows.data[(cy0 + r) * stride + cx0 * 3..][..cw * 3];
+                    area.row(dy, crop_row, &mut arow);
+                    let slot = dy % RING;
+                    let hdst = &mut s.tmp[slot * pstride..(slot + 1) * pstride];
+                    // SAFETY: plans exist only when AVX2 was detected.
+                    unsafe { v::hrow(plan, &arow, &mut s.buf, hdst) };
+                    while next_y < oh && cy.bounds[next_y].0 + cy.bounds[next_y].1 <= dy + 1 {
+                        deferred.make_next(|row| v_row_into(plan, cy, &s.tmp, next_y, RING, row));
+                        next_y += 1;
+                    }
+                }
+                deferred.finish();
+                (next_y == oh).then_some(())
+            })
+        };
+        let (ok, made) = crate::beside::join(producer, consumer);
+        ok && made.is_some()
+    });
+    if !done {
+        return None;
+    }
+    // SAFETY: all `oh` rows were made and normalised (`Deferred::finish`, then the join), which
+    // writes every value of the planes.
+    unsafe { out.set_len(3 * plane) };
+    Some((geo.out, out))
 }
 
 #[cfg(test)]
@@ -373,6 +490,35 @@ mod tests {
                 assert_eq!(got.1.len(), want.1.len(), "{w}x{h}");
             }
         }
+    }
+
+    /// Several decodes at once: some find the helper busy and run both halves here, the
+    /// others share the normalising with it; every result is the plain path's, to the bit.
+    #[test]
+    fn concurrent_overlapped_decodes_equal_sequential() {
+        let cfg = ImageChainConfig::default();
+        let data: Vec<u8> = (0..256 * 256 * 3)
+            .map(|i| ((i * 31 + i / 777) % 256) as u8)
+            .collect();
+        let file = png(256, 256, &data, png::Filter::Paeth);
+        let want = preprocess_pixels(&decode_image(&file).unwrap(), &cfg);
+        std::thread::scope(|sc| {
+            for _ in 0..4 {
+                sc.spawn(|| {
+                    for _ in 0..25 {
+                        let got = decode_preprocess_overlapped(&file, &cfg).unwrap();
+                        assert_eq!(got.0, want.0);
+                        assert_eq!(got.1.len(), want.1.len());
+                        assert!(
+                            got.1
+                                .iter()
+                                .zip(&want.1)
+                                .all(|(a, b)| a.to_bits() == b.to_bits())
+                        );
+                    }
+                });
+            }
+        });
     }
 
     #[test]
