@@ -11,21 +11,13 @@ fn main() {
     divan::main();
 }
 
-fn body(seeded: bool) -> Vec<u8> {
-    let mut req = common::case1_request();
-    if seeded {
-        req.as_object_mut().unwrap().remove("noise");
-    }
-    serde_json::to_vec(&req).unwrap()
-}
-
 /// Decode and image chain one after the other on the request's thread.
 #[divan::bench(args = [true, false])]
 fn predict_overhead(b: Bencher, seeded: bool) {
     let rt = common::replay_runtime();
     // After the boot's choice (it turns the overlap on when a second core exists).
     gr00t_runtime::preprocess::set_overlap_decode(false);
-    let body = body(seeded);
+    let body = common::case1_body(seeded);
     b.bench(|| {
         let r = rt.predict_body(divan::black_box(&body)).unwrap();
         serde_json::to_vec(&r).unwrap()
@@ -38,7 +30,7 @@ fn predict_overhead(b: Bencher, seeded: bool) {
 fn predict_overhead_overlapped(b: Bencher, seeded: bool) {
     let rt = common::replay_runtime();
     gr00t_runtime::preprocess::set_overlap_decode(true);
-    let body = body(seeded);
+    let body = common::case1_body(seeded);
     b.bench(|| {
         let r = rt.predict_body(divan::black_box(&body)).unwrap();
         serde_json::to_vec(&r).unwrap()
@@ -49,7 +41,7 @@ fn predict_overhead_overlapped(b: Bencher, seeded: bool) {
 /// The request's JSON parse alone (the seeded case1 body; the image string is borrowed).
 #[divan::bench]
 fn parse_request(b: Bencher) {
-    let body = body(true);
+    let body = common::case1_body(true);
     b.bench(|| {
         gr00t_server::api::PredictRequest::parse(divan::black_box(&body))
             .unwrap()
@@ -89,7 +81,7 @@ fn parse_request_noise_50x128(b: Bencher) {
 /// Parse plus base64 decode of the frame (`into_observation`).
 #[divan::bench]
 fn parse_and_base64(b: Bencher) {
-    let body = body(true);
+    let body = common::case1_body(true);
     b.bench(|| {
         let req = gr00t_server::api::PredictRequest::parse(divan::black_box(&body)).unwrap();
         req.into_observation().unwrap().0.images.len()
@@ -100,6 +92,6 @@ fn parse_and_base64(b: Bencher) {
 #[divan::bench]
 fn encode_response(b: Bencher) {
     let rt = common::replay_runtime();
-    let r = rt.predict_body(&body(true)).unwrap();
+    let r = rt.predict_body(&common::case1_body(true)).unwrap();
     b.bench(|| serde_json::to_vec(divan::black_box(&r)).unwrap());
 }

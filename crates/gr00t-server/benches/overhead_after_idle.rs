@@ -14,14 +14,9 @@ mod common;
 use std::time::{Duration, Instant};
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(1000);
+    let rounds = common::rounds_arg(1000);
     let rt = common::replay_runtime();
-    let mut seeded = common::case1_request();
-    seeded.as_object_mut().unwrap().remove("noise");
-    let seeded = serde_json::to_vec(&seeded).unwrap();
+    let seeded = common::case1_body(true);
     // The server's choice on a host with two or more cores.
     gr00t_runtime::preprocess::set_overlap_decode(true);
     println!("{rounds} calls each, µs       fastest   median      p90");

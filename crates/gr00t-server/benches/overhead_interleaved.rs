@@ -14,15 +14,10 @@ mod common;
 use std::time::Instant;
 
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(2000);
+    let rounds = common::rounds_arg(2000);
     let rt = common::replay_runtime();
-    let mut seeded = common::case1_request();
-    seeded.as_object_mut().unwrap().remove("noise");
-    let seeded = serde_json::to_vec(&seeded).unwrap();
-    let noise = serde_json::to_vec(&common::case1_request()).unwrap();
+    let seeded = common::case1_body(true);
+    let noise = common::case1_body(false);
     let png = std::fs::read(common::case1().join("observation.png")).unwrap();
     let predict = |body: &[u8], overlap: bool| {
         gr00t_runtime::preprocess::set_overlap_decode(overlap);

@@ -116,6 +116,24 @@ pub fn case1_request() -> serde_json::Value {
     })
 }
 
+/// The case1 request as a body: seeded (no `noise`, so the server draws it) or with the
+/// golden noise.
+pub fn case1_body(seeded: bool) -> Vec<u8> {
+    let mut req = case1_request();
+    if seeded {
+        req.as_object_mut().unwrap().remove("noise");
+    }
+    serde_json::to_vec(&req).unwrap()
+}
+
+/// A bench's round count: its first numeric argument, else `default`.
+pub fn rounds_arg(default: usize) -> usize {
+    std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(default)
+}
+
 /// The golden physical actions `{group: [[...]]}`.
 pub fn case1_expected() -> serde_json::Value {
     let mut m = serde_json::Map::new();
