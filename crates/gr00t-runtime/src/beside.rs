@@ -231,6 +231,29 @@ where
     }
 }
 
+/// A wait for another thread that is expected within microseconds: spin `limit` times, then
+/// give the core away on every further round (the other thread may have been preempted).
+pub(crate) struct Backoff {
+    spins: u32,
+    limit: u32,
+}
+
+impl Backoff {
+    pub(crate) fn new(limit: u32) -> Self {
+        Self { spins: 0, limit }
+    }
+
+    /// One round of waiting.
+    pub(crate) fn pause(&mut self) {
+        if self.spins < self.limit {
+            self.spins += 1;
+            std::hint::spin_loop();
+        } else {
+            std::thread::yield_now();
+        }
+    }
+}
+
 /// The claimer's hold on the slot: waits for the helper and frees the slot.
 struct Claim {
     h: &'static Helper,
@@ -239,16 +262,11 @@ struct Claim {
 impl Claim {
     fn wait(&self) -> Option<Box<dyn Any + Send>> {
         let s = &self.h.slot;
-        let mut spins = 0u32;
+        // The helper's half is usually the longer one but ends within microseconds of ours;
+        // past that, give the core away.
+        let mut backoff = Backoff::new(1 << 12);
         while s.state.load(Ordering::Acquire) != DONE {
-            // The helper's half is usually the longer one but ends within microseconds of
-            // ours; past that, give the core away.
-            if spins < 1 << 12 {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            backoff.pause();
         }
         // SAFETY: DONE hands the slot's cells back to us.
         let p = unsafe { (*s.panic.get()).take() };

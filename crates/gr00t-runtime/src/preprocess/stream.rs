@@ -144,7 +144,9 @@ impl RawRows {
     /// `true` if it did some) meanwhile; the published rows, or `None` if the producer stopped
     /// first.
     fn wait_beyond(&self, have: usize, idle: &mut impl FnMut() -> bool) -> Option<&[u8]> {
-        let mut spins = 0u32;
+        // A band arrives every ~15 µs: spin, and give the core away only when the producer is
+        // clearly not running.
+        let mut backoff = crate::beside::Backoff::new(1 << 14);
         loop {
             let n = self.rows.load(Ordering::Acquire);
             if n > have {
@@ -154,16 +156,8 @@ impl RawRows {
             if self.stopped.load(Ordering::Acquire) && self.rows.load(Ordering::Acquire) <= have {
                 return None;
             }
-            if idle() {
-                continue;
-            }
-            // A band arrives every ~15 µs: spin, and give the core away only when the producer
-            // is clearly not running.
-            if spins < 1 << 14 {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
+            if !idle() {
+                backoff.pause();
             }
         }
     }
@@ -281,16 +275,10 @@ impl Deferred {
     /// thread is still writing.
     fn finish(&self) {
         while self.normalize_one() {}
-        let mut spins = 0u32;
+        // The other thread is inside one row (~0.1 µs) unless it was preempted.
+        let mut backoff = crate::beside::Backoff::new(1 << 12);
         while self.finished.load(Ordering::Acquire) < self.made.load(Ordering::Relaxed) {
-            // The other thread is inside one row (~0.1 µs) unless it was preempted; then give
-            // the core away rather than spin through its time slice.
-            if spins < 1 << 12 {
-                spins += 1;
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
+            backoff.pause();
         }
     }
 }
