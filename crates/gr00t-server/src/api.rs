@@ -49,12 +49,8 @@ impl<'de> Deserialize<'de> for NoiseField {
 }
 
 impl NoiseField {
-    fn is_null(&self) -> bool {
-        matches!(self, NoiseField::Value(serde_json::Value::Null))
-    }
-
     /// The noise this field gives, or the 400 that names what is wrong with it.
-    pub fn into_source(self) -> Result<NoiseSource, ApiError> {
+    fn into_source(self) -> Result<NoiseSource, ApiError> {
         match self {
             NoiseField::Parsed { shape, values } => Ok(NoiseSource::Given { shape, values }),
             NoiseField::Value(v) => noise_from_value(&v),
@@ -174,9 +170,10 @@ impl<'a> PredictRequest<'a> {
             let bytes = decode_b64(&v.0).map_err(|m| ApiError::bad(format!("images.{k}"), m))?;
             images.insert(k, bytes);
         }
+        // `"noise": null` is `None` here (serde's `Option`, and the body scan's).
         let (noise, seed) = match (self.noise, self.seed) {
-            (Some(n), None) if !n.is_null() => (n.into_source()?, None),
-            (Some(n), Some(_)) if !n.is_null() => {
+            (Some(n), None) => (n.into_source()?, None),
+            (Some(_), Some(_)) => {
                 return Err(ApiError::bad(
                     "noise",
                     "give either `seed` or `noise`, not both",
@@ -322,6 +319,43 @@ fn diagnose(body: &[u8], err: serde_json::Error) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `"noise": null` means "no noise" on both parse paths: the seed (given or default) is
+    /// used, and only real noise beside a seed is refused.
+    #[test]
+    fn null_noise_is_no_noise_on_both_paths() {
+        let body = |rest: &str| {
+            format!(r#"{{"images":{{"c":"AA=="}},"state":{{}},"instruction":"x"{rest}}}"#)
+        };
+        let seed_of = |b: &str| {
+            PredictRequest::parse(b.as_bytes())
+                .unwrap()
+                .into_observation()
+        };
+        let serde_seed_of = |b: &str| {
+            serde_json::from_slice::<PredictRequest>(b.as_bytes())
+                .unwrap()
+                .into_observation()
+        };
+        for obs in [
+            seed_of(&body(r#","noise":null,"seed":7"#)),
+            serde_seed_of(&body(r#","noise":null,"seed":7"#)),
+        ] {
+            let (o, seed, _) = obs.unwrap();
+            assert_eq!((o.noise, seed), (NoiseSource::Seed(7), Some(7)));
+        }
+        let (o, seed, _) = seed_of(&body(r#","noise":null"#)).unwrap();
+        assert_eq!(
+            (o.noise, seed),
+            (NoiseSource::Seed(DEFAULT_SEED), Some(DEFAULT_SEED))
+        );
+        for obs in [
+            seed_of(&body(r#","noise":[[1,2]],"seed":7"#)),
+            serde_seed_of(&body(r#","noise":[[1,2]],"seed":7"#)),
+        ] {
+            assert!(obs.is_err());
+        }
+    }
 
     /// The vectorised fast path and the general decoder agree on what they accept and on the
     /// bytes; whitespace and prefixes still work.
