@@ -17,11 +17,11 @@ LABEL="org.tenstorrent.tt-model.rootfs-sha256"
 
 busybox_bin=$(command -v busybox || true)
 if [ -z "$busybox_bin" ]; then
-  echo "make-base-images: busybox is not installed (apt-get install busybox-static)" >&2
+  echo "make-base-images: busybox is not installed; scripts/setup.sh installs it (or: apt-get install busybox-static)" >&2
   exit 1
 fi
 if ldd "$busybox_bin" >/dev/null 2>&1; then
-  echo "make-base-images: $busybox_bin is dynamically linked; install busybox-static" >&2
+  echo "make-base-images: $busybox_bin is dynamically linked; scripts/setup.sh installs busybox-static (or: apt-get install busybox-static)" >&2
   exit 1
 fi
 

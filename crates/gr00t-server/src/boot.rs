@@ -53,7 +53,7 @@ pub fn resolve_model_dir(settings: &Settings, flag: Option<&Path>) -> anyhow::Re
     let dir = match flag {
         Some(d) => d.to_path_buf(),
         None => model_dir::hf_snapshot(
-            &settings.hf_home,
+            &settings.hf_hub_cache,
             &settings.weights_repo,
             settings.weights_revision.as_deref(),
         )?,
@@ -79,6 +79,22 @@ pub fn resolve_tokenizer_dir(
         );
     }
     Ok(dir)
+}
+
+/// Where the demo is: `--demo-dir`, else `GR00T_DEMO_DIR`, else `<model-dir>/demo` when the
+/// checkpoint carries one (a demo belongs to the weights it was made with, so it may travel
+/// with them, as `gr00t-server make-checkpoint` writes it), else none.
+pub fn resolve_demo_dir(
+    settings: &Settings,
+    flag: Option<&Path>,
+    model_dir: &Path,
+) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf)
+        .or_else(|| settings.demo_dir.clone())
+        .or_else(|| {
+            let d = model_dir.join("demo");
+            d.join("request.json").is_file().then_some(d)
+        })
 }
 
 /// Assemble the runtime around an already built policy.
@@ -137,6 +153,7 @@ pub fn build_runtime(
         action_horizon: p.action_horizon,
         max_instruction_tokens: settings.max_instruction_tokens(),
         warmup_pcc: None,
+        build: crate::build_info::BuildInfo::current(),
     };
     Ok(Runtime::new(pipeline, policy, info))
 }
@@ -209,9 +226,7 @@ pub fn boot(
     let t = Instant::now();
     let model_dir = resolve_model_dir(settings, model_dir_flag)?;
     let tok_dir = resolve_tokenizer_dir(settings, tokenizer_dir_flag, &model_dir)?;
-    let demo_dir = demo_dir_flag
-        .map(Path::to_path_buf)
-        .or_else(|| settings.demo_dir.clone());
+    let demo_dir = resolve_demo_dir(settings, demo_dir_flag, &model_dir);
     let demo = demo_dir.as_deref().map(Demo::load).transpose()?;
     let policy = load_policy(settings, &model_dir)?;
     let mut rt = build_runtime(settings, &model_dir, &tok_dir, policy)?;

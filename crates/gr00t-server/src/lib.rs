@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod boot;
+pub mod build_info;
 pub mod demo;
 pub mod error;
 pub mod fifo;

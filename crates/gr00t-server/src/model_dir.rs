@@ -29,9 +29,10 @@ pub enum ModelDirError {
     BadRepo(String),
 }
 
-/// The snapshot directory for `repo` at `revision` (or `refs/main`) under `hf_home`.
+/// The snapshot directory for `repo` at `revision` (or `refs/main`) in the hub cache
+/// `hub_cache` (`HF_HUB_CACHE`, by default `$HF_HOME/hub`).
 pub fn hf_snapshot(
-    hf_home: &Path,
+    hub_cache: &Path,
     repo: &str,
     revision: Option<&str>,
 ) -> Result<PathBuf, ModelDirError> {
@@ -39,7 +40,7 @@ pub fn hf_snapshot(
         .split_once('/')
         .filter(|(a, b)| !a.is_empty() && !b.is_empty() && !b.contains('/'))
         .ok_or_else(|| ModelDirError::BadRepo(repo.into()))?;
-    let root = hf_home.join("hub").join(format!("models--{org}--{name}"));
+    let root = hub_cache.join(format!("models--{org}--{name}"));
     let rev = match revision {
         Some(r) => r.to_string(),
         None => {
@@ -80,17 +81,17 @@ mod tests {
 
     #[test]
     fn snapshot_path_follows_the_hub_layout() {
-        let p = hf_snapshot(Path::new("/hf"), "nvidia/GR00T-N1.6-3B", Some("abc")).unwrap();
+        let p = hf_snapshot(Path::new("/hf/hub"), "nvidia/GR00T-N1.6-3B", Some("abc")).unwrap();
         assert_eq!(
             p,
             Path::new("/hf/hub/models--nvidia--GR00T-N1.6-3B/snapshots/abc")
         );
-        assert!(hf_snapshot(Path::new("/hf"), "noslash", Some("a")).is_err());
+        assert!(hf_snapshot(Path::new("/hf/hub"), "noslash", Some("a")).is_err());
         let tmp = std::env::temp_dir().join(format!("gr00t-hf-{}", std::process::id()));
         std::fs::create_dir_all(tmp.join("hub/models--o--n/refs")).unwrap();
         std::fs::write(tmp.join("hub/models--o--n/refs/main"), "deadbeef\n").unwrap();
         assert_eq!(
-            hf_snapshot(&tmp, "o/n", None).unwrap(),
+            hf_snapshot(&tmp.join("hub"), "o/n", None).unwrap(),
             tmp.join("hub/models--o--n/snapshots/deadbeef")
         );
         assert!(matches!(

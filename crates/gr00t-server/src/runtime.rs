@@ -38,6 +38,8 @@ pub struct RuntimeInfo {
     pub action_horizon: usize,
     pub max_instruction_tokens: Option<usize>,
     pub warmup_pcc: Option<f64>,
+    /// What this binary is and how the image that carries it was built.
+    pub build: crate::build_info::BuildInfo,
 }
 
 /// `stage` names by backend, as the seed server reports them.

@@ -62,6 +62,9 @@ pub struct Settings {
     pub weights_revision: Option<String>,
     pub mesh_shape: (u32, u32),
     pub hf_home: PathBuf,
+    /// The hub cache: `HF_HUB_CACHE`, else `$HF_HOME/hub` (as `huggingface_hub` resolves it;
+    /// `tt-model serve` mounts the host's cache at `/hf-hub` and sets `HF_HUB_CACHE`).
+    pub hf_hub_cache: PathBuf,
     pub demo_dir: Option<PathBuf>,
 }
 
@@ -204,6 +207,9 @@ impl Settings {
         let hf_home = get("HF_HOME").map(PathBuf::from).unwrap_or_else(|| {
             PathBuf::from(get("HOME").unwrap_or_else(|| "/root".into())).join(".cache/huggingface")
         });
+        let hf_hub_cache = get("HF_HUB_CACHE")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| hf_home.join("hub"));
         Ok(Self {
             version,
             embodiment,
@@ -220,6 +226,7 @@ impl Settings {
             weights_revision,
             mesh_shape,
             hf_home,
+            hf_hub_cache,
             demo_dir: get("GR00T_DEMO_DIR").map(PathBuf::from),
         })
     }
@@ -277,6 +284,18 @@ mod tests {
         assert_eq!(s.warmup_pcc_min, Some(0.999));
         assert_eq!(s.max_instruction_tokens(), Some(24));
         assert_eq!(s.hf_home, PathBuf::from("/hf"));
+        assert_eq!(s.hf_hub_cache, PathBuf::from("/hf/hub"));
+        let mut v = vars(&[("HF_HOME", "/hf"), ("HF_HUB_CACHE", "/hf-hub")]);
+        assert_eq!(
+            Settings::from_vars(&v).unwrap().hf_hub_cache,
+            PathBuf::from("/hf-hub"),
+            "HF_HUB_CACHE wins, as in huggingface_hub"
+        );
+        v.remove("HF_HUB_CACHE");
+        assert_eq!(
+            Settings::from_vars(&v).unwrap().hf_hub_cache,
+            PathBuf::from("/hf/hub")
+        );
     }
 
     #[test]

@@ -246,6 +246,9 @@ pub struct Built {
     /// The plugin source, for vllm-plugin.
     #[serde(default)]
     pub plugin: Option<ComponentBuild>,
+    /// The Rust binary `runtime.cargo` shipped (a tt-model extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cargo: Option<CargoBuild>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: IndexMap<String, Value>,
@@ -298,6 +301,43 @@ pub struct ComponentBuild {
     /// The wheel file name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wheel: Option<String>,
+}
+
+/// `built.cargo`: how the `runtime.cargo` binary was built, enough to rebuild the same bytes
+/// (the same workspace commit, lock file and toolchain) and to check the shipped file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CargoBuild {
+    /// The Cargo package.
+    pub package: String,
+    /// The package's version (`Cargo.toml`).
+    pub version: String,
+    /// The binary target.
+    pub bin: String,
+    /// Where it is in the image.
+    pub path: String,
+    /// sha256 of the shipped file.
+    pub sha256: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// Enabled features.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub features: Vec<String>,
+    /// The Cargo profile (`release`).
+    pub profile: String,
+    /// The target triple.
+    pub target: String,
+    /// Statically linked (no ELF interpreter: it runs on any base image).
+    pub static_link: bool,
+    /// `rustc --version` of the toolchain that built it.
+    pub rustc: String,
+    /// The workspace's git commit (`None`: not a git checkout).
+    #[serde(default)]
+    pub workspace_commit: Option<String>,
+    /// The workspace had uncommitted changes.
+    #[serde(default)]
+    pub workspace_dirty: bool,
+    /// sha256 of the workspace's `Cargo.lock` (`--locked` builds exactly these versions).
+    pub cargo_lock_sha256: String,
 }
 
 /// Why a wire manifest could not be read or used.

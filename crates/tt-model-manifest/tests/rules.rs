@@ -269,7 +269,7 @@ fn vllm_plugin_runtime_rules() {
             "runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}, vlm: x}"
         ))
         .message,
-        "kind vllm-plugin does not understand runtime.vlm; expected one of vllm, plugin, extension, extra_models_dir, lock, overrides, wheels"
+        "kind vllm-plugin does not understand runtime.vlm; expected one of vllm, plugin, extension, extra_models_dir, lock, overrides, wheels, health_path, device"
     );
     assert!(one_error(&rt("runtime: {vllm: {repo: tenstorrent/vllm}, plugin: {path: p}}")).message.starts_with("runtime.vllm.repo describes the tenstorrent/vllm fork — that is kind vllm-fork, not vllm-plugin."));
     assert_eq!(
@@ -378,7 +378,7 @@ fn tt_dit_server_runtime_rules() {
     );
     assert_eq!(
         one_error(&dit("runtime: {app: \"m:app\", workers: 2}")).message,
-        "runtime key 'workers' is not valid for kind tt-dit-server; allowed: app, packages, lock, mesh_shape_env"
+        "runtime key 'workers' is not valid for kind tt-dit-server; allowed: app, packages, lock, mesh_shape_env, health_path, device"
     );
     assert!(
         one_error(&dit(
@@ -423,6 +423,72 @@ fn http_server_runtime_rules() {
             "http-port 8:11 runtime.command has no `{port}` placeholder, so `tt-model serve --port` cannot move the server's port"
         ]
     );
+}
+
+#[test]
+fn runtime_cargo_health_path_and_device_rules() {
+    let http = |r: &str| {
+        edit(
+            "runtime: {vllm: {version: \"0.10.1\"}, plugin: {path: p}}",
+            &format!("kind: http-server\n{r}"),
+        )
+        .replace(", max_num_seqs: 32, block_size: 64", "")
+    };
+    let ok = "runtime: {cargo: {workspace: ../.., package: gr00t-server, features: [x]}, command: [gr00t-server, --port, \"{port}\"], health_path: /health, device: none}";
+    assert!(errors(&http(ok)).is_empty(), "{:?}", errors(&http(ok)));
+    assert!(warnings(&http(ok)).is_empty(), "{:?}", warnings(&http(ok)));
+    // A typo inside runtime.cargo: located, with did-you-mean.
+    let d = one_error(&http(
+        "runtime: {cargo: {workspace: ., pakage: srv}, command: [srv, --port, \"{port}\"]}",
+    ));
+    assert_eq!(d.code, "unknown-key");
+    assert_eq!(d.path, "runtime.cargo.pakage");
+    assert_eq!(d.label.as_deref(), Some("did you mean `package`?"));
+    assert_eq!((d.pos.line, d.pos.col), (8, 33));
+    let d = one_error(&http(
+        "runtime: {cargo: {workspace: ., package: \"a b\"}, command: [srv, --port, \"{port}\"]}",
+    ));
+    assert_eq!(
+        d.message,
+        "runtime.cargo.package 'a b' is not a Cargo target name (letters, digits, '-' and '_')"
+    );
+    // The command should start the binary the image ships.
+    assert_eq!(
+        warnings(&http(
+            "runtime: {cargo: {workspace: ., package: srv}, command: [other, --port, \"{port}\"]}"
+        )),
+        vec![
+            "cargo-command 8:48 runtime.command runs 'other', not the binary runtime.cargo ships (/usr/local/bin/srv)"
+        ]
+    );
+    // runtime.cargo is an http-server key; health_path and device are every kind's.
+    let d = one_error(&edit(
+        "plugin: {path: p}}",
+        "plugin: {path: p}, cargo: {workspace: ., package: x}}",
+    ));
+    assert_eq!(d.path, "runtime.cargo");
+    assert!(
+        errors(&edit(
+            "plugin: {path: p}}",
+            "plugin: {path: p}, health_path: /ping, device: cpu}"
+        ))
+        .is_empty()
+    );
+    let d = one_error(&http(
+        "runtime: {command: [srv, --port, \"{port}\"], health_path: health}",
+    ));
+    assert_eq!(
+        d.message,
+        "runtime.health_path 'health' must be an absolute HTTP path such as \"/health\""
+    );
+    let d = one_error(&http(
+        "runtime: {command: [srv, --port, \"{port}\"], device: nome}",
+    ));
+    assert_eq!(
+        d.message,
+        "runtime.device 'nome' is not one of card, none, cpu, emulation"
+    );
+    assert_eq!(d.label.as_deref(), Some("did you mean `none`?"));
 }
 
 #[test]

@@ -35,6 +35,7 @@ fn build() -> WireBuild {
                 dirty: Some(false),
                 ..ComponentBuild::default()
             }),
+            cargo: None,
             extra: Default::default(),
         },
         producer: Producer {

@@ -17,6 +17,8 @@ pub struct CardFacts {
     pub metal_sha: Option<String>,
     pub metal_remote: Option<String>,
     pub metal_dirty: bool,
+    /// The `runtime.cargo` binary the image ships.
+    pub cargo: Option<tt_model_manifest::wire::CargoBuild>,
 }
 
 /// A YAML scalar: bare when unambiguous, else a double-quoted (JSON-compatible) string.
@@ -186,6 +188,7 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
         ready_line => spec.runtime.ready_line.clone().unwrap_or_else(|| default_ready(spec)),
         metal_provenance => metal_provenance,
         code_digest_short => &hex[..hex.len().min(16)],
+        cargo => minijinja::value::Value::from(minijinja::value::Serde(&facts.cargo)),
     };
     env.get_template("card")
         .and_then(|t| t.render(ctx))

@@ -61,6 +61,16 @@ pub enum PackageError {
     /// The verify run ended without the markers we expect (the script did not run).
     #[error("Verification did not complete (exit {status})")]
     VerifyIncomplete { status: i64, output: String },
+    /// The `runtime.cargo` workspace could not be built from (no manifest, no lock, no
+    /// such package, not a static executable).
+    #[error("`runtime.cargo`: {workspace}: {detail}")]
+    Cargo { workspace: PathBuf, detail: String },
+    /// The `runtime.cargo` binary failed to compile.
+    #[error("`runtime.cargo`: building `{package}` failed:\n{first_error}")]
+    CargoBuild {
+        package: String,
+        first_error: String,
+    },
     /// The user pressed Ctrl-C twice.
     #[error("Cancelled; the previous output (if any) is untouched")]
     Cancelled,

@@ -15,8 +15,8 @@ use crate::error::PackageError;
 use crate::pipeline::Built;
 use crate::profile::{launch_runtime, list_of, serve_default, str_of};
 use crate::spec::{
-    CardSpec, Check, ExtraCode, Kind, MetalSource, PackageSpec, PluginSource, ProfileSummary,
-    Runtime, VllmSource,
+    CardSpec, CargoSpec, Check, ExtraCode, Kind, MetalSource, PackageSpec, PluginSource,
+    ProfileSummary, Runtime, VllmSource,
 };
 
 fn git_pair(v: &Value) -> Option<(String, String)> {
@@ -117,6 +117,13 @@ pub fn spec_from_manifest(
         extension: str_of(rt, "extension"),
         extra_models_dir: str_of(rt, "extra_models_dir"),
         overrides: list_of(rt, "overrides"),
+        cargo: m.cargo_binary().map(|c| CargoSpec {
+            workspace: resolve(base, &c.workspace),
+            bin: c.bin_name().to_string(),
+            image_path: c.image_path(),
+            package: c.package,
+            features: c.features,
+        }),
         ..launch_runtime(m.kind, rt)
     };
     let default_name = m.default_profile_name();
@@ -255,6 +262,7 @@ pub fn wire_json(m: &Manifest, built: &Built) -> Result<String, PackageError> {
                 code_sha256: Some(built.code_sha256.clone()),
                 vllm,
                 plugin,
+                cargo: built.cargo.clone(),
                 extra,
             },
             producer: Producer {

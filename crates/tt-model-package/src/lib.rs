@@ -8,6 +8,7 @@
 //! functions with tests; the engine is reached only through `tt-model-engine`.
 
 pub mod card;
+pub mod cargo_bin;
 pub mod context;
 pub mod digest;
 pub mod error;

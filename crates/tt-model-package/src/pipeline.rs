@@ -74,6 +74,8 @@ pub struct Built {
     pub base_images: BTreeMap<String, String>,
     /// SHA-256 of the build-context tar.
     pub context_sha256: String,
+    /// The `runtime.cargo` binary shipped in the image.
+    pub cargo: Option<tt_model_manifest::wire::CargoBuild>,
 }
 
 /// What `package` produced.
@@ -299,6 +301,38 @@ pub async fn package(
         Some(lock) => Some(fs::read(lock).map_err(|_| PackageError::MissingLock(lock.clone()))?),
         None => None,
     };
+    let cargo = match spec.runtime.cargo.clone() {
+        Some(cargo_spec) => {
+            let built = tokio::task::spawn_blocking(move || {
+                let mut lines = Vec::new();
+                let out = crate::cargo_bin::build(&cargo_spec, &mut |l| lines.push(l.to_owned()));
+                (out, lines)
+            })
+            .await
+            .map_err(|e| PackageError::Spec(format!("cargo build task failed: {e}")))?;
+            for line in &built.1 {
+                log.line(line);
+            }
+            let out = built.0?;
+            let f = &out.facts;
+            phases.event(Event::Note(format!(
+                "{} {} → {} ({:.1} MB, static, {}{}, sha256 {})",
+                f.bin,
+                f.version,
+                f.path,
+                f.bytes as f64 / 1e6,
+                f.rustc,
+                if f.workspace_dirty {
+                    ", dirty workspace"
+                } else {
+                    ""
+                },
+                &f.sha256[..12]
+            )));
+            Some(out)
+        }
+        None => None,
+    };
     let metal_root2 = metal_root.clone();
     let metal_files = tokio::task::spawn_blocking(move || walk_metal(&metal_root2))
         .await
@@ -332,6 +366,19 @@ pub async fn package(
         lock_bytes.clone().unwrap_or_default(),
         0o644,
     );
+    if let Some(out) = &cargo {
+        ctx.with_file(
+            format!("bin/{}", out.facts.bin),
+            out.binary.clone(),
+            out.facts.bytes,
+            0o755,
+        );
+        // The provenance travels in the image too, so the server can report what it is
+        // (`/info`) without the wire manifest; it holds no time stamp, so a no-op re-package
+        // stays a layer-cache hit.
+        let facts = serde_json::to_string_pretty(&out.facts).expect("plain data serializes");
+        ctx.with_bytes("tt-model/cargo-build.json", facts, 0o644);
+    }
     phases.event(Event::Context {
         files: ctx.file_count(),
         bytes: ctx.payload_bytes(),
@@ -519,6 +566,7 @@ pub async fn package(
         code_sha256: code.digest.clone(),
         base_images,
         context_sha256: context.sha256.clone(),
+        cargo: cargo.map(|c| c.facts),
     };
     let card = render_card(
         spec,
@@ -529,6 +577,7 @@ pub async fn package(
             metal_sha: facts.sha.clone(),
             metal_remote: facts.remote.clone(),
             metal_dirty: facts.dirty,
+            cargo: built.cargo.clone(),
         },
     )?;
     write(&tmp.path().join("README.md"), card.as_bytes())?;

@@ -110,6 +110,19 @@ pub enum PluginSource {
     Git { repo: String, git_ref: String },
 }
 
+/// http-server: a Rust binary built from a Cargo workspace on the build host and shipped in
+/// the image (`runtime.cargo`, see [`crate::cargo_bin`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CargoSpec {
+    /// The workspace directory, resolved against the manifest's base directory.
+    pub workspace: PathBuf,
+    pub package: String,
+    pub bin: String,
+    pub features: Vec<String>,
+    /// Where the binary lands in the image (`/usr/local/bin/<bin>`).
+    pub image_path: String,
+}
+
 /// The kind-specific runtime settings, validated by the manifest crate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct Runtime {
@@ -137,6 +150,8 @@ pub struct Runtime {
     pub overrides: Vec<String>,
     /// tt-dit-server: the env var carrying the mesh shape.
     pub mesh_shape_env: Option<String>,
+    /// http-server: the Rust binary to build and ship.
+    pub cargo: Option<CargoSpec>,
 }
 
 /// The default serve profile, resolved (serve defaults merged into the profile).

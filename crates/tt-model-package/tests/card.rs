@@ -14,6 +14,7 @@ fn facts() -> CardFacts {
         metal_sha: Some("668c2907575aaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into()),
         metal_remote: Some("git@github.com:tenstorrent/tt-metal.git".into()),
         metal_dirty: true,
+        cargo: None,
     }
 }
 
@@ -89,4 +90,40 @@ fn a_minimal_card_defaults_base_model_to_the_weights() {
     assert!(!card.contains("pipeline_tag"), "{card}");
     assert!(card.contains("a local tree without git metadata"), "{card}");
     assert!(card.contains("`0123456789abcdef`"), "{card}");
+}
+
+#[test]
+fn a_card_records_the_shipped_rust_binary() {
+    let spec = common::http_server();
+    let cargo = tt_model_manifest::wire::CargoBuild {
+        package: "gr00t-server".into(),
+        version: "0.1.0".into(),
+        bin: "gr00t-server".into(),
+        path: "/usr/local/bin/gr00t-server".into(),
+        sha256: "ab".repeat(32),
+        bytes: 12_000_000,
+        features: vec![],
+        profile: "release".into(),
+        target: "x86_64-unknown-linux-gnu".into(),
+        static_link: true,
+        rustc: "rustc 1.95.0 (59807616e 2026-04-14)".into(),
+        workspace_commit: Some("18db6a4".repeat(5) + "abcde"),
+        workspace_dirty: true,
+        cargo_lock_sha256: "cd".repeat(32),
+    };
+    let card = render_card(
+        &spec,
+        &CardFacts {
+            cargo: Some(cargo),
+            ..facts()
+        },
+    )
+    .unwrap();
+    assert!(
+        card.contains("| runtime binary | `/usr/local/bin/gr00t-server`: gr00t-server 0.1.0, release, statically linked for x86_64-unknown-linux-gnu, sha256 `abababababababab` |"),
+        "{card}"
+    );
+    assert!(card.contains("(dirty — uncommitted changes were built), `Cargo.lock` sha256 `cdcdcdcdcdcdcdcd`, rustc 1.95.0 (59807616e 2026-04-14) |"), "{card}");
+    let plain = render_card(&spec, &facts()).unwrap();
+    assert!(!plain.contains("runtime binary"), "{plain}");
 }

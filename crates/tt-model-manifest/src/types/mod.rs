@@ -3,6 +3,7 @@
 
 mod card;
 mod image;
+mod runtime;
 mod serve;
 mod source;
 mod verify;
@@ -13,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 pub use card::{CARD_KEYS, CARD_SECTIONS, CardSettings, LICENSE_KEYS, License};
 pub use image::{IMAGE_KEYS, ImageSettings};
+pub use runtime::{CARGO_BIN_DIR, CARGO_KEYS, COMMON_RUNTIME_KEYS, CargoBinary, RUNTIME_DEVICES};
 pub use serve::{
     CAPABILITY_KEYS, Capabilities, PROFILE_KEYS, SERVE_KEYS, ServeArg, ServeProfile, ServeSettings,
 };
@@ -152,6 +154,7 @@ pub struct Manifest {
     pub image: ImageSettings,
     /// Kind-specific build and launch settings (validated per kind).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    #[schemars(schema_with = "runtime::runtime_schema")]
     pub runtime: serde_json::Map<String, serde_json::Value>,
     /// Serve defaults every profile inherits.
     #[serde(default)]

@@ -5,7 +5,7 @@ use super::Checker;
 use crate::decode::{Cx, FromNode, join};
 use crate::diagnostic::{Diagnostic, suggest};
 use crate::node::{Node, Value};
-use crate::types::Kind;
+use crate::types::{COMMON_RUNTIME_KEYS, CargoBinary, Kind, RUNTIME_DEVICES};
 
 /// The keys each kind accepts under `runtime`.
 pub fn allowed_keys(kind: Kind) -> &'static [&'static str] {
@@ -21,8 +21,21 @@ pub fn allowed_keys(kind: Kind) -> &'static [&'static str] {
         ],
         Kind::VllmFork => &["vllm", "extension", "lock", "model_dir"],
         Kind::TtDitServer => &["app", "packages", "lock", "mesh_shape_env"],
-        Kind::HttpServer => &["command", "ready_line", "packages", "lock"],
+        Kind::HttpServer => &["command", "ready_line", "packages", "lock", "cargo"],
     }
+}
+
+/// Whether `runtime.<key>` is accepted for `kind`: its own keys plus the keys every kind
+/// shares ([`COMMON_RUNTIME_KEYS`], which `serve` reads from the wire manifest).
+pub fn accepts_key(kind: Kind, key: &str) -> bool {
+    allowed_keys(kind).contains(&key) || COMMON_RUNTIME_KEYS.contains(&key)
+}
+
+/// Every key `kind` accepts under `runtime`, for messages.
+fn all_keys(kind: Kind) -> Vec<&'static str> {
+    let mut keys = allowed_keys(kind).to_vec();
+    keys.extend_from_slice(COMMON_RUNTIME_KEYS);
+    keys
 }
 
 /// The default env var a tt-dit-server reads its mesh shape from.
@@ -43,11 +56,11 @@ pub(super) fn check(c: &mut Checker<'_>) {
         return; // decoding already reported "expected a mapping"
     }
     let kind = c.m.kind;
-    let allowed = allowed_keys(kind);
+    let allowed = all_keys(kind);
     let mut rt = Runtime { c, node };
     for (k, _) in node.as_map().unwrap_or_default() {
         let Value::Str(key) = &k.value else { continue };
-        if allowed.contains(&key.as_str()) {
+        if accepts_key(kind, key) {
             continue;
         }
         let message = match (kind, key.as_str()) {
@@ -61,6 +74,7 @@ pub(super) fn check(c: &mut Checker<'_>) {
         }
         rt.c.out.push(d);
     }
+    rt.common();
     match kind {
         Kind::VllmPlugin => rt.vllm_plugin(),
         Kind::VllmFork => rt.vllm_fork(),
@@ -176,6 +190,86 @@ impl<'n> Runtime<'_, '_, 'n> {
 
     fn string_list(&mut self, key: &str) -> Vec<String> {
         self.typed::<Vec<String>>(key).unwrap_or_default()
+    }
+
+    /// The keys every kind shares: `health_path` (an absolute HTTP path) and `device`.
+    fn common(&mut self) {
+        if let Some(path) = self.typed::<String>("health_path")
+            && (!path.starts_with('/') || path.chars().any(char::is_whitespace))
+        {
+            let node = self.get("health_path").expect("typed() found it");
+            self.error_at(
+                node,
+                "runtime.health_path",
+                format!(
+                    "runtime.health_path '{path}' must be an absolute HTTP path such as \"/health\""
+                ),
+            );
+        }
+        if let Some(device) = self.typed::<String>("device")
+            && !RUNTIME_DEVICES.contains(&device.as_str())
+        {
+            let node = self.get("device").expect("typed() found it");
+            let label = suggest(&device, RUNTIME_DEVICES.iter().copied())
+                .map(|s| format!("did you mean `{s}`?"));
+            let d = self.error_at(
+                node,
+                "runtime.device",
+                format!(
+                    "runtime.device '{device}' is not one of {}",
+                    RUNTIME_DEVICES.join(", ")
+                ),
+            );
+            d.label = label;
+            d.help = Some("card: the runtime needs a Tenstorrent device; none, cpu, emulation: it runs without one (serve passes no device)".into());
+        }
+    }
+
+    /// `runtime.cargo`: a mapping with the keys of [`CargoBinary`], names Cargo accepts.
+    fn cargo(&mut self) {
+        let Some(cargo) = self.typed::<CargoBinary>("cargo") else {
+            return;
+        };
+        let node = self.get("cargo").expect("typed() found it");
+        let cargo_name = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        };
+        for (key, value) in [
+            ("package", Some(cargo.package.as_str())),
+            ("bin", cargo.bin.as_deref()),
+        ] {
+            if let Some(v) = value
+                && !cargo_name(v)
+            {
+                let at = node.get(key).unwrap_or(node);
+                self.error_at(at, &format!("runtime.cargo.{key}"), format!("runtime.cargo.{key} '{v}' is not a Cargo target name (letters, digits, '-' and '_')"));
+            }
+        }
+        if cargo.workspace.trim().is_empty() {
+            let at = node.get("workspace").unwrap_or(node);
+            self.error_at(
+                at,
+                "runtime.cargo.workspace",
+                "runtime.cargo.workspace is empty; give the directory holding Cargo.lock",
+            );
+        }
+        let bin_path = cargo.image_path();
+        if let Some(argv0) = self
+            .typed::<Vec<String>>("command")
+            .and_then(|a| a.into_iter().next())
+            && argv0 != cargo.bin_name()
+            && argv0 != bin_path
+            && !matches!(argv0.as_str(), "sh" | "/bin/sh")
+        {
+            let at = self.get("command").expect("typed() found it");
+            let pos = at.key_pos.unwrap_or(at.pos);
+            self.c.out.push(
+                Diagnostic::warning("cargo-command", "runtime.command", pos, format!("runtime.command runs '{argv0}', not the binary runtime.cargo ships ({bin_path})"))
+                    .with_help(format!("start the server with \"{}\"", cargo.bin_name())),
+            );
+        }
     }
 
     fn vllm_plugin(&mut self) {
@@ -376,6 +470,7 @@ impl<'n> Runtime<'_, '_, 'n> {
         }
         self.string_list("packages");
         self.strings("lock");
+        self.cargo();
     }
 }
 

@@ -79,20 +79,24 @@ impl ContainerSpec {
             .map(str::to_owned)
     }
 
-    /// The health endpoint probed for readiness (`runtime.health_path` or `runtime.health`).
+    /// The health endpoint probed for readiness (`runtime.health_path`, one of the
+    /// [`crate::types::COMMON_RUNTIME_KEYS`] lint accepts for every kind).
     pub fn health_path(&self) -> String {
         self.runtime_str("health_path")
-            .or_else(|| self.runtime_str("health"))
             .unwrap_or(DEFAULT_HEALTH_PATH)
             .to_owned()
     }
 
-    /// The runtime needs no Tenstorrent device (`runtime.device: none | cpu | emulation`).
+    /// The runtime needs no Tenstorrent device (`runtime.device` is one of
+    /// [`crate::types::RUNTIME_DEVICES`] other than `card`).
     pub fn runs_without_card(&self) -> bool {
-        matches!(
-            self.runtime_str("device"),
-            Some("none" | "cpu" | "emulation")
-        )
+        self.runtime_str("device")
+            .is_some_and(|d| d != "card" && crate::types::RUNTIME_DEVICES.contains(&d))
+    }
+
+    /// The Rust binary `runtime.cargo` ships, if any.
+    pub fn cargo_binary(&self) -> Option<crate::types::CargoBinary> {
+        serde_json::from_value(self.runtime.get("cargo")?.clone()).ok()
     }
 }
 
@@ -133,7 +137,7 @@ mod tests {
         let w = wire(serde_json::json!({
             "image": {"registry": "hf", "repository": "r"},
             "kind": "vllm-fork",
-            "runtime": {"health": "/ping", "device": "cpu"},
+            "runtime": {"health_path": "/ping", "device": "cpu"},
             "serve_profiles": [{"name": "a"}, {"name": "b"}],
         }));
         let c = &w.container;
@@ -147,5 +151,8 @@ mod tests {
         assert_eq!(c.health_path(), "/ping");
         assert!(c.runs_without_card());
         assert_eq!(w.weights_id(), "demo", "no weights: the package name");
+        let card = wire(serde_json::json!({"image": {}, "runtime": {"device": "card"}}));
+        assert!(!card.container.runs_without_card());
+        assert_eq!(card.container.health_path(), DEFAULT_HEALTH_PATH);
     }
 }

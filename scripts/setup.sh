@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The one set-up command on a fresh Debian/Ubuntu machine, for the main job and the tests:
+#   1. the Debian packages they need (busybox-static for the base image, docker.io when no
+#      engine is installed, libc6-dev for the statically linked Rust binaries images ship,
+#      git), installed with apt-get as root or through sudo;
+#   2. a running Docker engine (scripts/ensure-docker.sh);
+#   3. the local base images (scripts/make-base-images.sh; no registry is ever used).
+# Safe to rerun: each step does nothing when its work is done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
+command -v dockerd >/dev/null 2>&1 || command -v docker >/dev/null 2>&1 || need+=(docker.io)
+[ -e "/usr/lib/$(uname -m)-linux-gnu/libc.a" ] || need+=(libc6-dev)
+command -v git >/dev/null 2>&1 || need+=(git)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    sudo=()
+  elif command -v sudo >/dev/null 2>&1; then
+    sudo=(sudo)
+  else
+    echo "setup: missing Debian packages: ${need[*]}; install them as root: apt-get install -y ${need[*]}" >&2
+    exit 1
+  fi
+  echo "setup: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo[@]}" apt-get update -qq
+  "${sudo[@]}" apt-get install -y -qq "${need[@]}"
+fi
+
+scripts/ensure-docker.sh
+scripts/make-base-images.sh
