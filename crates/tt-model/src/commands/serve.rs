@@ -136,7 +136,12 @@ fn request(
 
 async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let t0 = Instant::now();
-    let pkg = match target::resolve(&args.target) {
+    let resolved = if args.print {
+        target::resolve_for_print(&args.target)
+    } else {
+        target::resolve(&args.target)
+    };
+    let pkg = match resolved {
         // First serve of a Hub package: install it (image and manifest; the weights follow
         // below as for any serve). `--print` has no side effects and `--local-only` stays off
         // the network, so both keep the refusal.

@@ -12,6 +12,9 @@ use tt_model_package::profile::{ServerCommand, wire_launch};
 /// The file name of a staged package's manifest.
 pub use tt_model_manifest::wire::MANIFEST_NAME as WIRE_MANIFEST;
 
+/// The tag `serve --print` shows for an image that `package` has not built yet.
+pub const UNBUILT_TAG: &str = "unbuilt";
+
 /// The revision served when the manifest pins none.
 const DEFAULT_REVISION: &str = "main";
 
@@ -57,7 +60,11 @@ pub struct Package {
 impl Package {
     /// Read and interpret a wire manifest.
     pub fn load(path: &Path) -> anyhow::Result<Package> {
-        let wire = WireManifest::read(path)?;
+        Package::from_wire(WireManifest::read(path)?, path)
+    }
+
+    /// Interpret a wire manifest read from `path`.
+    fn from_wire(wire: WireManifest, path: &Path) -> anyhow::Result<Package> {
         let profiles = wire
             .container
             .serve_profiles
@@ -90,6 +97,42 @@ impl Package {
             default_profile: wire.container.default_profile_name().to_string(),
             wire,
         })
+    }
+
+    /// An authoring manifest (`tt-model.yaml`) seen as the package `package` would stage from
+    /// it, for `serve --print` only: the image is the tag `package` gives, with the image id
+    /// it does not have yet shown as [`UNBUILT_TAG`].
+    pub fn from_authoring(path: &Path) -> anyhow::Result<Package> {
+        let (manifest, _warnings) =
+            tt_model_manifest::load_path(path, &tt_model_manifest::CheckOptions::default())
+                .map_err(|e| crate::UserError(e.to_string()))?;
+        let image = format!(
+            "{}/{}:{UNBUILT_TAG}",
+            tt_model_package::pipeline::IMAGE_REPOSITORY_PREFIX,
+            manifest.name
+        );
+        let wire = WireManifest::from_manifest(
+            &manifest,
+            tt_model_manifest::wire::WireBuild {
+                image: tt_model_manifest::ImageRef {
+                    registry: manifest.image.registry.clone(),
+                    repository: manifest.name.clone(),
+                    tag: Some(UNBUILT_TAG.into()),
+                    digest: None,
+                },
+                runtime: None,
+                built: tt_model_manifest::Built {
+                    image,
+                    ..Default::default()
+                },
+                producer: tt_model_manifest::Producer {
+                    tt_kernel_version: env!("CARGO_PKG_VERSION").into(),
+                    created_at: String::new(),
+                    hostname: String::new(),
+                },
+            },
+        );
+        Package::from_wire(wire, path)
     }
 
     /// The chosen profile, or a clear error listing the available ones.

@@ -56,9 +56,10 @@ fn is_authoring_yaml(p: &Path) -> bool {
 fn authoring_hint(p: &str) -> UserError {
     UserError(format!(
         "{p} is the AUTHORING manifest, which describes how to BUILD the image — serve needs the built package.\n  \
-         → build it:            tt-model package {p}\n  \
+         → build it:            tt-model package --container {p}\n  \
          → serve the result:    tt-model serve <out-dir>/<name>/{WIRE_MANIFEST}\n  \
-         → or a pulled package: tt-model serve <org>/<name>"
+         → or a pulled package: tt-model serve <org>/<name>\n  \
+         → see its argv now:    tt-model serve {p} --print"
     ))
 }
 
@@ -66,6 +67,24 @@ fn authoring_hint(p: &str) -> UserError {
 pub fn is_unpulled_repo(target: &str) -> bool {
     !Path::new(target).exists()
         && split_repo(target).is_some_and(|(id, _)| !pulled_manifest(&id).is_file())
+}
+
+/// For `serve --print`: an authoring manifest (`tt-model.yaml`, or a directory holding one
+/// and no staged package) prints the argv of the package it would make; anything else
+/// resolves as [`resolve`] does.
+pub fn resolve_for_print(target: &str) -> anyhow::Result<Package> {
+    let path = Path::new(target);
+    let authoring = if is_authoring_yaml(path) {
+        Some(path.to_path_buf())
+    } else if path.is_dir() && !path.join(WIRE_MANIFEST).is_file() {
+        Some(path.join("tt-model.yaml")).filter(|p| p.is_file())
+    } else {
+        None
+    };
+    match authoring {
+        Some(yaml) => Package::from_authoring(&yaml),
+        None => resolve(target),
+    }
 }
 
 /// Resolve a serve target to its package manifest.
