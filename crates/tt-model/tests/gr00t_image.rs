@@ -271,15 +271,7 @@ async fn gr00t_tiny_image_packages_serves_and_answers_like_the_reference() {
     assert_eq!(code, 200, "{resp}");
     let worst = check_actions(&resp["actions"], &case1_actions());
     eprintln!("MEASURED max |action - reference| = {worst:.3e}");
-    let rounds = 20;
-    let started = Instant::now();
-    for _ in 0..rounds {
-        assert_eq!(http(&port, "POST", "/predict", &body).0, 200);
-    }
-    eprintln!(
-        "MEASURED /predict round trip through the container's port: {:.2} ms mean of {rounds}",
-        started.elapsed().as_secs_f64() * 1e3 / rounds as f64
-    );
+    round_trips_vs_the_host(&port, &t, cargo, &body);
 
     // /info: the weights revision and the image's build facts.
     let (code, info) = http(&port, "GET", "/info", b"");
@@ -314,10 +306,103 @@ async fn gr00t_tiny_image_packages_serves_and_answers_like_the_reference() {
         "{err}"
     );
 
+    // The container's log is plain text (no colour codes when stderr is not a terminal).
+    let logs = run(&["logs", &m]);
+    let text = format!("{}{}", stdout(&logs), stderr(&logs));
+    assert!(text.contains("gr00t-server ready on"), "{text}");
+    assert!(!text.contains('\x1b'), "no ANSI escapes in the log: {text}");
+
     // stop; ps is empty.
     let stop = run(&["stop", &m]);
     assert!(stop.status.success(), "{}", stderr(&stop));
     assert!(client.container(container).await.unwrap().is_none());
     let ps = run(&["ps", "--json"]);
     assert_eq!(json(&ps), serde_json::json!([]), "{}", stdout(&ps));
+}
+
+/// The built binary: the file under the target directory whose sha256 is the recorded one.
+fn built_binary(sha256: &str) -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"));
+    std::fs::read_dir(&target)
+        .unwrap()
+        .filter_map(|e| Some(e.ok()?.path().join("release/gr00t-server")))
+        .find(|p| {
+            std::fs::read(p).is_ok_and(|b| {
+                use sha2_like::hex_sha256;
+                hex_sha256(&b) == sha256
+            })
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no gr00t-server with sha256 {sha256} under {}",
+                target.display()
+            )
+        })
+}
+
+/// sha256 without a dependency: `sha256sum` does it.
+mod sha2_like {
+    pub fn hex_sha256(bytes: &[u8]) -> String {
+        use std::io::Write;
+        let mut child = std::process::Command::new("sha256sum")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(bytes).unwrap();
+        let out = child.wait_with_output().unwrap();
+        String::from_utf8_lossy(&out.stdout)[..64].to_string()
+    }
+}
+
+/// The same /predict body to the container's published port and to the same binary run
+/// directly on the host, interleaved: the container's overhead as a ratio in one run.
+fn round_trips_vs_the_host(port: &str, tmp: &Path, cargo: &serde_json::Value, body: &[u8]) {
+    use std::io::BufRead;
+    let binary = built_binary(cargo["sha256"].as_str().unwrap());
+    let host_port = free_port();
+    let mut child = std::process::Command::new(&binary)
+        .args(["--host", "127.0.0.1", "--port", &host_port])
+        .env("HF_HUB_CACHE", tmp.join("hub"))
+        .env("TT_WEIGHTS_REPO", WEIGHTS_REPO)
+        .env("TT_WEIGHTS_REVISION", REVISION)
+        .env("GR00T_DIT_BACKEND", "cpu")
+        .env("GR00T_WARMUP_RUNS", "1")
+        .env("RUST_LOG", "warn")
+        .env_remove("GR00T_DEMO_DIR")
+        .env_remove("GR00T_TOKENIZER_DIR")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l.contains("gr00t-server ready on") => break,
+            Some(Ok(_)) => continue,
+            other => {
+                let _ = child.kill();
+                panic!("the host server exited before ready: {other:?}");
+            }
+        }
+    }
+    let rounds = 30;
+    let (mut in_container, mut on_host) = (0f64, 0f64);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        assert_eq!(http(port, "POST", "/predict", body).0, 200);
+        in_container += t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        assert_eq!(http(&host_port, "POST", "/predict", body).0, 200);
+        on_host += t.elapsed().as_secs_f64();
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    eprintln!(
+        "MEASURED /predict round trip, mean of {rounds} interleaved: container {:.2} ms, host {:.2} ms, ratio {:.2}",
+        in_container * 1e3 / rounds as f64,
+        on_host * 1e3 / rounds as f64,
+        in_container / on_host
+    );
 }

@@ -181,6 +181,12 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
 
     if args.print {
         // Deterministic and side-effect free: no preflight, port 20000, best-effort chips.
+        if pkg.image.ends_with(&format!(":{}", package::UNBUILT_TAG)) {
+            printer.warn(&format!(
+                "{} is not packaged yet: `{}` stands for the image `tt-model package --container` will tag",
+                args.target, pkg.image
+            ));
+        }
         let chips = if !card {
             Chips::None
         } else if let Some(ids) = requested {

@@ -1,0 +1,178 @@
+//! `runtime.cargo` builds on a real (tiny, dependency-free) Cargo workspace: the facts
+//! recorded for a static binary, the workspace's git state, and the compiler's first error
+//! when the code does not compile.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sha2::{Digest, Sha256};
+use tt_model_package::PackageError;
+use tt_model_package::cargo_bin::{build, elf_is_static};
+use tt_model_package::spec::CargoSpec;
+
+struct Workspace(PathBuf);
+
+impl Drop for Workspace {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A one-binary package `hello-srv` 0.3.1 whose `main` is `body`, with its lock file.
+fn workspace(tag: &str, body: &str) -> Workspace {
+    let dir = std::env::temp_dir().join(format!("tt-model-cargo-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::write(
+        dir.join("Cargo.toml"),
+        "[package]\nname = \"hello-srv\"\nversion = \"0.3.1\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("src/main.rs"), body).unwrap();
+    let lock = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(["generate-lockfile", "--offline"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        lock.status.success(),
+        "{}",
+        String::from_utf8_lossy(&lock.stderr)
+    );
+    Workspace(dir)
+}
+
+fn spec(dir: &Path, package: &str) -> CargoSpec {
+    CargoSpec {
+        workspace: dir.to_path_buf(),
+        package: package.into(),
+        bin: package.into(),
+        features: vec![],
+        image_path: format!("/usr/local/bin/{package}"),
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_static_binary_and_its_provenance() {
+    let ws = workspace(
+        "ok",
+        "fn main() { println!(\"hello from a static binary\"); }\n",
+    );
+    let mut log = Vec::new();
+    let out = build(&spec(&ws.0, "hello-srv"), &mut |l| log.push(l.to_owned())).unwrap();
+    let f = &out.facts;
+    assert_eq!(
+        (f.package.as_str(), f.version.as_str(), f.bin.as_str()),
+        ("hello-srv", "0.3.1", "hello-srv")
+    );
+    assert_eq!(f.path, "/usr/local/bin/hello-srv");
+    assert_eq!(f.profile, "release");
+    assert!(f.static_link && f.rustc.starts_with("rustc "), "{f:?}");
+    let bytes = std::fs::read(&out.binary).unwrap();
+    assert_eq!(elf_is_static(&bytes), Some(true), "no ELF interpreter");
+    assert_eq!(f.sha256, format!("{:x}", Sha256::digest(&bytes)));
+    assert_eq!(f.bytes, bytes.len() as u64);
+    let lock = std::fs::read(ws.0.join("Cargo.lock")).unwrap();
+    assert_eq!(f.cargo_lock_sha256, format!("{:x}", Sha256::digest(&lock)));
+    assert_eq!(f.workspace_commit, None, "not a git checkout");
+    assert!(
+        log[0]
+            .starts_with("+ cargo build --release --locked -p hello-srv --bin hello-srv --target "),
+        "{log:?}"
+    );
+    let run = Command::new(&out.binary).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "hello from a static binary\n"
+    );
+
+    // A git checkout: its commit, clean, then dirty once a tracked file changes.
+    git(&ws.0, &["init", "-q"]);
+    git(&ws.0, &["add", "-A"]);
+    git(&ws.0, &["commit", "-qm", "x"]);
+    let clean = build(&spec(&ws.0, "hello-srv"), &mut |_| {}).unwrap().facts;
+    assert_eq!(clean.workspace_commit.as_deref().map(str::len), Some(40));
+    assert!(!clean.workspace_dirty);
+    assert_eq!(
+        clean.sha256, f.sha256,
+        "a no-op rebuild gives the same bytes"
+    );
+    std::fs::write(
+        ws.0.join("src/main.rs"),
+        "fn main() { println!(\"changed\"); }\n",
+    )
+    .unwrap();
+    let dirty = build(&spec(&ws.0, "hello-srv"), &mut |_| {}).unwrap().facts;
+    assert!(dirty.workspace_dirty);
+    assert_ne!(dirty.sha256, f.sha256);
+}
+
+#[test]
+fn a_compile_error_stops_with_the_compilers_first_error() {
+    let ws = workspace(
+        "err",
+        "fn main() {\n    let x: u32 = \"text\";\n    let y: u8 = 1.5;\n}\n",
+    );
+    let err = build(&spec(&ws.0, "hello-srv"), &mut |_| {}).unwrap_err();
+    let PackageError::CargoBuild {
+        package,
+        first_error,
+    } = &err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(package, "hello-srv");
+    assert!(
+        first_error.starts_with("error[E0308]: mismatched types"),
+        "{first_error}"
+    );
+    assert!(
+        first_error.contains("src/main.rs:2:"),
+        "the first error: {first_error}"
+    );
+    assert!(
+        !first_error.contains("src/main.rs:3:"),
+        "only the first: {first_error}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("`runtime.cargo`: building `hello-srv` failed:\nerror[E0308]")
+    );
+}
+
+#[test]
+fn an_unknown_package_or_a_missing_workspace_is_named() {
+    let ws = workspace("pkg", "fn main() {}\n");
+    let err = build(&spec(&ws.0, "nope"), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("the workspace has no package `nope` (runtime.cargo.package)"),
+        "{err}"
+    );
+    let err = build(&spec(&ws.0.join("missing"), "x"), &mut |_| {})
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("has no Cargo.toml"), "{err}");
+}
