@@ -304,8 +304,24 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             });
             Ok(ExitStatus::Failure)
         }
+        Err(PackageError::CargoBuild {
+            package,
+            first_error,
+        }) => {
+            printer.fail(&DiagnosisCard {
+                cause: format!("`runtime.cargo`: the Rust package `{package}` did not compile"),
+                evidence: first_error.lines().map(|l| format!("| {l}")).collect(),
+                consequence: Some("nothing was built; the previous output is untouched".into()),
+                actions: vec![
+                    "fix the error above in the workspace `runtime.cargo.workspace` names".into(),
+                    format!("every compiler message: {}", log.display()),
+                ],
+            });
+            Ok(ExitStatus::Failure)
+        }
         Err(
             e @ (PackageError::Spec(_)
+            | PackageError::Cargo { .. }
             | PackageError::Unsupported(_)
             | PackageError::MetalTree { .. }
             | PackageError::MissingCode { .. }
