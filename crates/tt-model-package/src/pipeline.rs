@@ -273,8 +273,16 @@ pub async fn package(
     phases.start(Phase::Stage);
     fs::create_dir_all(&out_root).map_err(PackageError::io("Creating", &out_root))?;
     let out_dir = out_root.join(&spec.name);
+    // A killed run (SIGKILL, power loss) cannot clean up after itself; its owner pid in the
+    // folder name tells us it is gone.
+    for stale in crate::partials::sweep_stale(&out_root) {
+        phases.event(Event::Note(format!(
+            "removed {}, left by a run that was killed",
+            stale.display()
+        )));
+    }
     let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{}.partial-", spec.name))
+        .prefix(&crate::partials::partial_prefix(&spec.name))
         .tempdir_in(&out_root)
         .map_err(PackageError::io(
             "Creating a staging directory in",
