@@ -62,6 +62,7 @@ mod tests {
             ("Capabilities", CAPABILITY_KEYS),
             ("CardSettings", CARD_KEYS),
             ("License", LICENSE_KEYS),
+            ("ShellStep", SHELL_STEP_KEYS),
         ] {
             assert_eq!(
                 sorted(properties(&schema, Some(def))),

@@ -498,6 +498,14 @@ fn verify_entries_are_python_or_shell() {
 }
 
 #[test]
+fn a_shell_step_takes_only_sh() {
+    let d = one_error(&format!("{BASE}verify:\n  - {{sh: ls, cwd: /tmp}}\n"));
+    assert_eq!(d.code, "unknown-key");
+    assert_eq!(d.path, "verify[0].cwd");
+    assert_eq!(d.message, "unknown key `cwd` in `verify[0]`");
+}
+
+#[test]
 fn card_rules_and_normalisation() {
     let d = one_error(&format!("{BASE}card:\n  limitiations: x\n"));
     assert_eq!(d.label.as_deref(), Some("did you mean `limitations`?"));
