@@ -303,3 +303,26 @@ async fn full_size_corrupt_partial_is_hashed_and_deleted() {
         "the corrupt partial is deleted"
     );
 }
+
+/// huggingface.co answers an anonymous request for a repo that does not exist with 401 and
+/// `X-Error-Code: RepoNotFound`, as for a private one: that is "no such repo, or no access",
+/// not "gated".
+#[tokio::test]
+async fn anonymous_401_repo_not_found_is_not_called_gated() {
+    let server = HubServer::start(vec![repo()]).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut anonymous = env(&server, tmp.path());
+    anonymous.token = None;
+    let d = Downloader::new(anonymous);
+    let err = d
+        .snapshot("acme/nope", "main", &[], &[], &NoProgress)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, HubError::NotFound { status: 401, .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("no such repo, or no access"), "{text}");
+    assert!(!text.contains("gated"), "{text}");
+}
