@@ -56,7 +56,7 @@ fn is_authoring_yaml(p: &Path) -> bool {
 fn authoring_hint(p: &str) -> UserError {
     UserError(format!(
         "{p} is the AUTHORING manifest, which describes how to BUILD the image — serve needs the built package.\n  \
-         → build it:            tt-model package {p}\n  \
+         → build it:            tt-model package --container {p}\n  \
          → serve the result:    tt-model serve <out-dir>/<name>/{WIRE_MANIFEST}\n  \
          → or a pulled package: tt-model serve <org>/<name>"
     ))
@@ -140,6 +140,9 @@ mod tests {
         assert_eq!(split_repo("a/b/c"), None);
         let e = resolve("models/tt-model.yaml").unwrap_err().to_string();
         assert!(e.contains("is the AUTHORING manifest"), "{e}");
-        assert!(e.contains("tt-model package models/tt-model.yaml"));
+        assert!(
+            e.contains("tt-model package --container models/tt-model.yaml"),
+            "{e}"
+        );
     }
 }
