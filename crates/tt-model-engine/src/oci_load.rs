@@ -159,15 +159,17 @@ impl OciLayout {
         let index = read_json(&dir.join("index.json"))?;
         let (manifest_desc, ref_name) = choose_manifest(dir, &index, 0)?;
         let manifest_blob = descriptor(dir, &manifest_desc)?;
-        let manifest = read_json(&manifest_blob.path)?;
-        check_size(&manifest_blob)?;
+        // The manifest names every other blob, so it is trusted only once its bytes match
+        // the digest index.json gives it; the config (small, and what the engine keys the
+        // image on) likewise before any byte is streamed. Layers are hashed while streaming.
+        let manifest = read_verified_json(&manifest_blob)?;
         let config = descriptor(
             dir,
             manifest
                 .get("config")
                 .ok_or_else(|| bad("the image manifest has no config".into()))?,
         )?;
-        check_size(&config)?;
+        read_verified(&config)?;
         let mut layers = Vec::new();
         for l in manifest
             .get("layers")
@@ -303,7 +305,7 @@ fn choose_manifest(
             return Err(bad("indexes nest more than one level".into()));
         }
         let nested = descriptor(dir, chosen)?;
-        let (desc, inner_ref) = choose_manifest(dir, &read_json(&nested.path)?, depth + 1)?;
+        let (desc, inner_ref) = choose_manifest(dir, &read_verified_json(&nested)?, depth + 1)?;
         return Ok((desc, inner_ref.or(ref_name)));
     }
     Ok((chosen.clone(), ref_name))
@@ -341,6 +343,33 @@ fn read_json(path: &Path) -> Result<Value, LoadError> {
     })?;
     serde_json::from_slice(&bytes).map_err(|e| LoadError::BadLayout {
         path: path.to_path_buf(),
+        detail: format!("not JSON: {e}"),
+    })
+}
+
+/// A whole blob's bytes, refused unless they have its descriptor's size and digest.
+fn read_verified(blob: &Blob) -> Result<Vec<u8>, LoadError> {
+    check_size(blob)?;
+    let bytes = fs::read(&blob.path).map_err(|source| LoadError::Read {
+        path: blob.path.clone(),
+        source,
+    })?;
+    let found = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
+    if found != blob.digest {
+        return Err(LoadError::BlobDigest {
+            path: blob.path.clone(),
+            digest: blob.digest.clone(),
+            found,
+        });
+    }
+    Ok(bytes)
+}
+
+/// A JSON blob (index or manifest), parsed only after its digest checks out.
+fn read_verified_json(blob: &Blob) -> Result<Value, LoadError> {
+    let bytes = read_verified(blob)?;
+    serde_json::from_slice(&bytes).map_err(|e| LoadError::BadLayout {
+        path: blob.path.clone(),
         detail: format!("not JSON: {e}"),
     })
 }
@@ -664,6 +693,53 @@ mod tests {
                 .unwrap()
                 .len()
         );
+    }
+
+    /// Flips one byte of `path` in place (same size): `needle`'s first byte becomes `to`,
+    /// so JSON stays JSON and only a hash can tell.
+    fn flip_in_place(path: &Path, needle: &[u8], to: u8) {
+        let mut bytes = fs::read(path).unwrap();
+        let at = bytes
+            .windows(needle.len())
+            .position(|w| w == needle)
+            .expect("needle present");
+        bytes[at] = to;
+        fs::write(path, &bytes).unwrap();
+    }
+
+    fn blob_path(dir: &Path, digest: &str) -> PathBuf {
+        dir.join("oci/blobs/sha256")
+            .join(digest.trim_start_matches("sha256:"))
+    }
+
+    #[test]
+    fn a_same_size_corrupt_config_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = saved_layout(dir.path());
+        flip_in_place(&blob_path(dir.path(), &out.config_digest), b"amd64", b'b');
+        let err = OciLayout::open(&dir.path().join("oci")).unwrap_err();
+        assert!(
+            matches!(&err, LoadError::BlobDigest { digest, .. } if *digest == out.config_digest),
+            "{err}"
+        );
+        assert!(err.to_string().contains(&out.config_digest), "{err}");
+    }
+
+    #[test]
+    fn a_same_size_corrupt_manifest_is_refused_at_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = saved_layout(dir.path());
+        let manifest = blob_path(dir.path(), &out.manifest_digest);
+        flip_in_place(&manifest, b"application", b'b');
+        // Still a well-formed manifest: only its digest betrays it.
+        let text: Value = serde_json::from_slice(&fs::read(&manifest).unwrap()).unwrap();
+        assert!(text.get("config").is_some());
+        let err = OciLayout::open(&dir.path().join("oci")).unwrap_err();
+        assert!(
+            matches!(&err, LoadError::BlobDigest { digest, .. } if *digest == out.manifest_digest),
+            "{err}"
+        );
+        assert!(err.to_string().contains(&out.manifest_digest), "{err}");
     }
 
     #[test]

@@ -41,10 +41,12 @@ pub struct OneShotResult {
     pub output: String,
 }
 
-impl Client {
-    /// Runs `spec` to completion and removes the container.
-    pub async fn run_to_completion(&self, spec: &OneShot) -> Result<OneShotResult, EngineError> {
-        let body = ContainerCreateBody {
+impl OneShot {
+    /// The engine's create request for this run: a pure function of the spec, so what the
+    /// container may reach (user, network, devices, mounts) can be asserted without an engine.
+    pub fn create_body(&self) -> ContainerCreateBody {
+        let spec = self;
+        ContainerCreateBody {
             image: Some(spec.image.clone()),
             entrypoint: spec.entrypoint.clone(),
             cmd: Some(spec.cmd.clone()),
@@ -63,7 +65,14 @@ impl Client {
                 ..Default::default()
             }),
             ..Default::default()
-        };
+        }
+    }
+}
+
+impl Client {
+    /// Runs `spec` to completion and removes the container.
+    pub async fn run_to_completion(&self, spec: &OneShot) -> Result<OneShotResult, EngineError> {
+        let body = spec.create_body();
         let created = self
             .docker()
             .create_container(None::<CreateContainerOptions>, body)
@@ -141,5 +150,26 @@ impl Client {
             output.push_str(&String::from_utf8_lossy(&frame.into_bytes()));
         }
         Ok(OneShotResult { exit_code, output })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_default_spec_is_hermetic() {
+        let body = OneShot {
+            image: "img".into(),
+            ..Default::default()
+        }
+        .create_body();
+        let host = body.host_config.expect("host config");
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        assert_eq!(body.network_disabled, Some(true));
+        assert_eq!(host.devices, Some(vec![]));
+        assert_eq!(host.binds, Some(vec![]));
+        assert_eq!(host.privileged, None);
+        assert_eq!(host.init, Some(true));
     }
 }

@@ -132,22 +132,50 @@ pub(crate) fn check_status(
     repo: &str,
     rev: &str,
 ) -> Result<(), HubError> {
-    let s = resp.status().as_u16();
-    match s {
-        200..=299 => Ok(()),
-        401 | 403 => Err(HubError::Unauthorized {
-            repo: repo.to_string(),
-            status: s,
-        }),
-        404 => Err(HubError::NotFound {
-            repo: repo.to_string(),
-            revision: rev.to_string(),
-            endpoint: env.endpoint.clone(),
-        }),
-        _ => Err(HubError::Http {
-            url: url.to_string(),
-            status: s,
-        }),
+    let code = resp
+        .headers()
+        .get("x-error-code")
+        .and_then(|v| v.to_str().ok());
+    let answer = HubAnswer {
+        status: resp.status().as_u16(),
+        error_code: code,
+        token_sent: env.token.is_some(),
+    };
+    answer.check(url, &env.endpoint, repo, rev)
+}
+
+/// What the Hub said about a request, as far as classifying a refusal goes.
+#[derive(Debug, Clone, Copy)]
+pub struct HubAnswer<'a> {
+    pub status: u16,
+    /// The `X-Error-Code` header (`RepoNotFound`, `GatedRepo`, `EntryNotFound`, …).
+    pub error_code: Option<&'a str>,
+    /// Whether the request carried a token.
+    pub token_sent: bool,
+}
+
+impl HubAnswer<'_> {
+    /// The error code decides before the status, as in the original's `classify_hub_error`:
+    /// the Hub answers an anonymous request for a repo that does not exist with 401 and
+    /// `RepoNotFound`, exactly as for a private one, so that 401 says nothing about gating.
+    pub fn check(&self, url: &str, endpoint: &str, repo: &str, rev: &str) -> Result<(), HubError> {
+        let (repo, status) = (repo.to_string(), self.status);
+        match (self.status, self.error_code) {
+            (200..=299, _) => Ok(()),
+            (_, Some("RepoNotFound")) | (404, _) => Err(HubError::NotFound {
+                repo,
+                revision: rev.to_string(),
+                endpoint: endpoint.to_string(),
+                status,
+            }),
+            (_, Some("GatedRepo")) => Err(HubError::Gated { repo, status }),
+            (401, _) if self.token_sent => Err(HubError::TokenRejected { repo }),
+            (401 | 403, _) => Err(HubError::Unauthorized { repo, status }),
+            _ => Err(HubError::Http {
+                url: url.to_string(),
+                status,
+            }),
+        }
     }
 }
 
@@ -166,6 +194,64 @@ mod tests {
         assert_eq!(info.siblings[1].etag(), Some("s2"));
         assert_eq!(info.siblings[2].etag(), Some("s3"));
         assert_eq!(info.siblings[2].byte_size(), Some(5));
+    }
+
+    fn classify(status: u16, error_code: Option<&str>, token_sent: bool) -> HubError {
+        HubAnswer {
+            status,
+            error_code,
+            token_sent,
+        }
+        .check("http://h/x", "http://h", "o/n", "main")
+        .unwrap_err()
+    }
+
+    /// The original's classification matrix: the error code first, then the status.
+    #[test]
+    fn refusals_are_classified_by_error_code_then_status() {
+        // An anonymous 401 with RepoNotFound: the repo may simply not exist.
+        let e = classify(401, Some("RepoNotFound"), false);
+        assert!(matches!(e, HubError::NotFound { status: 401, .. }), "{e:?}");
+        let text = e.to_string();
+        assert!(text.contains("no such repo, or no access"), "{text}");
+        assert!(!text.contains("gated"), "{text}");
+        assert!(matches!(
+            classify(404, Some("RepoNotFound"), true),
+            HubError::NotFound { status: 404, .. }
+        ));
+        assert!(matches!(
+            classify(404, None, false),
+            HubError::NotFound { .. }
+        ));
+        assert!(matches!(
+            classify(403, Some("GatedRepo"), true),
+            HubError::Gated { .. }
+        ));
+        assert!(matches!(
+            classify(401, None, true),
+            HubError::TokenRejected { .. }
+        ));
+        assert!(matches!(
+            classify(401, None, false),
+            HubError::Unauthorized { status: 401, .. }
+        ));
+        assert!(matches!(
+            classify(403, None, true),
+            HubError::Unauthorized { status: 403, .. }
+        ));
+        assert!(matches!(
+            classify(500, None, true),
+            HubError::Http { status: 500, .. }
+        ));
+        assert!(
+            HubAnswer {
+                status: 206,
+                error_code: None,
+                token_sent: false
+            }
+            .check("u", "e", "o/n", "main")
+            .is_ok()
+        );
     }
 
     #[test]

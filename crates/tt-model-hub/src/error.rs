@@ -20,15 +20,24 @@ pub enum HubError {
         #[source]
         source: reqwest::Error,
     },
-    #[error("{repo}@{revision} was not found on {endpoint} (404): check the repo id and revision")]
+    /// A 404, or any refusal the Hub tags `RepoNotFound` (its answer to an anonymous request
+    /// for a private repo and for one that does not exist alike).
+    #[error(
+        "{repo}@{revision} was not found on {endpoint} ({status}): no such repo, or no access to it; check the repo id and revision (a private repo needs HF_TOKEN set to a token that can read it)"
+    )]
     NotFound {
         repo: String,
         revision: String,
         endpoint: String,
+        status: u16,
     },
     #[error(
-        "access to {repo} was refused ({status}): the repo is gated or private; set HF_TOKEN to a token that can read it"
+        "{repo} is gated and you do not have access ({status}): request access on its Hub page, with HF_TOKEN set to that account's token"
     )]
+    Gated { repo: String, status: u16 },
+    #[error("the Hub rejected HF_TOKEN for {repo} (401): the token is invalid or expired")]
+    TokenRejected { repo: String },
+    #[error("access to {repo} was refused ({status}): set HF_TOKEN to a token that can read it")]
     Unauthorized { repo: String, status: u16 },
     #[error("the Hub answered {status} for {url}")]
     Http { url: String, status: u16 },

@@ -205,6 +205,14 @@ async fn revision(
         &h,
     );
     let Some(r) = find(&s, &org, &name, &rev) else {
+        if !s.repos.contains_key(&format!("{org}/{name}")) && !h.contains_key(header::AUTHORIZATION)
+        {
+            // huggingface.co answers an anonymous request for an unknown (or private) repo
+            // with 401, not 404; only the error code says what it is.
+            let mut r = not_found("Repository not found");
+            *r.status_mut() = StatusCode::UNAUTHORIZED;
+            return r;
+        }
         return not_found("Repository not found");
     };
     let blobs = q.get("blobs").is_some_and(|v| v == "true");

@@ -266,3 +266,63 @@ async fn unknown_repo_and_no_space_are_clear_errors() {
         LocalStatus::Missing
     );
 }
+
+/// A partial of exactly the file's size (left by a kill between the last byte and the rename)
+/// is hashed like any other download: a flipped byte is fatal, names the file, and the partial
+/// is deleted instead of being promoted to a blob.
+#[tokio::test]
+async fn full_size_corrupt_partial_is_hashed_and_deleted() {
+    let server = HubServer::start(vec![repo()]).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Downloader::new(env(&server, tmp.path()));
+    let only = ["model.safetensors".to_string()];
+    let plan = d.plan("acme/tiny-model", "main", &only, &[]).await.unwrap();
+    let f = &plan.files[0];
+    let rc = d.cache().repo("acme/tiny-model").unwrap();
+    std::fs::create_dir_all(rc.blobs_dir()).unwrap();
+    let mut flipped = weights();
+    flipped[4242] ^= 0x01;
+    std::fs::write(rc.incomplete_path(&f.etag), &flipped).unwrap();
+
+    let plan = d.plan("acme/tiny-model", "main", &only, &[]).await.unwrap();
+    let err = d.download(&plan, &NoProgress).await.unwrap_err();
+    match &err {
+        HubError::ShaMismatch { file, kind, .. } => {
+            assert_eq!(file, "model.safetensors");
+            assert_eq!(*kind, HashKind::LfsSha256);
+        }
+        other => panic!("expected ShaMismatch, got {other:?}"),
+    }
+    assert!(err.to_string().contains("model.safetensors"));
+    assert!(
+        !rc.blob_path(&f.etag).exists(),
+        "no blob from a corrupt partial"
+    );
+    assert!(
+        !rc.incomplete_path(&f.etag).exists(),
+        "the corrupt partial is deleted"
+    );
+}
+
+/// huggingface.co answers an anonymous request for a repo that does not exist with 401 and
+/// `X-Error-Code: RepoNotFound`, as for a private one: that is "no such repo, or no access",
+/// not "gated".
+#[tokio::test]
+async fn anonymous_401_repo_not_found_is_not_called_gated() {
+    let server = HubServer::start(vec![repo()]).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut anonymous = env(&server, tmp.path());
+    anonymous.token = None;
+    let d = Downloader::new(anonymous);
+    let err = d
+        .snapshot("acme/nope", "main", &[], &[], &NoProgress)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, HubError::NotFound { status: 401, .. }),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(text.contains("no such repo, or no access"), "{text}");
+    assert!(!text.contains("gated"), "{text}");
+}

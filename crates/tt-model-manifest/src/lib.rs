@@ -101,12 +101,19 @@ pub fn check_str(src: &str, options: &CheckOptions) -> Report {
     let mut cx = decode::Cx::new(src);
     let decoded = <Manifest as decode::FromNode>::from_node(&root, "", &mut cx);
     let mut diagnostics = cx.diags;
+    let schema_one = validate::legacy::schema_one(&root, src);
+    if let Some(d) = &schema_one {
+        // Its `type` key and integer schema are what the finding explains.
+        diagnostics.retain(|x| !(x.path == "type" || x.path == "schema"));
+        diagnostics.push(d.clone());
+    }
     if let Some(manifest) = &decoded {
         diagnostics.extend(validate::validate(
             manifest,
             &root,
             src,
             options.sources_base.as_deref(),
+            schema_one.is_some(),
         ));
     }
     drop_explained_by_typos(&mut diagnostics);

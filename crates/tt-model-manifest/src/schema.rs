@@ -63,6 +63,7 @@ mod tests {
             ("CardSettings", CARD_KEYS),
             ("License", LICENSE_KEYS),
             ("CargoBinary", CARGO_KEYS),
+            ("ShellStep", SHELL_STEP_KEYS),
         ] {
             assert_eq!(
                 sorted(properties(&schema, Some(def))),

@@ -564,6 +564,73 @@ fn verify_entries_are_python_or_shell() {
 }
 
 #[test]
+fn a_shell_step_takes_only_sh() {
+    let d = one_error(&format!("{BASE}verify:\n  - {{sh: ls, cwd: /tmp}}\n"));
+    assert_eq!(d.code, "unknown-key");
+    assert_eq!(d.path, "verify[0].cwd");
+    assert_eq!(d.message, "unknown key `cwd` in `verify[0]`");
+}
+
+#[test]
+fn a_placeholder_revision_is_called_a_placeholder() {
+    for rev in ["\"<sha>\"", "\"{commit}\"", "TODO", "xxxxxxxx"] {
+        let w = warnings(&edit(
+            "revision: 0123456789abcdef0123456789abcdef01234567",
+            &format!("revision: {rev}"),
+        ));
+        assert_eq!(w.len(), 1, "{rev}: {w:#?}");
+        assert!(
+            w[0].contains("is a placeholder, not a revision"),
+            "{rev}: {w:#?}"
+        );
+        assert!(!w[0].contains("branch or tag"), "{rev}: {w:#?}");
+    }
+    // A branch name is still a branch that can move.
+    let w = warnings(&edit(
+        "revision: 0123456789abcdef0123456789abcdef01234567",
+        "revision: v1.2",
+    ));
+    assert!(w[0].contains("a branch or tag can move"), "{w:#?}");
+}
+
+#[test]
+fn a_schema_1_manifest_is_named_and_ported_not_judged_as_vllm_plugin() {
+    let src = r#"schema: 1
+repo: acme/m
+name: m
+type: vllm
+weights: acme/w
+arch: blackhole
+source: {tt_metal: tt, code: [models/m], ubuntu: "22.04", python: "3.12"}
+serve_profiles:
+  - {name: p150, hardware: p150, mesh_device: P150}
+"#;
+    let report = check(src);
+    let errs: Vec<_> = report.diagnostics.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errs.len(), 1, "{:#?}", report.diagnostics);
+    let d = errs[0];
+    assert_eq!(d.code, "schema-1");
+    assert_eq!(d.path, "type");
+    assert!(d.message.contains("schema-1 manifest"), "{}", d.message);
+    assert_eq!(d.label.as_deref(), Some("write `kind: vllm-plugin`"));
+    let help = d.help.as_deref().unwrap();
+    assert!(
+        help.contains("`type: vllm` is `kind: vllm-plugin`"),
+        "{help}"
+    );
+    assert!(
+        help.contains("`type: vllm-legacy` is `kind: vllm-fork`"),
+        "{help}"
+    );
+    assert!(report.manifest.is_none());
+
+    let legacy = check(&src.replace("type: vllm", "type: vllm-legacy"));
+    let errs: Vec<_> = legacy.diagnostics.iter().filter(|d| d.is_error()).collect();
+    assert_eq!(errs.len(), 1, "{:#?}", legacy.diagnostics);
+    assert_eq!(errs[0].label.as_deref(), Some("write `kind: vllm-fork`"));
+}
+
+#[test]
 fn card_rules_and_normalisation() {
     let d = one_error(&format!("{BASE}card:\n  limitiations: x\n"));
     assert_eq!(d.label.as_deref(), Some("did you mean `limitations`?"));

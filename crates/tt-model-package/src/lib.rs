@@ -16,6 +16,7 @@ pub mod from_manifest;
 pub mod git;
 pub mod launcher;
 pub mod lock;
+pub mod partials;
 pub mod pipeline;
 pub mod profile;
 pub mod report;

@@ -275,8 +275,16 @@ pub async fn package(
     phases.start(Phase::Stage);
     fs::create_dir_all(&out_root).map_err(PackageError::io("Creating", &out_root))?;
     let out_dir = out_root.join(&spec.name);
+    // A killed run (SIGKILL, power loss) cannot clean up after itself; its owner pid in the
+    // folder name tells us it is gone.
+    for stale in crate::partials::sweep_stale(&out_root) {
+        phases.event(Event::Note(format!(
+            "removed {}, left by a run that was killed",
+            stale.display()
+        )));
+    }
     let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{}.partial-", spec.name))
+        .prefix(&crate::partials::partial_prefix(&spec.name))
         .tempdir_in(&out_root)
         .map_err(PackageError::io(
             "Creating a staging directory in",
@@ -491,15 +499,7 @@ pub async fn package(
         rendered.checks.len()
     } else {
         let run = client
-            .run_to_completion(&OneShot {
-                image: image_id.clone(),
-                entrypoint: Some(vec![]),
-                cmd: vec!["sh".into(), "/usr/local/share/tt-model/verify.sh".into()],
-                user: Some("1000:1000".into()),
-                env: vec![],
-                network_mode: Some("none".into()),
-                label: Some((labels::NAME.to_string(), format!("{}-verify", spec.name))),
-            })
+            .run_to_completion(&verify_run(&image_id, &spec.name))
             .await?;
         for line in run.output.lines() {
             log.line(line);
@@ -654,6 +654,36 @@ for d in md.distributions():
     print(f"{name}=={d.version}\t{'local' if local else 'index'}")
 "#;
 
+/// The runtime user of every packaged image (`tt`); the one-shot checks run as it too.
+pub const RUNTIME_USER: &str = "1000:1000";
+
+/// The one-shot verify container: `verify.sh` as the runtime user, no network, no devices,
+/// no mounts. Isolation is stated here, not inherited from the Dockerfile's `USER` line,
+/// which a base image or a template change could lose.
+pub fn verify_run(image: &str, name: &str) -> OneShot {
+    OneShot {
+        image: image.to_string(),
+        entrypoint: Some(vec![]),
+        cmd: vec!["sh".into(), "/usr/local/share/tt-model/verify.sh".into()],
+        user: Some(RUNTIME_USER.into()),
+        env: vec![],
+        network_mode: Some("none".into()),
+        label: Some((labels::NAME.to_string(), format!("{name}-verify"))),
+    }
+}
+
+/// The one-shot freeze container (the venv's distributions), isolated as [`verify_run`].
+pub fn freeze_run(image: &str) -> OneShot {
+    OneShot {
+        image: image.to_string(),
+        entrypoint: Some(vec!["/opt/tt-venv/bin/python".into()]),
+        cmd: vec!["-c".into(), FREEZE_SCRIPT.into()],
+        user: Some(RUNTIME_USER.into()),
+        network_mode: Some("none".into()),
+        ..Default::default()
+    }
+}
+
 /// Freezes the image's venv into a lock (index-origin distributions, minus the kind's
 /// excludes), or notes that the image has no Python environment.
 async fn freeze_lock(
@@ -667,16 +697,7 @@ async fn freeze_lock(
             spec.name
         ));
     }
-    let run = client
-        .run_to_completion(&OneShot {
-            image: image.to_string(),
-            entrypoint: Some(vec!["/opt/tt-venv/bin/python".into()]),
-            cmd: vec!["-c".into(), FREEZE_SCRIPT.into()],
-            user: Some("1000:1000".into()),
-            network_mode: Some("none".into()),
-            ..Default::default()
-        })
-        .await?;
+    let run = client.run_to_completion(&freeze_run(image)).await?;
     if run.exit_code != 0 {
         return Err(PackageError::Spec(format!(
             "freezing the image's Python environment failed (exit {}): {}",
@@ -688,4 +709,35 @@ async fn freeze_lock(
         &run.output,
         crate::launcher::lock_excludes(spec.kind),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the engine is asked for, not what the image's Dockerfile happens to say: the
+    /// verify and freeze containers run as 1000:1000, without network, devices or mounts.
+    #[test]
+    fn verify_and_freeze_containers_are_isolated_by_their_spec() {
+        for (what, run) in [
+            ("verify", verify_run("sha256:abc", "demo")),
+            ("freeze", freeze_run("sha256:abc")),
+        ] {
+            let body = run.create_body();
+            assert_eq!(body.image.as_deref(), Some("sha256:abc"), "{what}");
+            assert_eq!(body.user.as_deref(), Some("1000:1000"), "{what}");
+            assert_eq!(body.network_disabled, Some(true), "{what}");
+            let host = body.host_config.expect("host config");
+            assert_eq!(host.network_mode.as_deref(), Some("none"), "{what}");
+            assert!(host.devices.unwrap_or_default().is_empty(), "{what}");
+            assert!(
+                host.device_requests.unwrap_or_default().is_empty(),
+                "{what}"
+            );
+            assert!(host.binds.unwrap_or_default().is_empty(), "{what}");
+            assert!(host.mounts.unwrap_or_default().is_empty(), "{what}");
+            assert_ne!(host.privileged, Some(true), "{what}");
+            assert!(host.cap_add.unwrap_or_default().is_empty(), "{what}");
+        }
+    }
 }

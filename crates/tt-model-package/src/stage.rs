@@ -232,6 +232,10 @@ pub fn stage_code(
                 root: root.to_path_buf(),
             });
         }
+        // `PackageSpec` is public: the lint's refusal of `..` is not ours to rely on, and a
+        // symlink on the way can leave the root as surely as `..` does.
+        let real_root = fs::canonicalize(root).map_err(PackageError::io("Resolving", root))?;
+        inside_root(field, entry, &source, &real_root)?;
         let walker = walkdir::WalkDir::new(&source)
             .follow_links(true)
             .sort_by_file_name()
@@ -240,8 +244,6 @@ pub fn stage_code(
                 let ignored = e.depth() > 0 && code_ignored(&e.file_name().to_string_lossy());
                 !ignored
             });
-        // Report what the ignore list drops (walk the pruned names separately: cheap, shallow).
-        collect_ignored(&source, rel, &mut stage.ignored);
         for item in walker {
             let item = item.map_err(|e| PackageError::Io {
                 action: "Walking",
@@ -250,6 +252,10 @@ pub fn stage_code(
                     .into_io_error()
                     .unwrap_or_else(|| std::io::Error::other("symlink loop")),
             })?;
+            if item.path_is_symlink() {
+                // Checked before the walk descends into it, so nothing outside is read.
+                inside_root(field, entry, item.path(), &real_root)?;
+            }
             if !item.file_type().is_file() {
                 continue;
             }
@@ -266,12 +272,35 @@ pub fn stage_code(
             stage.bytes += record.size;
             stage.files.push(record);
         }
+        // Report what the ignore list drops (walk the pruned names separately: cheap, shallow;
+        // after the walk above, which refused any way out of the root).
+        collect_ignored(&source, rel, &mut stage.ignored);
     }
     stage.files.sort();
     stage.ignored.sort();
     stage.ignored.dedup();
     stage.digest = tree_digest(&stage.files);
     Ok(stage)
+}
+
+/// Refuses `path` when it resolves (through any symlink) outside `real_root`, which must be
+/// canonical.
+fn inside_root(
+    field: &'static str,
+    entry: &str,
+    path: &Path,
+    real_root: &Path,
+) -> Result<(), PackageError> {
+    let real = fs::canonicalize(path).map_err(PackageError::io("Resolving", path))?;
+    if real.starts_with(real_root) {
+        return Ok(());
+    }
+    Err(PackageError::Spec(format!(
+        "`{field}` entry `{entry}` leaves its root {}: {} resolves to {}; only files inside the root ship",
+        real_root.display(),
+        path.display(),
+        real.display()
+    )))
 }
 
 fn collect_ignored(source: &Path, rel: &str, out: &mut Vec<String>) {

@@ -19,7 +19,7 @@ pub use serve::{
     CAPABILITY_KEYS, Capabilities, PROFILE_KEYS, SERVE_KEYS, ServeArg, ServeProfile, ServeSettings,
 };
 pub use source::{CodeRoot, EXTRA_CODE_KEYS, ExtraCode, GIT_KEYS, GitSource, SOURCE_KEYS, Source};
-pub use verify::{ShellStep, VerifyStep};
+pub use verify::{SHELL_STEP_KEYS, ShellStep, VerifyStep};
 pub use weights::{WEIGHTS_KEYS, WeightsSource, WeightsSpec};
 
 use crate::decode::{Cx, Fields, FromNode, one_of};

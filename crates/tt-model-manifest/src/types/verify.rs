@@ -25,6 +25,9 @@ pub struct ShellStep {
     pub sh: String,
 }
 
+/// The keys `{sh: …}` accepts; the schema test holds [`ShellStep`]'s fields to this list.
+pub const SHELL_STEP_KEYS: &[&str] = &["sh"];
+
 impl VerifyStep {
     /// The statement or command text.
     pub fn text(&self) -> &str {
@@ -39,7 +42,7 @@ impl FromNode for VerifyStep {
     fn from_node(node: &Node, path: &str, cx: &mut Cx<'_>) -> Option<Self> {
         match &node.value {
             Value::Map(_) => {
-                let f = Fields::new(node, path, &["sh"], cx)?;
+                let f = Fields::new(node, path, SHELL_STEP_KEYS, cx)?;
                 let sh = f.req("sh", cx)?;
                 Some(VerifyStep::Shell(ShellStep { sh }))
             }

@@ -5,6 +5,7 @@
 //! Every check is a small function that appends [`Diagnostic`]s; none stops the others.
 
 pub mod hardware;
+pub(crate) mod legacy;
 mod rules;
 mod runtime;
 mod sources;
@@ -22,6 +23,9 @@ pub(crate) struct Checker<'a> {
     pub root: &'a Node,
     pub src: &'a str,
     pub out: Vec<Diagnostic>,
+    /// False for a schema-1 manifest: its `kind` is the default, not the author's choice, so
+    /// checks that depend on the kind are skipped.
+    pub kind_known: bool,
 }
 
 impl Checker<'_> {
@@ -67,18 +71,25 @@ pub(crate) fn validate(
     root: &Node,
     src: &str,
     sources_base: Option<&Path>,
+    schema_one: bool,
 ) -> Vec<Diagnostic> {
     let mut c = Checker {
         m,
         root,
         src,
         out: Vec::new(),
+        kind_known: !schema_one,
     };
-    rules::schema(&mut c);
+    // A schema-1 manifest already has its one finding about the schema.
+    if !schema_one {
+        rules::schema(&mut c);
+    }
     rules::repo_and_name(&mut c);
     rules::weights(&mut c);
     rules::profiles(&mut c);
-    runtime::check(&mut c);
+    if c.kind_known {
+        runtime::check(&mut c);
+    }
     rules::source_shape(&mut c);
     rules::verify(&mut c);
     rules::card(&mut c);

@@ -177,7 +177,7 @@ pub(super) fn profiles(c: &mut Checker<'_>) {
         let eff = merge_settings(&c.m.serve, &profile.settings);
         let name = profile.name.clone();
         let mut required = vec!["hardware", "mesh_device"];
-        if c.m.kind.is_vllm() {
+        if c.kind_known && c.m.kind.is_vllm() {
             required.extend(["max_num_seqs", "block_size"]);
         }
         for field in required {

@@ -55,6 +55,14 @@ fn revisions(c: &mut Checker<'_>) {
                     )
                     .help = Some("add `revision: <40-hex commit>`".to_owned());
                 }
+                Some(rev) if is_placeholder(rev) => {
+                    c.warning(
+                        "unpinned-weights",
+                        &format!("{path}.revision"),
+                        format!("{path}.revision '{rev}' is a placeholder, not a revision; the Hub will not resolve it until it is filled in"),
+                    )
+                    .help = Some("replace it with the 40-hex commit sha the model was validated with".to_owned());
+                }
                 Some(rev) if !is_commit(rev) => {
                     c.warning(
                         "unpinned-weights",
@@ -67,6 +75,17 @@ fn revisions(c: &mut Checker<'_>) {
             },
         }
     }
+}
+
+/// A template's stand-in left unfilled (`<sha>`, `{commit}`, `${REV}`, `TODO`, `xxxx`):
+/// no branch or tag name looks like this.
+pub(crate) fn is_placeholder(rev: &str) -> bool {
+    let r = rev.trim();
+    r.is_empty()
+        || r.contains(['<', '>', '{', '}', '$'])
+        || r.contains("...")
+        || ["todo", "fixme", "tbd"].contains(&r.to_ascii_lowercase().as_str())
+        || r.chars().all(|ch| ch == 'x' || ch == 'X')
 }
 
 fn env_contradictions(c: &mut Checker<'_>) {

@@ -18,6 +18,7 @@ use tt_model_engine::localdb::Source;
 use tt_model_hub::Downloader;
 use tt_model_hub::env::HubEnv;
 
+use super::serve::image::Via;
 use super::serve::package::{Package, WIRE_MANIFEST};
 use super::serve::weights::{self, ByteBar, human_bytes};
 use super::serve::{host, image, installed, target};
@@ -56,6 +57,19 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
             let _ = std::fs::remove_file(&tmp);
             anyhow::anyhow!("cannot write {}: {e}", path.display())
         })
+}
+
+/// Removes the pull cache's copy of `id` (warns when it cannot).
+fn drop_download(dl: &Downloader, id: &str, printer: &Printer) {
+    if let Ok(repo) = dl.cache().repo(id)
+        && repo.dir.exists()
+        && let Err(e) = std::fs::remove_dir_all(&repo.dir)
+    {
+        printer.warn(&format!(
+            "the downloaded layout could not be removed ({}): {e}",
+            repo.dir.display()
+        ));
+    }
 }
 
 /// Installs `target` (`org/name[@rev]`) and returns the installed package. `serve` calls this
@@ -149,7 +163,22 @@ pub(crate) async fn pull(
             Some(dir)
         }
     };
-    let loaded = image::ensure_from(&client, &pkg, layout.as_deref(), printer).await?;
+    let loaded = match image::ensure_from(
+        &client,
+        &pkg,
+        layout.as_deref(),
+        Via::Pull { id: &id },
+        printer,
+    )
+    .await
+    {
+        Ok(l) => l,
+        Err(e) => {
+            // A blob that failed to load must not be trusted by the next pull.
+            drop_download(&dl, &id, printer);
+            return Err(e);
+        }
+    };
 
     // 3. Install: the manifest, then the database entry.
     let installed_path = target::pulled_manifest(&id);
@@ -163,14 +192,7 @@ pub(crate) async fn pull(
     installed::db().record(entry)?;
 
     // 4. The layout has served its purpose.
-    if let Ok(repo) = dl.cache().repo(&id)
-        && let Err(e) = std::fs::remove_dir_all(&repo.dir)
-    {
-        printer.warn(&format!(
-            "the downloaded layout could not be removed ({}): {e}",
-            repo.dir.display()
-        ));
-    }
+    drop_download(&dl, &id, printer);
     if with_weights {
         if let Some(w) = &pkg.weights {
             weights::ensure(w, false, false, printer).await?;

@@ -246,7 +246,7 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
                 super::pull::pull(&format!("{id}@{rev}"), false, printer).await?;
                 image::ensure(&client, &pkg, printer).await.map_err(|e| {
                     UserError(format!(
-                        "re-pulled {id}@{rev} but image {} is still not usable: {e:#}\n  → rebuild it with: tt-model package <tt-model.yaml>",
+                        "re-pulled {id}@{rev} but image {} is still not usable: {e:#}\n  → rebuild it with: tt-model package --container <tt-model.yaml>",
                         pkg.image
                     ))
                 })?
@@ -363,7 +363,7 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
         profile,
         port,
         chips.clone(),
-        outcome == WeightsOutcome::OnHost,
+        outcome.weights_on_host(),
         &extra,
         timeout,
     );

@@ -19,14 +19,29 @@ use super::weights::human_bytes;
 use crate::UserError;
 use crate::printer::Printer;
 
-/// The three ways to get the image, for the refusal.
-fn remedies(pkg: &Package) -> String {
-    format!(
-        "  → serve the staged package: tt-model serve <out-dir>/{name}/{WIRE_MANIFEST}\n  \
-         → pull it: tt-model pull <org>/{name}\n  \
-         → build it: tt-model package <tt-model.yaml>",
-        name = pkg.name
-    )
+/// The command that needed the image: the remedies must fit it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via<'a> {
+    /// `serve` of a staged or installed package.
+    Serve,
+    /// `pull <id>`: the layout came from the Hub a moment ago.
+    Pull { id: &'a str },
+}
+
+/// What the user can run next, for the refusal; every line is a runnable command.
+fn remedies(name: &str, via: Via<'_>) -> String {
+    match via {
+        Via::Serve => format!(
+            "  → serve the staged package: tt-model serve <out-dir>/{name}/{WIRE_MANIFEST}\n  \
+             → pull it: tt-model pull <org>/{name}\n  \
+             → build it: tt-model package --container <tt-model.yaml>"
+        ),
+        // The downloaded copy is deleted on failure, so pulling again fetches every blob anew.
+        Via::Pull { id } => format!(
+            "  → the downloaded layout was deleted; pull again to fetch it afresh: tt-model pull {id}\n  \
+             → if it fails the same way, the package on the Hub is damaged: ask its publisher to push it again"
+        ),
+    }
 }
 
 /// What is wrong with the loaded image, in one sentence.
@@ -59,7 +74,7 @@ pub(crate) async fn ensure(
         Vec::new()
     });
     let entry = installed::find(&entries, pkg);
-    let (facts, loaded) = heal(client, pkg, layout.as_deref(), entry, printer).await?;
+    let (facts, loaded) = heal(client, pkg, layout.as_deref(), entry, Via::Serve, printer).await?;
     if loaded {
         let digest = pkg.recorded_digest();
         remember(
@@ -79,11 +94,12 @@ pub(crate) async fn ensure_from(
     client: &Client,
     pkg: &Package,
     layout: Option<&Path>,
+    via: Via<'_>,
     printer: &Printer,
 ) -> anyhow::Result<ImageFacts> {
     let entries = installed::db().all().unwrap_or_default();
     let entry = installed::find(&entries, pkg);
-    Ok(heal(client, pkg, layout, entry, printer).await?.0)
+    Ok(heal(client, pkg, layout, entry, via, printer).await?.0)
 }
 
 /// Judge, load from `layout` if needed, judge again. Returns the facts and whether a load
@@ -93,6 +109,7 @@ async fn heal(
     pkg: &Package,
     layout: Option<&Path>,
     entry: Option<&Entry>,
+    via: Via<'_>,
     printer: &Printer,
 ) -> anyhow::Result<(ImageFacts, bool)> {
     let recorded = pkg.recorded_digest();
@@ -103,7 +120,12 @@ async fn heal(
         return Ok((facts, false));
     }
     let Some(layout_dir) = layout else {
-        return Err(UserError(format!("{}.\n{}", problem(pkg, &state), remedies(pkg))).into());
+        return Err(UserError(format!(
+            "{}.\n{}",
+            problem(pkg, &state),
+            remedies(&pkg.name, via)
+        ))
+        .into());
     };
 
     printer.note(&format!(
@@ -111,15 +133,16 @@ async fn heal(
         problem(pkg, &state),
         layout_dir.display()
     ));
-    let layout = OciLayout::open(layout_dir).map_err(|e| UserError(e.to_string()))?;
+    let refused = |e: LoadError| UserError(format!("{e}.\n{}", remedies(&pkg.name, via)));
+    let layout = OciLayout::open(layout_dir).map_err(refused)?;
     if let Some(d) = digest {
-        layout.expect(d).map_err(|e| UserError(e.to_string()))?;
+        layout.expect(d).map_err(refused)?;
     }
     let loaded = match client.load_oci_layout(&layout, &pkg.image).await {
         Ok(l) => l,
         // The engine being unreachable is not the layout's fault: keep the error chain.
         Err(e @ (LoadError::Request { .. } | LoadError::Engine(_))) => return Err(e.into()),
-        Err(e) => return Err(UserError(format!("{e}.\n{}", remedies(pkg))).into()),
+        Err(e) => return Err(refused(e).into()),
     };
     let hex = loaded.id.trim_start_matches("sha256:");
     printer.done(
@@ -139,7 +162,7 @@ async fn heal(
             "loaded {} but it is still not the recorded build: {}.\n{}",
             layout_dir.display(),
             problem(pkg, &still),
-            remedies(pkg)
+            remedies(&pkg.name, via)
         ))
         .into()),
     }
@@ -165,5 +188,34 @@ fn remember(
     };
     if let Err(e) = result {
         printer.warn(&format!("the load is not recorded: {e}"));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each `→` line is a command that can be run as printed, and fits the command that failed.
+    #[test]
+    fn remedies_fit_the_failed_command_and_are_runnable() {
+        for via in [Via::Serve, Via::Pull { id: "acme/demo" }] {
+            let text = remedies("demo", via);
+            for line in text.lines() {
+                if line.contains("tt-model package") {
+                    assert!(line.contains("--container"), "{via:?}: {line}");
+                }
+            }
+        }
+        let pull = remedies("demo", Via::Pull { id: "acme/demo" });
+        assert!(pull.contains("tt-model pull acme/demo"), "{pull}");
+        assert!(
+            !pull.contains("<org>"),
+            "a placeholder is not runnable: {pull}"
+        );
+        assert!(
+            !pull.contains("tt-model package"),
+            "pull has no manifest to build: {pull}"
+        );
+        assert!(!pull.contains("tt-model serve"), "{pull}");
     }
 }

@@ -159,6 +159,9 @@ mod tests {
         assert_eq!(split_repo("a/b/c"), None);
         let e = resolve("models/tt-model.yaml").unwrap_err().to_string();
         assert!(e.contains("is the AUTHORING manifest"), "{e}");
-        assert!(e.contains("tt-model package models/tt-model.yaml"));
+        assert!(
+            e.contains("tt-model package --container models/tt-model.yaml"),
+            "{e}"
+        );
     }
 }

@@ -69,6 +69,27 @@ pub enum WeightsOutcome {
     InContainer,
 }
 
+impl WeightsOutcome {
+    /// Whether the run spec mounts the hub cache read-only and sets `HF_HUB_OFFLINE=1`; serve
+    /// composes the container from this very flag.
+    pub fn weights_on_host(self) -> bool {
+        self == WeightsOutcome::OnHost
+    }
+
+    /// What will happen inside the container about the weights, in the words the run spec
+    /// bears out (the test composes one and checks).
+    pub fn container_note(self) -> &'static str {
+        match self {
+            WeightsOutcome::OnHost => {
+                "the container gets the HF cache read-only and runs offline (HF_HUB_OFFLINE=1)"
+            }
+            WeightsOutcome::InContainer => {
+                "the container gets the HF cache writable and online, so the model downloads the missing files itself at first load (slower, and no progress is shown here)"
+            }
+        }
+    }
+}
+
 /// Make sure the weights are in the host cache (or report why not).
 pub async fn ensure(
     w: &WeightsRef,
@@ -96,8 +117,9 @@ pub async fn ensure(
                     _ => String::new(),
                 };
                 printer.warn(&format!(
-                    "weights {}@{short} are not in your local HF cache{partial}; the model will download them inside the container at first load (slower, and no progress is shown here)",
-                    w.repo_id
+                    "weights {}@{short} are not in your local HF cache{partial}; {}",
+                    w.repo_id,
+                    WeightsOutcome::InContainer.container_note()
                 ));
                 printer.next(&format!("prefetch them: tt-model serve without --no-weights, or hf download {} --revision {}", w.repo_id, w.revision));
                 Ok(WeightsOutcome::InContainer)
@@ -152,8 +174,74 @@ pub async fn ensure(
                 "could not prefetch the weights {}@{short}: {e}",
                 w.repo_id
             ));
-            printer.note("the model will try to download them inside the container at first load");
+            printer.note(WeightsOutcome::InContainer.container_note());
             Ok(WeightsOutcome::InContainer)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use tt_model_engine::run_spec::{Chips, HostFacts, ServeRequest, compose};
+
+    use super::*;
+
+    /// The hub cache bind and `HF_HUB_OFFLINE` of the container serve would start.
+    fn mount_of(outcome: WeightsOutcome) -> (bool, bool) {
+        let req = ServeRequest {
+            package: "p".into(),
+            profile: "default".into(),
+            image: "i".into(),
+            target: "t".into(),
+            kind: "http-server".into(),
+            port: 20000,
+            expose: false,
+            health_path: "/health".into(),
+            chips: Chips::None,
+            weights_on_host: outcome.weights_on_host(),
+            env: BTreeMap::new(),
+            labels: BTreeMap::new(),
+            cmd: vec![],
+            network: None,
+        };
+        let host = HostFacts {
+            uid: 1000,
+            gid: 1000,
+            rootless: false,
+            hub_cache: "/hub".into(),
+            state_dir: "/state".into(),
+            hf_token_set: false,
+            hugepages_1g: false,
+        };
+        let spec = compose(&req, &host);
+        let bind = spec
+            .binds
+            .iter()
+            .find(|b| b.src == std::path::Path::new("/hub"))
+            .expect("the hub cache is mounted");
+        let offline = spec
+            .env
+            .iter()
+            .any(|e| e.key == "HF_HUB_OFFLINE" && e.value.as_deref() == Some("1"));
+        (bind.read_only, offline)
+    }
+
+    /// The notice says what the composed container really gets.
+    #[test]
+    fn the_weights_notice_matches_the_container_serve_starts() {
+        for outcome in [WeightsOutcome::OnHost, WeightsOutcome::InContainer] {
+            let note = outcome.container_note();
+            let (read_only, offline) = mount_of(outcome);
+            assert_eq!(note.contains("read-only"), read_only, "{outcome:?}: {note}");
+            assert_eq!(note.contains("writable"), !read_only, "{outcome:?}: {note}");
+            assert_eq!(note.contains("offline"), offline, "{outcome:?}: {note}");
+            assert_eq!(
+                note.contains("downloads"),
+                !offline && !read_only,
+                "{outcome:?}: {note}"
+            );
         }
     }
 }
