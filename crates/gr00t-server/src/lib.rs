@@ -9,6 +9,7 @@
 pub mod api;
 pub mod boot;
 pub mod build_info;
+pub mod checkpoint;
 pub mod demo;
 pub mod error;
 pub mod fifo;

@@ -66,6 +66,29 @@ enum Cmd {
         #[arg(long, default_value = "cpu", value_parser = ["cpu", "megakernel"])]
         backend: String,
     },
+    /// Write a deterministic random N1.6 checkpoint in the real file layout (sharded
+    /// safetensors + index, configs, GR1 processor files and statistics, a tokenizer, and a demo
+    /// whose expected actions this build's f32 CPU reference made), for trying the runtime or a
+    /// packaged image without the Hub or the real weights. The weights are random: the actions
+    /// mean nothing.
+    MakeCheckpoint {
+        /// The architecture (`tiny`: every structural switch of N1.6-3B at toy widths).
+        #[arg(long, default_value = "tiny", value_parser = gr00t_server::checkpoint::CONFIGS)]
+        config: String,
+        /// Seed of the weights, statistics and demo.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The directory to write (replaced atomically).
+        #[arg(long)]
+        out: PathBuf,
+        /// Copy these tokenizer files (vocab.json, merges.txt, tokenizer_config.json, ...) instead
+        /// of writing the byte-level stand-in.
+        #[arg(long)]
+        tokenizer_dir: Option<PathBuf>,
+        /// Safetensors shards.
+        #[arg(long, default_value_t = 2)]
+        shards: usize,
+    },
     /// Print the Blackhole megakernel plan of the DiT (110-core grid: readers, compute cores,
     /// circular buffers, L1 budget, runtime args) and its roofline.
     Plan {
@@ -133,6 +156,28 @@ fn main() -> ExitCode {
             dtype.as_deref(),
             ctx_tokens,
         ),
+        Some(Cmd::MakeCheckpoint {
+            config,
+            seed,
+            out,
+            tokenizer_dir,
+            shards,
+        }) => gr00t_server::checkpoint::make_checkpoint(
+            &config,
+            seed,
+            &out,
+            tokenizer_dir.as_deref(),
+            shards,
+        )
+        .map(|w| {
+            eprintln!(
+                "wrote {} ({config}, seed {seed}: {} tensors, {:.1} MB)",
+                w.dir.display(),
+                w.tensors,
+                w.bytes as f64 / 1e6
+            );
+            ExitCode::SUCCESS
+        }),
         None => serve(
             settings,
             cli.host,
