@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 
 use common::*;
@@ -74,22 +73,6 @@ fn bad_configuration_refuses_to_boot_with_one_line() {
     std::fs::remove_dir_all(&hf).unwrap();
 }
 
-fn http(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, serde_json::Value) {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-        body.len()
-    )
-    .unwrap();
-    s.write_all(body).unwrap();
-    let mut resp = vec![];
-    s.read_to_end(&mut resp).unwrap();
-    let code = String::from_utf8_lossy(&resp[9..12]).parse().unwrap();
-    let at = resp.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-    (code, serde_json::from_slice(&resp[at..]).unwrap())
-}
-
 #[test]
 fn serve_boots_warms_up_and_answers() {
     let demo = tmpdir("demo");
@@ -108,11 +91,7 @@ fn serve_boots_warms_up_and_answers() {
     let snap = hf.join("hub/models--nvidia--GR00T-N1.6-3B/snapshots/d0814e7e");
     std::fs::create_dir_all(snap.parent().unwrap()).unwrap();
     std::os::unix::fs::symlink(case1(), &snap).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     let mut child = clean_env(&mut Command::new(BIN))
         .env("HF_HOME", &hf)
         .env("TT_WEIGHTS_REVISION", "d0814e7e")
@@ -124,17 +103,7 @@ fn serve_boots_warms_up_and_answers() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let ready = loop {
-        match lines.next() {
-            Some(Ok(l)) if l.contains("gr00t-server ready on") => break l,
-            Some(Ok(_)) => continue,
-            other => {
-                let _ = child.kill();
-                panic!("server exited before ready: {other:?}");
-            }
-        }
-    };
+    let ready = wait_for_ready(&mut child);
     assert!(
         ready.starts_with(&format!(
             "gr00t-server ready on http://127.0.0.1:{port} (backend=cpu, embodiment=gr1"

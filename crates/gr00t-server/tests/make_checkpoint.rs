@@ -4,11 +4,10 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use common::{clean_env, tok_dir};
+use common::{clean_env, free_port, http, tok_dir, wait_for_ready};
 
 const BIN: &str = env!("CARGO_BIN_EXE_gr00t-server");
 
@@ -101,11 +100,7 @@ fn the_same_seed_gives_the_same_bytes_in_the_real_layout() {
 fn the_server_boots_from_it_alone_and_answers_the_demo() {
     let dir = tmp("serve");
     make(&dir, &["--seed", "11"]);
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = free_port();
     // No tokenizer or demo flags: both are read from beside the weights.
     let mut child = clean_env(&mut Command::new(BIN))
         .env("GR00T_WARMUP_RUNS", "1")
@@ -121,39 +116,12 @@ fn the_server_boots_from_it_alone_and_answers_the_demo() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let ready = loop {
-        match lines.next() {
-            Some(Ok(l)) if l.contains("gr00t-server ready on") => break l,
-            Some(Ok(_)) => continue,
-            other => {
-                let _ = child.kill();
-                panic!("server exited before ready: {other:?}");
-            }
-        }
-    };
+    let ready = wait_for_ready(&mut child);
     assert!(ready.contains("warmup_pcc=1.000000"), "{ready}");
-    let http = |method: &str, path: &str, body: &[u8]| {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-        write!(
-            s,
-            "{method} {path} HTTP/1.0\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        )
-        .unwrap();
-        s.write_all(body).unwrap();
-        let mut resp = Vec::new();
-        s.read_to_end(&mut resp).unwrap();
-        let at = resp.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
-        let code: u16 = String::from_utf8_lossy(&resp[9..12]).parse().unwrap();
-        (
-            code,
-            serde_json::from_slice::<serde_json::Value>(&resp[at..]).unwrap(),
-        )
-    };
-    let (code, demo) = http("GET", "/demo", b"");
+    let (code, demo) = http(port, "GET", "/demo", b"");
     assert_eq!(code, 200);
     let (code, resp) = http(
+        port,
         "POST",
         "/predict",
         &serde_json::to_vec(&demo["request"]).unwrap(),

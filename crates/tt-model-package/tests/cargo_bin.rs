@@ -29,17 +29,22 @@ fn workspace(tag: &str, body: &str) -> Workspace {
     )
     .unwrap();
     std::fs::write(dir.join("src/main.rs"), body).unwrap();
-    let lock = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
-        .args(["generate-lockfile", "--offline"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        lock.status.success(),
-        "{}",
-        String::from_utf8_lossy(&lock.stderr)
+    run_ok(
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["generate-lockfile", "--offline"])
+            .current_dir(&dir),
     );
     Workspace(dir)
+}
+
+/// Runs `cmd`, asserting it succeeded.
+fn run_ok(cmd: &mut Command) {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 fn spec(dir: &Path, package: &str) -> CargoSpec {
@@ -53,23 +58,12 @@ fn spec(dir: &Path, package: &str) -> CargoSpec {
 }
 
 fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args([
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "-c",
-            "commit.gpgsign=false",
-        ])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(["-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(dir),
     );
 }
 

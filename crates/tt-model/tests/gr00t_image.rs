@@ -192,17 +192,9 @@ async fn gr00t_tiny_image_packages_serves_and_answers_like_the_reference() {
     // package: the Rust binary built and shipped, verified inside the image.
     let yaml = example_yaml(&t);
     let out = t.join("out");
-    let package = |label: &str| {
+    let package_timed = |label: &str| {
         let started = Instant::now();
-        let pkg = run(&[
-            "package",
-            "--container",
-            yaml.to_str().unwrap(),
-            "--base-image",
-            BASE,
-            "--out",
-            out.to_str().unwrap(),
-        ]);
+        let pkg = tokio::task::block_in_place(|| package(&t, &env, &yaml, &out));
         assert!(pkg.status.success(), "{}", stderr(&pkg));
         eprintln!(
             "MEASURED package ({label}): {:.1} s",
@@ -210,8 +202,8 @@ async fn gr00t_tiny_image_packages_serves_and_answers_like_the_reference() {
         );
         pkg
     };
-    package("first");
-    let again = package("no-op");
+    package_timed("first");
+    let again = package_timed("no-op");
     assert!(
         stderr(&again).contains("reused"),
         "a no-op re-package reuses the verified image: {}",

@@ -43,19 +43,7 @@ async fn a_rust_binary_that_does_not_compile_stops_the_package_with_the_first_er
     );
     std::fs::write(&yaml, text).unwrap();
     let out = t.join("out");
-    let pkg = tt_model(
-        &t,
-        &[],
-        &[
-            "package",
-            "--container",
-            yaml.to_str().unwrap(),
-            "--base-image",
-            BASE,
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let pkg = package(&t, &[], &yaml, &out);
     let err = stderr(&pkg);
     assert_eq!(pkg.status.code(), Some(1), "{err}");
     assert!(

@@ -204,3 +204,47 @@ pub fn predict_cmd(req: &std::path::Path) -> std::process::Command {
         .arg(req);
     cmd
 }
+
+/// One HTTP/1.1 request to 127.0.0.1:`port` (connection closed after): (status, JSON body).
+pub fn http(port: u16, method: &str, path: &str, body: &[u8]) -> (u16, serde_json::Value) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    s.write_all(body).unwrap();
+    let mut resp = vec![];
+    s.read_to_end(&mut resp).unwrap();
+    let code = String::from_utf8_lossy(&resp[9..12]).parse().unwrap();
+    let at = resp.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    (code, serde_json::from_slice(&resp[at..]).unwrap())
+}
+
+/// Reads the spawned server's stderr (piped) until its ready line, which it returns; kills
+/// the server and panics if it exits first.
+pub fn wait_for_ready(child: &mut std::process::Child) -> String {
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        match lines.next() {
+            Some(Ok(l)) if l.contains("gr00t-server ready on") => return l,
+            Some(Ok(_)) => continue,
+            other => {
+                let _ = child.kill();
+                panic!("server exited before ready: {other:?}");
+            }
+        }
+    }
+}
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}

@@ -126,7 +126,14 @@ pub fn example_yaml(dir: &Path, name: &str) -> PathBuf {
 pub fn package_example(tmp: &Path, env: &[(&str, &str)], name: &str) -> PathBuf {
     let yaml = example_yaml(tmp, name);
     let out_dir = tmp.join("out");
-    let pkg = tt_model(
+    let pkg = package(tmp, env, &yaml, &out_dir);
+    assert!(pkg.status.success(), "{}", stderr(&pkg));
+    out_dir.join(name)
+}
+
+/// `tt-model package --container <yaml> --base-image BASE --out <out_dir>`, run in `tmp`.
+pub fn package(tmp: &Path, env: &[(&str, &str)], yaml: &Path, out_dir: &Path) -> Output {
+    tt_model(
         tmp,
         env,
         &[
@@ -138,9 +145,7 @@ pub fn package_example(tmp: &Path, env: &[(&str, &str)], name: &str) -> PathBuf 
             "--out",
             out_dir.to_str().unwrap(),
         ],
-    );
-    assert!(pkg.status.success(), "{}", stderr(&pkg));
-    out_dir.join(name)
+    )
 }
 
 pub fn json(o: &Output) -> serde_json::Value {
