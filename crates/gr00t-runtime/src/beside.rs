@@ -51,6 +51,8 @@ struct Slot {
 // SAFETY: the cells are only touched by the side that owns the slot's current state (see
 // above); the state transitions are release/acquire.
 unsafe impl Sync for Slot {}
+// SAFETY: the slot holds a job pointer and a panic payload that are handed between exactly two
+// threads under the same ownership protocol; nothing in it is tied to the creating thread.
 unsafe impl Send for Slot {}
 
 struct Helper {
@@ -104,6 +106,8 @@ fn run_helper(h: &'static Helper) {
         }
         // SAFETY: READY means the claimer stored a job that stays valid until we store DONE.
         let job = unsafe { (*s.job.get()).take() }.expect("a READY slot holds a job");
+        // SAFETY: the job points at the claimer's closure, which stays alive (the claimer
+        // waits for DONE) and is called exactly once, here.
         let result = catch_unwind(AssertUnwindSafe(|| unsafe { (*job)() }));
         if let Err(p) = result {
             // SAFETY: the claimer reads this only after DONE.

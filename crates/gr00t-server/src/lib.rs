@@ -5,6 +5,9 @@
 //!        │                      └──────────► dyn Policy (the model; one FIFO device lock)
 //!        └── state::AppState (health, runtime, demo)      boot: settings ► dirs ► load ► warm-up ► Ready
 //! ```
+// A library reports through its return values and its callers' printers, never the terminal.
+#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+
 
 pub mod api;
 pub mod boot;

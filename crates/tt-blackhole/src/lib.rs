@@ -11,6 +11,9 @@
 //!
 //! Pure: nothing here knows about the GR00T runtime; tensors come in through
 //! [`arena::TensorSource`].
+// A library reports through its return values and its callers' printers, never the terminal.
+#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+
 
 pub mod arena;
 pub mod bf16;

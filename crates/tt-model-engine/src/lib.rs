@@ -7,6 +7,9 @@
 //! Module ownership while the crate is being built: `client`, `error`, `build`, `images`,
 //! `export`, `oneshot` (packaging); `oci_load` (the inverse of `export`), `localdb` (the
 //! installed-packages database); `run`, `containers`, `logs`, `devices` (serving) are added beside them.
+// A library reports through its return values and its callers' printers, never the terminal.
+#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+
 
 pub mod build;
 pub mod client;

@@ -214,6 +214,7 @@ pub fn free_space(path: &Path) -> Result<u64, HubError> {
     }
     let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes())
         .map_err(|_| HubError::BadFileName(p.display().to_string()))?;
+    // SAFETY: `statvfs` is a plain C struct of integers, for which all-zero bytes are valid.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
     // SAFETY: `c` is a valid NUL-terminated path and `st` a properly sized out-parameter.
     let rc = unsafe { libc::statvfs(c.as_ptr(), &mut st) };

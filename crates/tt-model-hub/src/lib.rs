@@ -11,6 +11,9 @@
 //!
 //! [`testserver`] is a small Hub-protocol server on 127.0.0.1 used by the tests of this crate and
 //! of the CLI: it serves real files in the real URL shapes.
+// A library reports through its return values and its callers' printers, never the terminal.
+#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+
 
 pub mod api;
 pub mod cache;

@@ -185,7 +185,10 @@ thread_local! {
 
 #[derive(Clone, Copy)]
 struct SendPtr(*mut f32);
+// SAFETY: the pointer is the output matrix; the parallel column blocks that share it write
+// disjoint columns (each task gets its own `nb`-wide panel), and the matrix outlives the scope.
 unsafe impl Send for SendPtr {}
+// SAFETY: as for Send: shared only by tasks that write disjoint regions.
 unsafe impl Sync for SendPtr {}
 
 impl SendPtr {
@@ -322,6 +325,7 @@ unsafe fn panel_kernel(
             return;
         }
     }
+    // SAFETY: `y` and `bias` cover the rows and the `nb` columns of this panel (asserted by gemm).
     unsafe { portable_panel(a, panel, k, y, nb, bias) };
 }
 
@@ -361,6 +365,7 @@ unsafe fn portable_panel(
             for (j, out) in yrow.iter_mut().enumerate() {
                 let mut v = accr[j];
                 if let Some(b) = bias {
+                    // SAFETY: the bias covers this panel's `nb` columns (asserted by gemm).
                     v += unsafe { *b.add(j) };
                 }
                 *out = if a.accumulate { *out + v } else { v };
@@ -380,6 +385,8 @@ mod avx512 {
     pub unsafe fn widen(src: &[bf16], dst: &mut [f32]) {
         let n = src.len().min(dst.len());
         let mut i = 0;
+        // SAFETY: AVX-512F is enabled for this function; each step reads 16 bf16 and writes
+        // 16 f32 at `i`, with `i + 16 <= n` inside both slices.
         unsafe {
             while i + 16 <= n {
                 let h = _mm256_loadu_si256(src.as_ptr().add(i) as *const __m256i);
@@ -407,6 +414,8 @@ mod avx512 {
         acc: bool,
     ) {
         let b = bias.unwrap_or(std::ptr::null());
+        // SAFETY: the caller's contract (AVX-512F present, pointers covering `r` rows of `x`
+        // and `y`, `k` panel rows, `nb` bias entries) is exactly `tile`'s.
         unsafe {
             match r {
                 12 => tile::<12>(x, ldx, w, k, y, ldy, nb, b, acc),
@@ -440,6 +449,9 @@ mod avx512 {
         bias: *const f32,
         accumulate: bool,
     ) {
+        // SAFETY: AVX-512F is enabled for this function; the caller guarantees `x` holds R rows
+        // of `k` values at stride `ldx`, `w` a k×32 panel, `y` R rows of `nb` at stride `ldy`,
+        // and `bias` `nb` values when it is not null.
         unsafe {
             let mut c0 = [_mm512_setzero_ps(); R];
             let mut c1 = [_mm512_setzero_ps(); R];

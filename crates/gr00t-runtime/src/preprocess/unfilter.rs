@@ -253,8 +253,10 @@ mod x86 {
             let prev: *const u8 = if r == 0 {
                 zero.as_ptr()
             } else {
+                // SAFETY: row r - 1 is inside `out` (r < rows).
                 unsafe { out.as_ptr().add((r - 1) * stride) }
             };
+            // SAFETY: row r is inside `out` (r < rows).
             let cur = unsafe { out.as_mut_ptr().add(r * stride) };
             // SAFETY: `x_ptr` points at row r's filter byte with `group` rows of
             // `stride + 1` bytes plus one readable byte after; `prev` at `stride + 1` readable
@@ -277,6 +279,8 @@ mod x86 {
     #[target_feature(enable = "sse4.1")]
     unsafe fn single(f: u8, x: *const u8, prev: *const u8, cur: *mut u8, stride: usize) {
         let n = stride / BPP;
+        // SAFETY: SSE4.1 is enabled for this function; the caller guarantees `x` and `prev`
+        // hold `stride` (+1) readable bytes and `cur` `stride` writable ones, not overlapping.
         unsafe {
             match f {
                 0 => std::ptr::copy_nonoverlapping(x, cur, stride),
@@ -376,6 +380,9 @@ mod x86 {
         // Pixel row `i` works on at step `t`, if any (`None` before it starts).
         let px = |t: usize, i: usize| t.checked_sub(LAG * i);
         for t in 0..n + (rows - 1) * LAG {
+            // SAFETY: SSE4.1 is enabled for this function; loads are clamped to the rows' last
+            // pixel, whose 4-byte reads the caller keeps in bounds; stores only for pixels
+            // inside a row.
             unsafe {
                 // Pixels past a row's end (clamped loads) compute garbage no kept pixel reads.
                 let bm = load_px(prev.add(t.min(n - 1) * BPP));
@@ -457,8 +464,9 @@ mod x86 {
         // Row i's pixel at step t, if it has started.
         let px = |t: usize, i: usize| t.checked_sub(LAG * i);
         for t in 0..n + (ROWS - 1) * LAG {
-            // SAFETY (whole step): loads are clamped to the rows' last pixel, whose 4-byte
-            // reads the caller keeps in bounds; stores only for pixels inside a row.
+            // SAFETY: AVX2 is enabled for this function; loads are clamped to the rows' last
+            // pixel, whose 4-byte reads the caller keeps in bounds; stores only for pixels
+            // inside a row.
             unsafe {
                 let bm = load_px(prev.add(t.min(n - 1) * BPP));
                 // Lanes shifted up by one row, lane 0 from the row above the group.
