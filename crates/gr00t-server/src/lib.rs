@@ -8,7 +8,6 @@
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 
-
 pub mod api;
 pub mod boot;
 pub mod build_info;

@@ -14,7 +14,6 @@
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 
-
 pub mod arena;
 pub mod bf16;
 pub mod bfp;

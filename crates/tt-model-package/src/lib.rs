@@ -9,7 +9,6 @@
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 
-
 pub mod card;
 pub mod cargo_bin;
 pub mod context;
