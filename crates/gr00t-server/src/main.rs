@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
 use gr00t_server::settings::Settings;
 use gr00t_server::state::AppState;
 use gr00t_server::{boot, ready_line, routes};
@@ -25,25 +25,31 @@ struct Cli {
     /// Port to listen on.
     #[arg(long, default_value_t = 20000)]
     port: u16,
-    /// Checkpoint directory (instead of the HF cache snapshot at TT_WEIGHTS_REVISION).
-    #[arg(long)]
-    model_dir: Option<PathBuf>,
-    /// Tokenizer directory (overrides GR00T_TOKENIZER_DIR).
-    #[arg(long)]
-    tokenizer_dir: Option<PathBuf>,
+    #[command(flatten)]
+    model: ModelArgs,
     /// Demo directory with request.json + expected.json (overrides GR00T_DEMO_DIR).
     #[arg(long)]
     demo_dir: Option<PathBuf>,
+}
+
+/// Where the model and its tokenizer are: shared by the server and every subcommand that
+/// loads the model.
+#[derive(Args)]
+struct ModelArgs {
+    /// Checkpoint directory (instead of the HF cache snapshot at TT_WEIGHTS_REVISION).
+    #[arg(long)]
+    model_dir: Option<PathBuf>,
+    /// Tokenizer directory (overrides GR00T_TOKENIZER_DIR; default `<model-dir>/tokenizer`).
+    #[arg(long)]
+    tokenizer_dir: Option<PathBuf>,
 }
 
 #[derive(Subcommand)]
 enum Cmd {
     /// Run one /predict request without HTTP and print the JSON /predict would return.
     Predict {
-        #[arg(long)]
-        model_dir: PathBuf,
-        #[arg(long)]
-        tokenizer_dir: Option<PathBuf>,
+        #[command(flatten)]
+        model: ModelArgs,
         /// A /predict request body.
         #[arg(long)]
         request: PathBuf,
@@ -52,10 +58,8 @@ enum Cmd {
     /// reference: the golden that a device backend's boot self-check (GR00T_WARMUP_PCC_MIN)
     /// compares its warm-up actions with. The expected actions record the weights they belong to.
     Demo {
-        #[arg(long)]
-        model_dir: PathBuf,
-        #[arg(long)]
-        tokenizer_dir: Option<PathBuf>,
+        #[command(flatten)]
+        model: ModelArgs,
         /// A /predict body (give `noise` or `seed` so the demo is reproducible; default seed 42).
         #[arg(long)]
         request: PathBuf,
@@ -125,25 +129,13 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.cmd {
-        Some(Cmd::Predict {
-            model_dir,
-            tokenizer_dir,
-            request,
-        }) => predict(&settings, &model_dir, tokenizer_dir.as_deref(), &request),
+        Some(Cmd::Predict { model, request }) => predict(&settings, &model, &request),
         Some(Cmd::Demo {
-            model_dir,
-            tokenizer_dir,
+            model,
             request,
             out,
             backend,
-        }) => make_demo(
-            settings,
-            &model_dir,
-            tokenizer_dir.as_deref(),
-            &request,
-            &out,
-            backend,
-        ),
+        }) => make_demo(settings, &model, &request, &out, backend),
         Some(Cmd::Plan {
             json,
             model_dir,
@@ -182,8 +174,8 @@ fn main() -> ExitCode {
             settings,
             cli.host,
             cli.port,
-            cli.model_dir,
-            cli.tokenizer_dir,
+            cli.model.model_dir,
+            cli.model.tokenizer_dir,
             cli.demo_dir,
         ),
     };
@@ -196,18 +188,27 @@ fn main() -> ExitCode {
     }
 }
 
+/// The model of `--model-dir` (else the HF cache snapshot) with its tokenizer, for one-shot
+/// subcommands (no warm-up, no demo).
+fn runtime_for(
+    settings: &Settings,
+    model: &ModelArgs,
+) -> anyhow::Result<gr00t_server::runtime::Runtime> {
+    let model_dir = boot::resolve_model_dir(settings, model.model_dir.as_deref())?;
+    let tok_dir =
+        boot::resolve_tokenizer_dir(settings, model.tokenizer_dir.as_deref(), &model_dir)?;
+    let policy = boot::load_policy(settings, &model_dir)?;
+    boot::build_runtime(settings, &model_dir, &tok_dir, policy)
+}
+
 fn predict(
     settings: &Settings,
-    model_dir: &std::path::Path,
-    tok: Option<&std::path::Path>,
+    model: &ModelArgs,
     request: &std::path::Path,
 ) -> anyhow::Result<ExitCode> {
     let body =
         std::fs::read(request).with_context(|| format!("cannot read `{}`", request.display()))?;
-    let model_dir = boot::resolve_model_dir(settings, Some(model_dir))?;
-    let tok_dir = boot::resolve_tokenizer_dir(settings, tok, &model_dir)?;
-    let policy = boot::load_policy(settings, &model_dir)?;
-    let rt = boot::build_runtime(settings, &model_dir, &tok_dir, policy)?;
+    let rt = runtime_for(settings, model)?;
     match rt.predict_body(&body) {
         Ok(resp) => {
             println!("{}", serde_json::to_string(&resp)?);
@@ -226,8 +227,7 @@ fn predict(
 
 fn make_demo(
     mut settings: Settings,
-    model_dir: &std::path::Path,
-    tok: Option<&std::path::Path>,
+    model: &ModelArgs,
     request: &std::path::Path,
     out: &std::path::Path,
     backend: String,
@@ -237,10 +237,7 @@ fn make_demo(
     let req: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| anyhow::anyhow!("`{}`:{}:{}: {e}", request.display(), e.line(), e.column()))?;
     settings.dit_backend = backend;
-    let model_dir = boot::resolve_model_dir(&settings, Some(model_dir))?;
-    let tok_dir = boot::resolve_tokenizer_dir(&settings, tok, &model_dir)?;
-    let policy = boot::load_policy(&settings, &model_dir)?;
-    let rt = boot::build_runtime(&settings, &model_dir, &tok_dir, policy)?;
+    let rt = runtime_for(&settings, model)?;
     let demo = gr00t_server::demo::Demo::produce(&rt, req)?;
     demo.write(out)?;
     eprintln!(
@@ -345,4 +342,14 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     let term = std::future::pending::<()>();
     tokio::select! { _ = ctrl_c => {}, _ = term => {} }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        super::Cli::command().debug_assert();
+    }
 }
