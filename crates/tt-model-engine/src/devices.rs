@@ -268,7 +268,6 @@ impl AllocLock {
     /// Wait up to `timeout` for the lock.
     pub fn acquire(path: &Path, timeout: Duration) -> Result<AllocLock, LockError> {
         use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
-        use std::os::unix::io::AsRawFd;
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -284,20 +283,22 @@ impl AllocLock {
         let _ = file.set_permissions(std::fs::Permissions::from_mode(0o666));
         let start = Instant::now();
         loop {
-            // SAFETY: flock on an fd we own; no memory is touched.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-            if rc == 0 {
-                return Ok(AllocLock {
-                    file,
-                    path: path.into(),
-                });
-            }
-            let err = std::io::Error::last_os_error();
-            if err.raw_os_error() != Some(libc::EWOULDBLOCK) {
-                return Err(LockError::Open {
-                    path: path.into(),
-                    source: err,
-                });
+            // An exclusive advisory lock (flock on Unix), without blocking so a wedged holder
+            // is reported after `timeout`.
+            match file.try_lock() {
+                Ok(()) => {
+                    return Ok(AllocLock {
+                        file,
+                        path: path.into(),
+                    });
+                }
+                Err(std::fs::TryLockError::WouldBlock) => {}
+                Err(std::fs::TryLockError::Error(source)) => {
+                    return Err(LockError::Open {
+                        path: path.into(),
+                        source,
+                    });
+                }
             }
             if start.elapsed() >= timeout {
                 return Err(LockError::Wedged {
@@ -312,9 +313,9 @@ impl AllocLock {
 
 impl Drop for AllocLock {
     fn drop(&mut self) {
-        use std::os::unix::io::AsRawFd;
-        // SAFETY: unlocking an fd we own.
-        unsafe { libc::flock(self.file.as_raw_fd(), libc::LOCK_UN) };
+        // Closing the file would release it too; unlock first so the release does not wait
+        // for the last duplicate of the descriptor.
+        let _ = self.file.unlock();
     }
 }
 

@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -270,17 +269,9 @@ impl LocalDb {
             .write(true)
             .open(&path)
             .map_err(err)?;
-        loop {
-            // SAFETY: flock on an fd we own; no memory is touched.
-            let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-            if rc == 0 {
-                return Ok(file);
-            }
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(err(e));
-            }
-        }
+        // An exclusive advisory lock (flock on Unix), released when the file is closed.
+        file.lock().map_err(err)?;
+        Ok(file)
     }
 }
 
