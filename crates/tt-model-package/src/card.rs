@@ -1,7 +1,7 @@
 //! The model card (`README.md`): Hugging Face frontmatter, then the sections in the original's
 //! order, then a provenance table. Pure: rendered from the spec and the `built` facts.
 
-use minijinja::{Environment, context};
+use minijinja::context;
 
 use crate::error::PackageError;
 use crate::spec::{CardSpec, PackageSpec};
@@ -68,13 +68,7 @@ pub fn commit_link(remote: &str, sha: &str) -> Option<String> {
 /// Renders the card.
 pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, PackageError> {
     let card = spec.card.clone().unwrap_or_default();
-    let mut env = Environment::new();
-    env.set_syntax(
-        minijinja::syntax::SyntaxConfig::builder()
-            .keep_trailing_newline(true)
-            .build()
-            .expect("the default delimiters are valid"),
-    );
+    let mut env = crate::templates::base_environment();
     env.add_filter("yaml", yaml_scalar);
     env.add_filter("cell", cell);
     env.add_template("card", CARD_TEMPLATE)

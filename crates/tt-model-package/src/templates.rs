@@ -66,7 +66,9 @@ pub struct RenderedFiles {
 /// The context path of the Dockerfile.
 pub const DOCKERFILE: &str = "tt-model/Dockerfile";
 
-fn environment() -> Result<Environment<'static>, PackageError> {
+/// The minijinja setup every template of this crate uses (build files and the card): the
+/// default delimiters, and a file's trailing newline kept.
+pub(crate) fn base_environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_syntax(
         minijinja::syntax::SyntaxConfig::builder()
@@ -74,6 +76,11 @@ fn environment() -> Result<Environment<'static>, PackageError> {
             .build()
             .expect("the default delimiters are valid"),
     );
+    env
+}
+
+fn environment() -> Result<Environment<'static>, PackageError> {
+    let mut env = base_environment();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.add_filter("sh", |value: String| crate::shell::quote(&value));
     for (name, source) in TEMPLATES {

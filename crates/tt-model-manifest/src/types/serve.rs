@@ -83,36 +83,30 @@ pub struct ServeProfile {
     pub settings: ServeSettings,
 }
 
+/// The serve settings' keys, written once: `serve` takes them, a profile takes them after its
+/// own keys.
+macro_rules! serve_keys {
+    ($($own:literal),*) => {
+        &[
+            $($own,)*
+            "hardware",
+            "mesh_device",
+            "port",
+            "max_model_len",
+            "max_num_seqs",
+            "block_size",
+            "server_timeout",
+            "capabilities",
+            "additional_config",
+            "args",
+            "env",
+        ]
+    };
+}
 /// The keys `serve` accepts.
-pub const SERVE_KEYS: &[&str] = &[
-    "hardware",
-    "mesh_device",
-    "port",
-    "max_model_len",
-    "max_num_seqs",
-    "block_size",
-    "server_timeout",
-    "capabilities",
-    "additional_config",
-    "args",
-    "env",
-];
-/// The keys a serve profile accepts.
-pub const PROFILE_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "hardware",
-    "mesh_device",
-    "port",
-    "max_model_len",
-    "max_num_seqs",
-    "block_size",
-    "server_timeout",
-    "capabilities",
-    "additional_config",
-    "args",
-    "env",
-];
+pub const SERVE_KEYS: &[&str] = serve_keys!();
+/// The keys a serve profile accepts: its name and description, then every serve key.
+pub const PROFILE_KEYS: &[&str] = serve_keys!("name", "description");
 /// The keys `capabilities` accepts.
 pub const CAPABILITY_KEYS: &[&str] = &["tool_parser", "reasoning_parser"];
 
