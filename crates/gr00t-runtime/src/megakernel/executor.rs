@@ -11,7 +11,7 @@ use tt_blackhole::device::{DeviceKind, DitDevice, DitStepInputs, select_device};
 use super::arena_source::{CheckpointTensors, dit_dims};
 use super::emulator::{ArenaBytes, Emulator};
 use crate::cpu::norms::silu;
-use crate::model::dit::{DitWeights, modulated_norm};
+use crate::model::dit::DitWeights;
 use crate::model::{DitExecutor, Gr00tModel, ModelError, Taps, VlContext};
 use crate::policy::{ActionChunk, ForwardTiming, ModelInputs, Policy, PolicyError};
 use crate::weights::WeightSource;
@@ -61,6 +61,7 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
     ) -> Result<Vec<f32>, ModelError> {
         let w = self.weights;
         let d = w.dim;
+        w.check_step_inputs(sa, tokens, temb)?;
         let inputs = DitStepInputs {
             tokens: sa,
             temb,
@@ -68,7 +69,7 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
             text_mask: &self.text_mask,
             image_mask: &self.image_mask,
         };
-        let mut x = self
+        let x = self
             .device
             .run_blocks(&inputs)
             .map_err(ModelError::Executor)?;
@@ -82,14 +83,7 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
         silu(&mut act);
         let p = w.proj_out_1.forward(&act, 1);
         let (shift, scale) = p.split_at(d);
-        modulated_norm(&mut x, d, 1e-6, scale, shift);
-        let out = w.proj_out_2.forward(&x, tokens);
-        taps.emit_with(
-            || format!("flow.step{step}.dit_output"),
-            &[1, tokens, w.out_dim],
-            &out,
-        );
-        Ok(out)
+        Ok(w.output_head(x, shift, scale, tokens, step, taps))
     }
 }
 

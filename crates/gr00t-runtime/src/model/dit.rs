@@ -223,13 +223,7 @@ impl DitExecutor for CpuDit<'_> {
         if self.kv.len() != w.blocks.len() {
             return Err(ModelError::Executor("CpuDit::run before prepare".into()));
         }
-        if sa.len() != tokens * d || temb.len() != d {
-            return Err(ModelError::Executor(format!(
-                "DiT input: sa {} != {tokens}x{d} or temb {} != {d}",
-                sa.len(),
-                temb.len()
-            )));
-        }
+        w.check_step_inputs(sa, tokens, temb)?;
         let mut act = temb.to_vec();
         silu(&mut act);
         let mods = w.modulations(&act);
@@ -283,14 +277,49 @@ impl DitExecutor for CpuDit<'_> {
         }
         let nb = w.blocks.len();
         let (shift, sc) = mods[nb * 2 * d..(nb + 1) * 2 * d].split_at(d);
-        modulated_norm(&mut x, d, 1e-6, sc, shift);
-        let out = w.proj_out_2.forward(&x, tokens);
+        Ok(w.output_head(x, shift, sc, tokens, step, taps))
+    }
+}
+
+impl DitWeights {
+    /// Every executor's input check: `sa` `[tokens, D]`, `temb` `[D]`.
+    pub fn check_step_inputs(
+        &self,
+        sa: &[f32],
+        tokens: usize,
+        temb: &[f32],
+    ) -> Result<(), ModelError> {
+        let d = self.dim;
+        if sa.len() != tokens * d || temb.len() != d {
+            return Err(ModelError::Executor(format!(
+                "DiT input: sa {} != {tokens}x{d} or temb {} != {d}",
+                sa.len(),
+                temb.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The DiT's output head after the blocks, shared by every executor: the final AdaLN
+    /// (`shift`, `scale` from `proj_out_1(silu(temb))`), `proj_out_2`, and the
+    /// `flow.step{step}.dit_output` tap. `x`: `[tokens, D]` → `[tokens, output_dim]`.
+    pub fn output_head(
+        &self,
+        mut x: Vec<f32>,
+        shift: &[f32],
+        scale: &[f32],
+        tokens: usize,
+        step: usize,
+        taps: &mut Taps<'_>,
+    ) -> Vec<f32> {
+        modulated_norm(&mut x, self.dim, 1e-6, scale, shift);
+        let out = self.proj_out_2.forward(&x, tokens);
         taps.emit_with(
             || format!("flow.step{step}.dit_output"),
-            &[1, tokens, w.out_dim],
+            &[1, tokens, self.out_dim],
             &out,
         );
-        Ok(out)
+        out
     }
 }
 
