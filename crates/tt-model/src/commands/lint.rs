@@ -142,7 +142,7 @@ pub(crate) fn manifest_error(e: ManifestError) -> anyhow::Error {
 /// The per-file verdict on stderr.
 fn verdict(printer: &Printer, file: &str, counts: (usize, usize)) {
     match counts {
-        (0, 0) => printer.done(&file, Some("no problems")),
+        (0, 0) => printer.done(file, Some("no problems")),
         (0, w) => printer.warn(&format!("{file}  {w} warning{}", plural(w))),
         (e, w) => printer.error(&format!(
             "{file}  {e} error{}, {w} warning{}",
