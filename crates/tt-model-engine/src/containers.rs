@@ -32,6 +32,8 @@ pub struct ContainerInfo {
     /// RFC 3339, as the engine reports it.
     pub started_at: Option<String>,
     pub finished_at: Option<String>,
+    /// When the container was created (RFC 3339).
+    pub created_at: Option<String>,
     pub labels: BTreeMap<String, String>,
 }
 
@@ -74,6 +76,7 @@ fn info_from_inspect(r: bollard::models::ContainerInspectResponse) -> ContainerI
         oom_killed: state.oom_killed.unwrap_or(false),
         started_at: nonzero_date(state.started_at),
         finished_at: nonzero_date(state.finished_at),
+        created_at: nonzero_date(r.created),
         labels: config.labels.unwrap_or_default().into_iter().collect(),
     }
 }

@@ -102,7 +102,7 @@ pub fn diagnose(
             actions: vec![
                 format!("keep watching: tt-model logs {target} -f"),
                 format!("give up: tt-model stop {target}"),
-                "wait longer next time: tt-model serve --timeout 2h …".into(),
+                format!("wait longer next time: tt-model serve --timeout 2h {target}"),
             ],
         };
     }
@@ -136,7 +136,8 @@ pub fn diagnose(
                     .into(),
             actions: vec![
                 "see who holds it: docker ps   (and /proc/driver/tenstorrent/*/pids)".into(),
-                "stop another model: tt-model ps, then tt-model stop <target>".into(),
+                "see which models run: tt-model ps".into(),
+                "stop one of them: tt-model stop <target>".into(),
                 "if nothing holds it, reset the chips: tt-smi -r".into(),
             ],
         };

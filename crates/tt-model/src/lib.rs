@@ -4,9 +4,14 @@
 //! command from [`commands`], and sorts the outcome into an exit class:
 //!
 //! * `0` ([`ExitStatus::Success`]): the command did what was asked;
-//! * `1` ([`ExitStatus::Failure`]): the user's input is wrong (a manifest with errors, a missing
-//!   package) — the command already printed why;
-//! * `2` ([`ExitStatus::Error`]): a usage error or an unexpected failure (printed here, once).
+//! * `1` ([`ExitStatus::Failure`]): every handled error, as the original's `_err`/`_fail_card`:
+//!   the user's input is wrong (a manifest with errors, a missing package), the container engine
+//!   is unreachable or the Hub failed (both a diagnosis card, see [`diagnosis_for`]), or an
+//!   unexpected failure (its cause chain, printed here, once);
+//! * `2` ([`ExitStatus::Error`]): a usage error (clap's, a missing command, an unreadable
+//!   `lint` input, a command that is not built yet);
+//! * `130` ([`ExitStatus::Interrupted`]): Ctrl-C stopped the command (serve's boot watch
+//!   detaches and says so, the container keeps booting).
 
 pub mod args;
 pub mod commands;
@@ -14,10 +19,10 @@ pub mod printer;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::FromArgMatches;
 
 use crate::args::Cli;
-use crate::printer::Printer;
+use crate::printer::{DiagnosisCard, Printer};
 
 /// The exit class of a command; see the crate docs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,8 +31,10 @@ pub enum ExitStatus {
     Success,
     /// User or validation errors were found and reported.
     Failure,
-    /// A usage error or an unexpected failure.
+    /// A usage error.
     Error,
+    /// Ctrl-C stopped the command (128 + SIGINT).
+    Interrupted,
 }
 
 impl From<ExitStatus> for ExitCode {
@@ -36,6 +43,7 @@ impl From<ExitStatus> for ExitCode {
             ExitStatus::Success => ExitCode::from(0),
             ExitStatus::Failure => ExitCode::from(1),
             ExitStatus::Error => ExitCode::from(2),
+            ExitStatus::Interrupted => ExitCode::from(130),
         }
     }
 }
@@ -53,6 +61,138 @@ impl std::fmt::Display for UserError {
 
 impl std::error::Error for UserError {}
 
+/// A usage error found after parsing (exit code 2 and a plain `✗ message`).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for UsageError {}
+
+/// The diagnosis card for a failure the user can act on without reading a cause chain: an
+/// unreachable container engine or a Hub failure, wherever it sits in the chain. `None` for
+/// anything else.
+pub fn diagnosis_for(err: &anyhow::Error) -> Option<DiagnosisCard> {
+    let others = |skip: &dyn std::error::Error| -> Vec<String> {
+        let skip = skip.to_string();
+        err.chain()
+            .map(|c| c.to_string())
+            .filter(|m| *m != skip)
+            .collect()
+    };
+    for cause in err.chain() {
+        if let Some(e) = cause.downcast_ref::<tt_model_engine::EngineError>()
+            && e.is_unreachable()
+        {
+            return Some(engine_unreachable_card(e, others(e)));
+        }
+        if let Some(e) = cause.downcast_ref::<tt_model_hub::error::HubError>() {
+            return Some(hub_card(e, others(e)));
+        }
+    }
+    None
+}
+
+/// The card for an engine that does not answer (`evidence`: the rest of the error chain).
+pub fn engine_unreachable_card(
+    e: &tt_model_engine::EngineError,
+    evidence: Vec<String>,
+) -> DiagnosisCard {
+    DiagnosisCard {
+        cause: e.to_string(),
+        evidence,
+        consequence: Some("this command needs the container engine; nothing was changed".into()),
+        actions: vec![
+            "start the engine (sudo systemctl start docker) or point DOCKER_HOST at a running one"
+                .into(),
+            "let your user use its socket: sudo usermod -aG docker $USER, then log in again".into(),
+        ],
+    }
+}
+
+/// The card for a Hub failure (`evidence`: the rest of the error chain).
+pub fn hub_card(e: &tt_model_hub::error::HubError, evidence: Vec<String>) -> DiagnosisCard {
+    use tt_model_hub::error::HubError as H;
+    let endpoint = tt_model_hub::env::HubEnv::from_env().endpoint;
+    let actions: Vec<String> = match e {
+        H::Network { .. } | H::Http { .. } | H::BadResponse { .. } => vec![
+            format!("check HF_ENDPOINT ({endpoint}), the network and any proxy"),
+            "retry: a download resumes where it stopped".into(),
+        ],
+        H::NotFound { .. } | H::Gated { .. } | H::TokenRejected { .. } | H::Unauthorized { .. } => {
+            vec![
+                "check the repo id (<org>/<name>) and the revision".into(),
+                "set HF_TOKEN to a token that can read the repo".into(),
+            ]
+        }
+        H::BadRepoId(_) | H::BadRevision(_) => {
+            vec!["name the package as <org>/<name>[@revision]".into()]
+        }
+        _ if e.is_no_space() => vec![
+            "free space on the HF cache filesystem, or point HF_HUB_CACHE at a larger one".into(),
+        ],
+        H::Io { .. } => vec!["check that the HF cache (HF_HUB_CACHE) is writable".into()],
+        _ => vec!["retry: the bad file was deleted and is fetched again".into()],
+    };
+    DiagnosisCard {
+        cause: format!("the Hub: {e}"),
+        evidence,
+        consequence: Some("nothing was installed".into()),
+        actions,
+    }
+}
+
+/// The original's hint for two command names in a row (`tt-model pull serve org/x`):
+/// `tt-model serve org/x`, the second command with the rest.
+fn two_commands_hint(argv: &[std::ffi::OsString]) -> Option<String> {
+    let words: Vec<String> = argv
+        .iter()
+        .skip(1)
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let names: Vec<String> = args::command()
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    let first = words.iter().position(|w| !w.starts_with('-'))?;
+    let second = words.get(first + 1)?;
+    if !(names.contains(&words[first]) && names.contains(second)) {
+        return None;
+    }
+    let mut hint = vec!["tt-model".to_string()];
+    hint.extend(words[first + 1..].iter().cloned());
+    Some(hint.join(" "))
+}
+
+/// Prints a command's error once and returns its exit class.
+fn report(err: &anyhow::Error, printer: &Printer) -> ExitStatus {
+    if let Some(user) = err.downcast_ref::<UserError>() {
+        printer.error(&user.to_string());
+        ExitStatus::Failure
+    } else if let Some(usage) = err.downcast_ref::<UsageError>() {
+        printer.error(&usage.to_string());
+        ExitStatus::Error
+    } else if let Some(tt_model_manifest::ManifestError::Invalid {
+        path,
+        source_text,
+        diagnostics,
+    }) = err.downcast_ref()
+    {
+        commands::lint::print_invalid(printer, path, source_text, diagnostics);
+        ExitStatus::Failure
+    } else if let Some(card) = diagnosis_for(err) {
+        printer.fail(&card);
+        ExitStatus::Failure
+    } else {
+        printer.error_chain(err);
+        ExitStatus::Failure
+    }
+}
+
 /// Runs the CLI with the process arguments and returns its exit code.
 pub fn main() -> ExitCode {
     run(std::env::args_os()).into()
@@ -64,16 +204,24 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(argv) {
+    let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
+    let parsed = args::command()
+        .try_get_matches_from(&argv)
+        .and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {
-            // clap prints help/version to stdout with exit 0 and usage errors to stderr with 2.
+            // Usage errors (with clap's did-you-mean tips) go to stderr with exit 2.
+            if err.use_stderr() {
+                let _ = err.print();
+                if let Some(hint) = two_commands_hint(&argv) {
+                    eprintln!("\nDid you mean:  {hint}");
+                }
+                return ExitStatus::Error;
+            }
+            // Help goes to stdout with exit 0.
             let _ = err.print();
-            return if err.use_stderr() {
-                ExitStatus::Error
-            } else {
-                ExitStatus::Success
-            };
+            return ExitStatus::Success;
         }
     };
     let printer = Printer::new(cli.global.verbose, cli.global.no_color);
@@ -82,20 +230,11 @@ where
         return ExitStatus::Success;
     }
     let Some(command) = cli.command else {
-        use clap::CommandFactory;
-        let _ = Cli::command().print_help();
+        let _ = args::command().print_help();
         return ExitStatus::Error;
     };
     match commands::dispatch(command, &printer) {
         Ok(status) => status,
-        Err(err) => {
-            if let Some(user) = err.downcast_ref::<UserError>() {
-                printer.error(&user.to_string());
-                ExitStatus::Failure
-            } else {
-                printer.error_chain(&err);
-                ExitStatus::Error
-            }
-        }
+        Err(err) => report(&err, &printer),
     }
 }

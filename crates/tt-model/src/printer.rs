@@ -172,6 +172,13 @@ impl Printer {
         let _ = out.flush();
     }
 
+    /// Text on stderr as-is (the caller supplies the newlines).
+    pub fn err_raw(&self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = err.write_all(text.as_bytes());
+        let _ = err.flush();
+    }
+
     /// Paints `text` for stdout when colour is allowed there.
     pub fn style_out_bold(&self, text: &str) -> String {
         self.paint(self.color_out, Style::Bold, text)

@@ -249,7 +249,14 @@ fn list_reports_a_corrupt_database_legacy_pulls_and_missing_manifests_without_an
     let db_path = state.join("installed.json");
     std::fs::write(&db_path, "{ half a file").unwrap();
     let list = tt_model(t, &no_engine, &["list"]);
-    assert!(list.status.success());
+    // The listing stands; whether each can serve is unknown without the engine: its
+    // diagnosis card and exit 1, as every command that needs the engine.
+    assert_eq!(list.status.code(), Some(1), "{}", stderr(&list));
+    assert!(
+        stderr(&list).contains("is not reachable") && stderr(&list).contains("Try:"),
+        "{}",
+        stderr(&list)
+    );
     assert!(
         stderr(&list).contains(&db_path.display().to_string()),
         "{}",
@@ -284,6 +291,7 @@ fn list_reports_a_corrupt_database_legacy_pulls_and_missing_manifests_without_an
         })
         .unwrap();
     let list = tt_model(t, &no_engine, &["list", "--json"]);
+    assert_eq!(list.status.code(), Some(1), "{}", stderr(&list));
     let rows = json(&list);
     assert_eq!(rows.as_array().unwrap().len(), 2, "{rows}");
     let gone = row(&rows, "gone");

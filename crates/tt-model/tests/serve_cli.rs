@@ -456,3 +456,78 @@ fn no_card_is_refused_with_what_is_missing() {
         "{t}"
     );
 }
+
+/// Ctrl-C while serve watches the boot detaches (the container keeps booting), says so, and
+/// exits 130 as the original does.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_detaches_from_the_boot_and_exits_130() {
+    use std::io::BufRead;
+    ensure_image();
+    let server = HubServer::start(vec![]).await.unwrap();
+    let env = Env {
+        tmp: TempDir::new(),
+        endpoint: server.endpoint(),
+    };
+    let name = "tt-model-serve-cli-ctrlc-default";
+    let _ = Command::new(docker()).args(["rm", "-f", name]).output();
+    // Never ready: no ready line, nothing listens.
+    let m = env.package(
+        "serve-cli-ctrlc",
+        serde_json::json!(["sh", "-c", "echo booting; sleep 600"]),
+        None,
+    );
+    let ms = m.to_str().unwrap().to_string();
+    let port = free_port().to_string();
+    let t = env.tmp.path();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tt-model"))
+        .args(["serve", &ms, "--device", "none", "--port", &port])
+        .env("HF_ENDPOINT", &env.endpoint)
+        .env("HF_HOME", t.join("hf"))
+        .env("HF_HUB_CACHE", t.join("hub"))
+        .env_remove("HF_TOKEN")
+        .env("TT_MODEL_HOME", t.join("state"))
+        .env("TT_MODEL_NETWORK", "host")
+        .env("TT_MODEL_ALLOC_LOCK", t.join("alloc.lock"))
+        .env("NO_COLOR", "1")
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut seen = String::new();
+    let mut line = String::new();
+    while err.read_line(&mut line).unwrap() > 0 {
+        seen.push_str(&line);
+        let started = line.contains("container started");
+        line.clear();
+        if started {
+            break;
+        }
+    }
+    assert!(seen.contains("container started"), "{seen}");
+    // Let the watch begin, then interrupt as a terminal would.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let kill = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    err.read_to_string(&mut seen).unwrap();
+    let status = child.wait().unwrap();
+    let running = Command::new(docker())
+        .args(["inspect", "-f", "{{.State.Running}}", name])
+        .output()
+        .unwrap();
+    let _ = Command::new(docker()).args(["rm", "-f", name]).output();
+    assert_eq!(status.code(), Some(130), "{seen}");
+    assert!(
+        seen.contains("Ctrl-C: detached from the boot; the container keeps booting"),
+        "{seen}"
+    );
+    assert!(seen.contains("→ stop it: tt-model stop "), "{seen}");
+    assert_eq!(
+        String::from_utf8_lossy(&running.stdout).trim(),
+        "true",
+        "the container keeps booting"
+    );
+}

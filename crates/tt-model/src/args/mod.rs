@@ -3,7 +3,9 @@
 //! `Cli` and `Commands` live here; each command's flags live in `args/<command>.rs` so that the
 //! engineer owning a command edits only that file.
 
-use clap::{Args, Parser, Subcommand};
+use std::fmt::Write as _;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 mod lint;
 mod list;
@@ -48,14 +50,63 @@ pub struct Cli {
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
     /// Show full per-step output (subprocess logs, every checklist row).
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = GLOBAL_HEADING)]
     pub verbose: bool,
     /// Never colour the output (also honoured: the `NO_COLOR` environment variable).
-    #[arg(long, global = true)]
+    #[arg(long, global = true, help_heading = GLOBAL_HEADING)]
     pub no_color: bool,
     /// Print the bare version (e.g. `0.1.0`) and exit.
     #[arg(short = 'V', long)]
     pub version: bool,
+}
+
+/// The heading of the options every command accepts, in each command's `--help`.
+pub const GLOBAL_HEADING: &str = "Global options";
+
+/// The original's help panels (its Rich panels "Run a model", "Get models", "Publish
+/// models", "Environment", "Maintenance"), in order, with the commands each lists. The
+/// original's "Environment" holds only `login`, which this clone does not have, so it is not
+/// shown; `ps` joins its run-time siblings, `lint` and `schema` the authoring side.
+pub const PANELS: &[(&str, &[&str])] = &[
+    ("Run a model", &["serve", "stop", "logs", "ps"]),
+    ("Get models", &["pull", "list"]),
+    ("Publish models", &["package", "push", "lint", "schema"]),
+    ("Maintenance", &["rm"]),
+];
+
+/// The parser `tt-model` runs: [`Cli`]'s, with the top-level help grouped into [`PANELS`]
+/// (clap gives all subcommands one heading, so the panels are rendered into the template).
+pub fn command() -> clap::Command {
+    let cmd = Cli::command();
+    let styles = cmd.get_styles().clone();
+    let (header, literal) = (styles.get_header(), styles.get_literal());
+    let width = PANELS
+        .iter()
+        .flat_map(|(_, names)| names.iter().map(|n| n.len()))
+        .max()
+        .unwrap_or(0);
+    let mut panels = String::new();
+    for (title, names) in PANELS {
+        let _ = writeln!(panels, "{header}{title}:{header:#}");
+        for name in *names {
+            let about = cmd
+                .find_subcommand(name)
+                .and_then(|s| s.get_about())
+                .map(|a| a.to_string())
+                .unwrap_or_default();
+            let _ = writeln!(
+                panels,
+                "  {literal}{name}{literal:#}{:pad$}  {about}",
+                "",
+                pad = width - name.len()
+            );
+        }
+        panels.push('\n');
+    }
+    let template = format!(
+        "{{about-with-newline}}\n{{usage-heading}} {{usage}}\n\n{panels}{header}Options:{header:#}\n{{options}}{{after-help}}"
+    );
+    cmd.help_template(template)
 }
 
 /// The commands, in the order `--help` lists them.
@@ -71,7 +122,7 @@ pub enum Commands {
     Serve(ServeArgs),
     /// Stop the running containers of a package.
     Stop(StopArgs),
-    /// Show the logs of a package's running container.
+    /// Show the logs of a package's container: the running one, else the most recent exited one.
     Logs(LogsArgs),
     /// List the running tt-model containers.
     Ps(PsArgs),

@@ -44,7 +44,12 @@ pub struct ServeArgs {
     #[arg(long)]
     pub expose: bool,
     /// Readiness deadline: seconds, or with a unit (`90s`, `45m`, `2h`). Default 30m.
-    #[arg(long, value_name = "DURATION", env = "TT_MODEL_READY_TIMEOUT")]
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "TT_MODEL_READY_TIMEOUT",
+        hide_env_values = true
+    )]
     pub timeout: Option<String>,
     /// The container network (`host` or `none` for engines without a bridge).
     #[arg(long, value_name = "MODE", hide = true, env = "TT_MODEL_NETWORK")]

@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use serde_json::json;
-use tt_model_manifest::{CheckOptions, Report, check_bytes};
+use tt_model_manifest::{CheckOptions, Diagnostic, ManifestError, Report, check_bytes};
 
-use crate::ExitStatus;
 use crate::args::{LintArgs, LintFormat};
 use crate::printer::Printer;
+use crate::{ExitStatus, UserError};
 
 /// Runs `tt-model lint`.
 pub fn run(args: &LintArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -99,9 +99,50 @@ fn human(printer: &Printer, path: &Path, bytes: &[u8], report: &Report) {
         printer.out_raw(&d.render(&file, &src, printer.color_stdout()));
         printer.out("");
     }
-    let (errors, warnings) = report.counts();
-    match (errors, warnings) {
-        (0, 0) => printer.done(&file, Some("no problems")),
+    verdict(printer, &file, report.counts());
+}
+
+/// Where the findings of a command other than `lint` go: stderr, as every status line of
+/// those commands (their stdout is a result: a path, an argv).
+pub(crate) fn print_findings_stderr(
+    printer: &Printer,
+    path: &Path,
+    src: &str,
+    diagnostics: &[Diagnostic],
+) {
+    let file = path.display().to_string();
+    for d in diagnostics {
+        printer.err_raw(&d.render(&file, src, printer.color_stderr()));
+        printer.err_raw("\n");
+    }
+}
+
+/// Prints a manifest that failed to load as `lint` shows it (snippets with carets, dotted
+/// paths, did-you-mean labels, then the verdict), on stderr.
+pub(crate) fn print_invalid(printer: &Printer, path: &Path, src: &str, diagnostics: &[Diagnostic]) {
+    print_findings_stderr(printer, path, src, diagnostics);
+    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
+    verdict(
+        printer,
+        &path.display().to_string(),
+        (errors, diagnostics.len() - errors),
+    );
+}
+
+/// A manifest load failure as a command error: an invalid manifest stays typed, so the
+/// top-level printer renders it as `lint` does ([`print_invalid`]); an unreadable file is a
+/// plain user error.
+pub(crate) fn manifest_error(e: ManifestError) -> anyhow::Error {
+    match e {
+        ManifestError::Read { ref source, .. } => UserError(format!("{e}: {source}")).into(),
+        e => anyhow::Error::new(e),
+    }
+}
+
+/// The per-file verdict on stderr.
+fn verdict(printer: &Printer, file: &str, counts: (usize, usize)) {
+    match counts {
+        (0, 0) => printer.done(file, Some("no problems")),
         (0, w) => printer.warn(&format!("{file}  {w} warning{}", plural(w))),
         (e, w) => printer.error(&format!(
             "{file}  {e} error{}, {w} warning{}",

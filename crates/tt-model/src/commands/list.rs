@@ -13,7 +13,7 @@ use super::serve::weights::human_bytes;
 use super::serve::{host, target};
 use crate::ExitStatus;
 use crate::args::ListArgs;
-use crate::printer::Printer;
+use crate::printer::{DiagnosisCard, Printer};
 
 /// Every installed package: the database's entries, then `pulled/<org>__<name>/` manifests
 /// it does not know (installed before it existed), sorted by id. A database that cannot be
@@ -175,7 +175,10 @@ pub fn run(args: &ListArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let rt = tokio::runtime::Runtime::new()?;
     rt.block_on(async {
         let entries = installed(&mut |w| printer.warn(&w));
-        let client = host::engine().await.ok();
+        let (client, unreachable) = match host::engine().await {
+            Ok(c) => (Some(c), None),
+            Err(e) => (None, crate::diagnosis_for(&e)),
+        };
         let mut rows = Vec::new();
         for e in entries {
             rows.push(check(e, client.as_ref()).await);
@@ -183,7 +186,7 @@ pub fn run(args: &ListArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         if args.json {
             let v: Vec<_> = rows.iter().map(json_row).collect();
             printer.out(&serde_json::to_string_pretty(&v)?);
-            return Ok(ExitStatus::Success);
+            return Ok(engine_verdict(printer, &rows, unreachable));
         }
         if rows.is_empty() {
             printer.skipped(
@@ -218,8 +221,27 @@ pub fn run(args: &ListArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
                 printer.warn(&format!("{}: {p}", r.entry.repo_id));
             }
         }
-        Ok(ExitStatus::Success)
+        Ok(engine_verdict(printer, &rows, unreachable))
     })
+}
+
+/// Without the engine, whether a package can serve is unknown: the listing stands, then the
+/// engine's card and exit 1 (nothing installed needs no engine).
+fn engine_verdict(
+    printer: &Printer,
+    rows: &[Row],
+    unreachable: Option<DiagnosisCard>,
+) -> ExitStatus {
+    match unreachable {
+        Some(card) if !rows.is_empty() => {
+            printer.fail(&DiagnosisCard {
+                consequence: Some("whether each package can serve is unknown".into()),
+                ..card
+            });
+            ExitStatus::Failure
+        }
+        _ => ExitStatus::Success,
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! `tt-model logs [-f]`: the log of a package's container, running or exited (a crashed boot
 //! is exactly when the log matters).
 
+use tt_model_engine::containers::ContainerInfo;
 use tt_model_engine::logs::{self, LogStream};
 
 use super::serve::{host, target};
@@ -18,9 +19,8 @@ pub fn run(args: &LogsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
 async fn show(args: &LogsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let (package, _) = target::resolve_name(&args.target)?;
     let client = host::engine().await?;
-    // Running first, then the most recent exited one.
     let all = running_of(&client, &package, args.profile.as_deref(), true).await?;
-    let Some(c) = all.first() else {
+    let Some(c) = pick(&all) else {
         return Err(UserError(format!(
             "no container for {package}. Start it:  tt-model serve {}",
             args.target
@@ -40,7 +40,7 @@ async fn show(args: &LogsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     tokio::pin!(stop);
     loop {
         tokio::select! {
-            _ = &mut stop => break,
+            _ = &mut stop => return Ok(ExitStatus::Interrupted),
             line = s.next() => match line {
                 Some(l) => {
                     let l = l?;
@@ -54,4 +54,96 @@ async fn show(args: &LogsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
         }
     }
     Ok(ExitStatus::Success)
+}
+
+/// The container whose log to show: a running one (the list's order: default profile
+/// first), else the most recent exited one by the engine's clock (finished time, or created
+/// time for one that never ran), never by name.
+pub(crate) fn pick(containers: &[ContainerInfo]) -> Option<&ContainerInfo> {
+    if let Some(c) = containers.iter().find(|c| c.running) {
+        return Some(c);
+    }
+    containers.iter().max_by(|a, b| {
+        let key = |c: &ContainerInfo| {
+            time_key(
+                c.finished_at
+                    .as_deref()
+                    .or(c.created_at.as_deref())
+                    .unwrap_or(""),
+            )
+        };
+        key(a).cmp(&key(b))
+    })
+}
+
+/// An RFC 3339 UTC time (`2026-01-02T03:04:05.123456789Z`, as the engine reports it) as a
+/// sortable key: the whole seconds, then the fraction as nanoseconds (the engine trims
+/// trailing zeros, so the raw strings do not sort). Unparsable times sort first.
+fn time_key(t: &str) -> (String, u32) {
+    let t = t.trim_end_matches('Z');
+    let (secs, frac) = t.split_once('.').unwrap_or((t, ""));
+    let digits: String = frac
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .take(9)
+        .collect();
+    let nanos = format!("{digits:0<9}").parse().unwrap_or(0);
+    (secs.to_string(), nanos)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(name: &str, running: bool, finished: Option<&str>, created: &str) -> ContainerInfo {
+        ContainerInfo {
+            id: name.into(),
+            name: name.into(),
+            image: "i".into(),
+            status: if running { "running" } else { "exited" }.into(),
+            running,
+            exit_code: (!running).then_some(1),
+            oom_killed: false,
+            started_at: None,
+            finished_at: finished.map(Into::into),
+            created_at: Some(created.into()),
+            labels: Default::default(),
+        }
+    }
+
+    #[test]
+    fn logs_picks_running_then_most_recent_exited_by_time_not_name() {
+        let a = c(
+            "tt-model-x-a",
+            false,
+            Some("2026-01-02T10:00:00.5Z"),
+            "2026-01-01T00:00:00Z",
+        );
+        let b = c(
+            "tt-model-x-b",
+            false,
+            Some("2026-01-02T10:00:00Z"),
+            "2026-01-01T00:00:00Z",
+        );
+        // `a` finished later although its name sorts first; `b`'s raw string sorts higher.
+        assert_eq!(pick(&[a.clone(), b.clone()]).unwrap().name, "tt-model-x-a");
+        assert_eq!(pick(&[b.clone(), a.clone()]).unwrap().name, "tt-model-x-a");
+        // Never started: its created time stands in.
+        let fresh = c("tt-model-x-0", false, None, "2026-01-03T00:00:00Z");
+        assert_eq!(
+            pick(&[a.clone(), fresh.clone()]).unwrap().name,
+            "tt-model-x-0"
+        );
+        // A running container wins over any exited one.
+        let r = c("tt-model-x-z", true, None, "2025-01-01T00:00:00Z");
+        assert_eq!(pick(&[a, fresh, r]).unwrap().name, "tt-model-x-z");
+        assert!(pick(&[]).is_none());
+    }
+
+    #[test]
+    fn time_keys_compare_fractions_as_numbers() {
+        assert!(time_key("2026-01-02T10:00:00.5Z") > time_key("2026-01-02T10:00:00.123456789Z"));
+        assert!(time_key("2026-01-02T10:00:00Z") < time_key("2026-01-02T10:00:00.000000001Z"));
+        assert!(time_key("") < time_key("2026-01-02T10:00:00Z"));
+    }
 }

@@ -7,7 +7,7 @@ use crate::ExitStatus;
 use crate::args::Commands;
 use crate::printer::Printer;
 
-mod lint;
+pub(crate) mod lint;
 mod list;
 mod logs;
 mod package;
@@ -38,7 +38,7 @@ pub fn dispatch(command: Commands, printer: &Printer) -> anyhow::Result<ExitStat
 
 /// The error a declared-but-unbuilt command returns (exit code 2).
 pub(crate) fn not_implemented(name: &str) -> anyhow::Result<ExitStatus> {
-    anyhow::bail!("`tt-model {name}` is not implemented yet")
+    Err(crate::UsageError(format!("`tt-model {name}` is not implemented yet")).into())
 }
 
 #[cfg(test)]

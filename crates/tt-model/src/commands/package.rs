@@ -162,9 +162,11 @@ impl Reporter for CliReporter<'_> {
 pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let started = Instant::now();
     let (manifest, warnings) = load_path(&args.container, &CheckOptions::default())
-        .map_err(|e| UserError(e.to_string()))?;
-    for w in &warnings {
-        printer.warn(&w.one_line(&args.container.display().to_string()));
+        .map_err(super::lint::manifest_error)?;
+    if !warnings.is_empty() {
+        // Shown as `lint` shows them: snippet, caret, dotted path, suggestion.
+        let src = std::fs::read_to_string(&args.container).unwrap_or_default();
+        super::lint::print_findings_stderr(printer, &args.container, &src, &warnings);
     }
     // Relative paths in the manifest resolve against the working directory, as in `lint`.
     let cwd = std::env::current_dir()?;
@@ -210,16 +212,12 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) if e.is_unreachable() => {
+            let evidence = std::iter::successors(std::error::Error::source(&e), |c| c.source())
+                .map(|c| c.to_string())
+                .collect();
             printer.fail(&DiagnosisCard {
-                cause: e.to_string(),
-                evidence: std::iter::successors(std::error::Error::source(&e), |c| c.source())
-                    .map(|c| c.to_string())
-                    .collect(),
                 consequence: Some("nothing was built".into()),
-                actions: vec![
-                    "start the engine (dockerd) or point DOCKER_HOST at it".into(),
-                    "check that your user may use the socket (the docker group)".into(),
-                ],
+                ..crate::engine_unreachable_card(&e, evidence)
             });
             return Ok(ExitStatus::Failure);
         }
@@ -326,9 +324,15 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             | PackageError::MetalTree { .. }
             | PackageError::MissingCode { .. }
             | PackageError::MissingLock(_)
-            | PackageError::OutInsideGit(_)
-            | PackageError::Cancelled),
+            | PackageError::OutInsideGit(_)),
         ) => Err(UserError(e.to_string()).into()),
+        Err(PackageError::Cancelled) => {
+            printer.skipped(
+                "cancelled",
+                Some("nothing was written; the previous output is untouched"),
+            );
+            Ok(ExitStatus::Interrupted)
+        }
         Err(e) => Err(e.into()),
     }
 }

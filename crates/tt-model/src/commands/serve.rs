@@ -443,10 +443,8 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
             };
             printer.note(&format!("endpoint: {endpoint}  (ready by {by})"));
             printer.note(&format!("try: curl {endpoint}{}", pkg.health_path()));
-            printer.next(&format!(
-                "tt-model logs {} -f · tt-model stop {}",
-                args.target, args.target
-            ));
+            printer.next(&format!("follow the log: tt-model logs {} -f", args.target));
+            printer.next(&format!("stop it: tt-model stop {}", args.target));
             if printer.verbose() {
                 let overhead = total.saturating_sub(elapsed);
                 printer.note(&format!(
@@ -459,12 +457,18 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
             Ok(ExitStatus::Success)
         }
         WaitOutcome::Detached { .. } => {
-            printer.skipped("detached; the container keeps booting", Some(&name));
+            // As the original: Ctrl-C stops the watching, not the server; exit 130.
+            printer.skipped(
+                "Ctrl-C: detached from the boot; the container keeps booting",
+                Some(&name),
+            );
+            printer.note(&format!("endpoint (once ready): {endpoint}"));
             printer.next(&format!(
-                "tt-model logs {} -f · tt-model stop {}",
-                args.target, args.target
+                "follow the boot: tt-model logs {} -f",
+                args.target
             ));
-            Ok(ExitStatus::Success)
+            printer.next(&format!("stop it: tt-model stop {}", args.target));
+            Ok(ExitStatus::Interrupted)
         }
         WaitOutcome::Exited { evidence, .. } | WaitOutcome::TimedOut { evidence, .. } => {
             let c = diagnose(&evidence, &args.target, &extra, port, timeout);

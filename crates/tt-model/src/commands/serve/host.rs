@@ -96,11 +96,10 @@ pub fn host_facts(
     }
 }
 
-/// Connect to the engine: the preflight's first check.
+/// Connect to the engine: the preflight's first check. An unreachable engine becomes a
+/// diagnosis card and exit 1 where the error is printed ([`crate::diagnosis_for`]).
 pub async fn engine() -> anyhow::Result<Client> {
-    Client::connect().await.map_err(|e| {
-        anyhow::Error::new(e).context("the container engine is needed to serve: install Docker and join the docker group (sudo usermod -aG docker $USER)")
-    })
+    Ok(Client::connect().await?)
 }
 
 /// The first port from `first` that nothing listens on (bound on every interface, as the

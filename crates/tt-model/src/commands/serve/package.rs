@@ -105,7 +105,7 @@ impl Package {
     pub fn from_authoring(path: &Path) -> anyhow::Result<Package> {
         let (manifest, _warnings) =
             tt_model_manifest::load_path(path, &tt_model_manifest::CheckOptions::default())
-                .map_err(|e| crate::UserError(e.to_string()))?;
+                .map_err(crate::commands::lint::manifest_error)?;
         let image = format!(
             "{}/{}:{UNBUILT_TAG}",
             tt_model_package::pipeline::IMAGE_REPOSITORY_PREFIX,

@@ -121,7 +121,10 @@ pub async fn ensure(
                     w.repo_id,
                     WeightsOutcome::InContainer.container_note()
                 ));
-                printer.next(&format!("prefetch them: tt-model serve without --no-weights, or hf download {} --revision {}", w.repo_id, w.revision));
+                printer.next(&format!(
+                    "prefetch them: serve without --no-weights, or hf download {} --revision {}",
+                    w.repo_id, w.revision
+                ));
                 Ok(WeightsOutcome::InContainer)
             }
         };
