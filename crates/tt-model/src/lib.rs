@@ -13,8 +13,12 @@
 //! * `130` ([`ExitStatus::Interrupted`]): Ctrl-C stopped the command (serve's boot watch
 //!   detaches and says so, the container keeps booting).
 
+#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+
 pub mod args;
 pub mod commands;
+// Only the printer writes to the terminal (it knows about colour, piping and progress bars).
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod printer;
 
 use std::process::ExitCode;
@@ -215,7 +219,7 @@ where
             if err.use_stderr() {
                 let _ = err.print();
                 if let Some(hint) = two_commands_hint(&argv) {
-                    eprintln!("\nDid you mean:  {hint}");
+                    printer::Printer::plain(false).err_raw(&format!("\nDid you mean:  {hint}\n"));
                 }
                 return ExitStatus::Error;
             }

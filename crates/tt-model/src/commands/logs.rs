@@ -46,7 +46,7 @@ async fn show(args: &LogsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
                     let l = l?;
                     match l.stream {
                         LogStream::Stdout => printer.out_raw(&format!("{}\n", l.text)),
-                        LogStream::Stderr => eprintln!("{}", l.text),
+                        LogStream::Stderr => printer.err_raw(&format!("{}\n", l.text)),
                     }
                 }
                 None => break,

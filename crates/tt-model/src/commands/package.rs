@@ -133,7 +133,9 @@ impl Reporter for CliReporter<'_> {
             Event::BuildCached => self.cached += 1,
             Event::BuildLine(line) => {
                 if self.printer.verbose() {
-                    self.bar.suspend(|| eprintln!("    {line}"));
+                    let printer = self.printer;
+                    self.bar
+                        .suspend(|| printer.err_raw(&format!("    {line}\n")));
                 }
             }
             Event::Verified { checks, reused } => {

@@ -84,7 +84,8 @@ impl<'p> Checklist<'p> {
     }
 
     fn println(&self, line: String) {
-        self.spinner.suspend(|| eprintln!("{line}"));
+        self.spinner
+            .suspend(|| self.printer.err_raw(&format!("{line}\n")));
     }
 
     pub fn on_event(&mut self, e: &WaitEvent) {
