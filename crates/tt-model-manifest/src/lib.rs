@@ -108,13 +108,19 @@ pub fn check_str(src: &str, options: &CheckOptions) -> Report {
         diagnostics.retain(|x| !(x.path == "type" || x.path == "schema"));
         diagnostics.push(d.clone());
     }
+    // A kind that did not decode (or a schema-1 `type:`) leaves the kind unknown: the checks
+    // that depend on it are skipped, every other check still runs.
+    let kind_bad = diagnostics.iter().any(|d| d.is_error() && d.path == "kind");
     if let Some(manifest) = &decoded {
         diagnostics.extend(validate::validate(
             manifest,
             &root,
             src,
             options.sources_base.as_deref(),
-            schema_one.is_some(),
+            validate::Known {
+                schema: schema_one.is_none(),
+                kind: schema_one.is_none() && !kind_bad,
+            },
         ));
     }
     drop_explained_by_typos(&mut diagnostics);

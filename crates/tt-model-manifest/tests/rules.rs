@@ -760,3 +760,32 @@ fn check_sources_finds_missing_paths_and_unshipped_app() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// An invalid `kind` or `arch` is reported and everything that does not depend on it is still
+/// checked (before, it hid every other finding); the kind's own runtime rules are skipped.
+#[test]
+fn a_bad_kind_or_arch_hides_no_other_finding() {
+    let src = "schema: \"5.1\"\nrepo: acme/x\nname: x\nweights: {repo: acme/w, revision: main}\n\
+               kind: vllm-plugn\narch: blackhol\n\
+               source: {tt_metal: /t, code: [/abs], ubuntu: \"22.04\", python: \"3\"}\n\
+               serve: {mesh_device: P150, port: 8000}\n";
+    let errs = errors(src);
+    let codes: Vec<&str> = errs.iter().map(|e| e.split(' ').next().unwrap()).collect();
+    assert_eq!(
+        codes,
+        [
+            "invalid-value",
+            "invalid-value",
+            "source-path",
+            "source-python",
+            "required-serve-field"
+        ],
+        "{errs:#?}"
+    );
+    assert!(errs[0].contains("got 'vllm-plugn'") && errs[1].contains("got 'blackhol'"));
+    assert!(
+        !errs.iter().any(|e| e.contains("runtime")),
+        "no runtime rule of a kind the author did not choose: {errs:#?}"
+    );
+    assert_eq!(warnings(src).len(), 1, "the unpinned revision");
+}

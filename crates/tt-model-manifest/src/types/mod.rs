@@ -232,8 +232,11 @@ impl FromNode for Manifest {
             name: name?,
             weights: weights?,
             auxiliary_weights: auxiliary_weights?,
-            kind: kind?.unwrap_or_default(),
-            arch: arch?,
+            // An invalid or missing kind/arch is already reported; a stand-in keeps every other
+            // check running (a manifest with errors is never returned, so it cannot leak), and
+            // the checks that depend on the kind are skipped (`check_str`).
+            kind: kind.flatten().unwrap_or_default(),
+            arch: arch.unwrap_or(Arch::Blackhole),
             source: source?,
             image: image?.unwrap_or_default(),
             runtime: runtime?,

@@ -23,8 +23,8 @@ pub(crate) struct Checker<'a> {
     pub root: &'a Node,
     pub src: &'a str,
     pub out: Vec<Diagnostic>,
-    /// False for a schema-1 manifest: its `kind` is the default, not the author's choice, so
-    /// checks that depend on the kind are skipped.
+    /// False when the `kind` is a stand-in (a schema-1 manifest, or a kind that did not
+    /// decode), so checks that depend on the kind are skipped.
     pub kind_known: bool,
 }
 
@@ -64,6 +64,14 @@ impl Checker<'_> {
     }
 }
 
+/// What the decoded manifest can be trusted for.
+pub(crate) struct Known {
+    /// False for a schema-1 manifest (it already has its one finding about the schema).
+    pub schema: bool,
+    /// False when `kind` did not decode or the manifest is schema-1: the kind is a stand-in.
+    pub kind: bool,
+}
+
 /// Runs every semantic check; with `sources_base`, also checks the file system (paths resolve
 /// against it, as `package` resolves them against its working directory).
 pub(crate) fn validate(
@@ -71,17 +79,16 @@ pub(crate) fn validate(
     root: &Node,
     src: &str,
     sources_base: Option<&Path>,
-    schema_one: bool,
+    known: Known,
 ) -> Vec<Diagnostic> {
     let mut c = Checker {
         m,
         root,
         src,
         out: Vec::new(),
-        kind_known: !schema_one,
+        kind_known: known.kind,
     };
-    // A schema-1 manifest already has its one finding about the schema.
-    if !schema_one {
+    if known.schema {
         rules::schema(&mut c);
     }
     rules::repo_and_name(&mut c);
