@@ -8,10 +8,10 @@
 //! then `proj_out_2`.
 
 use super::ModelError;
-use super::layers::Linear;
+use super::layers::{Linear, add_assign, attend_residual};
 use super::taps::Taps;
 use crate::config::Gr00tConfig;
-use crate::cpu::attention::{AttnShape, KeyMask, attention};
+use crate::cpu::attention::{AttnShape, KeyMask};
 use crate::cpu::norms::{gelu_tanh, layer_norm, silu};
 use crate::weights::{WeightError, WeightSource};
 use std::sync::{Arc, Mutex};
@@ -234,7 +234,6 @@ impl DitExecutor for CpuDit<'_> {
         let mut vs = vec![0.0f32; tokens * d];
         let mut a = vec![0.0f32; tokens * d];
         let mut ff = vec![0.0f32; tokens * 4 * d];
-        let scale = (w.head_dim as f32).powf(-0.5);
         for (i, b) in w.blocks.iter().enumerate() {
             let (sc, sh) = mods[i * 2 * d..(i + 1) * 2 * d].split_at(d);
             h.copy_from_slice(&x);
@@ -260,9 +259,17 @@ impl DitExecutor for CpuDit<'_> {
                 q_stride: d,
                 kv_stride: d,
             };
-            attention(&q, k, v, shape, scale, KeyMask::All, &mut a);
-            b.out.forward_into(&a, tokens, &mut h);
-            add_assign(&mut x, &h);
+            attend_residual(
+                &q,
+                k,
+                v,
+                shape,
+                KeyMask::All,
+                &b.out,
+                &mut a,
+                &mut h,
+                &mut x,
+            );
             h.copy_from_slice(&x);
             layer_norm(&mut h, d, None, None, 1e-5);
             b.ff1.forward_into(&h, tokens, &mut ff);
@@ -330,11 +337,5 @@ pub fn modulated_norm(x: &mut [f32], d: usize, eps: f32, scale: &[f32], shift: &
         for j in 0..d {
             row[j] = row[j] * (1.0 + scale[j]) + shift[j];
         }
-    }
-}
-
-fn add_assign(x: &mut [f32], y: &[f32]) {
-    for (a, b) in x.iter_mut().zip(y) {
-        *a += b;
     }
 }

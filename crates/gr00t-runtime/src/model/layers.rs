@@ -1,5 +1,6 @@
 //! Parameterized building blocks shared by the towers: Linear, CategorySpecificLinear.
 
+use crate::cpu::attention::{AttnShape, KeyMask, attention};
 use crate::cpu::gemm::{PackedMat, WeightMat, matmul};
 use crate::weights::{Tensor, WeightError, WeightSource};
 
@@ -42,6 +43,34 @@ impl Linear {
         let mut y = vec![0.0; m * self.n];
         self.forward_into(x, m, &mut y);
         y
+    }
+}
+
+/// The attention half of a pre-norm transformer block, shared by the vision tower, the LLM and
+/// the DiT: `x += o(attention(q, k, v))` with scale `head_dim^-0.5`. `a` (`[q_len, heads ×
+/// head_dim]`) and `h` (`[q_len, D]`) are the caller's scratch buffers.
+#[allow(clippy::too_many_arguments)]
+pub fn attend_residual(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    shape: AttnShape,
+    mask: KeyMask,
+    o: &Linear,
+    a: &mut [f32],
+    h: &mut [f32],
+    x: &mut [f32],
+) {
+    let scale = (shape.head_dim as f32).powf(-0.5);
+    attention(q, k, v, shape, scale, mask, a);
+    o.forward_into(a, shape.q_len, h);
+    add_assign(x, h);
+}
+
+/// `x += y`, element-wise.
+pub fn add_assign(x: &mut [f32], y: &[f32]) {
+    for (a, b) in x.iter_mut().zip(y) {
+        *a += b;
     }
 }
 

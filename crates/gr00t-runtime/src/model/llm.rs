@@ -1,10 +1,10 @@
 //! Qwen3 body truncated at `select_layer`: token embedding, decoder layers (RMSNorm, GQA with
 //! per-head q/k RMSNorm before NEOX RoPE, SwiGLU) and the final RMSNorm. No lm_head.
 
-use super::layers::{Linear, NormParams};
+use super::layers::{Linear, NormParams, attend_residual};
 use super::taps::Taps;
 use crate::config::TextConfig;
-use crate::cpu::attention::{AttnShape, KeyMask, attention};
+use crate::cpu::attention::{AttnShape, KeyMask};
 use crate::cpu::norms::{rms_norm, silu};
 use crate::weights::{Tensor, WeightError, WeightSource};
 
@@ -161,19 +161,17 @@ impl Qwen3Body {
             rms_norm(&mut k, hd, &l.k_norm.w, eps);
             apply_rope(&mut q, s, nh, hd, &cos, &sin);
             apply_rope(&mut k, s, nkv, hd, &cos, &sin);
-            attention(
+            attend_residual(
                 &q,
                 &k,
                 &v,
                 shape,
-                (hd as f32).powf(-0.5),
                 KeyMask::Causal,
+                &l.o,
                 &mut a,
+                &mut h,
+                &mut x,
             );
-            l.o.forward_into(&a, s, &mut h);
-            for (xv, hv) in x.iter_mut().zip(&h) {
-                *xv += hv;
-            }
             h.copy_from_slice(&x);
             rms_norm(&mut h, d, &l.post_norm.w, eps);
             l.gate.forward_into(&h, s, &mut g);

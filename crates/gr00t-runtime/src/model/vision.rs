@@ -2,10 +2,10 @@
 //! encoder layers with full per-image attention, post-LayerNorm) and the Eagle projector
 //! (2×2 pixel-unshuffle, LayerNorm, Linear, exact GELU, Linear).
 
-use super::layers::{Linear, NormParams};
+use super::layers::{Linear, NormParams, add_assign, attend_residual};
 use super::taps::Taps;
 use crate::config::{EagleConfig, VisionConfig};
-use crate::cpu::attention::{AttnShape, KeyMask, attention};
+use crate::cpu::attention::{AttnShape, KeyMask};
 use crate::cpu::norms::{gelu_erf, gelu_tanh, layer_norm};
 use crate::weights::{WeightError, WeightSource};
 
@@ -140,17 +140,17 @@ impl VisionTower {
             l.qkv[0].forward_into(&hbuf, t, &mut q);
             l.qkv[1].forward_into(&hbuf, t, &mut k);
             l.qkv[2].forward_into(&hbuf, t, &mut v);
-            attention(
+            attend_residual(
                 &q,
                 &k,
                 &v,
                 shape,
-                (hd as f32).powf(-0.5),
                 KeyMask::All,
+                &l.out,
                 &mut a,
+                &mut hbuf,
+                &mut x,
             );
-            l.out.forward_into(&a, t, &mut hbuf);
-            add_assign(&mut x, &hbuf);
             hbuf.copy_from_slice(&x);
             layer_norm(&mut hbuf, c, Some(&l.ln2.w), l.ln2.b.as_deref(), eps);
             l.fc1.forward_into(&hbuf, t, &mut mlp);
@@ -239,12 +239,6 @@ impl Projector {
             taps.emit("projector.output", &[1, t, self.fc2.n], &y);
         }
         y
-    }
-}
-
-fn add_assign(x: &mut [f32], y: &[f32]) {
-    for (a, b) in x.iter_mut().zip(y) {
-        *a += b;
     }
 }
 
