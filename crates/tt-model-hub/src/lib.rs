@@ -9,8 +9,9 @@
 //! [`Downloader::snapshot`] with no patterns downloads a whole repo (a package: manifest, code,
 //! OCI image layout) the same way.
 //!
-//! [`testserver`] is a small Hub-protocol server on 127.0.0.1 used by the tests of this crate and
-//! of the CLI: it serves real files in the real URL shapes.
+//! `testserver` (behind the feature of that name, so never in the release CLI) is a small
+//! Hub-protocol server on 127.0.0.1 used by the tests of this crate and of the CLI: it serves
+//! real files in the real URL shapes.
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 
@@ -21,6 +22,7 @@ pub mod env;
 pub mod error;
 pub mod patterns;
 pub mod plan;
+#[cfg(feature = "testserver")]
 pub mod testserver;
 pub mod verify;
 
