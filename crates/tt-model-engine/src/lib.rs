@@ -18,6 +18,8 @@ pub mod images;
 pub mod localdb;
 pub mod oci_load;
 pub mod oneshot;
+#[cfg(feature = "testing")]
+pub mod testing;
 // serving
 pub mod bootlog;
 pub mod containers;

@@ -10,20 +10,7 @@ use std::path::Path;
 use tt_model_engine::Client;
 use tt_model_engine::oci_load::{LoadError, OciLayout};
 
-async fn engine() -> Option<Client> {
-    match Client::connect().await {
-        Ok(c) => Some(c),
-        Err(e) => {
-            if std::env::var_os("TT_MODEL_REQUIRE_DOCKER").is_some() {
-                panic!("TT_MODEL_REQUIRE_DOCKER is set but the engine is unreachable: {e}");
-            }
-            eprintln!(
-                "SKIPPED: no container engine reachable ({e}); set TT_MODEL_REQUIRE_DOCKER=1 to fail instead"
-            );
-            None
-        }
-    }
-}
+use tt_model_engine::testing::engine_or_skip as engine;
 
 /// A rootfs whose one file is unique to this run, so the image exists nowhere else and
 /// removing its tag really deletes it.

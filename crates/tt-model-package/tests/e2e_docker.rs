@@ -25,20 +25,7 @@ fn repo_root() -> PathBuf {
         .unwrap()
 }
 
-async fn engine() -> Option<Client> {
-    match Client::connect().await {
-        Ok(c) => Some(c),
-        Err(e) => {
-            if std::env::var_os("TT_MODEL_REQUIRE_DOCKER").is_some() {
-                panic!("TT_MODEL_REQUIRE_DOCKER is set but the engine is unreachable: {e}");
-            }
-            eprintln!(
-                "SKIPPED: no container engine reachable ({e}); set TT_MODEL_REQUIRE_DOCKER=1 to fail instead"
-            );
-            None
-        }
-    }
-}
+use tt_model_engine::testing::engine_or_skip as engine;
 
 async fn ensure_base(client: &Client) {
     if client.image(BASE).await.unwrap().is_some() {

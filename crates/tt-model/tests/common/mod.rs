@@ -7,7 +7,6 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use tt_model_engine::Client;
 use tt_model_hub::testserver::{FakeFile, FakeRepo};
 
 /// The local base image `scripts/make-base-images.sh` builds (no registry here).
@@ -73,22 +72,7 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// The engine, or `None` (the test then passes with a SKIPPED line) unless
-/// `TT_MODEL_REQUIRE_DOCKER=1` (CI sets it) makes a missing engine a failure.
-pub async fn engine() -> Option<Client> {
-    match Client::connect().await {
-        Ok(c) => Some(c),
-        Err(e) => {
-            if std::env::var_os("TT_MODEL_REQUIRE_DOCKER").is_some() {
-                panic!("TT_MODEL_REQUIRE_DOCKER is set but the engine is unreachable: {e}");
-            }
-            eprintln!(
-                "SKIPPED: no container engine reachable ({e}); set TT_MODEL_REQUIRE_DOCKER=1 to fail instead"
-            );
-            None
-        }
-    }
-}
+pub use tt_model_engine::testing::engine_or_skip as engine;
 
 /// Builds [`BASE`] if it is missing (idempotent).
 pub fn make_base_images() {
