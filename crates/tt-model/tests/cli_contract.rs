@@ -13,9 +13,11 @@ fn clap_debug_asserts_pass() {
     command().debug_assert();
 }
 
-/// The help clap prints for `argv` (plain: `Display` drops the styling).
+/// The help clap prints for `argv` (plain: `Display` drops the styling), wrapped at a fixed
+/// 100 columns so the snapshots do not depend on the terminal (or `COLUMNS`) of the test run.
 fn help(argv: &[&str]) -> String {
     let err = command()
+        .term_width(100)
         .try_get_matches_from(argv)
         .expect_err("--help ends parsing");
     assert_eq!(err.kind(), clap::error::ErrorKind::DisplayHelp, "{argv:?}");
