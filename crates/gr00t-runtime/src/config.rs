@@ -12,10 +12,12 @@ use std::path::{Path, PathBuf};
 /// Why a configuration could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("{path}: {source}")]
+    /// The I/O cause is part of the message and not also a `source()`, so a report that
+    /// walks the chain prints it once.
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
@@ -333,9 +335,9 @@ impl ModelConfig {
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Io {
+    let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Io {
         path: path.to_owned(),
-        source,
+        cause,
     })?;
     serde_json::from_str(&text).map_err(|e| ConfigError::Parse {
         path: path.to_owned(),

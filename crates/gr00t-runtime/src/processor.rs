@@ -23,10 +23,12 @@ use crate::preprocess::ImageChainConfig;
 /// Why the processor files cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessorError {
-    #[error("`{path}`: {source}")]
+    /// The I/O cause is part of the message and not also a `source()`, so a report that
+    /// walks the chain prints it once.
+    #[error("`{path}`: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("`{path}`:{line}:{column}: {message}")]
     Json {
@@ -42,7 +44,7 @@ pub enum ProcessorError {
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ProcessorError> {
     let text = std::fs::read_to_string(path).map_err(|e| ProcessorError::Io {
         path: path.into(),
-        source: e,
+        cause: e,
     })?;
     serde_json::from_str(&text).map_err(|e| ProcessorError::Json {
         path: path.into(),

@@ -33,10 +33,12 @@ pub const TOKENIZER_FILES: [&str; 3] = ["vocab.json", "merges.txt", "tokenizer_c
 /// Why the tokenizer could not be built or used.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenizerError {
-    #[error("tokenizer file `{path}`: {source}")]
+    /// The I/O cause is part of the message and not also a `source()`, so a report that
+    /// walks the chain prints it once.
+    #[error("tokenizer file `{path}`: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("tokenizer file `{path}`: {message}")]
     Format { path: PathBuf, message: String },
@@ -96,7 +98,7 @@ impl QwenTokenizer {
             if !p.is_file() {
                 return Err(TokenizerError::Io {
                     path: p,
-                    source: std::io::Error::new(std::io::ErrorKind::NotFound, "missing"),
+                    cause: std::io::Error::new(std::io::ErrorKind::NotFound, "missing"),
                 });
             }
         }
@@ -125,7 +127,7 @@ impl QwenTokenizer {
         let cfg_path = dir.join("tokenizer_config.json");
         let text = std::fs::read_to_string(&cfg_path).map_err(|e| TokenizerError::Io {
             path: cfg_path.clone(),
-            source: e,
+            cause: e,
         })?;
         let cfg: TokenizerConfig =
             serde_json::from_str(&text).map_err(|e| TokenizerError::Format {

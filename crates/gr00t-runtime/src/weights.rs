@@ -14,10 +14,12 @@ use std::sync::Arc;
 /// Why a weight could not be provided.
 #[derive(Debug, thiserror::Error)]
 pub enum WeightError {
-    #[error("{path}: {source}")]
+    /// The I/O cause is part of the message and not also a `source()`, so a report that
+    /// walks the chain prints it once.
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path}: {message}")]
     Format { path: PathBuf, message: String },
@@ -190,9 +192,9 @@ impl WeightStore {
     pub fn open_dir(dir: &Path) -> Result<Self, WeightError> {
         let index = dir.join(INDEX_FILE);
         let shards: Vec<PathBuf> = if index.exists() {
-            let text = std::fs::read_to_string(&index).map_err(|source| WeightError::Io {
+            let text = std::fs::read_to_string(&index).map_err(|cause| WeightError::Io {
                 path: index.clone(),
-                source,
+                cause,
             })?;
             let v: serde_json::Value =
                 serde_json::from_str(&text).map_err(|e| WeightError::Format {
@@ -225,14 +227,14 @@ impl WeightStore {
 
     /// Maps one safetensors file and adds its tensors.
     pub fn add_file(&mut self, path: &Path) -> Result<(), WeightError> {
-        let file = std::fs::File::open(path).map_err(|source| WeightError::Io {
+        let file = std::fs::File::open(path).map_err(|cause| WeightError::Io {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         // SAFETY: the checkpoint is treated as read-only for the life of the process.
-        let map = unsafe { Mmap::map(&file) }.map_err(|source| WeightError::Io {
+        let map = unsafe { Mmap::map(&file) }.map_err(|cause| WeightError::Io {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         let map = Arc::new(map);
         let st = SafeTensors::deserialize(&map[..]).map_err(|e| WeightError::Format {

@@ -127,7 +127,7 @@ pub fn open_or_build(
     let path = dir.join(key.file_name());
     let reason = match open(&path, key, layout) {
         Ok(a) => return Ok((a, CacheOutcome::Hit)),
-        Err(ArenaError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+        Err(ArenaError::Io { cause, .. }) if cause.kind() == std::io::ErrorKind::NotFound => {
             "no cache file".to_string()
         }
         Err(e) => e.to_string(),

@@ -75,11 +75,12 @@ pub enum ArenaError {
         expected: Vec<usize>,
         got: Vec<usize>,
     },
-    #[error("{path}: {source}")]
+    /// The I/O cause is part of the message and not also a `source()`, so a report that
+    /// walks the chain prints it once.
+    #[error("{path}: {cause}")]
     Io {
         path: PathBuf,
-        #[source]
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     /// A cache file that must not be used (the caller rebuilds it).
     #[error("{path}: corrupt arena cache: {reason}")]
@@ -90,5 +91,5 @@ pub enum ArenaError {
 
 pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> ArenaError {
     let path = path.into();
-    move |source| ArenaError::Io { path, source }
+    move |cause| ArenaError::Io { path, cause }
 }
