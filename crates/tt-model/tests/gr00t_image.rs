@@ -13,6 +13,7 @@ use std::time::Instant;
 use base64::Engine;
 use common::*;
 use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
+use tt_model_hub::verify::sha256_hex;
 
 const WEIGHTS_REPO: &str = "tt-model-fixtures/gr00t-n1.6-tiny";
 const REVISION: &str = "b0aa383ce258466d68221ea1c3f7838c566fb476";
@@ -320,33 +321,13 @@ fn built_binary(sha256: &str) -> PathBuf {
     std::fs::read_dir(&target)
         .unwrap()
         .filter_map(|e| Some(e.ok()?.path().join("release/gr00t-server")))
-        .find(|p| {
-            std::fs::read(p).is_ok_and(|b| {
-                use sha2_like::hex_sha256;
-                hex_sha256(&b) == sha256
-            })
-        })
+        .find(|p| std::fs::read(p).is_ok_and(|b| sha256_hex(&b) == sha256))
         .unwrap_or_else(|| {
             panic!(
                 "no gr00t-server with sha256 {sha256} under {}",
                 target.display()
             )
         })
-}
-
-/// sha256 without a dependency: `sha256sum` does it.
-mod sha2_like {
-    pub fn hex_sha256(bytes: &[u8]) -> String {
-        use std::io::Write;
-        let mut child = std::process::Command::new("sha256sum")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(bytes).unwrap();
-        let out = child.wait_with_output().unwrap();
-        String::from_utf8_lossy(&out.stdout)[..64].to_string()
-    }
 }
 
 /// The same /predict body to the container's published port and to the same binary run

@@ -93,11 +93,6 @@ impl ContainerSpec {
         self.runtime_str("device")
             .is_some_and(|d| d != "card" && crate::types::RUNTIME_DEVICES.contains(&d))
     }
-
-    /// The Rust binary `runtime.cargo` ships, if any.
-    pub fn cargo_binary(&self) -> Option<crate::types::CargoBinary> {
-        serde_json::from_value(self.runtime.get("cargo")?.clone()).ok()
-    }
 }
 
 #[cfg(test)]
