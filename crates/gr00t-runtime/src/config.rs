@@ -30,6 +30,12 @@ pub enum ConfigError {
     Invalid { path: PathBuf, message: String },
 }
 
+/// The structural constraints a configuration breaks ([`ModelConfig::validate`]), each in
+/// words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", .0.join("; "))]
+pub struct InvalidConfig(pub Vec<String>);
+
 /// `diffusion_model_cfg`: the DiT (`AlternateVLDiT`).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
@@ -252,15 +258,15 @@ impl ModelConfig {
             EagleConfig::full_size()
         };
         let cfg = Self { gr00t, eagle };
-        cfg.validate().map_err(|message| ConfigError::Invalid {
+        cfg.validate().map_err(|e| ConfigError::Invalid {
             path: dir.join(CONFIG_FILE),
-            message,
+            message: e.to_string(),
         })?;
         Ok(cfg)
     }
 
-    /// Checks the structural constraints the forward relies on.
-    pub fn validate(&self) -> Result<(), String> {
+    /// Checks the structural constraints the forward relies on; every violation is listed.
+    pub fn validate(&self) -> Result<(), InvalidConfig> {
         let g = &self.gr00t;
         let d = &g.diffusion_model_cfg;
         let v = &self.eagle.vision_config;
@@ -329,7 +335,7 @@ impl ModelConfig {
         if errs.is_empty() {
             Ok(())
         } else {
-            Err(errs.join("; "))
+            Err(InvalidConfig(errs))
         }
     }
 }

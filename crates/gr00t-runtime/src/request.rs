@@ -349,20 +349,19 @@ impl HostPipeline {
         prepared: &Prepared,
         chunk: &ActionChunk,
         with_normalized: bool,
-    ) -> Result<DecodedActions, String> {
+    ) -> Result<DecodedActions, ChunkShapeError> {
         let p = &self.processor;
         if chunk.horizon < p.action_horizon
             || chunk.dim < p.action_width()
             || chunk.data.len() != chunk.horizon * chunk.dim
         {
-            return Err(format!(
-                "model returned a [{}, {}] chunk ({} values); need at least [{}, {}]",
-                chunk.horizon,
-                chunk.dim,
-                chunk.data.len(),
-                p.action_horizon,
-                p.action_width()
-            ));
+            return Err(ChunkShapeError {
+                horizon: chunk.horizon,
+                dim: chunk.dim,
+                values: chunk.data.len(),
+                need_horizon: p.action_horizon,
+                need_dim: p.action_width(),
+            });
         }
         let actions = p.decode_actions(&chunk.data, chunk.dim, &prepared.raw_state);
         let normalized = with_normalized.then(|| p.split_normalized(&chunk.data, chunk.dim));
@@ -371,4 +370,16 @@ impl HostPipeline {
             normalized,
         })
     }
+}
+/// The model's action chunk does not have the shape the processor decodes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "model returned a [{horizon}, {dim}] chunk ({values} values); need at least [{need_horizon}, {need_dim}]"
+)]
+pub struct ChunkShapeError {
+    pub horizon: usize,
+    pub dim: usize,
+    pub values: usize,
+    pub need_horizon: usize,
+    pub need_dim: usize,
 }

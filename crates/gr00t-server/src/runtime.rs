@@ -48,6 +48,10 @@ pub fn stage_for(backend: &str) -> &'static str {
         "megakernel" => "stage2-megakernel",
         // The megakernel schedule run by the CPU emulator of the card.
         "megakernel-emulated" => "stage2-megakernel-emulated",
+        // The megakernel's matmuls on a device (feature `device`), the SFPU steps (SiLU,
+        // LayerNorm, softmax, GELU) on the host between device phases.
+        "megakernel-sim" => "stage2-megakernel-sim-hostsfpu",
+        "megakernel-p150a" => "stage2-megakernel-p150a-hostsfpu",
         "ttnn" => "stage1-ttnn-traces",
         _ => "cpu-reference",
     }
@@ -99,7 +103,7 @@ impl Runtime {
         let decoded = self
             .pipeline
             .decode(&prepared, &chunk, with_norm)
-            .map_err(ApiError::Internal)?;
+            .map_err(|e| ApiError::Internal(e.to_string()))?;
         let decode_actions = t1.elapsed().as_secs_f64() * 1e3;
         Ok(PredictResponse {
             actions: GroupArrays(decoded.actions),

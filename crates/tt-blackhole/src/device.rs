@@ -1,8 +1,8 @@
-//! The device boundary. On a machine with a p150a and a tt-metal build, the DiT denoise runs
-//! as one persistent megakernel; here it cannot (no card, no tt-metal, no SFPI toolchain), so
-//! this crate defines the boundary and the emulator in `gr00t-runtime` implements it. Asking
-//! for the card in a build without it fails with [`DeviceError::NotBuiltIn`], never silently
-//! falls back.
+//! The device boundary. The DiT blocks of a denoise step run behind [`DitDevice`]: the CPU
+//! emulator in `gr00t-runtime`, or (its cargo feature `device`) a Tenstorrent device through
+//! ttnn: a p150a card or the ttsim simulator of one. This crate only names the choice; asking
+//! for a device in a build without the dispatch fails with [`DeviceError::NotBuiltIn`], never
+//! silently falls back.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,38 +13,40 @@ pub enum DeviceKind {
     /// The CPU emulation of the plan (block-float weights decoded exactly, bf16 packs, fp32
     /// accumulation). Always available.
     Emulator,
-    /// A Blackhole p150a through tt-metal. Not built in.
+    /// A Blackhole p150a card through tt-metal (ttnn).
     P150a,
+    /// The same host code and kernels on tt-metal's functional simulator of a p150a
+    /// (`TT_METAL_SIMULATOR`); no SFPU, slow dispatch.
+    Simulator,
 }
 
 /// Device selection failure.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DeviceError {
     #[error(
-        "megakernel device {0:?} is not built in: this build has no tt-metal dispatch (it needs a \
-         Tenstorrent card and a tt-metal build); use the emulator (`emulator`)"
+        "megakernel device {0:?} is not built in: this build has no tt-metal dispatch (build \
+         gr00t-server with `--features device`, and run it where ttnn and a card or the simulator \
+         exist); use the emulator (`emulator`)"
     )]
     NotBuiltIn(String),
-    #[error("unknown megakernel device {0:?}: expected `emulator` or `p150a`")]
+    #[error("unknown megakernel device {0:?}: expected `emulator`, `p150a` or `sim`")]
     Unknown(String),
 }
 
-/// Whether this build can dispatch to a real card. Always false: there is no tt-metal binding.
-pub const CARD_BUILT_IN: bool = false;
-
-/// Parse a device name (`emulator`, `p150a` / `card` / `tt-metal`) and check that it is
-/// available in this build.
-pub fn select_device(name: &str) -> Result<DeviceKind, DeviceError> {
-    match name.trim().to_ascii_lowercase().as_str() {
-        "" | "emulator" | "emulated" | "cpu" => Ok(DeviceKind::Emulator),
-        "p150a" | "card" | "tt-metal" | "device" | "blackhole" => {
-            if CARD_BUILT_IN {
-                Ok(DeviceKind::P150a)
-            } else {
-                Err(DeviceError::NotBuiltIn(name.to_string()))
-            }
-        }
-        _ => Err(DeviceError::Unknown(name.to_string())),
+/// Parse a device name (`emulator`, `p150a` / `card` / `tt-metal`, `sim` / `simulator`) and
+/// check that it is available in this build: `dispatch_built_in` says whether the caller was
+/// compiled with a tt-metal dispatch (gr00t-runtime's feature `device`).
+pub fn select_device(name: &str, dispatch_built_in: bool) -> Result<DeviceKind, DeviceError> {
+    let kind = match name.trim().to_ascii_lowercase().as_str() {
+        "" | "emulator" | "emulated" | "cpu" => return Ok(DeviceKind::Emulator),
+        "p150a" | "card" | "tt-metal" | "device" | "blackhole" => DeviceKind::P150a,
+        "sim" | "simulator" | "ttsim" => DeviceKind::Simulator,
+        _ => return Err(DeviceError::Unknown(name.to_string())),
+    };
+    if dispatch_built_in {
+        Ok(kind)
+    } else {
+        Err(DeviceError::NotBuiltIn(name.to_string()))
     }
 }
 
@@ -63,7 +65,7 @@ pub struct DitStepInputs<'a> {
     pub image_mask: &'a [bool],
 }
 
-/// What executes the DiT blocks of one step: the emulator, or (not built here) the card.
+/// What executes the DiT blocks of one step: the emulator, or a device (card or simulator).
 /// Output: `[sa_tokens, D]`, the token stream after the last block (before `norm_out`).
 pub trait DitDevice: Send + Sync {
     fn kind(&self) -> DeviceKind;
@@ -79,10 +81,17 @@ mod tests {
 
     #[test]
     fn card_selection_fails_clearly() {
-        assert_eq!(select_device("emulator"), Ok(DeviceKind::Emulator));
-        let e = select_device("p150a").unwrap_err();
-        assert!(matches!(e, DeviceError::NotBuiltIn(_)));
-        assert!(e.to_string().contains("not built in"));
-        assert!(matches!(select_device("gpu"), Err(DeviceError::Unknown(_))));
+        assert_eq!(select_device("emulator", false), Ok(DeviceKind::Emulator));
+        for name in ["p150a", "sim"] {
+            let e = select_device(name, false).unwrap_err();
+            assert!(matches!(e, DeviceError::NotBuiltIn(_)));
+            assert!(e.to_string().contains("not built in"));
+        }
+        assert_eq!(select_device("p150a", true), Ok(DeviceKind::P150a));
+        assert_eq!(select_device("SIM", true), Ok(DeviceKind::Simulator));
+        assert!(matches!(
+            select_device("gpu", true),
+            Err(DeviceError::Unknown(_))
+        ));
     }
 }

@@ -7,7 +7,7 @@
 //!   packed in the order the DRAM readers stream it, with an index and a checksummed,
 //!   memory-mappable cache file.
 //! * [`plan`]: the per-core plan for the 11x10 worker grid and its roofline.
-//! * [`device`]: the boundary to a real card (not built in here).
+//! * [`device`]: the boundary to a device (emulator, simulator, card).
 //!
 //! Pure: nothing here knows about the GR00T runtime; tensors come in through
 //! [`arena::TensorSource`].

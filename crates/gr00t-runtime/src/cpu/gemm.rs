@@ -380,9 +380,11 @@ mod avx512 {
     use half::bf16;
     use std::arch::x86_64::*;
 
-    /// 16 bf16 → 16 f32 per step: zero-extend to 32 bits, shift into the high half.
+    /// 16 bf16 → 16 f32 per step: zero-extend to 32 bits, shift into the high half. A safe
+    /// `#[target_feature]` function: its only contract is the CPU feature, which callers
+    /// without AVX-512F must assert in an `unsafe` call.
     #[target_feature(enable = "avx512f")]
-    pub unsafe fn widen(src: &[bf16], dst: &mut [f32]) {
+    pub fn widen(src: &[bf16], dst: &mut [f32]) {
         let n = src.len().min(dst.len());
         let mut i = 0;
         // SAFETY: AVX-512F is enabled for this function; each step reads 16 bf16 and writes

@@ -84,7 +84,7 @@ fn dispatch(x: &mut [f32], body: fn(&mut [f32])) {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f")]
-        unsafe fn wide(x: &mut [f32], body: fn(&mut [f32])) {
+        fn wide(x: &mut [f32], body: fn(&mut [f32])) {
             body(x)
         }
         if std::arch::is_x86_feature_detected!("avx512f") {

@@ -92,7 +92,25 @@ impl<'a> Emulator<'a> {
         let bytes = &self.arena.bytes()[e.offset as usize..(e.offset + e.bytes) as usize];
         decode_weight(e, self.index.compute_cores, bytes).map_err(|e| e.to_string())
     }
+}
 
+/// What runs the step's matmuls: the CPU ([`Emulator`]) or a device
+/// (`super::device::TtDevice`). The rest of the step (SiLU, LayerNorm, attention's softmax,
+/// GELU: the SFPU work) is the shared host code of [`run_step_with`], so a device that runs
+/// only the FPU matmuls gets exactly the emulator's numerics around them.
+pub trait StepMatmul {
+    /// `x` `[m, k]` (bf16 values) · W(block, kind) + bias → `[m, n]` bf16 values.
+    fn matmul(
+        &self,
+        block: usize,
+        kind: WeightKind,
+        x: &[f32],
+        m: usize,
+        bias: Option<&[f32]>,
+    ) -> Result<Vec<f32>, String>;
+}
+
+impl StepMatmul for Emulator<'_> {
     /// `x` `[m, k]` (bf16 values) · W → `[m, n]` bf16 values, following the plan's split.
     fn matmul(
         &self,
@@ -107,16 +125,22 @@ impl<'a> Emulator<'a> {
         let w = self.weight(block, kind)?;
         let split = &self.plan.class(block, kind).split;
         let mut y = split_matmul(x, m, &w, k, n, split);
-        if let Some(b) = bias {
-            for row in y.chunks_exact_mut(n) {
-                for (v, bb) in row.iter_mut().zip(b) {
-                    *v += round_to_bf16(*bb);
-                }
-            }
-        }
-        pack(&mut y);
+        finish_matmul(&mut y, n, bias);
         Ok(y)
     }
+}
+
+/// Add the bias (rounded to bf16, as it sits in L1) to every row and pack the result to bf16:
+/// the end of every matmul, on the emulator and after a device's partial sums alike.
+pub fn finish_matmul(y: &mut [f32], n: usize, bias: Option<&[f32]>) {
+    if let Some(b) = bias {
+        for row in y.chunks_exact_mut(n) {
+            for (v, bb) in row.iter_mut().zip(b) {
+                *v += round_to_bf16(*bb);
+            }
+        }
+    }
+    pack(y);
 }
 
 /// fp32 accumulation per work unit over its K range (in K order); the K pieces of a column
@@ -257,8 +281,19 @@ fn select_rows(x: &[f32], d: usize, mask: &[bool]) -> (Vec<f32>, usize) {
 impl Emulator<'_> {
     /// The per-step schedule of the plan: every block's ops in order.
     pub fn run_step(&self, inp: &DitStepInputs<'_>) -> Result<Vec<f32>, String> {
-        let w = self.weights;
-        let dims = &self.plan.dims;
+        run_step_with(self, self.weights, &self.plan, inp)
+    }
+}
+
+/// One step's DiT blocks in the plan's schedule order, the matmuls done by `mm`.
+pub fn run_step_with<M: StepMatmul + ?Sized>(
+    mm: &M,
+    w: &DitWeights,
+    plan: &MegakernelPlan,
+    inp: &DitStepInputs<'_>,
+) -> Result<Vec<f32>, String> {
+    {
+        let dims = &plan.dims;
         let (d, hd, heads, cross) = (dims.width(), dims.head_dim, dims.num_heads, dims.cross_dim);
         let tokens = inp.tokens.len() / d;
         if inp.tokens.len() != tokens * d || tokens != dims.sa_tokens || inp.temb.len() != d {
@@ -288,25 +323,25 @@ impl Emulator<'_> {
         let mut x = inp.tokens.to_vec(); // fp32 residual stream
         for (i, b) in w.blocks.iter().enumerate() {
             let bias = |l: &crate::model::layers::Linear| l.b.clone();
-            let ada = self.matmul(i, WeightKind::AdaNorm, &act, 1, bias(&b.ada).as_deref())?;
+            let ada = mm.matmul(i, WeightKind::AdaNorm, &act, 1, bias(&b.ada).as_deref())?;
             let (scale, shift) = ada.split_at(d);
             let h = norm_from_partials(&x, d, 1e-5, Some((scale, shift)));
-            let q = self.matmul(i, WeightKind::Q, &h, tokens, bias(&b.q).as_deref())?;
+            let q = mm.matmul(i, WeightKind::Q, &h, tokens, bias(&b.q).as_deref())?;
             let (src, n) = match b.kind {
                 BlockKind::SelfAttn => (&h, tokens),
                 BlockKind::CrossText => (&text.0, text.1),
                 BlockKind::CrossImage => (&image.0, image.1),
             };
-            let kk = self.matmul(i, WeightKind::K, src, n, bias(&b.k).as_deref())?;
-            let vv = self.matmul(i, WeightKind::V, src, n, bias(&b.v).as_deref())?;
+            let kk = mm.matmul(i, WeightKind::K, src, n, bias(&b.k).as_deref())?;
+            let vv = mm.matmul(i, WeightKind::V, src, n, bias(&b.v).as_deref())?;
             let a = flash_attention(&q, &kk, &vv, tokens, n, heads, hd);
-            let o = self.matmul(i, WeightKind::Out, &a, tokens, bias(&b.out).as_deref())?;
+            let o = mm.matmul(i, WeightKind::Out, &a, tokens, bias(&b.out).as_deref())?;
             x.iter_mut().zip(&o).for_each(|(xv, ov)| *xv += ov);
             let h = norm_from_partials(&x, d, 1e-5, None);
-            let mut f = self.matmul(i, WeightKind::FfUp, &h, tokens, bias(&b.ff1).as_deref())?;
+            let mut f = mm.matmul(i, WeightKind::FfUp, &h, tokens, bias(&b.ff1).as_deref())?;
             gelu_tanh(&mut f);
             pack(&mut f);
-            let o = self.matmul(i, WeightKind::FfDown, &f, tokens, bias(&b.ff2).as_deref())?;
+            let o = mm.matmul(i, WeightKind::FfDown, &f, tokens, bias(&b.ff2).as_deref())?;
             x.iter_mut().zip(&o).for_each(|(xv, ov)| *xv += ov);
         }
         Ok(x)

@@ -87,21 +87,60 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
     }
 }
 
-/// The `megakernel-emulated` backend: the CPU model for everything but the DiT blocks, which
-/// run on the [`Emulator`] from the block-float arena.
+/// What runs the DiT blocks of a forward: the emulator, or (feature `device`) a device.
+pub enum Engine<'a> {
+    Emulator(Emulator<'a>),
+    #[cfg(feature = "device")]
+    Device(super::device::DeviceSteps<'a>),
+}
+
+impl DitDevice for Engine<'_> {
+    fn kind(&self) -> DeviceKind {
+        match self {
+            Engine::Emulator(e) => e.kind(),
+            #[cfg(feature = "device")]
+            Engine::Device(d) => d.kind(),
+        }
+    }
+
+    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), String> {
+        match self {
+            Engine::Emulator(e) => e.prepare(ctx_tokens),
+            #[cfg(feature = "device")]
+            Engine::Device(d) => d.prepare(ctx_tokens),
+        }
+    }
+
+    fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, String> {
+        match self {
+            Engine::Emulator(e) => e.run_blocks(inputs),
+            #[cfg(feature = "device")]
+            Engine::Device(d) => d.run_blocks(inputs),
+        }
+    }
+}
+
+/// The megakernel backend: the CPU model for everything but the DiT blocks, which run on the
+/// [`Emulator`] from the block-float arena (`megakernel-emulated`), or, with the feature
+/// `device`, on a p150a or its simulator from the same arena uploaded to device DRAM
+/// (`megakernel-p150a` / `megakernel-sim`, SFPU steps on the host).
 pub struct MegakernelPolicy {
     model: Gr00tModel,
     index: ArenaIndex,
     arena: ArenaBytes,
     /// How the arena was obtained (cache hit, or built and why).
     pub arena_outcome: CacheOutcome,
+    kind: DeviceKind,
+    #[cfg(feature = "device")]
+    device: Option<super::device::TtDevice>,
 }
 
 impl MegakernelPolicy {
     /// Build the arena from `weights` (the model's checkpoint) in `dtype`. With `cache_dir`
     /// (`GR00T_TT_CACHE`) the arena is cached there under `weights_revision`; without, it is
-    /// built in memory. `device` is the `GR00T_MK_DEVICE`-style choice: only the emulator is
-    /// built in, so anything else fails here, clearly.
+    /// built in memory. `device` is the `GR00T_MK_DEVICE`-style choice: `emulator`, or with
+    /// the feature `device` `p150a` / `sim` (the device is opened and the arena uploaded here);
+    /// without the feature those fail here, clearly.
     pub fn new(
         model: Gr00tModel,
         weights: &dyn WeightSource,
@@ -110,14 +149,8 @@ impl MegakernelPolicy {
         weights_revision: &str,
         device: &str,
     ) -> Result<Self, ModelError> {
-        match select_device(device).map_err(|e| ModelError::Executor(e.to_string()))? {
-            DeviceKind::Emulator => {}
-            DeviceKind::P150a => {
-                return Err(ModelError::Executor(
-                    "p150a dispatch is not built in".into(),
-                ));
-            }
-        }
+        let kind = select_device(device, cfg!(feature = "device"))
+            .map_err(|e| ModelError::Executor(e.to_string()))?;
         let dims = dit_dims(&model.cfg.gr00t, NOMINAL_CTX);
         let layout = arena_layout(&dims, dtype);
         let source = CheckpointTensors {
@@ -143,17 +176,40 @@ impl MegakernelPolicy {
                 )
             }
         };
+        #[cfg(feature = "device")]
+        let device = match kind {
+            DeviceKind::Emulator => None,
+            _ => Some(
+                super::device::TtDevice::open(kind, &index, arena.bytes())
+                    .map_err(|e| ModelError::Executor(format!("{device}: {e}")))?,
+            ),
+        };
         Ok(MegakernelPolicy {
             model,
             index,
             arena,
             arena_outcome,
+            kind,
+            #[cfg(feature = "device")]
+            device,
         })
+    }
+
+    /// Where the DiT blocks run.
+    pub fn device_kind(&self) -> DeviceKind {
+        self.kind
+    }
+
+    /// The open device (feature `device`, `GR00T_MK_DEVICE=p150a|sim`).
+    #[cfg(feature = "device")]
+    pub fn device(&self) -> Option<&super::device::TtDevice> {
+        self.device.as_ref()
     }
 
     /// Load a checkpoint directory and configure from the environment: `GR00T_MK_ARENA_DTYPE`
     /// (bfp8_b default, bfp4_b, bf16), `GR00T_TT_CACHE` (arena cache directory; in memory when
-    /// unset), `GR00T_MK_DEVICE` (`emulator` default; `p150a` fails: not built in). The cache
+    /// unset), `GR00T_MK_DEVICE` (`emulator` default; `p150a` / `sim` need the feature
+    /// `device`, else fail: not built in). The cache
     /// key's weights revision is [`checkpoint_revision`].
     pub fn from_env(model_dir: &Path) -> Result<Self, ModelError> {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
@@ -175,12 +231,30 @@ impl MegakernelPolicy {
         &self.index
     }
 
-    /// A DiT executor over the emulator (borrowing this policy's model and arena).
-    pub fn executor(&self) -> Result<MegakernelDit<'_, Emulator<'_>>, ModelError> {
+    /// The arena bytes (what a device holds in DRAM).
+    pub fn arena_bytes(&self) -> &[u8] {
+        self.arena.bytes()
+    }
+
+    /// A DiT executor over the emulator or the device (borrowing this policy's model, arena
+    /// and device).
+    pub fn executor(&self) -> Result<MegakernelDit<'_, Engine<'_>>, ModelError> {
         let dims = dit_dims(&self.model.cfg.gr00t, NOMINAL_CTX);
+        #[cfg(feature = "device")]
+        if let Some(dev) = &self.device {
+            let steps = super::device::DeviceSteps::new(dev, &self.model.head.dit, &dims)
+                .map_err(ModelError::Executor)?;
+            return Ok(MegakernelDit::new(
+                Engine::Device(steps),
+                &self.model.head.dit,
+            ));
+        }
         let emu = Emulator::new(&self.model.head.dit, &self.index, &self.arena, &dims)
             .map_err(ModelError::Executor)?;
-        Ok(MegakernelDit::new(emu, &self.model.head.dit))
+        Ok(MegakernelDit::new(
+            Engine::Emulator(emu),
+            &self.model.head.dit,
+        ))
     }
 
     /// Full forward with the emulated DiT.
@@ -196,7 +270,11 @@ impl MegakernelPolicy {
 
 impl Policy for MegakernelPolicy {
     fn backend_name(&self) -> &str {
-        "megakernel-emulated"
+        match self.kind {
+            DeviceKind::Emulator => "megakernel-emulated",
+            DeviceKind::P150a => "megakernel-p150a",
+            DeviceKind::Simulator => "megakernel-sim",
+        }
     }
 
     fn dims(&self) -> (usize, usize, usize) {

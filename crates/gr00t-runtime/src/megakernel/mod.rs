@@ -8,10 +8,15 @@
 //! * [`executor`]: [`MegakernelDit`], the model's [`crate::model::DitExecutor`] on top of a
 //!   device, and [`MegakernelPolicy`], the `megakernel-emulated` [`crate::policy::Policy`].
 //!
+//! * [`device`] (cargo feature `device`): the same blocks on a Blackhole p150a or its
+//!   simulator through ttnn, with the repo's kernels.
+//!
 //! Everything outside the DiT blocks (backbone, encoders, timestep embedding, output layer,
 //! decoder, Euler loop) is the CPU model's own code, called, not copied.
 
 pub mod arena_source;
+#[cfg(feature = "device")]
+pub mod device;
 pub mod emulator;
 pub mod executor;
 #[cfg(test)]
@@ -19,4 +24,4 @@ mod tests;
 
 pub use arena_source::{CheckpointTensors, dit_dims};
 pub use emulator::Emulator;
-pub use executor::{MegakernelDit, MegakernelPolicy, checkpoint_revision};
+pub use executor::{Engine, MegakernelDit, MegakernelPolicy, checkpoint_revision};

@@ -80,10 +80,10 @@ mod x86 {
     /// bytes written); stops early (at a block boundary) at an invalid character, which the
     /// scalar tail then rejects.
     ///
-    /// # Safety
-    /// AVX2 must be available; `out` must hold `s.len() / 4 * 3 + 8` bytes.
+    /// `out` must hold `s.len() / 4 * 3 + 8` bytes (asserted). A safe `#[target_feature]`
+    /// function: calling it is `unsafe` only where AVX2 is not statically known.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn decode_bulk(s: &[u8], out: &mut [MaybeUninit<u8>]) -> (usize, usize) {
+    pub(super) fn decode_bulk(s: &[u8], out: &mut [MaybeUninit<u8>]) -> (usize, usize) {
         assert!(out.len() >= s.len() / 4 * 3 + 8);
         let lut_lo = _mm256_setr_epi8(
             0x15, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x11, 0x13, 0x1A, 0x1B, 0x1B,

@@ -150,12 +150,21 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(b[at..at + 8].try_into().unwrap_or([0; 8]))
 }
 
-fn seal(header: &[u8], index_json: &[u8], entries: &[ArenaEntry]) -> Result<[u8; 32], String> {
+/// The seal over header, index and every tensor's digest; a malformed digest makes `path`
+/// corrupt.
+fn seal(
+    path: &Path,
+    header: &[u8],
+    index_json: &[u8],
+    entries: &[ArenaEntry],
+) -> Result<[u8; 32], ArenaError> {
     let mut h = Sha256::new();
     h.update(header);
     h.update(index_json);
     for e in entries {
-        h.update(unhex(&e.sha256).ok_or_else(|| format!("bad digest for {}", e.name))?);
+        h.update(
+            unhex(&e.sha256).ok_or_else(|| corrupt(path, format!("bad digest for {}", e.name)))?,
+        );
     }
     Ok(h.finalize().into())
 }
@@ -238,7 +247,7 @@ fn open_checked(
     if !doc.index.same_layout(layout) || doc.index.total_bytes != data_len {
         return Err(corrupt(path, "index does not match the expected layout"));
     }
-    let sealed = seal(hdr, index_json, &doc.index.entries).map_err(|r| corrupt(path, r))?;
+    let sealed = seal(path, hdr, index_json, &doc.index.entries)?;
     if sealed[..] != tr[..32] {
         return Err(corrupt(path, "header/index checksum mismatch"));
     }
@@ -345,7 +354,7 @@ fn write_to(
     hdr[40..48].copy_from_slice(&file_len.to_le_bytes());
     let doc: IndexDoc =
         serde_json::from_slice(&index_json).map_err(|e| corrupt(tmp, e.to_string()))?;
-    let sealed = seal(&hdr, &index_json, &doc.index.entries).map_err(|r| corrupt(tmp, r))?;
+    let sealed = seal(tmp, &hdr, &index_json, &doc.index.entries)?;
 
     map[..HEADER].copy_from_slice(&hdr);
     map[HEADER..HEADER + index_json.len()].copy_from_slice(&index_json);

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// One compute core's matmul share on the FPU: for each of its n_count output tile columns and each
+// activation tile row m, C[m, n] = sum over its K range of A[m, k] * W[k, n], accumulated in the
+// destination register (fp32 when the program enables fp32_dest_acc_en) in K order, packed to the
+// output CB (fp32 partials: the K pieces of a split column are added in piece order afterwards, as the
+// plan's piece-0 core does). Weights arrive as one column strip of k_count tiles per CB 1 push.
+#include <cstdint>
+#include "api/compute/matmul.h"
+#include "api/compute/compute_kernel_hw_startup.h"
+#include "api/compute/tile_move_copy.h"
+#include "api/dataflow/dataflow_buffer.h"
+
+void kernel_main() {
+    const uint32_t n_count = get_arg_val<uint32_t>(0);
+    const uint32_t k_count = get_arg_val<uint32_t>(1);
+    const uint32_t m_tiles = get_arg_val<uint32_t>(2);
+
+    constexpr uint32_t cb_act = 0, cb_w = 1, cb_out = 2;
+    DataflowBuffer dfb_act(cb_act);
+    DataflowBuffer dfb_w(cb_w);
+    DataflowBuffer dfb_out(cb_out);
+
+    compute_kernel_hw_startup<SrcOrder::Reverse>(cb_act, cb_w, cb_out);
+    matmul_init(cb_act, cb_w);
+
+    dfb_act.wait_front(m_tiles * k_count);
+    for (uint32_t n = 0; n < n_count; ++n) {
+        dfb_w.wait_front(k_count);
+        for (uint32_t m = 0; m < m_tiles; ++m) {
+            tile_regs_acquire();
+            for (uint32_t k = 0; k < k_count; ++k) {
+                matmul_tiles(cb_act, cb_w, m * k_count + k, k, 0);
+            }
+            tile_regs_commit();
+            dfb_out.reserve_back(1);
+            tile_regs_wait();
+            pack_tile(0, cb_out);
+            tile_regs_release();
+            dfb_out.push_back(1);
+        }
+        dfb_w.pop_front(k_count);
+    }
+    dfb_act.pop_front(m_tiles * k_count);
+}
