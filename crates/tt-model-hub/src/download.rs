@@ -81,6 +81,19 @@ impl Downloader {
         plan_from_info(&rc, revision, &info, allow, ignore)
     }
 
+    /// The commit `revision` of `repo_id` resolves to on the Hub now (`serve --refresh` asks
+    /// this before deciding whether to re-pull).
+    pub async fn resolve_revision(
+        &self,
+        repo_id: &str,
+        revision: &str,
+    ) -> Result<String, HubError> {
+        cache::validate_revision(revision)?;
+        Ok(api::repo_info(&self.http, &self.env, repo_id, revision)
+            .await?
+            .sha)
+    }
+
     /// Refuse before downloading when the cache filesystem cannot hold the missing bytes.
     pub fn check_space(&self, plan: &DownloadPlan) -> Result<(), HubError> {
         let needed = plan.bytes_to_fetch();

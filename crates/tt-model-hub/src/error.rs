@@ -41,6 +41,13 @@ pub enum HubError {
     Unauthorized { repo: String, status: u16 },
     #[error("the Hub answered {status} for {url}")]
     Http { url: String, status: u16 },
+    /// A write the Hub refused, with its own words (`X-Error-Message` or the JSON `error`).
+    #[error("the Hub refused {url} ({status}): {message}")]
+    Refused {
+        url: String,
+        status: u16,
+        message: String,
+    },
     #[error("the Hub's answer for {url} could not be read: {detail}")]
     BadResponse { url: String, detail: String },
     /// The downloaded bytes do not hash to the id the Hub published for the file: the LFS

@@ -17,13 +17,16 @@
 
 pub mod api;
 pub mod cache;
+pub mod card_tags;
 pub mod download;
 pub mod env;
 pub mod error;
+pub mod hub;
 pub mod patterns;
 pub mod plan;
 #[cfg(feature = "testserver")]
 pub mod testserver;
+pub mod upload;
 pub mod verify;
 
 pub use cache::{HubCache, RepoCache};

@@ -129,7 +129,7 @@ pub fn plan_from_info(
             continue;
         }
         cache::validate_file_name(&s.rfilename)?;
-        let (kind, etag, size) = content_id(s).map_err(bad)?;
+        let (kind, etag, size) = content_id(s).map_err(|e| bad(e.to_string()))?;
         let present = rc.blob_path(&etag).is_file();
         let partial = if present {
             0
@@ -157,23 +157,41 @@ pub fn plan_from_info(
 
 /// Kind, blob name and size of a listed file. The name doubles as a path component and as the
 /// expected hash, so anything but a well-formed hex id of the right kind is refused.
-fn content_id(s: &Sibling) -> Result<(HashKind, String, u64), String> {
+fn content_id(s: &Sibling) -> Result<(HashKind, String, u64), ListingError> {
+    let file = || s.rfilename.clone();
     let (kind, id, size) = match (&s.lfs, &s.blob_id) {
         (Some(lfs), _) => (HashKind::LfsSha256, &lfs.sha256, Some(lfs.size)),
         (None, Some(blob)) => (HashKind::GitBlobSha1, blob, s.size),
-        (None, None) => return Err(format!("{} has neither blobId nor lfs", s.rfilename)),
+        (None, None) => return Err(ListingError::NoContentId { file: file() }),
     };
     let id = id.to_ascii_lowercase();
     if !kind.is_valid_id(&id) {
-        return Err(format!(
-            "{}: {id:?} is not a {}-hex {kind} id",
-            s.rfilename,
-            kind.hex_len()
-        ));
+        return Err(ListingError::BadContentId {
+            file: file(),
+            id,
+            hex: kind.hex_len(),
+            kind,
+        });
     }
     // The git blob header needs the length before the first byte arrives.
-    let size = size.ok_or_else(|| format!("{} has no size", s.rfilename))?;
+    let size = size.ok_or_else(|| ListingError::NoSize { file: file() })?;
     Ok((kind, id, size))
+}
+
+/// What is wrong with one file of a listing (it becomes the listing's `BadResponse`).
+#[derive(Debug, thiserror::Error)]
+enum ListingError {
+    #[error("{file} has neither blobId nor lfs")]
+    NoContentId { file: String },
+    #[error("{file}: {id:?} is not a {hex}-hex {kind} id")]
+    BadContentId {
+        file: String,
+        id: String,
+        hex: usize,
+        kind: HashKind,
+    },
+    #[error("{file} has no size")]
+    NoSize { file: String },
 }
 
 #[cfg(test)]

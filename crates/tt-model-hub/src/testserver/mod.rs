@@ -1,0 +1,528 @@
+//! A Hub-protocol server on 127.0.0.1 for tests (the real Hub cannot be reached here).
+//!
+//! It speaks the part of the real protocol that `tt-model` uses, in the URL shapes, headers and
+//! JSON `huggingface_hub` sends and reads (`hf_api.py`, `_commit_api.py`, `lfs.py`):
+//!
+//! Download side ([`read`]):
+//! * `GET /api/models/{org}/{name}[/revision/{rev}][?blobs=true]` → `{id, sha, private, tags,
+//!   lastModified, siblings[]}`, siblings with `blobId`, `size` and, for LFS files, `lfs
+//!   {sha256, size, pointerSize}` when `blobs=true` (only `rfilename` otherwise, as on the Hub);
+//!   tags come from the README's frontmatter, as on the Hub;
+//! * `GET|HEAD /{org}/{name}/resolve/{rev}/{path}`: regular files answer 200 with `ETag` and
+//!   `X-Repo-Commit`; LFS files answer `302` to `/cdn-lfs/...` with `X-Linked-Etag`,
+//!   `X-Linked-Size` and `X-Repo-Commit`; both honour `Range: bytes=N-`;
+//! * `GET /api/models/{org}/{name}/tree/{rev}[/{path}][?recursive=true]`: the tree API
+//!   (`[{type, oid, size, path, lfs?}]`);
+//! * `GET /api/models?search=&filter=&author=&limit=` (`list_models`), `GET /api/whoami-v2`.
+//!
+//! Upload side ([`write`]):
+//! * `POST /api/validate-yaml` (`{content, repoType}` → `{errors, warnings}`, 400 on errors:
+//!   the README check `upload_folder` makes first);
+//! * `POST /api/repos/create` (`{name, organization, private, type}`; 409 when it exists), which
+//!   makes the initial commit (`.gitattributes`) as the Hub does;
+//! * `PUT /api/models/{org}/{name}/settings` (`{private}`);
+//! * `POST /api/models/{org}/{name}/preupload/{rev}` (`{files: [{path, sample, size}]}` →
+//!   `{files: [{path, uploadMode, shouldIgnore, oid?}]}`, `oid` being the remote file's
+//!   sha256 for LFS and git blob sha1 for regular files, which lets the client skip unchanged
+//!   files);
+//! * `POST /{org}/{name}.git/info/lfs/objects/batch` (git-lfs batch API, `basic` transfer):
+//!   objects the repo already has come back without `actions`; the others get an `upload`
+//!   href (a `PUT` of the bytes, hashed while streamed to disk and refused on a mismatch) and a
+//!   `verify` href;
+//! * `POST /api/models/{org}/{name}/commit/{rev}` (NDJSON: `header` with an optional
+//!   `parentCommit`, `file` (base64), `lfsFile`, `deletedFile`, `deletedFolder`), atomic.
+//!
+//! Writes need a token of a user the server knows ([`HubUser`]) whose name or org is the
+//! repo's namespace; a private repo is visible only to such a token (an anonymous request gets
+//! 401 `RepoNotFound`, another user's 404, as on the Hub).
+
+// The handlers' helpers fail with the HTTP answer itself (a `Response`): test support where
+// the size of an error path does not matter.
+#![allow(clippy::result_large_err)]
+
+mod read;
+pub(crate) mod state;
+mod write;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use sha2::{Digest, Sha256};
+
+use crate::verify::{git_blob_id, hex, sha256_hex};
+use state::{Commit, Entry, Repo, Store, entry_for};
+
+/// A file of a seeded repo.
+#[derive(Debug, Clone)]
+pub struct FakeFile {
+    pub path: String,
+    pub content: Vec<u8>,
+    /// Stored in LFS (gets an `lfs.sha256` in the listing and a CDN redirect).
+    pub lfs: bool,
+    /// Serve these bytes instead of `content` while the listing and headers still advertise
+    /// `content`'s ids: simulates a corrupted transfer.
+    pub corrupt_with: Option<Vec<u8>>,
+}
+
+impl FakeFile {
+    pub fn regular(path: &str, content: impl Into<Vec<u8>>) -> Self {
+        FakeFile {
+            path: path.into(),
+            content: content.into(),
+            lfs: false,
+            corrupt_with: None,
+        }
+    }
+    pub fn lfs(path: &str, content: impl Into<Vec<u8>>) -> Self {
+        FakeFile {
+            path: path.into(),
+            content: content.into(),
+            lfs: true,
+            corrupt_with: None,
+        }
+    }
+    /// The git object id of the file in the repo tree (`blobId`): of the pointer for LFS files.
+    pub fn blob_id(&self) -> String {
+        if self.lfs {
+            let pointer = format!(
+                "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
+                sha256_hex(&self.content),
+                self.content.len()
+            );
+            git_blob_id(pointer.as_bytes())
+        } else {
+            git_blob_id(&self.content)
+        }
+    }
+}
+
+/// A seeded public repo at one commit, reachable by the commit sha and by its branches.
+#[derive(Debug, Clone)]
+pub struct FakeRepo {
+    pub id: String,
+    pub commit: String,
+    pub branches: Vec<String>,
+    pub files: Vec<FakeFile>,
+}
+
+impl FakeRepo {
+    /// A repo whose commit sha is derived from its id and files (stable across runs).
+    pub fn new(id: &str, files: Vec<FakeFile>) -> Self {
+        let mut h = Sha256::new();
+        h.update(id.as_bytes());
+        for f in &files {
+            h.update(f.path.as_bytes());
+            h.update(&f.content);
+        }
+        FakeRepo {
+            id: id.into(),
+            commit: hex(&h.finalize())[..40].to_string(),
+            branches: vec!["main".into()],
+            files,
+        }
+    }
+}
+
+/// An account the server knows: its token, its name, and the orgs it can write to.
+#[derive(Debug, Clone)]
+pub struct HubUser {
+    pub token: String,
+    pub name: String,
+    pub orgs: Vec<String>,
+}
+
+impl HubUser {
+    pub fn new(token: &str, name: &str, orgs: &[&str]) -> Self {
+        HubUser {
+            token: token.into(),
+            name: name.into(),
+            orgs: orgs.iter().map(|o| o.to_string()).collect(),
+        }
+    }
+    fn can_write(&self, namespace: &str) -> bool {
+        self.name == namespace || self.orgs.iter().any(|o| o == namespace)
+    }
+}
+
+/// The token and user [`HubServer::start`] registers (writes to `tester/*` and `acme/*`).
+pub const TEST_TOKEN: &str = "hf_test";
+
+/// One request the server saw.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeenRequest {
+    pub method: String,
+    pub path: String,
+    pub range: Option<String>,
+    pub authorization: Option<String>,
+}
+
+/// A file of a repo at a revision, as the tests inspect it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredFile {
+    pub path: String,
+    pub size: u64,
+    pub sha256: String,
+    pub lfs: bool,
+}
+
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub repos: Arc<Mutex<HashMap<String, Repo>>>,
+    pub store: Arc<Store>,
+    pub users: Arc<Vec<HubUser>>,
+    seen: Arc<Mutex<Vec<SeenRequest>>>,
+    /// Request body bytes received by the upload routes (LFS PUTs and commit payloads).
+    pub received: Arc<AtomicU64>,
+    /// Disables the upload routes' answers after this many LFS bytes (an interrupted push).
+    pub cut_after: Arc<AtomicU64>,
+}
+
+/// Who a request comes from.
+pub(crate) enum Caller<'a> {
+    Anonymous,
+    User(&'a HubUser),
+    /// A token the server does not know (the Hub answers 401).
+    BadToken,
+}
+
+impl Shared {
+    pub fn caller(&self, h: &HeaderMap) -> Caller<'_> {
+        let Some(auth) = h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
+            return Caller::Anonymous;
+        };
+        let token = auth.strip_prefix("Bearer ").unwrap_or(auth);
+        match self.users.iter().find(|u| u.token == token) {
+            Some(u) => Caller::User(u),
+            None => Caller::BadToken,
+        }
+    }
+
+    /// The repo `id` as `caller` may see it, or the Hub's refusal.
+    pub fn readable(&self, id: &str, h: &HeaderMap) -> Result<(), Response> {
+        let repos = self.repos.lock().unwrap();
+        let caller = self.caller(h);
+        if matches!(caller, Caller::BadToken) {
+            return Err(error(
+                StatusCode::UNAUTHORIZED,
+                None,
+                "Invalid credentials in Authorization header",
+            ));
+        }
+        let visible = match repos.get(id) {
+            None => false,
+            Some(r) if !r.private => true,
+            Some(_) => match caller {
+                Caller::User(u) => u.can_write(id.split('/').next().unwrap_or("")),
+                _ => false,
+            },
+        };
+        if visible {
+            return Ok(());
+        }
+        // huggingface.co answers an anonymous request for an unknown (or private) repo with
+        // 401, not 404; only the error code says what it is.
+        let status = match caller {
+            Caller::Anonymous => StatusCode::UNAUTHORIZED,
+            _ => StatusCode::NOT_FOUND,
+        };
+        Err(error(status, Some("RepoNotFound"), "Repository not found"))
+    }
+
+    /// The user behind a write to `namespace`, or the Hub's refusal.
+    pub fn writer(&self, namespace: &str, h: &HeaderMap) -> Result<HubUser, Response> {
+        match self.caller(h) {
+            Caller::Anonymous => Err(error(
+                StatusCode::UNAUTHORIZED,
+                None,
+                "Invalid username or password.",
+            )),
+            Caller::BadToken => Err(error(
+                StatusCode::UNAUTHORIZED,
+                None,
+                "Invalid credentials in Authorization header",
+            )),
+            Caller::User(u) if u.can_write(namespace) => Ok(u.clone()),
+            Caller::User(u) => Err(error(
+                StatusCode::FORBIDDEN,
+                None,
+                &format!(
+                    "You don't have the rights to create a model under the namespace \"{namespace}\" ({} is not a member)",
+                    u.name
+                ),
+            )),
+        }
+    }
+
+    /// The commit `rev` of `id` names, for a caller already checked by [`Shared::readable`].
+    pub fn commit(&self, id: &str, rev: &str) -> Option<Arc<Commit>> {
+        self.repos.lock().unwrap().get(id)?.resolve(rev)
+    }
+}
+
+/// `{"error": msg}` with the Hub's `X-Error-Code` / `X-Error-Message` headers.
+pub(crate) fn error(status: StatusCode, code: Option<&'static str>, msg: &str) -> Response {
+    let mut r = (status, axum::Json(serde_json::json!({ "error": msg }))).into_response();
+    if let Some(code) = code {
+        r.headers_mut()
+            .insert("x-error-code", HeaderValue::from_static(code));
+    }
+    if let Ok(v) = HeaderValue::from_str(msg) {
+        r.headers_mut().insert("x-error-message", v);
+    }
+    r
+}
+
+/// A running server; it stops, and its store is deleted, when dropped.
+pub struct HubServer {
+    pub addr: SocketAddr,
+    shared: Shared,
+    task: tokio::task::JoinHandle<()>,
+    _dir: tempfile::TempDir,
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+async fn record(State(s): State<Shared>, req: Request, next: Next) -> Response {
+    let h = req.headers();
+    let get = |k: header::HeaderName| h.get(k).and_then(|v| v.to_str().ok()).map(str::to_string);
+    let seen = SeenRequest {
+        method: req.method().to_string(),
+        path: req.uri().path().to_string(),
+        range: get(header::RANGE),
+        authorization: get(header::AUTHORIZATION),
+    };
+    s.seen.lock().unwrap().push(seen);
+    next.run(req).await
+}
+
+impl HubServer {
+    /// Bind 127.0.0.1 on a free port and serve `repos` (public), with one user: token
+    /// [`TEST_TOKEN`], name `tester`, member of `acme`.
+    pub async fn start(repos: Vec<FakeRepo>) -> std::io::Result<HubServer> {
+        Self::start_with(repos, vec![HubUser::new(TEST_TOKEN, "tester", &["acme"])]).await
+    }
+
+    /// Bind 127.0.0.1 on a free port and serve `repos` (public) to `users`.
+    pub async fn start_with(
+        repos: Vec<FakeRepo>,
+        users: Vec<HubUser>,
+    ) -> std::io::Result<HubServer> {
+        let dir = tempfile::Builder::new().prefix("tt-model-hub-").tempdir()?;
+        let store = Store::create(dir.path())?;
+        let mut map = HashMap::new();
+        for r in repos {
+            let mut tree = BTreeMap::new();
+            for f in &r.files {
+                let mut e = entry_for(&store, &f.content, f.lfs)?;
+                if let Some(bad) = &f.corrupt_with {
+                    e.served = Some(store.put(bad)?);
+                }
+                tree.insert(f.path.clone(), e);
+            }
+            let lfs = tree
+                .values()
+                .filter(|e| e.lfs)
+                .map(|e| e.sha256.clone())
+                .collect();
+            let commit = Arc::new(Commit {
+                id: r.commit.clone(),
+                tree,
+                at: now(),
+            });
+            map.insert(
+                r.id.clone(),
+                Repo {
+                    id: r.id.clone(),
+                    private: false,
+                    commits: HashMap::from([(r.commit.clone(), commit)]),
+                    branches: r
+                        .branches
+                        .iter()
+                        .map(|b| (b.clone(), r.commit.clone()))
+                        .collect(),
+                    lfs,
+                },
+            );
+        }
+        let shared = Shared {
+            repos: Arc::new(Mutex::new(map)),
+            store: Arc::new(store),
+            users: Arc::new(users),
+            seen: Arc::new(Mutex::new(Vec::new())),
+            received: Arc::new(AtomicU64::new(0)),
+            cut_after: Arc::new(AtomicU64::new(u64::MAX)),
+        };
+        let app = Router::new()
+            .route("/api/whoami-v2", get(read::whoami))
+            .route("/api/models", get(read::list_models))
+            .route("/api/models/{org}/{name}", get(read::info))
+            .route(
+                "/api/models/{org}/{name}/revision/{rev}",
+                get(read::revision),
+            )
+            .route("/api/models/{org}/{name}/tree/{rev}", get(read::tree_root))
+            .route(
+                "/api/models/{org}/{name}/tree/{rev}/{*path}",
+                get(read::tree),
+            )
+            .route("/{org}/{name}/resolve/{rev}/{*file}", get(read::resolve))
+            .route("/cdn-lfs/{org}/{name}/{oid}", get(read::cdn))
+            .route("/api/repos/create", post(write::create))
+            .route("/api/validate-yaml", post(write::validate_yaml))
+            .route("/api/models/{org}/{name}/settings", put(write::settings))
+            .route(
+                "/api/models/{org}/{name}/preupload/{rev}",
+                post(write::preupload),
+            )
+            .route("/api/models/{org}/{name}/commit/{rev}", post(write::commit))
+            .route(
+                "/{org}/{name}/info/lfs/objects/batch",
+                post(write::lfs_batch),
+            )
+            .route("/lfs-upload/{org}/{name}/{oid}", put(write::lfs_upload))
+            .route("/lfs-verify/{org}/{name}/{oid}", post(write::lfs_verify))
+            .layer(DefaultBodyLimit::disable())
+            .layer(middleware::from_fn_with_state(shared.clone(), record))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Ok(HubServer {
+            addr,
+            shared,
+            task,
+            _dir: dir,
+        })
+    }
+
+    /// The value for `HF_ENDPOINT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Every request so far, in order.
+    pub fn requests(&self) -> Vec<SeenRequest> {
+        self.shared.seen.lock().unwrap().clone()
+    }
+
+    /// Request body bytes received by the upload routes so far (LFS objects and commit
+    /// payloads, which carry regular files base64-encoded).
+    pub fn bytes_received(&self) -> u64 {
+        self.shared.received.load(Ordering::SeqCst)
+    }
+
+    /// From now on, an LFS upload that would take the total received past `limit` bytes is
+    /// cut off mid-body (the connection is dropped): a push interrupted mid-upload.
+    /// `u64::MAX` lifts it.
+    pub fn cut_uploads_after(&self, limit: u64) {
+        self.shared.cut_after.store(limit, Ordering::SeqCst);
+    }
+
+    /// The files of `repo` at `rev` (`None`: no such repo or revision).
+    pub fn files(&self, repo: &str, rev: &str) -> Option<Vec<StoredFile>> {
+        let c = self.shared.commit(repo, rev)?;
+        Some(
+            c.tree
+                .iter()
+                .map(|(p, e)| StoredFile {
+                    path: p.clone(),
+                    size: e.size,
+                    sha256: e.sha256.clone(),
+                    lfs: e.lfs,
+                })
+                .collect(),
+        )
+    }
+
+    /// The commit `main` of `repo` points at.
+    pub fn head(&self, repo: &str) -> Option<String> {
+        Some(self.shared.commit(repo, "main")?.id.clone())
+    }
+
+    /// Whether `repo` is private (`None`: no such repo).
+    pub fn is_private(&self, repo: &str) -> Option<bool> {
+        self.shared
+            .repos
+            .lock()
+            .unwrap()
+            .get(repo)
+            .map(|r| r.private)
+    }
+
+    /// The tags the Hub derives from `repo`'s README at `main`.
+    pub fn tags(&self, repo: &str) -> Vec<String> {
+        read::head_tags(&self.shared, repo)
+    }
+
+    /// Whether every file of every commit of `repo` has its bytes in the store (a tree never
+    /// names an object the Hub lacks).
+    pub fn consistent(&self, repo: &str) -> bool {
+        let repos = self.shared.repos.lock().unwrap();
+        let Some(r) = repos.get(repo) else {
+            return false;
+        };
+        r.commits
+            .values()
+            .all(|c| c.tree.values().all(|e| self.shared.store.has(&e.sha256)))
+    }
+
+    /// Corrupts `path` of `repo` at `main` on the Hub's side: its bytes become `bytes` while
+    /// its listing keeps advertising the original ids (bit rot in the Hub's storage).
+    pub fn corrupt(&self, repo: &str, path: &str, bytes: &[u8]) -> std::io::Result<()> {
+        let served = self.shared.store.put(bytes)?;
+        let mut repos = self.shared.repos.lock().unwrap();
+        let r = repos
+            .get_mut(repo)
+            .ok_or_else(|| std::io::Error::other("no such repo"))?;
+        let head = r
+            .head()
+            .ok_or_else(|| std::io::Error::other("empty repo"))?;
+        let mut tree = head.tree.clone();
+        let e: &mut Entry = tree
+            .get_mut(path)
+            .ok_or_else(|| std::io::Error::other("no such file"))?;
+        e.served = Some(served);
+        // Same commit id: the storage changed, not the history.
+        r.commits.insert(
+            head.id.clone(),
+            Arc::new(Commit {
+                id: head.id.clone(),
+                tree,
+                at: head.at,
+            }),
+        );
+        Ok(())
+    }
+
+    /// The LFS objects `repo` holds (committed or only uploaded).
+    pub fn lfs_objects(&self, repo: &str) -> HashSet<String> {
+        self.shared
+            .repos
+            .lock()
+            .unwrap()
+            .get(repo)
+            .map(|r| r.lfs.clone())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for HubServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

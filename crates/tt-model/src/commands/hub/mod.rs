@@ -1,0 +1,65 @@
+//! What the Hub commands (`push`, `publish`, `unpublish`, `login`, `logout`, `info`, `search`)
+//! share: the client for `HF_ENDPOINT` and the token, the byte bar of an upload, the local
+//! record of a push, and the README edit that lists or delists a package.
+
+pub(crate) mod record;
+
+use indicatif::ProgressBar;
+use tt_model_hub::env::HubEnv;
+use tt_model_hub::hub::HubClient;
+use tt_model_hub::upload::UploadReporter;
+
+use crate::{HubConsequence, UserError};
+
+/// The client for this environment; `need_token`: refuse without a token (writes).
+pub(crate) fn client(need_token: bool) -> anyhow::Result<HubClient> {
+    let env = HubEnv::from_env();
+    if need_token && env.token.is_none() {
+        return Err(UserError(format!(
+            "this needs a Hub token with write access to the repo: run `tt-model login` (stored in {}), or set HF_TOKEN",
+            env.hf_home.join("token").display()
+        ))
+        .into());
+    }
+    Ok(HubClient::new(env))
+}
+
+/// Wraps a Hub error with what it means for the repo (the diagnosis card's consequence).
+pub(crate) fn consequence(what: &str) -> impl FnOnce(tt_model_hub::HubError) -> anyhow::Error + '_ {
+    move |e| anyhow::Error::new(e).context(HubConsequence(what.to_string()))
+}
+
+/// A byte progress bar for an upload.
+pub(crate) struct UploadBar(ProgressBar);
+
+impl UploadBar {
+    pub(crate) fn new(what: &str) -> Self {
+        Self(super::serve::weights::byte_progress_bar(what))
+    }
+    pub(crate) fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
+impl UploadReporter for UploadBar {
+    fn planned(&self, bytes: u64) {
+        self.0.set_length(bytes);
+    }
+    fn file_started(&self, path: &str) {
+        self.0.set_message(path.to_string());
+    }
+    fn bytes(&self, n: u64) {
+        self.0.inc(n);
+    }
+}
+
+/// Whether a repo id has the `ns/name` shape the Hub accepts (both parts required here).
+pub(crate) fn check_repo_id(id: &str) -> anyhow::Result<()> {
+    if !id.contains('/') || tt_model_hub::cache::validate_repo_id(id).is_err() {
+        return Err(UserError(format!(
+            "{id} is not a repo id: expected <namespace>/<name> (letters, digits, '-', '_', '.')"
+        ))
+        .into());
+    }
+    Ok(())
+}
