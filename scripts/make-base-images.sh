@@ -3,6 +3,13 @@
 #
 #   local/busybox:tt-model   busybox-static rootfs (sh, httpd, wget, coreutils applets),
 #                            /etc/passwd with root, /tmp 1777; about 2 MB.
+#   local/python:tt-model    Debian bookworm (debootstrap --variant=minbase from the host's
+#                            Debian mirror): python3 + python3-venv, the runtime link closure
+#                            of the original's runtime stage, a uid-1000 user `tt`, and uv
+#                            from PyPI at a pinned version and hash. The base of every
+#                            Python-kind image here (both the builder and the runtime stage);
+#                            see docs/packaging.md for how it differs from the original's
+#                            tt-metalium dev image + ubuntu. Skipped with TT_MODEL_SKIP_PYTHON_BASE=1.
 #
 # The rootfs tar is deterministic (sorted, mtime 0, uid/gid 0), and its sha256 is stored as
 # an image label: a rerun whose tar is unchanged finds the label and does nothing (well under
@@ -45,12 +52,16 @@ sum=$(sha256sum "$work/rootfs.tar" | cut -d' ' -f1)
 current=$(docker image inspect --format "{{ index .Config.Labels \"$LABEL\" }}" "$IMAGE" 2>/dev/null || true)
 if [ "$current" = "$sum" ]; then
   echo "make-base-images: $IMAGE is up to date (rootfs sha256 ${sum:0:12})"
-  exit 0
+else
+  docker import \
+    --change 'CMD ["/bin/sh"]' \
+    --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
+    --change "LABEL $LABEL=$sum" \
+    "$work/rootfs.tar" "$IMAGE" >/dev/null
+  echo "make-base-images: built $IMAGE (rootfs sha256 ${sum:0:12})"
 fi
 
-docker import \
-  --change 'CMD ["/bin/sh"]' \
-  --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-  --change "LABEL $LABEL=$sum" \
-  "$work/rootfs.tar" "$IMAGE" >/dev/null
-echo "make-base-images: built $IMAGE (rootfs sha256 ${sum:0:12})"
+if [ -n "${TT_MODEL_SKIP_PYTHON_BASE:-}" ]; then
+  exit 0
+fi
+"$(dirname "$0")/make-python-base.sh"

@@ -2,7 +2,7 @@
 # The one set-up command on a fresh Debian/Ubuntu machine, for the main job and the tests:
 #   1. the Debian packages they need (busybox-static for the base image, docker.io when no
 #      engine is installed, libc6-dev for the statically linked Rust binaries images ship,
-#      git), installed with apt-get as root or through sudo;
+#      git, debootstrap and python3-pip for the Python base image), installed with apt-get as root or through sudo;
 #   2. a running Docker engine (scripts/ensure-docker.sh);
 #   3. the local base images (scripts/make-base-images.sh; no registry is ever used).
 # Safe to rerun: each step does nothing when its work is done.
@@ -14,6 +14,9 @@ dpkg -s busybox-static >/dev/null 2>&1 || need+=(busybox-static)
 command -v dockerd >/dev/null 2>&1 || command -v docker >/dev/null 2>&1 || need+=(docker.io)
 [ -e "/usr/lib/$(uname -m)-linux-gnu/libc.a" ] || need+=(libc6-dev)
 command -v git >/dev/null 2>&1 || need+=(git)
+# The Python base image (scripts/make-python-base.sh): debootstrap, and pip to fetch uv's wheel.
+command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     sudo=()

@@ -198,6 +198,13 @@ fn render_invalid(path: &Path, diagnostics: &[Diagnostic]) -> String {
     out
 }
 
+/// Where the node at a dotted path (`runtime.plugin.ref`) sits in manifest text, for errors
+/// found after validation (a git ref that resolves to nothing, a path that is gone). The
+/// deepest existing node when the path does not exist; `None` when the text does not parse.
+pub fn locate(src: &str, path: &str) -> Option<Pos> {
+    parse::parse(src).ok().map(|root| root.locate(path).pos)
+}
+
 /// Reads and checks a manifest file: the manifest and its warnings, or every error.
 pub fn load_path(
     path: &Path,

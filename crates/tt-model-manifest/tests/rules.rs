@@ -710,11 +710,52 @@ fn check_sources_finds_missing_paths_and_unshipped_app() {
         std::env::temp_dir().join(format!("tt-model-manifest-sources-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("tt/models/m")).unwrap();
     std::fs::create_dir_all(dir.join("code/srv")).unwrap();
+    std::fs::create_dir_all(dir.join("p")).unwrap();
+    std::fs::write(dir.join("p/pyproject.toml"), "[project]\nname = \"p\"\n").unwrap();
     let options = tt_model_manifest::CheckOptions {
         sources_base: Some(dir.clone()),
     };
     let ok = tt_model_manifest::check_str(BASE, &options);
     assert!(ok.diagnostics.is_empty(), "{:#?}", ok.diagnostics);
+    // Local runtime sources as package stages them: a plugin directory that is not a
+    // pip-installable project, a vLLM wheel and extra wheels that match no file.
+    let local = edit(
+        "plugin: {path: p}",
+        "plugin: {path: code}, wheels: [w/x-1.0-py3-none-any.whl, \"w/*.whl\"]",
+    );
+    let errs: Vec<String> = tt_model_manifest::check_str(&local, &options)
+        .diagnostics
+        .iter()
+        .map(common::short)
+        .collect();
+    assert_eq!(errs.len(), 3, "{errs:#?}");
+    assert!(
+        errs[0].starts_with(
+            "source-missing 7:53 runtime.plugin.path 'code' has neither pyproject.toml nor setup.py"
+        ),
+        "{errs:#?}"
+    );
+    assert!(
+        errs[1].starts_with(
+            "source-missing 7:69 runtime.wheels entry 'w/x-1.0-py3-none-any.whl' matches no file"
+        ),
+        "{errs:#?}"
+    );
+    assert!(
+        errs[2].starts_with("source-missing 7:95 runtime.wheels entry 'w/*.whl' matches no file"),
+        "{errs:#?}"
+    );
+    let missing_vllm = edit("vllm: {version: \"0.10.1\"}", "vllm: {path: nowhere}");
+    let errs: Vec<String> = tt_model_manifest::check_str(&missing_vllm, &options)
+        .diagnostics
+        .iter()
+        .map(common::short)
+        .collect();
+    assert_eq!(errs.len(), 1, "{errs:#?}");
+    assert!(
+        errs[0].contains("runtime.vllm.path 'nowhere' is not a directory"),
+        "{errs:#?}"
+    );
     let missing = tt_model_manifest::check_str(
         &edit("code: [models/m]", "code: [models/m, models/gone]"),
         &options,

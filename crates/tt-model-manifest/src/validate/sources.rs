@@ -63,6 +63,7 @@ pub(super) fn check(c: &mut Checker<'_>, base: &Path) {
             }
         }
     }
+    local_runtime_sources(c, base);
     if m.kind == Kind::TtDitServer
         && let Some(app) = m.runtime.get("app").and_then(|v| v.as_str())
     {
@@ -83,5 +84,95 @@ pub(super) fn check(c: &mut Checker<'_>, base: &Path) {
             )
             .help = Some(format!("add '{package}' to source.code or to an extra_code entry's paths"));
         }
+    }
+}
+
+/// A path as the manifest gives it, against `base` (`~/` is the home directory).
+fn resolve(base: &Path, p: &str) -> std::path::PathBuf {
+    if let Some(rest) = p.strip_prefix("~/")
+        && let Some(home) = std::env::var_os("HOME")
+    {
+        return std::path::PathBuf::from(home).join(rest);
+    }
+    base.join(p)
+}
+
+/// Whether a wheel entry (a path, or a `*` glob in its last component) names a file.
+fn wheel_exists(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    if !name.contains('*') {
+        return path.is_file();
+    }
+    let (prefix, suffix) = name.split_once('*').unwrap_or((&name, ""));
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::read_dir(dir).is_ok_and(|rd| {
+        rd.filter_map(Result::ok).any(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.len() >= prefix.len() + suffix.len() && n.starts_with(prefix) && n.ends_with(suffix)
+        })
+    })
+}
+
+/// `runtime.plugin.path` and `runtime.vllm.path` (pip-installable directories),
+/// `runtime.vllm.wheel` and `runtime.wheels` (files), as `package` stages them.
+fn local_runtime_sources(c: &mut Checker<'_>, base: &Path) {
+    let rt = &c.m.runtime;
+    let mut findings: Vec<(String, String)> = Vec::new();
+    for key in ["plugin", "vllm"] {
+        let Some(p) = rt
+            .get(key)
+            .and_then(|v| v.get("path"))
+            .and_then(|v| v.as_str())
+        else {
+            continue;
+        };
+        let dir = resolve(base, p);
+        let path = format!("runtime.{key}.path");
+        if !dir.is_dir() {
+            findings.push((
+                path.clone(),
+                format!(
+                    "{path} '{p}' is not a directory (resolved to {})",
+                    dir.display()
+                ),
+            ));
+        } else if !dir.join("pyproject.toml").is_file() && !dir.join("setup.py").is_file() {
+            findings.push((path.clone(), format!("{path} '{p}' has neither pyproject.toml nor setup.py; it must be a pip-installable project")));
+        }
+    }
+    if let Some(w) = rt
+        .get("vllm")
+        .and_then(|v| v.get("wheel"))
+        .and_then(|v| v.as_str())
+        && !wheel_exists(&resolve(base, w))
+    {
+        findings.push((
+            "runtime.vllm.wheel".into(),
+            format!(
+                "runtime.vllm.wheel '{w}' matches no file (resolved to {})",
+                resolve(base, w).display()
+            ),
+        ));
+    }
+    if let Some(wheels) = rt.get("wheels").and_then(|v| v.as_array()) {
+        for (i, w) in wheels.iter().enumerate() {
+            if let Some(w) = w.as_str()
+                && !wheel_exists(&resolve(base, w))
+            {
+                findings.push((
+                    format!("runtime.wheels[{i}]"),
+                    format!(
+                        "runtime.wheels entry '{w}' matches no file (resolved to {})",
+                        resolve(base, w).display()
+                    ),
+                ));
+            }
+        }
+    }
+    for (path, message) in findings {
+        c.error("source-missing", &path, message);
     }
 }
