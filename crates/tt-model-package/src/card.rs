@@ -19,7 +19,13 @@ pub struct CardFacts {
     pub metal_dirty: bool,
     /// The `runtime.cargo` binary the image ships.
     pub cargo: Option<tt_model_manifest::wire::CargoBuild>,
+    /// The pinned base images by stage (`builder`, `runtime`), as `built.base_images`.
+    pub base_images: std::collections::BTreeMap<String, String>,
 }
+
+/// The local Python base `scripts/make-python-base.sh` makes (no registry): the card says
+/// how an image built on it differs from one built on the original's bases.
+pub const LOCAL_PYTHON_BASE: &str = "local/python:tt-model";
 
 /// A YAML scalar: bare when unambiguous, else a double-quoted (JSON-compatible) string.
 fn yaml_scalar(s: String) -> String {
@@ -183,6 +189,11 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
         metal_provenance => metal_provenance,
         code_digest_short => &hex[..hex.len().min(16)],
         cargo => minijinja::value::Value::from(minijinja::value::Serde(&facts.cargo)),
+        base_images => facts.base_images.clone(),
+        local_python_base => facts
+            .base_images
+            .values()
+            .any(|b| b.starts_with(&format!("{LOCAL_PYTHON_BASE}@"))),
     };
     env.get_template("card")
         .and_then(|t| t.render(ctx))

@@ -43,6 +43,16 @@ pub enum PackageError {
         #[source]
         source: std::io::Error,
     },
+    /// A git source (`{repo, ref}`) could not be pinned or fetched: an unreachable repository,
+    /// a ref that names nothing, a commit the server will not send.
+    #[error("`{field}`: {repo} at `{git_ref}`: {detail}")]
+    GitSource {
+        /// The manifest key (`runtime.plugin`, `source.extra_code[0].root`, …).
+        field: String,
+        repo: String,
+        git_ref: String,
+        detail: String,
+    },
     /// A git query about the tt-metal tree failed.
     #[error("Reading git facts of {path} failed: {detail}")]
     Git { path: PathBuf, detail: String },

@@ -8,14 +8,14 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tt_model_manifest::wire::{ComponentBuild, TtMetalBuild, WireBuild};
+use tt_model_manifest::wire::{TtMetalBuild, WireBuild};
 use tt_model_manifest::{CodeRoot, ImageRef, Manifest, Producer, VerifyStep, WireManifest};
 
 use crate::error::PackageError;
 use crate::pipeline::Built;
 use crate::profile::{launch_runtime, list_of, serve_default, str_of};
 use crate::spec::{
-    CardSpec, CargoSpec, Check, ExtraCode, Kind, MetalSource, PackageSpec, PluginSource,
+    CardSpec, CargoSpec, Check, ExtraCode, GitRef, Kind, MetalSource, PackageSpec, PluginSource,
     ProfileSummary, Runtime, VllmSource,
 };
 
@@ -63,13 +63,16 @@ pub fn spec_from_manifest(
             CodeRoot::Path(p) => extra_code.push(ExtraCode {
                 root: resolve(base, p),
                 paths: e.paths.clone(),
+                git: None,
             }),
-            CodeRoot::Git(g) => {
-                return Err(PackageError::Unsupported(format!(
-                    "`source.extra_code` root {{repo: {}, ref: {}}} is not supported by this tt-model yet; use a local checkout",
-                    g.repo, g.git_ref
-                )));
-            }
+            CodeRoot::Git(g) => extra_code.push(ExtraCode {
+                root: PathBuf::new(),
+                paths: e.paths.clone(),
+                git: Some(GitRef {
+                    repo: g.repo.clone(),
+                    git_ref: g.git_ref.clone(),
+                }),
+            }),
         }
     }
     let rt = &m.runtime;
@@ -80,10 +83,12 @@ pub fn spec_from_manifest(
             })
         } else if let Some(wheel) = v.get("wheel").and_then(Value::as_str) {
             Some(VllmSource::Wheel {
-                wheel: wheel.into(),
+                wheel: resolve(base, wheel).to_string_lossy().into_owned(),
             })
         } else if let Some(path) = v.get("path").and_then(Value::as_str) {
-            Some(VllmSource::Path { path: path.into() })
+            Some(VllmSource::Path {
+                path: resolve(base, path).to_string_lossy().into_owned(),
+            })
         } else {
             git_pair(v).map(|(repo, git_ref)| VllmSource::Git { repo, git_ref })
         }
@@ -94,21 +99,13 @@ pub fn spec_from_manifest(
                 version: version.into(),
             })
         } else if let Some(path) = v.get("path").and_then(Value::as_str) {
-            Some(PluginSource::Path { path: path.into() })
+            Some(PluginSource::Path {
+                path: resolve(base, path).to_string_lossy().into_owned(),
+            })
         } else {
             git_pair(v).map(|(repo, git_ref)| PluginSource::Git { repo, git_ref })
         }
     });
-    if matches!(
-        vllm,
-        Some(VllmSource::Wheel { .. } | VllmSource::Path { .. })
-    ) || matches!(plugin, Some(PluginSource::Path { .. }))
-        || !list_of(rt, "wheels").is_empty()
-    {
-        return Err(PackageError::Unsupported(
-            "local vLLM wheels/paths, a local plugin path and `runtime.wheels` are not staged by this tt-model yet; use a version or {repo, ref}".into(),
-        ));
-    }
     let runtime = Runtime {
         lock: str_of(rt, "lock").map(|l| resolve(base, &l)),
         packages: list_of(rt, "packages"),
@@ -117,6 +114,10 @@ pub fn spec_from_manifest(
         extension: str_of(rt, "extension"),
         extra_models_dir: str_of(rt, "extra_models_dir"),
         overrides: list_of(rt, "overrides"),
+        wheels: list_of(rt, "wheels")
+            .iter()
+            .map(|w| resolve(base, w).to_string_lossy().into_owned())
+            .collect(),
         cargo: m.cargo_binary().map(|c| CargoSpec {
             workspace: resolve(base, &c.workspace),
             bin: c.bin_name().to_string(),
@@ -217,22 +218,14 @@ pub fn wire_json(m: &Manifest, built: &Built) -> Result<String, PackageError> {
         "context_sha256".to_string(),
         Value::String(built.context_sha256.clone()),
     );
-    let vllm = m
-        .runtime
-        .get("vllm")
-        .and_then(git_pair)
-        .map(|(repo, _)| ComponentBuild {
-            repo: Some(repo),
-            ..Default::default()
-        });
-    let plugin = m
-        .runtime
-        .get("plugin")
-        .and_then(git_pair)
-        .map(|(repo, _)| ComponentBuild {
-            repo: Some(repo),
-            ..Default::default()
-        });
+    if !built.extra_code.is_empty() {
+        extra.insert(
+            "extra_code".to_string(),
+            serde_json::to_value(&built.extra_code).expect("pins serialize"),
+        );
+    }
+    let vllm = built.vllm.clone();
+    let plugin = built.plugin.clone();
     let wire = WireManifest::from_manifest(
         m,
         WireBuild {

@@ -76,6 +76,13 @@ pub struct Built {
     pub context_sha256: String,
     /// The `runtime.cargo` binary shipped in the image.
     pub cargo: Option<tt_model_manifest::wire::CargoBuild>,
+    /// The vLLM source (`vllm.path` with its commit and dirty flag, the fork's repo at its
+    /// resolved commit).
+    pub vllm: Option<tt_model_manifest::wire::ComponentBuild>,
+    /// The plugin source (`plugin.path` or `{repo, ref}` at its resolved commit).
+    pub plugin: Option<tt_model_manifest::wire::ComponentBuild>,
+    /// Git `extra_code` roots, each at its resolved commit.
+    pub extra_code: Vec<crate::sources::GitPin>,
 }
 
 /// What `package` produced.
@@ -229,16 +236,48 @@ pub async fn package(
     // ── Resolve ──
     phases.start(Phase::Resolve);
     let out_root = check_out_root(&options.out_root)?;
-    let metal_root = match &spec.metal {
-        MetalSource::Local { path } => path.clone(),
-        MetalSource::Git { .. } => {
-            return Err(PackageError::Unsupported(
-                "`source.tt_metal` as {repo, ref} is not supported by this tt-model yet; point it at a local checkout".into(),
-            ));
-        }
+    fs::create_dir_all(&out_root).map_err(PackageError::io("Creating", &out_root))?;
+    // Git sources, local plugin/vLLM trees and wheels: fetched or listed on the host, every
+    // git ref pinned to its commit (crate::sources).
+    let (spec_owned, out_owned) = (spec.clone(), out_root.clone());
+    let scratch = format!("{}sources-", crate::partials::partial_prefix(&spec.name));
+    let fetched = tokio::task::spawn_blocking(move || {
+        crate::sources::fetch_sources(&spec_owned, &out_owned, &scratch)
+    })
+    .await
+    .map_err(|e| PackageError::Spec(format!("fetching sources failed: {e}")))??;
+    let mut spec_fetched = spec.clone();
+    spec_fetched.extra_code = fetched.extra_code.clone();
+    let spec = &spec_fetched;
+    let metal_root = match (&spec.metal, &fetched.metal) {
+        (MetalSource::Local { path }, _) => path.clone(),
+        (MetalSource::Git { .. }, Some((_, checkout))) => checkout.clone(),
+        (MetalSource::Git { .. }, None) => unreachable!("fetch_sources fetches a git tt-metal"),
     };
     check_metal_tree(&metal_root)?;
-    let facts = metal_facts(&metal_root);
+    let mut facts = metal_facts(&metal_root);
+    if let Some((pin, _)) = &fetched.metal {
+        facts.sha = Some(pin.sha.clone());
+        facts.mode = "git".into();
+        facts.remote = Some(pin.repo.clone());
+        facts.branch =
+            (!pin.git_ref.chars().all(|c| c.is_ascii_hexdigit())).then(|| pin.git_ref.clone());
+        facts.dirty = false;
+        facts.pushed = true;
+    }
+    for (pin, what) in fetched
+        .metal
+        .iter()
+        .map(|(p, _)| (p, "tt-metal"))
+        .chain(fetched.extra_pins.iter().map(|p| (p, "extra_code")))
+    {
+        phases.event(Event::Note(format!(
+            "{what} {} @ {} → {}",
+            pin.repo,
+            pin.git_ref,
+            &pin.sha[..12]
+        )));
+    }
     let torch_pin = read_torch_pin(&metal_root);
     let (dev_ref, runtime_ref) = match &options.base_image {
         Some(b) => (b.clone(), b.clone()),
@@ -273,7 +312,6 @@ pub async fn package(
 
     // ── Stage ──
     phases.start(Phase::Stage);
-    fs::create_dir_all(&out_root).map_err(PackageError::io("Creating", &out_root))?;
     let out_dir = out_root.join(&spec.name);
     // A killed run (SIGKILL, power loss) cannot clean up after itself; its owner pid in the
     // folder name tells us it is gone.
@@ -345,6 +383,7 @@ pub async fn package(
     let metal_files = tokio::task::spawn_blocking(move || walk_metal(&metal_root2))
         .await
         .map_err(|e| PackageError::Spec(format!("staging task failed: {e}")))??;
+    let mut ctx = ContextBuilder::new();
     let rendered = render(
         spec,
         &RenderOptions {
@@ -354,7 +393,27 @@ pub async fn package(
             has_lock: lock_bytes.is_some(),
         },
     )?;
-    let mut ctx = ContextBuilder::new();
+    // The engine stage copies these four folders whether or not they hold anything.
+    for dir in ["plugin-src", "vllm-src", "wheels", "wheels/extra"] {
+        ctx.with_dir(dir);
+    }
+    if let Some((files, _)) = &fetched.plugin {
+        ctx.with_tree("plugin-src", files);
+    }
+    if let Some((files, _)) = &fetched.vllm {
+        ctx.with_tree("vllm-src", files);
+    }
+    for (prefix, wheels) in [
+        ("wheels", &fetched.vllm_wheels),
+        ("wheels/extra", &fetched.extra_wheels),
+    ] {
+        for (name, path) in wheels {
+            let size = fs::metadata(path)
+                .map_err(PackageError::io("Reading", path))?
+                .len();
+            ctx.with_file(format!("{prefix}/{name}"), path.clone(), size, 0o644);
+        }
+    }
     for (path, text) in &rendered.files {
         ctx.with_bytes(path.clone(), text.clone(), 0o755);
     }
@@ -567,6 +626,9 @@ pub async fn package(
         base_images,
         context_sha256: context.sha256.clone(),
         cargo: cargo.map(|c| c.facts),
+        vllm: fetched.vllm.as_ref().map(|(_, b)| b.clone()),
+        plugin: fetched.plugin.as_ref().map(|(_, b)| b.clone()),
+        extra_code: fetched.extra_pins.clone(),
     };
     let card = render_card(
         spec,
@@ -578,6 +640,7 @@ pub async fn package(
             metal_remote: facts.remote.clone(),
             metal_dirty: facts.dirty,
             cargo: built.cargo.clone(),
+            base_images: built.base_images.clone(),
         },
     )?;
     write(&tmp.path().join("README.md"), card.as_bytes())?;

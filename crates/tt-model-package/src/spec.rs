@@ -68,8 +68,19 @@ pub enum MetalSource {
 /// An `extra_code` root and the paths it ships.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExtraCode {
+    /// The local root; for a git root, the checkout the pipeline fetched (empty before).
     pub root: PathBuf,
     pub paths: Vec<String>,
+    /// A `{repo, ref}` root, fetched at package time at the ref's commit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitRef>,
+}
+
+/// A `{repo, ref}` pair as authored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct GitRef {
+    pub repo: String,
+    pub git_ref: String,
 }
 
 /// One `verify:` entry.
@@ -148,6 +159,9 @@ pub struct Runtime {
     pub model_dir: Option<String>,
     /// vllm-plugin: extra uv override pins.
     pub overrides: Vec<String>,
+    /// vllm-plugin: extra local wheels (`runtime.wheels`), resolved against the base dir;
+    /// installed last.
+    pub wheels: Vec<String>,
     /// tt-dit-server: the env var carrying the mesh shape.
     pub mesh_shape_env: Option<String>,
     /// http-server: the Rust binary to build and ship.

@@ -112,6 +112,8 @@ pub fn render(spec: &PackageSpec, options: &RenderOptions) -> Result<RenderedFil
         needs_python => spec.needs_python(),
         has_lock => options.has_lock,
         torch_pin => options.torch_pin.clone(),
+        tt_smi_version => launcher::TT_SMI_VERSION,
+        tt_vllm_builtin_models => launcher::tt_vllm_builtin_models(spec),
         runtime => Value::from(minijinja::value::Serde(&spec.runtime)),
         packages => launcher::dit_packages(spec),
         apt_packages => if options.install_apt { launcher::APT_PACKAGES.to_vec() } else { Vec::new() },

@@ -15,7 +15,37 @@ fn facts() -> CardFacts {
         metal_remote: Some("git@github.com:tenstorrent/tt-metal.git".into()),
         metal_dirty: true,
         cargo: None,
+        base_images: Default::default(),
     }
+}
+
+#[test]
+fn a_card_names_its_bases_and_says_when_it_is_the_local_python_base() {
+    let spec = common::vllm_plugin();
+    let base = "local/python:tt-model@sha256:".to_string() + &"ab".repeat(32);
+    let mut local = facts();
+    local.base_images.insert("builder".into(), base.clone());
+    local.base_images.insert("runtime".into(), base.clone());
+    let card = render_card(&spec, &local).unwrap();
+    assert!(
+        card.contains(&format!("| runtime base | `{base}` |")),
+        "{card}"
+    );
+    assert!(
+        card.contains("Built on tt-model's local Debian base"),
+        "{card}"
+    );
+    let mut upstream = facts();
+    upstream.base_images.insert(
+        "runtime".into(),
+        "ubuntu:22.04@sha256:".to_string() + &"cd".repeat(32),
+    );
+    let card = render_card(&spec, &upstream).unwrap();
+    assert!(
+        card.contains("| runtime base | `ubuntu:22.04@sha256:"),
+        "{card}"
+    );
+    assert!(!card.contains("local Debian base"), "{card}");
 }
 
 #[test]

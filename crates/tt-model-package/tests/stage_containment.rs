@@ -98,6 +98,7 @@ fn dot_dot_in_extra_code_is_refused() {
     let extra = ExtraCode {
         root: s.tree.join("models"),
         paths: vec!["a/../../../outside".into()],
+        git: None,
     };
     std::fs::create_dir_all(s.tree.join("models/a")).unwrap();
     assert_refused(&s, &spec_with(vec![], vec![extra]), "a/../../x");

@@ -52,6 +52,27 @@ impl From<ExitStatus> for ExitCode {
     }
 }
 
+/// The CLI's one tokio runtime (multi-threaded: the engine client, Hub transfers and the boot
+/// watch run side by side), built on first use and shared by every command.
+pub(crate) fn runtime() -> anyhow::Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: std::sync::OnceLock<tokio::runtime::Runtime> = std::sync::OnceLock::new();
+    if let Some(rt) = RUNTIME.get() {
+        return Ok(rt);
+    }
+    let built = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the async runtime: {e}"))?;
+    Ok(RUNTIME.get_or_init(|| built))
+}
+
+/// Runs `fut` to completion on [`runtime`].
+pub(crate) fn block_on<T>(
+    fut: impl std::future::Future<Output = anyhow::Result<T>>,
+) -> anyhow::Result<T> {
+    runtime()?.block_on(fut)
+}
+
 /// A handled, user-facing error: the input is wrong, not the tool. Commands return it (through
 /// `anyhow`) when they want exit code 1 and a plain `✗ message` without an error chain.
 #[derive(Debug)]
@@ -77,6 +98,19 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
+/// What a Hub failure means for the repo or this machine (the card's consequence), attached as
+/// context by the command that knows it (`push`: the repo keeps its previous commit).
+#[derive(Debug)]
+pub struct HubConsequence(pub String);
+
+impl std::fmt::Display for HubConsequence {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for HubConsequence {}
+
 /// The diagnosis card for a failure the user can act on without reading a cause chain: an
 /// unreachable container engine or a Hub failure, wherever it sits in the chain. `None` for
 /// anything else.
@@ -88,6 +122,10 @@ pub fn diagnosis_for(err: &anyhow::Error) -> Option<DiagnosisCard> {
             .filter(|m| *m != skip)
             .collect()
     };
+    let consequence = err
+        .chain()
+        .find_map(|c| c.downcast_ref::<HubConsequence>())
+        .map(|c| c.0.clone());
     for cause in err.chain() {
         if let Some(e) = cause.downcast_ref::<tt_model_engine::EngineError>()
             && e.is_unreachable()
@@ -95,7 +133,12 @@ pub fn diagnosis_for(err: &anyhow::Error) -> Option<DiagnosisCard> {
             return Some(engine_unreachable_card(e, others(e)));
         }
         if let Some(e) = cause.downcast_ref::<tt_model_hub::error::HubError>() {
-            return Some(hub_card(e, others(e)));
+            let mut card = hub_card(e, others(e));
+            if let Some(c) = &consequence {
+                card.evidence.retain(|line| line != c);
+                card.consequence = Some(c.clone());
+            }
+            return Some(card);
         }
     }
     None
@@ -127,7 +170,19 @@ pub fn hub_card(e: &tt_model_hub::error::HubError, evidence: Vec<String>) -> Dia
             format!("check HF_ENDPOINT ({endpoint}), the network and any proxy"),
             "retry: a download resumes where it stopped".into(),
         ],
-        H::NotFound { .. } | H::Gated { .. } | H::TokenRejected { .. } | H::Unauthorized { .. } => {
+        H::Refused { status, .. } => vec![
+            format!("the Hub said why ({status}); fix that and retry"),
+            "a write needs a token with write access to the namespace (tt-model login)".into(),
+        ],
+        H::TokenRejected { .. } => {
+            vec!["log in again with a valid token: tt-model login, or set HF_TOKEN".into()]
+        }
+        H::Unauthorized { .. } => vec![
+            "use a token with access to the repo's namespace: tt-model login, or set HF_TOKEN"
+                .into(),
+            "check the repo id (<namespace>/<name>)".into(),
+        ],
+        H::NotFound { .. } | H::Gated { .. } => {
             vec![
                 "check the repo id (<org>/<name>) and the revision".into(),
                 "set HF_TOKEN to a token that can read the repo".into(),

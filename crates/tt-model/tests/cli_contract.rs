@@ -78,7 +78,7 @@ fn mistyped_commands_and_flags_suggest_the_right_one_and_exit_2() {
     for (argv, tip) in [
         (
             &["serv", "acme/x"][..],
-            "similar subcommand exists: 'serve'",
+            "similar subcommands exist: 'search', 'serve'",
         ),
         (
             &["pakage", "--container", "x.yaml"][..],

@@ -109,7 +109,15 @@ fn package_and_serve_print_show_manifest_errors_as_lint_does() {
     let t = &tmp.0;
     let src = std::fs::read_to_string(repo_root().join("examples/minimal-http/tt-model.yaml"))
         .unwrap()
-        .replace("\narch: blackhole", "\nacrh: blackhole");
+        .replace("\narch: blackhole", "\nacrh: blackhole")
+        // package checks the sources too (as `lint --check-sources`): the tree must exist.
+        .replace(
+            "tt_metal: ../../tests/fixtures/tt-metal-tree",
+            &format!(
+                "tt_metal: {}",
+                repo_root().join("tests/fixtures/tt-metal-tree").display()
+            ),
+        );
     let yaml = t.join("tt-model.yaml");
     std::fs::write(&yaml, &src).unwrap();
     let y = yaml.to_str().unwrap();
@@ -143,7 +151,9 @@ fn usage_errors_exit_2() {
         vec!["serve"],
         vec!["serve", "--port", "x", "acme/m"],
         vec!["nope"],
-        vec!["push", "."],
+        vec!["push"],
+        vec!["push", ".", "--private", "--publish"],
+        vec!["login", "--token", "hf_x"],
     ] {
         let o = tt_model(&tmp.0, &[], &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));

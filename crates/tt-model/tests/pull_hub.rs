@@ -9,39 +9,13 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::*;
 use tt_model_engine::localdb::{LocalDb, Source};
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
+use tt_model_hub::testserver::{FakeRepo, HubServer};
 
 const NAME: &str = "pull-http";
 const ID: &str = "acme/pull-http";
 const COMMIT: &str = "fedcba9876543210fedcba9876543210fedcba98";
-
-/// Every file under `dir` as a Hub repo file; OCI blobs go to LFS.
-fn repo_files(dir: &Path, under: &str, out: &mut Vec<FakeFile>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
-    entries.sort_by_key(|e| e.file_name());
-    for e in entries {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let rel = if under.is_empty() {
-            name
-        } else {
-            format!("{under}/{name}")
-        };
-        if e.file_type().unwrap().is_dir() {
-            repo_files(&e.path(), &rel, out);
-        } else {
-            let bytes = std::fs::read(e.path()).unwrap();
-            out.push(if rel.starts_with("image/blobs/") {
-                FakeFile::lfs(&rel, bytes)
-            } else {
-                FakeFile::regular(&rel, bytes)
-            });
-        }
-    }
-}
 
 #[tokio::test(flavor = "multi_thread")]
 async fn pull_installs_and_serve_pulls_and_repulls_from_the_hub() {

@@ -7,27 +7,35 @@ use std::fmt::Write as _;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
+mod info;
 mod lint;
 mod list;
+mod login;
 mod logs;
 mod package;
 mod ps;
+mod publish;
 mod pull;
 mod push;
 mod rm;
 mod schema;
+mod search;
 mod serve;
 mod stop;
 
+pub use info::InfoArgs;
 pub use lint::{LintArgs, LintFormat};
 pub use list::ListArgs;
+pub use login::{LoginArgs, LogoutArgs};
 pub use logs::LogsArgs;
 pub use package::PackageArgs;
 pub use ps::PsArgs;
+pub use publish::{PublishArgs, UnpublishArgs};
 pub use pull::PullArgs;
 pub use push::PushArgs;
 pub use rm::RmArgs;
 pub use schema::SchemaArgs;
+pub use search::SearchArgs;
 pub use serve::ServeArgs;
 pub use stop::StopArgs;
 
@@ -64,13 +72,16 @@ pub struct GlobalArgs {
 pub const GLOBAL_HEADING: &str = "Global options";
 
 /// The original's help panels (its Rich panels "Run a model", "Get models", "Publish
-/// models", "Environment", "Maintenance"), in order, with the commands each lists. The
-/// original's "Environment" holds only `login`, which this clone does not have, so it is not
-/// shown; `ps` joins its run-time siblings, `lint` and `schema` the authoring side.
+/// models", "Environment", "Maintenance"), in order, with the commands each lists; `ps` joins
+/// its run-time siblings, `lint` and `schema` the authoring side, `logout` its `login`.
 pub const PANELS: &[(&str, &[&str])] = &[
     ("Run a model", &["serve", "stop", "logs", "ps"]),
-    ("Get models", &["pull", "list"]),
-    ("Publish models", &["package", "push", "lint", "schema"]),
+    ("Get models", &["pull", "info", "search", "list"]),
+    (
+        "Publish models",
+        &["package", "push", "publish", "unpublish", "lint", "schema"],
+    ),
+    ("Environment", &["login", "logout"]),
     ("Maintenance", &["rm"]),
 ];
 
@@ -134,4 +145,16 @@ pub enum Commands {
     Push(PushArgs),
     /// Download a container package and load its image.
     Pull(PullArgs),
+    /// Show what a published package is: kind, arch, hardware, image, weights, card, visibility.
+    Info(InfoArgs),
+    /// Search the Hub for packages (`--catalog`: only those listed in the catalog).
+    Search(SearchArgs),
+    /// List a pushed package in the community catalog (refused while its card is incomplete).
+    Publish(PublishArgs),
+    /// Remove a package from the community catalog.
+    Unpublish(UnpublishArgs),
+    /// Store a Hugging Face token (read from stdin or a prompt, never from the command line).
+    Login(LoginArgs),
+    /// Remove the stored Hugging Face token.
+    Logout(LogoutArgs),
 }

@@ -37,6 +37,10 @@ pub struct ServeArgs {
     /// Do not prefetch weights; the model downloads them inside the container.
     #[arg(long)]
     pub no_weights: bool,
+    /// Re-pull a pulled package when the Hub has a newer revision (its image is reloaded only
+    /// when the digest differs); a pinned `org/name@rev` is served as it is.
+    #[arg(long)]
+    pub refresh: bool,
     /// Never touch the Hub.
     #[arg(long)]
     pub local_only: bool,

@@ -172,8 +172,7 @@ fn json_row(r: &Row) -> serde_json::Value {
 
 /// Runs `tt-model list`.
 pub fn run(args: &ListArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(async {
+    crate::block_on(async {
         let entries = installed(&mut |w| printer.warn(&w));
         let (client, unreachable) = match host::engine().await {
             Ok(c) => (Some(c), None),

@@ -12,8 +12,7 @@ use crate::{ExitStatus, UserError};
 
 /// Runs `tt-model logs`.
 pub fn run(args: &LogsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(show(args, printer))
+    crate::block_on(show(args, printer))
 }
 
 async fn show(args: &LogsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {

@@ -7,15 +7,20 @@ use crate::ExitStatus;
 use crate::args::Commands;
 use crate::printer::Printer;
 
+mod hub;
+mod info;
 pub(crate) mod lint;
 mod list;
+mod login;
 mod logs;
 mod package;
 mod ps;
+mod publish;
 mod pull;
 mod push;
 mod rm;
 mod schema;
+mod search;
 mod serve;
 mod stop;
 
@@ -33,19 +38,11 @@ pub fn dispatch(command: Commands, printer: &Printer) -> anyhow::Result<ExitStat
         Commands::Rm(args) => rm::run(&args, printer),
         Commands::Push(args) => push::run(&args, printer),
         Commands::Pull(args) => pull::run(&args, printer),
-    }
-}
-
-/// The error a declared-but-unbuilt command returns (exit code 2).
-pub(crate) fn not_implemented(name: &str) -> anyhow::Result<ExitStatus> {
-    Err(crate::UsageError(format!("`tt-model {name}` is not implemented yet")).into())
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn not_implemented_names_the_command() {
-        let err = super::not_implemented("push").unwrap_err();
-        assert_eq!(err.to_string(), "`tt-model push` is not implemented yet");
+        Commands::Info(args) => info::run(&args, printer),
+        Commands::Search(args) => search::run(&args, printer),
+        Commands::Publish(args) => publish::publish(&args, printer),
+        Commands::Unpublish(args) => publish::unpublish(&args, printer),
+        Commands::Login(args) => login::login(&args, printer),
+        Commands::Logout(args) => login::logout(&args, printer),
     }
 }

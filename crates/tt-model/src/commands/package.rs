@@ -18,14 +18,10 @@ use crate::args::PackageArgs;
 use crate::printer::{DiagnosisCard, Printer};
 use crate::{ExitStatus, UserError};
 
-/// Where build logs go: `$XDG_CACHE_HOME/tt-model/build/<name>.log`, else `~/.cache/…`.
+/// Where build logs go: `build/<name>.log` under the one state root every command uses
+/// (`TT_MODEL_HOME`, else `$XDG_CACHE_HOME/tt-model`, else `~/.cache/tt-model`).
 fn log_path(name: &str) -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
-        .unwrap_or_else(std::env::temp_dir);
-    base.join("tt-model")
+    super::serve::target::state_root()
         .join("build")
         .join(format!("{name}.log"))
 }
@@ -163,15 +159,20 @@ impl Reporter for CliReporter<'_> {
 /// Runs `tt-model package`.
 pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let started = Instant::now();
-    let (manifest, warnings) = load_path(&args.container, &CheckOptions::default())
-        .map_err(super::lint::manifest_error)?;
+    // As the original's package: the sources are checked too (`lint --check-sources`), so a
+    // missing path is a located finding before anything is staged. Relative paths resolve
+    // against the working directory, as in `lint`.
+    let cwd = std::env::current_dir()?;
+    let checks = CheckOptions {
+        sources_base: Some(cwd.clone()),
+    };
+    let (manifest, warnings) =
+        load_path(&args.container, &checks).map_err(super::lint::manifest_error)?;
     if !warnings.is_empty() {
         // Shown as `lint` shows them: snippet, caret, dotted path, suggestion.
         let src = std::fs::read_to_string(&args.container).unwrap_or_default();
         super::lint::print_findings_stderr(printer, &args.container, &src, &warnings);
     }
-    // Relative paths in the manifest resolve against the working directory, as in `lint`.
-    let cwd = std::env::current_dir()?;
     let spec = spec_from_manifest(&manifest, &args.container, &cwd)
         .map_err(|e| UserError(e.to_string()))?;
     let log = log_path(&spec.name);
@@ -183,11 +184,12 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
         build_network: args.build_network.clone(),
         no_cache: args.no_cache,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let result = runtime.block_on(async {
-        let client = Client::connect().await?;
+    // The outer result is the runtime's; the inner one says whether the engine answered.
+    let result = crate::block_on(async {
+        let client = match Client::connect().await {
+            Ok(c) => c,
+            Err(e) => return Ok(Err(e)),
+        };
         let mut reporter = CliReporter::new(printer);
         // The bar is shared (cheap clone) so the Ctrl-C handler can print above it while the
         // pipeline holds the reporter.
@@ -209,8 +211,8 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             }
         };
         bar.finish_and_clear();
-        Ok::<_, EngineError>(outcome)
-    });
+        Ok(Ok::<_, EngineError>(outcome))
+    })?;
     let outcome = match result {
         Ok(outcome) => outcome,
         Err(e) if e.is_unreachable() => {
@@ -317,6 +319,24 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
                     format!("every compiler message: {}", log.display()),
                 ],
             });
+            Ok(ExitStatus::Failure)
+        }
+        Err(e @ PackageError::GitSource { .. }) => {
+            // Shown as `lint` shows a finding: where the source is named in the manifest.
+            let PackageError::GitSource { field, .. } = &e else {
+                unreachable!()
+            };
+            let src = std::fs::read_to_string(&args.container).unwrap_or_default();
+            let at = format!("{field}.ref");
+            let pos = tt_model_manifest::locate(&src, &at).unwrap_or(tt_model_manifest::Pos::START);
+            let mut finding =
+                tt_model_manifest::Diagnostic::error("git-source", at, pos, e.to_string());
+            finding.help = Some(
+                "check the repository URL and that the branch, tag or commit exists there (git ls-remote <repo> <ref>)"
+                    .into(),
+            );
+            super::lint::print_findings_stderr(printer, &args.container, &src, &[finding]);
+            printer.error("nothing was built; the previous output is untouched");
             Ok(ExitStatus::Failure)
         }
         Err(

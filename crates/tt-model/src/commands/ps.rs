@@ -12,8 +12,7 @@ use crate::printer::Printer;
 
 /// Runs `tt-model ps`.
 pub fn run(args: &PsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(async {
+    crate::block_on(async {
         let client = host::engine().await?;
         let list: Vec<ContainerInfo> = client
             .tt_model_containers(None, args.all)

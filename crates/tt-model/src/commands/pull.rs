@@ -28,8 +28,7 @@ use crate::{ExitStatus, UserError};
 
 /// Runs `tt-model pull`.
 pub fn run(args: &PullArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(async {
+    crate::block_on(async {
         pull(&args.id, args.with_weights, printer).await?;
         printer.next(&format!("tt-model serve {}", args.id));
         Ok(ExitStatus::Success)
@@ -194,8 +193,8 @@ pub(crate) async fn pull(
     // 4. The layout has served its purpose.
     drop_download(&dl, &id, printer);
     if with_weights {
-        if let Some(w) = &pkg.weights {
-            weights::ensure(w, false, false, printer).await?;
+        if pkg.all_weights().next().is_some() {
+            weights::ensure_all(&pkg, false, false, printer).await?;
         } else {
             printer.skipped("weights", Some("the package pins none"));
         }

@@ -25,7 +25,6 @@ use crate::printer::{DiagnosisCard, Printer};
 use crate::{ExitStatus, UserError};
 
 use self::package::{Package, Profile};
-use self::weights::WeightsOutcome;
 
 /// How long a serve waits for another serve's chip allocation.
 const ALLOC_LOCK_TIMEOUT: Duration = Duration::from_secs(120);
@@ -34,8 +33,7 @@ const SCAN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Runs `tt-model serve`.
 pub fn run(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(serve(args, printer))
+    crate::block_on(serve(args, printer))
 }
 
 /// The engine's diagnosis as the printer's card.
@@ -134,6 +132,71 @@ fn request(
     }
 }
 
+/// How long `--refresh` waits for the Hub to say which commit is newest.
+const REFRESH_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// `serve --refresh` (reference §5.4): a pulled, unpinned package is re-pulled (manifest and,
+/// when its digest changed, the image; not the weights) when the Hub's tip moved. Anything
+/// that goes wrong is a warning: the installed package is served unchanged.
+async fn refresh(args: &ServeArgs, pkg: Package, printer: &Printer) -> anyhow::Result<Package> {
+    if args.local_only {
+        printer.skipped("--refresh", Some("--local-only never asks the Hub"));
+        return Ok(pkg);
+    }
+    let Some((id, installed_rev)) = installed::pulled_revision(&pkg) else {
+        printer.skipped(
+            "--refresh",
+            Some(&format!("{} is not a pulled package", args.target)),
+        );
+        return Ok(pkg);
+    };
+    if let Some((_, Some(pin))) = target::split_repo(&args.target) {
+        printer.skipped("--refresh", Some(&format!("{id} is pinned to {pin}")));
+        return Ok(pkg);
+    }
+    let dl = tt_model_hub::Downloader::new(HubEnv::from_env());
+    let short = |r: &str| r[..r.len().min(8)].to_string();
+    let latest = match tokio::time::timeout(REFRESH_TIMEOUT, dl.resolve_revision(&id, "main")).await
+    {
+        Ok(Ok(sha)) => sha,
+        Ok(Err(e)) => {
+            printer.warn(&format!(
+                "refresh failed ({e}); serving the installed package unchanged"
+            ));
+            return Ok(pkg);
+        }
+        Err(_) => {
+            printer.warn(&format!(
+                "refresh failed (the Hub did not answer within {}s); serving the installed package unchanged",
+                REFRESH_TIMEOUT.as_secs()
+            ));
+            return Ok(pkg);
+        }
+    };
+    if latest == installed_rev {
+        printer.done(
+            &format!("{id} is up to date"),
+            Some(&format!("revision {}", short(&latest))),
+        );
+        return Ok(pkg);
+    }
+    printer.note(&format!(
+        "refreshing {id}: {} → {}",
+        short(&installed_rev),
+        short(&latest)
+    ));
+    match super::pull::pull(&format!("{id}@{latest}"), false, printer).await {
+        Ok(new) => Ok(new),
+        Err(e) => {
+            printer.warn(&format!(
+                "refresh failed ({}); serving the installed package unchanged",
+                format!("{e:#}").lines().next().unwrap_or_default()
+            ));
+            Ok(pkg)
+        }
+    }
+}
+
 async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let t0 = Instant::now();
     let resolved = if args.print {
@@ -150,6 +213,11 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
             super::pull::pull(&args.target, false, printer).await?
         }
         r => r?,
+    };
+    let pkg = if args.refresh && !args.print {
+        refresh(args, pkg, printer).await?
+    } else {
+        pkg
     };
     let profile = pkg.profile(args.profile.as_deref())?;
     let extra = passthrough(args)?;
@@ -196,7 +264,7 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
         } else {
             Chips::All
         };
-        let on_host = pkg.weights.is_none() || !args.no_weights;
+        let on_host = pkg.all_weights().next().is_none() || !args.no_weights;
         let plan = request(
             args,
             &pkg,
@@ -274,10 +342,7 @@ async fn serve(args: &ServeArgs, printer: &Printer) -> anyhow::Result<ExitStatus
     }
 
     // Weights.
-    let outcome = match &pkg.weights {
-        Some(w) => weights::ensure(w, args.no_weights, args.local_only, printer).await?,
-        None => WeightsOutcome::OnHost,
-    };
+    let outcome = weights::ensure_all(&pkg, args.no_weights, args.local_only, printer).await?;
 
     // Port.
     let port = match args.port {

@@ -27,8 +27,7 @@ pub enum Reset {
 
 /// Runs `tt-model stop`.
 pub fn run(args: &StopArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let rt = tokio::runtime::Runtime::new()?;
-    rt.block_on(stop(args, printer))
+    crate::block_on(stop(args, printer))
 }
 
 /// The running containers of `package` (only `profile` when given), default profile first.

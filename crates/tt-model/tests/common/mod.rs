@@ -72,6 +72,7 @@ pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
+#[allow(unused_imports)] // each test binary uses its own subset (login_hub needs no engine)
 pub use tt_model_engine::testing::engine_or_skip as engine;
 
 /// Builds [`BASE`] if it is missing (idempotent).
@@ -171,4 +172,28 @@ pub fn example_weights_repo() -> FakeRepo {
     );
     weights.commit = "0123456789abcdef0123456789abcdef01234567".into();
     weights
+}
+
+/// Every file under `dir` as a Hub repo file; OCI blobs go to LFS.
+pub fn repo_files(dir: &Path, under: &str, out: &mut Vec<FakeFile>) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+    entries.sort_by_key(|e| e.file_name());
+    for e in entries {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let rel = if under.is_empty() {
+            name
+        } else {
+            format!("{under}/{name}")
+        };
+        if e.file_type().unwrap().is_dir() {
+            repo_files(&e.path(), &rel, out);
+        } else {
+            let bytes = std::fs::read(e.path()).unwrap();
+            out.push(if rel.starts_with("image/blobs/") {
+                FakeFile::lfs(&rel, bytes)
+            } else {
+                FakeFile::regular(&rel, bytes)
+            });
+        }
+    }
 }

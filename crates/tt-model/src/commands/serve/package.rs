@@ -27,6 +27,21 @@ pub struct WeightsRef {
     pub ignore: Vec<String>,
 }
 
+impl WeightsRef {
+    /// The wire manifest's pointer, with the revision served when it pins none.
+    fn from_wire(w: &tt_model_manifest::wire::WeightsRef) -> Self {
+        WeightsRef {
+            repo_id: w.repo_id.clone(),
+            revision: w
+                .revision
+                .clone()
+                .unwrap_or_else(|| DEFAULT_REVISION.into()),
+            allow: w.allow_patterns.clone(),
+            ignore: w.ignore_patterns.clone(),
+        }
+    }
+}
+
 /// One serve profile, merged over the shared defaults.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Profile {
@@ -52,6 +67,9 @@ pub struct Package {
     /// The kind's wire spelling (`vllm-plugin`, …), as the engine's labels take it.
     pub kind: String,
     pub weights: Option<WeightsRef>,
+    /// `auxiliary_weights` (drafters, adapters): prefetched, verified, mounted and removed
+    /// exactly as the primary weights.
+    pub auxiliary: Vec<WeightsRef>,
     pub profiles: Vec<Profile>,
     pub default_profile: String,
     wire: WireManifest,
@@ -77,15 +95,12 @@ impl Package {
                 })
             })
             .collect::<Result<Vec<_>, WireError>>()?;
-        let weights = wire.weights.as_ref().map(|w| WeightsRef {
-            repo_id: w.repo_id.clone(),
-            revision: w
-                .revision
-                .clone()
-                .unwrap_or_else(|| DEFAULT_REVISION.into()),
-            allow: w.allow_patterns.clone(),
-            ignore: w.ignore_patterns.clone(),
-        });
+        let weights = wire.weights.as_ref().map(WeightsRef::from_wire);
+        let auxiliary = wire
+            .auxiliary_weights
+            .iter()
+            .map(WeightsRef::from_wire)
+            .collect();
         Ok(Package {
             manifest_path: path.to_path_buf(),
             name: wire.name.clone(),
@@ -93,6 +108,7 @@ impl Package {
             image: wire.run_image(),
             kind: wire.container.kind.as_str().to_string(),
             weights,
+            auxiliary,
             profiles,
             default_profile: wire.container.default_profile_name().to_string(),
             wire,
@@ -133,6 +149,12 @@ impl Package {
             },
         );
         Package::from_wire(wire, path)
+    }
+
+    /// Every weights repository the package serves: the primary first, then the auxiliary
+    /// ones in manifest order.
+    pub fn all_weights(&self) -> impl Iterator<Item = &WeightsRef> {
+        self.weights.iter().chain(&self.auxiliary)
     }
 
     /// The chosen profile, or a clear error listing the available ones.

@@ -11,9 +11,10 @@ pub fn state_root() -> PathBuf {
     if let Some(h) = std::env::var_os("TT_MODEL_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(h);
     }
+    // The XDG spec: a relative value is invalid and ignored.
     let cache = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
         .unwrap_or_else(|| {
             PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache")
         });

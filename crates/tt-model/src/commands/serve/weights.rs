@@ -6,7 +6,7 @@ use tt_model_hub::download::{DownloadPlan, LocalStatus, local_status};
 use tt_model_hub::env::HubEnv;
 use tt_model_hub::{DownloadReporter, Downloader, HubCache, HubError};
 
-use super::package::WeightsRef;
+use super::package::{Package, WeightsRef};
 use crate::UserError;
 use crate::printer::Printer;
 
@@ -26,20 +26,27 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// The one byte-transfer bar style (downloads and uploads), labelled `what`, length unknown yet.
+pub(crate) fn byte_progress_bar(what: &str) -> ProgressBar {
+    let bar = ProgressBar::new(0);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "  {spinner} {prefix}  ▕{bar:24}▏ {bytes}/{total_bytes}  {bytes_per_sec}  {wide_msg}",
+        )
+        .expect("static template")
+        .progress_chars("█▉▊▋▌▍▎▏ "),
+    );
+    bar.set_prefix(what.to_string());
+    bar
+}
+
 /// A byte progress bar for a Hub download (weights, a pulled package), sized by the plan.
 pub(crate) struct ByteBar(ProgressBar);
 
 impl ByteBar {
     /// A bar labelled `what` (a repo id); its length is set when the plan is known.
     pub(crate) fn new(what: &str) -> Self {
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template("  {spinner} {prefix}  ▕{bar:24}▏ {bytes}/{total_bytes}  {bytes_per_sec}  {wide_msg}")
-                .expect("static template")
-                .progress_chars("█▉▊▋▌▍▎▏ "),
-        );
-        bar.set_prefix(what.to_string());
-        Self(bar)
+        Self(byte_progress_bar(what))
     }
 
     /// Removes the bar (the caller prints the outcome).
@@ -88,6 +95,33 @@ impl WeightsOutcome {
             }
         }
     }
+}
+
+impl WeightsOutcome {
+    /// Several repositories share the one hub-cache mount: it is read-only and offline only
+    /// when every one of them is complete on the host.
+    pub fn combine(self, other: WeightsOutcome) -> WeightsOutcome {
+        if self.weights_on_host() && other.weights_on_host() {
+            WeightsOutcome::OnHost
+        } else {
+            WeightsOutcome::InContainer
+        }
+    }
+}
+
+/// Makes sure every weights repository of the package (the primary, then each of
+/// `auxiliary_weights`) is in the host cache, or reports why not; one outcome for the mount.
+pub async fn ensure_all(
+    pkg: &Package,
+    no_weights: bool,
+    local_only: bool,
+    printer: &Printer,
+) -> anyhow::Result<WeightsOutcome> {
+    let mut outcome = WeightsOutcome::OnHost;
+    for w in pkg.all_weights() {
+        outcome = outcome.combine(ensure(w, no_weights, local_only, printer).await?);
+    }
+    Ok(outcome)
 }
 
 /// Make sure the weights are in the host cache (or report why not).
@@ -229,6 +263,16 @@ mod tests {
             .iter()
             .any(|e| e.key == "HF_HUB_OFFLINE" && e.value.as_deref() == Some("1"));
         (bind.read_only, offline)
+    }
+
+    /// One hub-cache mount for every repository: read-only only when all are on the host.
+    #[test]
+    fn one_missing_repository_makes_the_shared_mount_writable() {
+        use WeightsOutcome::*;
+        assert_eq!(OnHost.combine(OnHost), OnHost);
+        assert_eq!(OnHost.combine(InContainer), InContainer);
+        assert_eq!(InContainer.combine(OnHost), InContainer);
+        assert_eq!(mount_of(OnHost.combine(InContainer)), (false, false));
     }
 
     /// The notice says what the composed container really gets.
