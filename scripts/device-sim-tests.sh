@@ -16,4 +16,4 @@ prefix=${BLACKHOLE_SIM_PREFIX:-$HOME/.cache/blackhole-sim}
 source "$prefix/env.sh"
 export VIRTUAL_ENV="$prefix/venv" PATH="$prefix/venv/bin:$PATH" GR00T_REQUIRE_SIM=1
 cargo test "$@" -p gr00t-runtime --features device --lib megakernel::device -- --nocapture --test-threads 1
-cargo test "$@" -p gr00t-server --features device --test device_sim -- --nocapture --test-threads 1
+cargo test "$@" -p gr00t-server --features device --test integration -- --nocapture --test-threads 1 device_sim::

@@ -3,7 +3,7 @@
 //! block-float error budget; `ttnn`, which this build does not include, refuses clearly;
 //! `plan` prints the 110-core plan of the full-size DiT.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

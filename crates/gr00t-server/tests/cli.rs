@@ -3,7 +3,7 @@
 //! the golden case), prints the ready line and answers over TCP; bad configuration refuses to
 //! boot with one line.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 

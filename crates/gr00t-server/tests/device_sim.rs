@@ -7,7 +7,7 @@
 //! (CI), which makes the skip a failure.
 #![cfg(feature = "device")]
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Stdio};
 use std::time::Instant;

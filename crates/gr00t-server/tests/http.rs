@@ -1,6 +1,6 @@
 //! HTTP API tests: requests go through the real axum router (`tower::ServiceExt::oneshot`).
 
-mod common;
+use crate::common;
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};

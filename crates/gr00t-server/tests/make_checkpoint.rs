@@ -2,7 +2,7 @@
 //! boots from it alone (tokenizer and demo beside the weights), passes its self-check and
 //! answers the demo with the demo's expected actions.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

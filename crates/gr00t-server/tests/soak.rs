@@ -1,7 +1,7 @@
 //! 200 concurrent `/predict` requests over real TCP on 127.0.0.1: all succeed, the answers are
 //! the golden actions, and resident memory does not keep growing between rounds.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gr00t_server::routes::router;

@@ -1,6 +1,6 @@
 //! The DiT weight arena built from the tiny golden checkpoint, and its cache file.
 
-mod common;
+use crate::common;
 
 use common::{SafeTensors, Src, TINY, tiny_dims};
 use tt_blackhole::ArenaDtype;

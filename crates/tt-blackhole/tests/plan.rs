@@ -1,7 +1,7 @@
 //! The 110-core plan: roles, coverage (every arena tile read exactly once per step, decoded
 //! from the runtime args alone), the L1 check and the roofline.
 
-mod common;
+use crate::common;
 
 use tt_blackhole::ArenaDtype;
 use tt_blackhole::arena::arena_layout;

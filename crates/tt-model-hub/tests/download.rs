@@ -1,6 +1,6 @@
 //! Weights download against the local Hub-protocol server: layout, patterns, resume, sha mismatch.
 
-mod common;
+use crate::common;
 
 use common::{Count, env};
 use tt_model_hub::download::{LocalStatus, local_status};

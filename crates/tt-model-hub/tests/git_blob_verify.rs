@@ -1,7 +1,7 @@
 //! Regular (non-LFS) files: named and verified by their git blob id, as the Hub publishes it
 //! (`blobId` in the listing, `ETag` of `/resolve`).
 
-mod common;
+use crate::common;
 
 use common::{Count, env};
 use tt_model_hub::download::{LocalStatus, local_status};

@@ -2,7 +2,7 @@
 //! lock file, `code/**` and an OCI image layout under `image/`, many files, nested paths,
 //! identical contents, with and without LFS.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

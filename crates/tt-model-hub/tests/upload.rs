@@ -4,7 +4,7 @@
 //! an interrupted upload resumed (the object uploaded before the cut is not sent again), the
 //! download side reading back exactly what was pushed, visibility and refusals.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
 //! The malformed-manifest corpus (`tests/fixtures/manifests/bad/`), generated pathological
 //! inputs, and a property test: every input is refused with a located message, never a panic.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,6 @@
 //! Every rule of schema 5.1 with its message and location.
 
-mod common;
+use crate::common;
 
 use common::{BASE, check, edit, errors, one_error, warnings};
 

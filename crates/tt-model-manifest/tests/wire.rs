@@ -1,7 +1,7 @@
 //! The wire manifest (`tt_kernel_manifest.json`): construction, lossless round trip, reading
 //! rules.
 
-mod common;
+use crate::common;
 
 use tt_model_manifest::wire::{ComponentBuild, TtMetalBuild, WireBuild, WireError};
 use tt_model_manifest::{Built, ImageRef, Producer, WireManifest};

@@ -1,6 +1,6 @@
 //! The model card: frontmatter, section order, provenance, and cell escaping.
 
-mod common;
+use crate::common;
 
 use tt_model_package::card::{CardFacts, render_card};
 use tt_model_package::spec::{CardSpec, ProfileSummary};

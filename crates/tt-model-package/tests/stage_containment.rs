@@ -2,7 +2,7 @@
 //! went through the manifest lint must not read or write outside the tree or the staging
 //! folder (`..`, absolute paths, symlinks that point out).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

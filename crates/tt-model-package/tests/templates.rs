@@ -1,7 +1,7 @@
 //! Snapshot tests of every generated build file for every kind, and the hostile-value tests:
 //! authored values that reach a shell must arrive as single, inert arguments.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

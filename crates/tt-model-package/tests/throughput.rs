@@ -1,6 +1,6 @@
 //! Staging + digest throughput on a 1 GB synthetic tree, against `sha256sum` of the same
 //! files. Ignored by default (it writes 2 GB of temporary files); run with
-//! `cargo test -p tt-model-package --test throughput -- --ignored --nocapture`.
+//! `cargo test -p tt-model-package --test integration -- --ignored --nocapture throughput::`.
 
 use std::path::PathBuf;
 use std::process::Command;

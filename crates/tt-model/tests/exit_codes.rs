@@ -2,7 +2,7 @@
 //! failure (every command that needs one), `1` with `lint`'s rendering for a manifest with
 //! errors (package, serve --print), `2` for usage errors.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

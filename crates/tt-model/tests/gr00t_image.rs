@@ -4,7 +4,7 @@
 //! from the loopback Hub-protocol server at its pinned revision, and a client sends the golden
 //! case1 observation to the published port and gets NVIDIA's reference actions back.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -181,6 +181,7 @@ fn check_actions(got: &serde_json::Value, want: &serde_json::Value) -> f64 {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "slow end to end: builds gr00t-server in release mode; run with --ignored (CI does)"]
 async fn gr00t_tiny_image_packages_serves_and_answers_like_the_reference() {
+    let _one_at_a_time = common::END_TO_END.lock().await;
     let Some(client) = engine().await else { return };
     make_base_images();
     let tmp = TempDir::new("gr00t-image");

@@ -11,7 +11,7 @@
 use tt_model_engine::localdb::{Entry, LocalDb, Source};
 use tt_model_hub::testserver::HubServer;
 
-mod common;
+use crate::common;
 
 use common::*;
 

@@ -2,7 +2,7 @@
 //! argv), checked with `whoami`, stored at `$HF_HOME/token` with mode 0600, never printed; a
 //! token the Hub rejects is not stored; `logout` removes it.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::os::unix::fs::PermissionsExt;

@@ -2,7 +2,7 @@
 //! compiler's first error in the diagnosis card, nothing written (real engine for the base
 //! image pin that precedes the build).
 
-mod common;
+use crate::common;
 
 use common::*;
 

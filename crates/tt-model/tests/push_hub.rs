@@ -9,7 +9,7 @@
 //! Prints the bytes each push sent (for docs/benchmarks.md). Needs Docker: without one it
 //! prints why and passes, unless `TT_MODEL_REQUIRE_DOCKER=1`.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -10,7 +10,7 @@
 //! it in its `--ignored` pass. All Python fixtures live in this one binary so they share the
 //! base image and one build of the CLI.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -49,11 +49,6 @@ fn fixture_yaml(tmp: &Path, fixture: &str, roots: &[&str]) -> PathBuf {
     std::fs::write(&path, text).unwrap();
     path
 }
-
-/// The fixtures run one at a time: they share the engine's build cache (the same base and
-/// builder stage), and one fixture removing its image (which prunes untagged parents) while
-/// another builds made the other's no-op re-package rebuild in a fresh-clone CI run.
-static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn package_python(tmp: &Path, yaml: &Path, out: &Path) -> std::process::Output {
     tt_model(
@@ -301,7 +296,7 @@ async fn package_and_serve(
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "slow: builds a Python image from the Debian base and PyPI (minutes cold)"]
 async fn dit_server_packages_verifies_serves_and_stops() {
-    let _one_at_a_time = SERIAL.lock().await;
+    let _one_at_a_time = common::END_TO_END.lock().await;
     let Some(client) = engine().await else { return };
     make_base_images();
     let tmp = TempDir::new("py-dit");
@@ -348,7 +343,7 @@ fn assert_env_reached(
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "slow: builds a Python image from the Debian base and PyPI (minutes cold)"]
 async fn vllm_plugin_with_local_plugin_and_vllm_paths_serves_as_the_launcher_says() {
-    let _one_at_a_time = SERIAL.lock().await;
+    let _one_at_a_time = common::END_TO_END.lock().await;
     let Some(client) = engine().await else { return };
     make_base_images();
     let tmp = TempDir::new("py-vllm-plugin");
@@ -481,7 +476,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "slow: builds a Python image from the Debian base and PyPI (minutes cold)"]
 async fn vllm_fork_from_pinned_git_sources_serves_as_the_launcher_says() {
-    let _one_at_a_time = SERIAL.lock().await;
+    let _one_at_a_time = common::END_TO_END.lock().await;
     let Some(client) = engine().await else { return };
     make_base_images();
     let tmp = TempDir::new("py-vllm-fork");

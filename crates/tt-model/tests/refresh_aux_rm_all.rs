@@ -6,7 +6,7 @@
 //!
 //! Needs Docker: without one it prints why and passes, unless `TT_MODEL_REQUIRE_DOCKER=1`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use tt_model_engine::localdb::LocalDb;

@@ -2,7 +2,7 @@
 //! then `serve --device none` with its pinned weights from the local Hub-protocol server,
 //! ready by both signals, GET /health, stop, and the container is gone.
 
-mod common;
+use crate::common;
 
 use common::*;
 use tt_model_hub::testserver::HubServer;

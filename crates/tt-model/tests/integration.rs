@@ -1,0 +1,19 @@
+//! The crate's integration tests, one test binary: each file under `tests/` is a module here.
+//! One binary links the dependency graph once instead of once per file (CI builds in a
+//! fraction of the time); run one file's tests with `cargo test --test integration <module>::`.
+
+mod cli;
+mod cli_contract;
+mod common;
+mod exit_codes;
+mod gr00t_image;
+mod installed_cli;
+mod login_hub;
+mod package_cargo;
+mod pull_hub;
+mod push_hub;
+mod python_kinds;
+mod refresh_aux_rm_all;
+mod serve_cli;
+mod serve_example;
+mod serve_print_golden;
