@@ -50,6 +50,23 @@ pub fn select_device(name: &str, dispatch_built_in: bool) -> Result<DeviceKind, 
     }
 }
 
+/// Why a [`DitDevice`] could not prepare or run a step's DiT blocks.
+#[derive(Debug, thiserror::Error)]
+pub enum DitRunError {
+    /// The core plan cannot be cut for these dimensions (e.g. a buffer overflows L1).
+    #[error(transparent)]
+    Plan(#[from] crate::plan::PlanError),
+    /// The arena does not hold what the model or the plan expects.
+    #[error("DiT arena: {0}")]
+    Arena(String),
+    /// A step's inputs disagree with the plan's dimensions.
+    #[error("DiT step input: {0}")]
+    Input(String),
+    /// The device failed: its worker process, a program launch, a transfer, a reply.
+    #[error("{0}")]
+    Device(String),
+}
+
 /// One denoise step's DiT inputs, host-side f32 (batch 1).
 #[derive(Debug, Clone, Copy)]
 pub struct DitStepInputs<'a> {
@@ -71,8 +88,8 @@ pub trait DitDevice: Send + Sync {
     fn kind(&self) -> DeviceKind;
     /// Once per observation: cut the plan for this context length (the L1 check depends on
     /// it). Fails when the plan does not fit.
-    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), String>;
-    fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, String>;
+    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), DitRunError>;
+    fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError>;
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@
 
 use tt_blackhole::arena::{ArenaIndex, decode_weight};
 use tt_blackhole::bf16::round_to_bf16;
-use tt_blackhole::device::{DeviceKind, DitDevice, DitStepInputs};
+use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs};
 use tt_blackhole::dims::{DitDims, WeightKind};
 use tt_blackhole::plan::{MegakernelPlan, build_plan};
 use tt_blackhole::split::MatmulSplit;
@@ -63,18 +63,20 @@ impl<'a> Emulator<'a> {
         index: &'a ArenaIndex,
         arena: &'a ArenaBytes,
         dims: &DitDims,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, DitRunError> {
         if arena.bytes().len() as u64 != index.total_bytes {
-            return Err(format!(
+            return Err(DitRunError::Arena(format!(
                 "arena holds {} bytes, its index says {}",
                 arena.bytes().len(),
                 index.total_bytes
-            ));
+            )));
         }
         if weights.blocks.len() != dims.num_layers || weights.dim != dims.width() {
-            return Err("arena dims do not match the model's DiT".into());
+            return Err(DitRunError::Arena(
+                "its dims do not match the model's DiT".into(),
+            ));
         }
-        let plan = build_plan(dims, index.dtype).map_err(|e| e.to_string())?;
+        let plan = build_plan(dims, index.dtype)?;
         Ok(Emulator {
             index,
             arena,
@@ -84,13 +86,14 @@ impl<'a> Emulator<'a> {
     }
 
     /// The decoded `[K, N]` weight, as the compute cores receive it.
-    fn weight(&self, block: usize, kind: WeightKind) -> Result<Vec<f32>, String> {
+    fn weight(&self, block: usize, kind: WeightKind) -> Result<Vec<f32>, DitRunError> {
         let e = self
             .index
             .entry(block, kind)
-            .ok_or_else(|| format!("arena has no block {block} {kind:?}"))?;
+            .ok_or_else(|| DitRunError::Arena(format!("no block {block} {kind:?}")))?;
         let bytes = &self.arena.bytes()[e.offset as usize..(e.offset + e.bytes) as usize];
-        decode_weight(e, self.index.compute_cores, bytes).map_err(|e| e.to_string())
+        decode_weight(e, self.index.compute_cores, bytes)
+            .map_err(|e| DitRunError::Arena(e.to_string()))
     }
 }
 
@@ -107,7 +110,7 @@ pub trait StepMatmul {
         x: &[f32],
         m: usize,
         bias: Option<&[f32]>,
-    ) -> Result<Vec<f32>, String>;
+    ) -> Result<Vec<f32>, DitRunError>;
 }
 
 impl StepMatmul for Emulator<'_> {
@@ -119,8 +122,11 @@ impl StepMatmul for Emulator<'_> {
         x: &[f32],
         m: usize,
         bias: Option<&[f32]>,
-    ) -> Result<Vec<f32>, String> {
-        let e = self.index.entry(block, kind).ok_or("missing weight")?;
+    ) -> Result<Vec<f32>, DitRunError> {
+        let e = self
+            .index
+            .entry(block, kind)
+            .ok_or_else(|| DitRunError::Arena(format!("no block {block} {kind:?}")))?;
         let [k, n] = e.kn_shape;
         let w = self.weight(block, kind)?;
         let split = &self.plan.class(block, kind).split;
@@ -280,7 +286,7 @@ fn select_rows(x: &[f32], d: usize, mask: &[bool]) -> (Vec<f32>, usize) {
 
 impl Emulator<'_> {
     /// The per-step schedule of the plan: every block's ops in order.
-    pub fn run_step(&self, inp: &DitStepInputs<'_>) -> Result<Vec<f32>, String> {
+    pub fn run_step(&self, inp: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
         run_step_with(self, self.weights, &self.plan, inp)
     }
 }
@@ -291,25 +297,25 @@ pub fn run_step_with<M: StepMatmul + ?Sized>(
     w: &DitWeights,
     plan: &MegakernelPlan,
     inp: &DitStepInputs<'_>,
-) -> Result<Vec<f32>, String> {
+) -> Result<Vec<f32>, DitRunError> {
     {
         let dims = &plan.dims;
         let (d, hd, heads, cross) = (dims.width(), dims.head_dim, dims.num_heads, dims.cross_dim);
         let tokens = inp.tokens.len() / d;
         if inp.tokens.len() != tokens * d || tokens != dims.sa_tokens || inp.temb.len() != d {
-            return Err(format!(
-                "DiT step input: tokens {} (want {}x{d}), temb {}",
+            return Err(DitRunError::Input(format!(
+                "tokens {} (want {}x{d}), temb {}",
                 inp.tokens.len(),
                 dims.sa_tokens,
                 inp.temb.len()
-            ));
+            )));
         }
         let ctx_len = inp.context.len() / cross;
         if inp.context.len() != ctx_len * cross
             || inp.text_mask.len() != ctx_len
             || inp.image_mask.len() != ctx_len
         {
-            return Err("DiT step input: context and masks disagree".into());
+            return Err(DitRunError::Input("context and masks disagree".into()));
         }
         // The sequencer multicasts SiLU(temb) as bf16; the context arrives packed to bf16.
         let mut act = inp.temb.to_vec();
@@ -354,18 +360,18 @@ impl DitDevice for Emulator<'_> {
     }
 
     /// Re-cut the plan for this context length (fails when it does not fit L1).
-    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), String> {
+    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), DitRunError> {
         if self.plan.dims.ctx_tokens != ctx_tokens {
             let dims = DitDims {
                 ctx_tokens,
                 ..self.plan.dims
             };
-            self.plan = build_plan(&dims, self.index.dtype).map_err(|e| e.to_string())?;
+            self.plan = build_plan(&dims, self.index.dtype)?;
         }
         Ok(())
     }
 
-    fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, String> {
+    fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
         self.run_step(inputs)
     }
 }

@@ -6,7 +6,7 @@ use tt_blackhole::ArenaDtype;
 use tt_blackhole::arena::{
     ArenaIndex, ArenaKey, CacheOutcome, arena_layout, build_arena_bytes, open_or_build,
 };
-use tt_blackhole::device::{DeviceKind, DitDevice, DitStepInputs, select_device};
+use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs, select_device};
 
 use super::arena_source::{CheckpointTensors, dit_dims};
 use super::emulator::{ArenaBytes, Emulator};
@@ -48,7 +48,7 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
         self.image_mask = ctx.image_mask.to_vec();
         // Text blocks attend every non-image token (B = 1: attention_mask is all ones).
         self.text_mask = ctx.image_mask.iter().map(|m| !m).collect();
-        self.device.prepare(ctx.seq).map_err(ModelError::Executor)
+        Ok(self.device.prepare(ctx.seq)?)
     }
 
     fn run(
@@ -69,10 +69,7 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
             text_mask: &self.text_mask,
             image_mask: &self.image_mask,
         };
-        let x = self
-            .device
-            .run_blocks(&inputs)
-            .map_err(ModelError::Executor)?;
+        let x = self.device.run_blocks(&inputs)?;
         if x.len() != tokens * d {
             return Err(ModelError::Executor(format!(
                 "device returned {} values, expected {tokens}x{d}",
@@ -103,7 +100,7 @@ impl DitDevice for Engine<'_> {
         }
     }
 
-    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), String> {
+    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), DitRunError> {
         match self {
             Engine::Emulator(e) => e.prepare(ctx_tokens),
             #[cfg(feature = "device")]
@@ -111,7 +108,7 @@ impl DitDevice for Engine<'_> {
         }
     }
 
-    fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, String> {
+    fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
         match self {
             Engine::Emulator(e) => e.run_blocks(inputs),
             #[cfg(feature = "device")]
@@ -242,15 +239,13 @@ impl MegakernelPolicy {
         let dims = dit_dims(&self.model.cfg.gr00t, NOMINAL_CTX);
         #[cfg(feature = "device")]
         if let Some(dev) = &self.device {
-            let steps = super::device::DeviceSteps::new(dev, &self.model.head.dit, &dims)
-                .map_err(ModelError::Executor)?;
+            let steps = super::device::DeviceSteps::new(dev, &self.model.head.dit, &dims)?;
             return Ok(MegakernelDit::new(
                 Engine::Device(steps),
                 &self.model.head.dit,
             ));
         }
-        let emu = Emulator::new(&self.model.head.dit, &self.index, &self.arena, &dims)
-            .map_err(ModelError::Executor)?;
+        let emu = Emulator::new(&self.model.head.dit, &self.index, &self.arena, &dims)?;
         Ok(MegakernelDit::new(
             Engine::Emulator(emu),
             &self.model.head.dit,

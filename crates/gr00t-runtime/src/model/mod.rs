@@ -38,6 +38,9 @@ pub enum ModelError {
     Input(String),
     #[error("DiT executor: {0}")]
     Executor(String),
+    /// The megakernel's DiT blocks (emulator or device) could not run.
+    #[error("DiT blocks: {0}")]
+    Dit(#[from] tt_blackhole::device::DitRunError),
 }
 
 /// Backbone output for one observation: the VL tokens after `vlln` and the image mask.

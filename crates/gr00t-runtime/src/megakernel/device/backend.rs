@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use tt_blackhole::arena::ArenaIndex;
-use tt_blackhole::device::{DeviceKind, DitDevice, DitStepInputs};
+use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs};
 use tt_blackhole::dims::{DitDims, WeightKind};
 use tt_blackhole::plan::{CoreRole, MegakernelPlan, build_plan, compute_coord};
 
@@ -92,37 +92,42 @@ pub struct DeviceSteps<'a> {
 }
 
 /// Error text for the `DitDevice` seam (String errors).
-fn err(e: WorkerError) -> String {
-    e.to_string()
+fn err(e: WorkerError) -> DitRunError {
+    DitRunError::Device(e.to_string())
 }
 
 impl TtDevice {
     /// Start the worker, open `kind` (P150a or Simulator) and upload `arena` (the bytes
     /// `index` describes) to device DRAM.
-    pub fn open(kind: DeviceKind, index: &ArenaIndex, arena: &[u8]) -> Result<Self, String> {
+    pub fn open(kind: DeviceKind, index: &ArenaIndex, arena: &[u8]) -> Result<Self, DitRunError> {
         if arena.len() as u64 != index.total_bytes {
-            return Err(format!(
+            return Err(DitRunError::Arena(format!(
                 "arena holds {} bytes, its index says {}",
                 arena.len(),
                 index.total_bytes
-            ));
+            )));
         }
         let mut worker = TtnnWorker::spawn().map_err(err)?;
         let device = match kind {
             DeviceKind::Simulator => "sim",
             DeviceKind::P150a => "p150a",
-            DeviceKind::Emulator => return Err("the emulator is not a ttnn device".into()),
+            DeviceKind::Emulator => {
+                return Err(DitRunError::Device(
+                    "the emulator is not a ttnn device".into(),
+                ));
+            }
         };
         let (ans, _) = worker
             .call(&json!({"op": "open", "device": device}), &[])
             .map_err(err)?;
-        let info: DeviceInfo = serde_json::from_value(ans).map_err(|e| e.to_string())?;
+        let info: DeviceInfo = serde_json::from_value(ans)
+            .map_err(|e| DitRunError::Device(format!("the worker's open reply: {e}")))?;
         let (gx, gy) = (tt_blackhole::plan::GRID_X, tt_blackhole::plan::GRID_Y);
         if info.grid[0] < gx || info.grid[1] < gy {
-            return Err(format!(
+            return Err(DitRunError::Device(format!(
                 "the device's worker grid is {}x{}, the plan needs {gx}x{gy}",
                 info.grid[0], info.grid[1]
-            ));
+            )));
         }
         let dev = TtDevice {
             kind,
@@ -139,15 +144,15 @@ impl TtDevice {
         &self,
         header: &serde_json::Value,
         payload: &[u8],
-    ) -> Result<(serde_json::Value, Vec<u8>), String> {
+    ) -> Result<(serde_json::Value, Vec<u8>), DitRunError> {
         let mut w = self
             .worker
             .lock()
-            .map_err(|_| "device worker lock poisoned".to_string())?;
+            .map_err(|_| DitRunError::Device("device worker lock poisoned".into()))?;
         w.call(header, payload).map_err(err)
     }
 
-    fn upload_arena(&self, arena: &[u8]) -> Result<(), String> {
+    fn upload_arena(&self, arena: &[u8]) -> Result<(), DitRunError> {
         let page = self.index.tile_bytes;
         self.call(
             &json!({"op": "upload", "name": ARENA, "page_bytes": page,
@@ -158,7 +163,7 @@ impl TtDevice {
     }
 
     /// The arena's bytes as they sit in device DRAM (read back page by page).
-    pub fn read_back_arena(&self) -> Result<Vec<u8>, String> {
+    pub fn read_back_arena(&self) -> Result<Vec<u8>, DitRunError> {
         Ok(self.call(&json!({"op": "readback", "name": ARENA}), &[])?.1)
     }
 
@@ -176,18 +181,18 @@ impl TtDevice {
         kind: WeightKind,
         x: &[f32],
         m: usize,
-    ) -> Result<Vec<f32>, String> {
+    ) -> Result<Vec<f32>, DitRunError> {
         let e = self
             .index
             .entry(block, kind)
-            .ok_or_else(|| format!("arena has no block {block} {kind:?}"))?;
+            .ok_or_else(|| DitRunError::Arena(format!("no block {block} {kind:?}")))?;
         let [k, n] = e.kn_shape;
         let [kt, nt] = e.tiles;
         if x.len() != m * k || m == 0 {
-            return Err(format!(
+            return Err(DitRunError::Input(format!(
                 "matmul {kind:?}: x has {} values, want {m}x{k}",
                 x.len()
-            ));
+            )));
         }
         let class = plan.class(block, kind);
         let split = &class.split;
@@ -201,7 +206,9 @@ impl TtDevice {
                 .cores
                 .iter()
                 .find(|c| (c.x, c.y) == (cx, cy) && matches!(c.role, CoreRole::Compute { .. }))
-                .ok_or_else(|| format!("plan has no compute core at ({cx},{cy})"))?;
+                .ok_or_else(|| {
+                    DitRunError::Device(format!("plan has no compute core at ({cx},{cy})"))
+                })?;
             let cb = |name: &str| {
                 core.cbs
                     .iter()
@@ -211,12 +218,12 @@ impl TtDevice {
             // The plan sized these for its own M; a larger M here would overflow them.
             let (need_act, need_w) = (mt * u.k_count, u.k_count);
             if need_act > cb("act_in") || need_w > cb("weights") {
-                return Err(format!(
+                return Err(DitRunError::Input(format!(
                     "matmul {kind:?} M={m}: core ({cx},{cy}) needs {need_act} activation and \
                      {need_w} weight pages, the plan gives {} and {}",
                     cb("act_in"),
                     cb("weights")
-                ));
+                )));
             }
             act_pages = act_pages.max(cb("act_in"));
             w_pages = w_pages.max(cb("weights"));
@@ -245,11 +252,11 @@ impl TtDevice {
         }
         let (rows, cols) = (mt * 32, nt * 32);
         if out.len() != split.k_split * rows * cols * 4 {
-            return Err(format!(
+            return Err(DitRunError::Device(format!(
                 "matmul {kind:?}: device returned {} bytes, want {}",
                 out.len(),
                 split.k_split * rows * cols * 4
-            ));
+            )));
         }
         let at = |s: usize, r: usize, c: usize| {
             let i = ((s * rows + r) * cols + c) * 4;
@@ -269,11 +276,17 @@ impl TtDevice {
 
 impl<'a> DeviceSteps<'a> {
     /// `dims.ctx_tokens` is the context length the plan is first cut for.
-    pub fn new(dev: &'a TtDevice, weights: &'a DitWeights, dims: &DitDims) -> Result<Self, String> {
+    pub fn new(
+        dev: &'a TtDevice,
+        weights: &'a DitWeights,
+        dims: &DitDims,
+    ) -> Result<Self, DitRunError> {
         if weights.blocks.len() != dims.num_layers || weights.dim != dims.width() {
-            return Err("arena dims do not match the model's DiT".into());
+            return Err(DitRunError::Arena(
+                "its dims do not match the model's DiT".into(),
+            ));
         }
-        let plan = build_plan(dims, dev.index.dtype).map_err(|e| e.to_string())?;
+        let plan = build_plan(dims, dev.index.dtype)?;
         Ok(DeviceSteps { dev, plan, weights })
     }
 }
@@ -286,7 +299,7 @@ impl StepMatmul for DeviceSteps<'_> {
         x: &[f32],
         m: usize,
         bias: Option<&[f32]>,
-    ) -> Result<Vec<f32>, String> {
+    ) -> Result<Vec<f32>, DitRunError> {
         let n = self
             .dev
             .index
@@ -304,18 +317,18 @@ impl DitDevice for DeviceSteps<'_> {
     }
 
     /// Re-cut the plan for this context length (fails when it does not fit L1).
-    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), String> {
+    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), DitRunError> {
         if self.plan.dims.ctx_tokens != ctx_tokens {
             let dims = DitDims {
                 ctx_tokens,
                 ..self.plan.dims
             };
-            self.plan = build_plan(&dims, self.dev.index.dtype).map_err(|e| e.to_string())?;
+            self.plan = build_plan(&dims, self.dev.index.dtype)?;
         }
         Ok(())
     }
 
-    fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, String> {
+    fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
         run_step_with(self, self.weights, &self.plan, inputs)
     }
 }
