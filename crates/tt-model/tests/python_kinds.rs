@@ -50,6 +50,12 @@ fn fixture_yaml(tmp: &Path, fixture: &str, roots: &[&str]) -> PathBuf {
     path
 }
 
+/// The fixtures run one at a time: they share the engine's build cache (the same base and
+/// builder stage), and one fixture removing its image (which prunes untagged parents) while
+/// another builds made the other's no-op re-package rebuild in a fresh-clone CI run. The GR00T
+/// image test (busybox base, no shared stage) may run beside them.
+static PYTHON_KINDS: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn package_python(tmp: &Path, yaml: &Path, out: &Path) -> std::process::Output {
     tt_model(
         tmp,
@@ -296,7 +302,7 @@ async fn package_and_serve(
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "slow: builds a Python image from the Debian base and PyPI (minutes cold)"]
 async fn dit_server_packages_verifies_serves_and_stops() {
-    let _one_at_a_time = common::END_TO_END.lock().await;
+    let _one_at_a_time = PYTHON_KINDS.lock().await;
     let Some(client) = engine().await else { return };
     make_base_images();
     let tmp = TempDir::new("py-dit");
@@ -343,7 +349,7 @@ fn assert_env_reached(
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "slow: builds a Python image from the Debian base and PyPI (minutes cold)"]
 async fn vllm_plugin_with_local_plugin_and_vllm_paths_serves_as_the_launcher_says() {
-    let _one_at_a_time = common::END_TO_END.lock().await;
+    let _one_at_a_time = PYTHON_KINDS.lock().await;
     let Some(client) = engine().await else { return };
     make_base_images();
     let tmp = TempDir::new("py-vllm-plugin");
@@ -476,7 +482,7 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "slow: builds a Python image from the Debian base and PyPI (minutes cold)"]
 async fn vllm_fork_from_pinned_git_sources_serves_as_the_launcher_says() {
-    let _one_at_a_time = common::END_TO_END.lock().await;
+    let _one_at_a_time = PYTHON_KINDS.lock().await;
     let Some(client) = engine().await else { return };
     make_base_images();
     let tmp = TempDir::new("py-vllm-fork");

@@ -197,9 +197,3 @@ pub fn repo_files(dir: &Path, under: &str, out: &mut Vec<FakeFile>) {
         }
     }
 }
-
-/// The slow end-to-end tests (the GR00T image, the Python kinds) run one at a time, although
-/// they share one test binary: they share the engine's build cache (one fixture removing its
-/// image prunes untagged parents while another builds, which made a no-op re-package rebuild in
-/// a fresh-clone CI run), and the GR00T test checks that `ps` is empty after its stop.
-pub static END_TO_END: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
