@@ -284,6 +284,23 @@ fn select_rows(x: &[f32], d: usize, mask: &[bool]) -> (Vec<f32>, usize) {
     (out, n)
 }
 
+/// Re-cut `plan` for `ctx_tokens` context tokens when it was cut for another length (the L1
+/// check depends on it): `DitDevice::prepare` of the emulator and of the device backend.
+pub fn recut_plan(
+    plan: &mut MegakernelPlan,
+    ctx_tokens: usize,
+    dtype: tt_blackhole::ArenaDtype,
+) -> Result<(), DitRunError> {
+    if plan.dims.ctx_tokens != ctx_tokens {
+        let dims = DitDims {
+            ctx_tokens,
+            ..plan.dims
+        };
+        *plan = build_plan(&dims, dtype)?;
+    }
+    Ok(())
+}
+
 impl Emulator<'_> {
     /// The per-step schedule of the plan: every block's ops in order.
     pub fn run_step(&self, inp: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
@@ -361,14 +378,7 @@ impl DitDevice for Emulator<'_> {
 
     /// Re-cut the plan for this context length (fails when it does not fit L1).
     fn prepare(&mut self, ctx_tokens: usize) -> Result<(), DitRunError> {
-        if self.plan.dims.ctx_tokens != ctx_tokens {
-            let dims = DitDims {
-                ctx_tokens,
-                ..self.plan.dims
-            };
-            self.plan = build_plan(&dims, self.index.dtype)?;
-        }
-        Ok(())
+        recut_plan(&mut self.plan, ctx_tokens, self.index.dtype)
     }
 
     fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {

@@ -23,7 +23,7 @@ use tt_blackhole::dims::{DitDims, WeightKind};
 use tt_blackhole::plan::{CoreRole, MegakernelPlan, build_plan, compute_coord};
 
 use super::worker::{TtnnWorker, WorkerError};
-use crate::megakernel::emulator::{StepMatmul, finish_matmul, run_step_with};
+use crate::megakernel::emulator::{StepMatmul, finish_matmul, recut_plan, run_step_with};
 use crate::model::dit::DitWeights;
 
 /// Our device kernels (C++, JIT-compiled by tt-metal on first use), shipped in the binary.
@@ -318,14 +318,7 @@ impl DitDevice for DeviceSteps<'_> {
 
     /// Re-cut the plan for this context length (fails when it does not fit L1).
     fn prepare(&mut self, ctx_tokens: usize) -> Result<(), DitRunError> {
-        if self.plan.dims.ctx_tokens != ctx_tokens {
-            let dims = DitDims {
-                ctx_tokens,
-                ..self.plan.dims
-            };
-            self.plan = build_plan(&dims, self.dev.index.dtype)?;
-        }
-        Ok(())
+        recut_plan(&mut self.plan, ctx_tokens, self.dev.index.dtype)
     }
 
     fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
