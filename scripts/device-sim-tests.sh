@@ -3,7 +3,7 @@
 #   1. installs the simulator with ../shared/blackhole-sim/install.sh (idempotent; cached in
 #      ~/.cache/blackhole-sim, about 4 minutes cold on 2 cores, a second when installed);
 #   2. with its env.sh sourced and its venv active (the worker process finds ttnn there),
-#      runs the tests behind the feature with GR00T_REQUIRE_SIM=1, so a missing simulator fails
+#      runs the tests behind the feature (on the workspace build README's test command makes) with GR00T_REQUIRE_SIM=1, so a missing simulator fails
 #      instead of skipping. Extra cargo args (e.g. --locked) are passed through.
 # Called by .ci/run; by hand: scripts/device-sim-tests.sh
 set -euo pipefail
@@ -15,5 +15,7 @@ prefix=${BLACKHOLE_SIM_PREFIX:-$HOME/.cache/blackhole-sim}
 # shellcheck disable=SC1091
 source "$prefix/env.sh"
 export VIRTUAL_ENV="$prefix/venv" PATH="$prefix/venv/bin:$PATH" GR00T_REQUIRE_SIM=1
-cargo test "$@" -p gr00t-runtime --features device --lib megakernel::device -- --nocapture --test-threads 1
-cargo test "$@" -p gr00t-server --features device --test integration -- --nocapture --test-threads 1 device_sim::
+# The workspace build with the feature, as README's test command makes it: no second build.
+# The name filters select the device tests of gr00t-runtime (lib) and gr00t-server (integration).
+cargo test "$@" --workspace --features gr00t-server/device --lib --tests -- \
+  --nocapture --test-threads 1 megakernel::device device_sim::

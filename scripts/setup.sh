@@ -2,7 +2,9 @@
 # The one set-up command on a fresh Debian/Ubuntu machine, for the main job and the tests:
 #   1. the Debian packages they need (busybox-static for the base image, docker.io when no
 #      engine is installed, libc6-dev for the statically linked Rust binaries images ship,
-#      git, debootstrap and python3-pip for the Python base image), installed with apt-get as root or through sudo;
+#      git, debootstrap and python3-pip for the Python base image, docker-registry for the
+#      registry round trip, whose test starts its own instance on a free loopback port),
+#      installed with apt-get as root or through sudo;
 #   2. a running Docker engine (scripts/ensure-docker.sh);
 #   3. the local base images (scripts/make-base-images.sh; no registry is ever used).
 # Safe to rerun: each step does nothing when its work is done.
@@ -17,6 +19,8 @@ command -v git >/dev/null 2>&1 || need+=(git)
 # The Python base image (scripts/make-python-base.sh): debootstrap, and pip to fetch uv's wheel.
 command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
+# A real OCI registry (the CNCF distribution server) for `push`/`pull` with image.registry.
+[ -x /usr/bin/docker-registry ] || need+=(docker-registry)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     sudo=()

@@ -24,6 +24,7 @@ pub mod error;
 pub mod hub;
 pub mod patterns;
 pub mod plan;
+pub mod registry;
 #[cfg(feature = "testserver")]
 pub mod testserver;
 pub mod upload;

@@ -373,24 +373,29 @@ fn body_of(f: &LocalFile, reporter: Arc<dyn UploadReporter>) -> Result<reqwest::
         }
         FileSource::Disk(p) => {
             let file = std::fs::File::open(p).map_err(HubError::io("open", p))?;
-            let file = tokio::fs::File::from_std(file);
-            let stream =
-                futures_util::stream::unfold((file, reporter), |(mut file, reporter)| async move {
-                    use tokio::io::AsyncReadExt as _;
-                    let mut buf = vec![0u8; 1 << 20];
-                    match file.read(&mut buf).await {
-                        Ok(0) => None,
-                        Ok(n) => {
-                            buf.truncate(n);
-                            reporter.bytes(n as u64);
-                            Some((Ok::<_, std::io::Error>(buf), (file, reporter)))
-                        }
-                        Err(e) => Some((Err(e), (file, reporter))),
-                    }
-                });
-            Ok(reqwest::Body::wrap_stream(stream))
+            Ok(file_body(file, reporter))
         }
     }
+}
+
+/// A request body streamed from `file` in 1 MiB chunks, each reported.
+pub(crate) fn file_body(file: std::fs::File, reporter: Arc<dyn UploadReporter>) -> reqwest::Body {
+    let file = tokio::fs::File::from_std(file);
+    let stream =
+        futures_util::stream::unfold((file, reporter), |(mut file, reporter)| async move {
+            use tokio::io::AsyncReadExt as _;
+            let mut buf = vec![0u8; 1 << 20];
+            match file.read(&mut buf).await {
+                Ok(0) => None,
+                Ok(n) => {
+                    buf.truncate(n);
+                    reporter.bytes(n as u64);
+                    Some((Ok::<_, std::io::Error>(buf), (file, reporter)))
+                }
+                Err(e) => Some((Err(e), (file, reporter))),
+            }
+        });
+    reqwest::Body::wrap_stream(stream)
 }
 
 #[cfg(test)]

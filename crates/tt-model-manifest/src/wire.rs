@@ -152,7 +152,9 @@ pub struct ImageRef {
     /// The tag.
     #[serde(default)]
     pub tag: Option<String>,
-    /// `sha256:…`.
+    /// `sha256:…`: for `hf`, the engine's image id (the config digest); for a registry, the
+    /// digest of the manifest it stores (what [`ImageRef::pull_ref`] pins). The image id is
+    /// always in `built.image_digest`.
     #[serde(default)]
     pub digest: Option<String>,
 }
@@ -162,6 +164,11 @@ fn hf_registry() -> String {
 }
 
 impl ImageRef {
+    /// Whether the image lives in an OCI registry (not in the Hub repo).
+    pub fn in_registry(&self) -> bool {
+        self.registry != lenient::HF_REGISTRY
+    }
+
     /// What `docker pull` takes: `None` for `hf` (the image travels in the repo), else
     /// `<registry>/<repository>@<digest>` or `…:<tag>`.
     pub fn pull_ref(&self) -> Option<String> {

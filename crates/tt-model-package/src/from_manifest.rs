@@ -233,7 +233,13 @@ pub fn wire_json(m: &Manifest, built: &Built) -> Result<String, PackageError> {
                 registry: m.image.registry.clone(),
                 repository: m.image.repository.clone().unwrap_or_else(|| m.name.clone()),
                 tag: Some(tag.to_string()),
-                digest: Some(built.image_digest.clone()),
+                // A registry stores the layout's manifest: pin that (what `docker pull`
+                // takes); an image that travels in the Hub repo is named by its image id.
+                digest: Some(if m.image.registry == "hf" {
+                    built.image_digest.clone()
+                } else {
+                    built.manifest_digest.clone()
+                }),
             },
             runtime: Some(runtime),
             built: tt_model_manifest::Built {

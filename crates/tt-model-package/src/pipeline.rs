@@ -65,6 +65,8 @@ pub struct Built {
     pub image: String,
     /// The engine's image id, `sha256:…`.
     pub image_digest: String,
+    /// The OCI manifest digest of the exported layout (what a registry stores it as).
+    pub manifest_digest: String,
     pub repo: String,
     pub tt_model_version: String,
     pub created_at: String,
@@ -610,6 +612,10 @@ pub async fn package(
         });
         false
     };
+    // The layout (new or reused) names its manifest: a registry push stores it as is.
+    let manifest_digest = tt_model_engine::oci_load::OciLayout::open(&image_dir)
+        .map_err(|e| PackageError::Spec(format!("the exported image layout is unreadable: {e}")))?
+        .manifest_digest;
     let lock_text = match lock_bytes {
         Some(bytes) => bytes,
         None => freeze_lock(client, spec, &image_id).await?.into_bytes(),
@@ -618,6 +624,7 @@ pub async fn package(
     let built = Built {
         image: final_tag,
         image_digest: image_id.clone(),
+        manifest_digest,
         repo: spec.repo.clone(),
         tt_model_version: options.tool_version.clone(),
         created_at: utc_now(),

@@ -122,9 +122,10 @@ pub fn diagnosis_for(err: &anyhow::Error) -> Option<DiagnosisCard> {
             .filter(|m| *m != skip)
             .collect()
     };
+    // anyhow's own downcast sees through context layers; the chain's items do not.
     let consequence = err
-        .chain()
-        .find_map(|c| c.downcast_ref::<HubConsequence>())
+        .downcast_ref::<HubConsequence>()
+        .or_else(|| err.chain().find_map(|c| c.downcast_ref::<HubConsequence>()))
         .map(|c| c.0.clone());
     for cause in err.chain() {
         if let Some(e) = cause.downcast_ref::<tt_model_engine::EngineError>()
@@ -132,14 +133,19 @@ pub fn diagnosis_for(err: &anyhow::Error) -> Option<DiagnosisCard> {
         {
             return Some(engine_unreachable_card(e, others(e)));
         }
-        if let Some(e) = cause.downcast_ref::<tt_model_hub::error::HubError>() {
-            let mut card = hub_card(e, others(e));
-            if let Some(c) = &consequence {
-                card.evidence.retain(|line| line != c);
-                card.consequence = Some(c.clone());
-            }
-            return Some(card);
+        let card = if let Some(e) = cause.downcast_ref::<tt_model_hub::error::HubError>() {
+            hub_card(e, others(e))
+        } else if let Some(e) = cause.downcast_ref::<tt_model_hub::registry::RegistryError>() {
+            registry_card(e, others(e))
+        } else {
+            continue;
+        };
+        let mut card = card;
+        if let Some(c) = &consequence {
+            card.evidence.retain(|line| line != c);
+            card.consequence = Some(c.clone());
         }
+        return Some(card);
     }
     None
 }
@@ -199,6 +205,41 @@ pub fn hub_card(e: &tt_model_hub::error::HubError, evidence: Vec<String>) -> Dia
     };
     DiagnosisCard {
         cause: format!("the Hub: {e}"),
+        evidence,
+        consequence: Some("nothing was installed".into()),
+        actions,
+    }
+}
+
+/// The card for an OCI registry failure (`evidence`: the rest of the error chain).
+pub fn registry_card(
+    e: &tt_model_hub::registry::RegistryError,
+    evidence: Vec<String>,
+) -> DiagnosisCard {
+    use tt_model_hub::registry::RegistryError as R;
+    let actions: Vec<String> = match e {
+        R::Network { .. } => vec![
+            "check image.registry (host and port) and that the registry is running".into(),
+            "a registry other than loopback is spoken to over HTTPS: check its certificate and any proxy".into(),
+        ],
+        R::Unauthorized { .. } | R::Helper { .. } => vec![
+            "store credentials for the registry in the Docker config (docker login <host>, or a credential helper); tt-model reads $DOCKER_CONFIG/config.json".into(),
+            "check that the account may push to (or pull from) the repository".into(),
+        ],
+        R::BadTarget(_) | R::BadRepository(_) => vec![
+            "set image.registry to <host>[:<port>]/<namespace> and image.repository to a lowercase name, then package again".into(),
+        ],
+        R::DigestMismatch { .. } | R::SizeMismatch { .. } | R::NotFound { .. } => vec![
+            "ask the publisher to push the package again (its image in the registry is missing or damaged)".into(),
+            "retry: nothing damaged was kept".into(),
+        ],
+        R::ManifestRewritten { .. } => vec![
+            "use a registry that stores OCI manifests as sent (distribution, zot, ghcr.io, Harbor)".into(),
+        ],
+        _ => vec!["the registry said why; fix that and retry (blobs already sent are skipped)".into()],
+    };
+    DiagnosisCard {
+        cause: format!("the image registry: {e}"),
         evidence,
         consequence: Some("nothing was installed".into()),
         actions,
@@ -295,5 +336,36 @@ where
     match commands::dispatch(command, &printer) {
         Ok(status) => status,
         Err(err) => report(&err, &printer),
+    }
+}
+
+#[cfg(test)]
+mod diagnosis_tests {
+    use super::*;
+
+    #[test]
+    fn a_registry_failure_gets_a_card_with_the_commands_consequence() {
+        let e = tt_model_hub::registry::RegistryError::NotFound {
+            what: "manifest",
+            host: "127.0.0.1:5000".into(),
+            repository: "tt/x".into(),
+            reference: "sha256:ab".into(),
+        };
+        let err = anyhow::Error::new(e).context(HubConsequence("the repo is unchanged".into()));
+        let card = diagnosis_for(&err).expect("a card");
+        assert!(
+            card.cause.starts_with(
+                "the image registry: manifest sha256:ab is not in 127.0.0.1:5000/tt/x"
+            ),
+            "{}",
+            card.cause
+        );
+        assert_eq!(card.consequence.as_deref(), Some("the repo is unchanged"));
+        assert!(
+            card.evidence.iter().all(|l| l != "the repo is unchanged"),
+            "{:?}",
+            card.evidence
+        );
+        assert!(card.actions[0].contains("push the package again"));
     }
 }

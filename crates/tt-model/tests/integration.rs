@@ -12,6 +12,7 @@ mod login_hub;
 mod package_cargo;
 mod pull_hub;
 mod push_hub;
+mod push_registry;
 mod python_kinds;
 mod refresh_aux_rm_all;
 mod serve_cli;

@@ -32,17 +32,100 @@ impl Default for ImageSettings {
     }
 }
 
+/// One path component of a registry name (the distribution grammar, lowercase).
+fn name_component_ok(c: &str) -> bool {
+    let b = c.as_bytes();
+    !b.is_empty()
+        && b[0].is_ascii_alphanumeric()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter().all(|&x| {
+            x.is_ascii_lowercase() || x.is_ascii_digit() || matches!(x, b'.' | b'_' | b'-')
+        })
+}
+
+/// Why `registry` is neither `hf` nor `<host>[:<port>]/<namespace>` (pure).
+fn registry_problem(registry: &str) -> Option<String> {
+    if registry == "hf" {
+        return None;
+    }
+    let shape =
+        "expected `hf` or <host>[:<port>]/<namespace>, e.g. ghcr.io/acme or 127.0.0.1:5000/tt";
+    if registry.contains("://") {
+        return Some(format!(
+            "'{registry}' has a scheme: {shape} (loopback is spoken to over HTTP, every other host over HTTPS)"
+        ));
+    }
+    match registry.split_once('/') {
+        Some((host, ns))
+            if !host.is_empty()
+                && host.bytes().all(|b| {
+                    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
+                })
+                && ns.trim_end_matches('/').split('/').all(name_component_ok) =>
+        {
+            None
+        }
+        _ => Some(format!("'{registry}': {shape}")),
+    }
+}
+
 /// The keys `image` accepts.
 pub const IMAGE_KEYS: &[&str] = &["registry", "repository"];
 
 impl FromNode for ImageSettings {
     fn from_node(node: &Node, path: &str, cx: &mut Cx<'_>) -> Option<Self> {
         let f = Fields::new(node, path, IMAGE_KEYS, cx)?;
-        let registry = f.opt("registry", cx);
-        let repository = f.opt("repository", cx);
+        let registry: Option<Option<String>> = f.opt("registry", cx);
+        if let (Some(Some(r)), Some(node)) = (&registry, f.get("registry"))
+            && let Some(why) = registry_problem(r)
+        {
+            cx.error(
+                "registry",
+                &crate::decode::join(path, "registry"),
+                node.pos,
+                why,
+            );
+        }
+        let repository: Option<Option<String>> = f.opt("repository", cx);
+        if let (Some(Some(r)), Some(node)) = (&repository, f.get("repository"))
+            && !r.split('/').all(name_component_ok)
+        {
+            cx.error(
+                "registry",
+                &crate::decode::join(path, "repository"),
+                node.pos,
+                format!("'{r}' is not a registry name: lowercase letters, digits and '.', '_', '-' between them"),
+            );
+        }
         Some(Self {
             registry: registry?.unwrap_or_else(default_registry),
             repository: repository?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::registry_problem;
+
+    #[test]
+    fn registry_shapes() {
+        for ok in [
+            "hf",
+            "ghcr.io/acme",
+            "127.0.0.1:5000/tt",
+            "registry.example.com/a/b",
+        ] {
+            assert_eq!(registry_problem(ok), None, "{ok}");
+        }
+        for bad in [
+            "ghcr.io",
+            "https://ghcr.io/acme",
+            "ghcr.io/Acme",
+            "/acme",
+            "ghcr.io//x",
+        ] {
+            assert!(registry_problem(bad).is_some(), "{bad}");
+        }
     }
 }

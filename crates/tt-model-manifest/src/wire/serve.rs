@@ -35,6 +35,21 @@ impl WireManifest {
         }
     }
 
+    /// The image digest the package records for judging a loaded image: `container.image.digest`,
+    /// else `built.image_digest`, empty meaning none. A registry package's `image.digest` is the
+    /// registry's manifest digest, so there the image id in `built` comes first.
+    pub fn recorded_image_digest(&self) -> Option<&str> {
+        let c = &self.container;
+        let built = c.built.as_ref().and_then(|b| b.image_digest.as_deref());
+        let block = c.image.digest.as_deref();
+        let (first, second) = if c.image.in_registry() {
+            (built, block)
+        } else {
+            (block, built)
+        };
+        first.or(second).filter(|d| !d.is_empty())
+    }
+
     /// What the server loads (`HF_MODEL`): the weights id, or the package name when the
     /// package serves without weights.
     pub fn weights_id(&self) -> &str {

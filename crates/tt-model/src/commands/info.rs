@@ -32,11 +32,7 @@ pub(crate) fn facts(meta: &tt_model_hub::hub::RepoMeta, wire: &WireManifest) -> 
         .filter(|s| s.rfilename.starts_with("image/blobs/"))
         .filter_map(|s| s.size.or(s.lfs.as_ref().map(|l| l.size)))
         .sum();
-    let digest = c
-        .image
-        .digest
-        .clone()
-        .or_else(|| c.built.as_ref().and_then(|b| b.image_digest.clone()));
+    let digest = wire.recorded_image_digest();
     let card = c.card.as_ref();
     let summary = card
         .and_then(|k| k.description.as_deref())
@@ -52,7 +48,7 @@ pub(crate) fn facts(meta: &tt_model_hub::hub::RepoMeta, wire: &WireManifest) -> 
         "image": wire.run_image(),
         "image_digest": digest,
         "image_bytes": image_bytes,
-        "registry": c.image.pull_ref().filter(|_| c.image.registry != "hf"),
+        "registry": c.image.pull_ref(),
         "weights": wire.weights.as_ref().map(|w| json!({ "repo": w.repo_id, "revision": w.revision })),
         "card": {
             "summary": summary,

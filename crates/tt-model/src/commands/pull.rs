@@ -18,6 +18,7 @@ use tt_model_engine::localdb::Source;
 use tt_model_hub::Downloader;
 use tt_model_hub::env::HubEnv;
 
+use super::hub::registry;
 use super::serve::image::Via;
 use super::serve::package::{Package, WIRE_MANIFEST};
 use super::serve::weights::{self, ByteBar, human_bytes};
@@ -67,6 +68,18 @@ fn drop_download(dl: &Downloader, id: &str, printer: &Printer) {
         printer.warn(&format!(
             "the downloaded layout could not be removed ({}): {e}",
             repo.dir.display()
+        ));
+    }
+}
+
+/// Removes a layout pulled from a registry (one from the Hub snapshot goes with the download).
+fn drop_layout(layout: Option<&Path>, printer: &Printer) {
+    if let Some(dir) = layout.filter(|d| d.starts_with(pull_cache().join("registry")))
+        && let Err(e) = std::fs::remove_dir_all(dir)
+    {
+        printer.warn(&format!(
+            "the pulled image layout could not be removed ({}): {e}",
+            dir.display()
         ));
     }
 }
@@ -141,6 +154,10 @@ pub(crate) async fn pull(
             printer.done(&format!("image {} already loaded", pkg.image), None);
             None
         }
+        _ if pkg.wire().container.image.in_registry() => {
+            let under = pull_cache().join("registry");
+            Some(registry::pull_layout(pkg.wire(), &under, printer).await?)
+        }
         _ => {
             let image_snap = fetch(commit.clone(), vec![LAYOUT_DIR.into()], vec![]).await?;
             printer.done(
@@ -154,7 +171,7 @@ pub(crate) async fn pull(
             let dir = image_snap.dir.join(LAYOUT_DIR);
             if !dir.join("oci-layout").is_file() {
                 return Err(UserError(format!(
-                    "{id}@{short} carries no image layout ({LAYOUT_DIR}oci-layout) and image {} is not loaded: the image may live in a registry, which tt-model does not pull from; load it into the engine, then pull again",
+                    "{id}@{short} carries no image layout ({LAYOUT_DIR}oci-layout) and names no image registry, and image {} is not loaded: ask its publisher to push it again",
                     pkg.image
                 ))
                 .into());
@@ -175,9 +192,11 @@ pub(crate) async fn pull(
         Err(e) => {
             // A blob that failed to load must not be trusted by the next pull.
             drop_download(&dl, &id, printer);
+            drop_layout(layout.as_deref(), printer);
             return Err(e);
         }
     };
+    drop_layout(layout.as_deref(), printer);
 
     // 3. Install: the manifest, then the database entry.
     let installed_path = target::pulled_manifest(&id);

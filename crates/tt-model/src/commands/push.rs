@@ -11,6 +11,11 @@
 //!    `tt_kernel_manifest.json` + `requirements.lock` + `code/**` + `image/**`, sending only
 //!    what the Hub lacks; stale `code/**`/`image/**` files are deleted in the same commit.
 //! 6. The commit is printed and recorded under `<state>/pushed/`.
+//!
+//! A package whose manifest sets `image.registry` sends its image to that registry instead
+//! (after the card gate, before the Hub commit, so the repo never points at a missing image);
+//! the Hub repo then carries the manifest (which pins the registry's manifest digest), card,
+//! lock and code, and any `image/**` an earlier push left there is pruned.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -20,12 +25,12 @@ use tt_model_hub::upload::{self, LocalFile};
 use tt_model_manifest::WireManifest;
 use tt_model_package::publish::{self, Listing, Visibility};
 
-use super::hub::{self, UploadBar, record};
+use super::hub::{self, UploadBar, record, registry};
 use super::serve::package::WIRE_MANIFEST;
 use super::serve::weights::human_bytes;
 use crate::args::PushArgs;
 use crate::printer::Printer;
-use crate::{ExitStatus, UserError};
+use crate::{ExitStatus, HubConsequence, UserError};
 
 /// Runs `tt-model push`.
 pub fn run(args: &PushArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -60,8 +65,9 @@ fn open_staged(dir: &Path) -> anyhow::Result<(WireManifest, String)> {
     Ok((wire, readme))
 }
 
-/// The files the repo will hold, the README as given.
-fn package_files(dir: &Path, readme: String) -> anyhow::Result<Vec<LocalFile>> {
+/// The files the repo will hold, the README as given; `image/` unless the image lives in a
+/// registry.
+fn package_files(dir: &Path, readme: String, with_image: bool) -> anyhow::Result<Vec<LocalFile>> {
     let mut files = vec![LocalFile::bytes("README.md", readme.into_bytes())];
     for name in &publish::TOP_FILES[1..] {
         let p = dir.join(name);
@@ -69,7 +75,12 @@ fn package_files(dir: &Path, readme: String) -> anyhow::Result<Vec<LocalFile>> {
             files.push(LocalFile::disk(name, &p)?);
         }
     }
-    for sub in ["code", "image"] {
+    let subs: &[&str] = if with_image {
+        &["code", "image"]
+    } else {
+        &["code"]
+    };
+    for sub in subs {
         let d = dir.join(sub);
         if d.is_dir() {
             files.extend(upload::collect_dir(&d, sub)?);
@@ -111,6 +122,17 @@ async fn push(args: &PushArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
         }
     }
 
+    // The image, when it lives in a registry: there before the Hub names it.
+    let in_registry = wire.container.image.in_registry();
+    let pinned_image = if in_registry {
+        let (_, pinned) = registry::push(dir, &wire, printer)
+            .await
+            .map_err(|e| e.context(HubConsequence(keep.to_string())))?;
+        Some(pinned)
+    } else {
+        None
+    };
+
     // The repo and its visibility.
     match publish::visibility(meta.as_ref().map(|m| m.private), requested) {
         Visibility::Create { private } => {
@@ -144,16 +166,18 @@ async fn push(args: &PushArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     let readme = card_tags::with_tag(&readme, card_tags::CATALOG_TAG, listing.listed());
     // Every package carries the package tag (`search` finds packages by it).
     let readme = card_tags::with_tag(&readme, card_tags::PACKAGE_TAG, true);
-    let files = package_files(dir, readme)?;
+    let files = package_files(dir, readme, !in_registry)?;
     let blobs: Vec<&LocalFile> = files
         .iter()
         .filter(|f| f.path.starts_with("image/blobs/"))
         .collect();
-    printer.note(&format!(
-        "image layout: {} blobs, {}",
-        blobs.len(),
-        human_bytes(blobs.iter().map(|f| f.size).sum())
-    ));
+    if !in_registry {
+        printer.note(&format!(
+            "image layout: {} blobs, {}",
+            blobs.len(),
+            human_bytes(blobs.iter().map(|f| f.size).sum())
+        ));
+    }
 
     let bar = Arc::new(UploadBar::new(&repo));
     let summary = format!("Upload package {}", wire.name);
@@ -194,7 +218,13 @@ async fn push(args: &PushArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
         Listing::Delist => printer.warn(&format!("delisted {repo} (pushed --private)")),
         Listing::Unlisted => {}
     }
-    let recorded = record::write(&repo, &outcome.commit, dir, outcome.bytes_sent)?;
+    let recorded = record::write(
+        &repo,
+        &outcome.commit,
+        dir,
+        outcome.bytes_sent,
+        pinned_image.as_deref(),
+    )?;
     printer.done(
         &format!("pushed {repo}"),
         Some(&format!(

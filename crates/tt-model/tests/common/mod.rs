@@ -3,6 +3,8 @@
 //! package under another name, and small HTTP/JSON helpers.
 #![allow(dead_code)]
 
+pub mod registry;
+
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -3,6 +3,7 @@
 //! record of a push, and the README edit that lists or delists a package.
 
 pub(crate) mod record;
+pub(crate) mod registry;
 
 use indicatif::ProgressBar;
 use tt_model_hub::env::HubEnv;

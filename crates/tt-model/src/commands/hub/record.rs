@@ -1,5 +1,5 @@
 //! The local record of each push: `<state>/pushed/<ns>__<name>.json` with the repo, the commit,
-//! the staged directory and the bytes sent, so the commit a package went out as is known
+//! the staged directory, the bytes sent and (for a registry package) the pushed image by digest, so the commit a package went out as is known
 //! without asking the Hub.
 
 use std::path::{Path, PathBuf};
@@ -21,6 +21,7 @@ pub(crate) fn write(
     commit: &str,
     dir: &Path,
     bytes_sent: u64,
+    image: Option<&str>,
 ) -> anyhow::Result<PathBuf> {
     let p = path(repo);
     let parent = p.parent().expect("a record has a parent");
@@ -36,6 +37,8 @@ pub(crate) fn write(
         "dir": dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf()),
         "pushed_at": at,
         "bytes_sent": bytes_sent,
+        // A registry package's image, pinned by the manifest digest the registry stored.
+        "image": image,
     });
     let tmp = parent.join(format!(
         ".{}.{}.tmp",

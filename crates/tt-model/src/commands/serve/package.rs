@@ -173,15 +173,17 @@ impl Package {
         Err(crate::UserError(unknown.to_string()).into())
     }
 
+    /// The wire manifest as read.
+    pub fn wire(&self) -> &WireManifest {
+        &self.wire
+    }
+
     /// The image digest the package records (`container.image.digest`, else
     /// `container.built.image_digest`): the build serve, list and pull judge the loaded image by.
+    /// A registry package's `image.digest` is the registry's manifest digest, so the image id
+    /// in `built` comes first there.
     pub fn recorded_digest(&self) -> Option<String> {
-        let c = &self.wire.container;
-        c.image
-            .digest
-            .clone()
-            .or_else(|| c.built.as_ref().and_then(|b| b.image_digest.clone()))
-            .filter(|d| !d.is_empty())
+        self.wire.recorded_image_digest().map(str::to_owned)
     }
 
     /// The card architecture the package was built for (`blackhole`, `wormhole_b0`).
@@ -250,6 +252,11 @@ mod tests {
             Package::load(&write(&dir, doc(image("sha256:a".into()), built.clone()))).unwrap();
         assert_eq!(pkg.recorded_digest().as_deref(), Some("sha256:a"));
         assert_eq!(pkg.arch().as_deref(), Some("blackhole"));
+        // A registry package pins the registry's manifest digest in the image block; the
+        // engine knows the image by the build's image id.
+        let registry = serde_json::json!({"registry": "127.0.0.1:5000/tt", "repository": "d", "tag": "1", "digest": "sha256:m"});
+        let pkg = Package::load(&write(&dir, doc(registry, built.clone()))).unwrap();
+        assert_eq!(pkg.recorded_digest().as_deref(), Some("sha256:b"));
         // Python's dump writes null for an unset digest: the build's digest is the record.
         let pkg = Package::load(&write(&dir, doc(image(serde_json::Value::Null), built))).unwrap();
         assert_eq!(pkg.recorded_digest().as_deref(), Some("sha256:b"));

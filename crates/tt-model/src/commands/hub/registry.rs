@@ -1,0 +1,203 @@
+//! The image's trip through an OCI registry, for a package whose manifest sets
+//! `image.registry`: `push` sends the staged layout's blobs and manifest (skipping what the
+//! registry has, mounting what another repository of it holds), and `pull`/`serve <id>` fetch
+//! the image by the digest the package pins into a layout the engine loads.
+//!
+//! Which repository holds which blob is remembered in `<state>/registry-blobs.json` (per host:
+//! digest → repository), as the Docker CLI remembers it, so a second package on the same base
+//! mounts the base layers instead of sending them again.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde_json::Value;
+use tt_model_engine::oci_load::OciLayout;
+use tt_model_hub::registry::push::{BlobFile, ImageToPush, PushReport, push_image};
+use tt_model_hub::registry::{Registry, RegistryTarget, pull};
+use tt_model_manifest::WireManifest;
+
+use super::UploadBar;
+use crate::UserError;
+use crate::commands::serve::target;
+use crate::commands::serve::weights::human_bytes;
+use crate::printer::Printer;
+
+/// Where the package's image goes: `image.registry` + `image.repository` (default: the name).
+pub(crate) fn target_of(wire: &WireManifest) -> anyhow::Result<RegistryTarget> {
+    let image = &wire.container.image;
+    let repository = if image.repository.is_empty() {
+        wire.name.as_str()
+    } else {
+        image.repository.as_str()
+    };
+    RegistryTarget::new(&image.registry, repository).map_err(|e| UserError(e.to_string()).into())
+}
+
+/// The blob → repository memory of pushes (`<state>/registry-blobs.json`).
+fn blobs_file() -> PathBuf {
+    target::state_root().join("registry-blobs.json")
+}
+
+fn known_blobs(host: &str) -> HashMap<String, String> {
+    let Ok(bytes) = std::fs::read(blobs_file()) else {
+        return HashMap::new();
+    };
+    serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| serde_json::from_value(v[host].clone()).ok())
+        .unwrap_or_default()
+}
+
+/// Records that `repository` on `host` holds `digests` (temp file + rename; best effort: a
+/// lost record only costs a mount).
+fn remember_blobs(host: &str, repository: &str, digests: &[String]) {
+    let path = blobs_file();
+    let mut all: Value = std::fs::read(&path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .filter(Value::is_object)
+        .unwrap_or_else(|| Value::Object(Default::default()));
+    let host_map = all
+        .as_object_mut()
+        .expect("an object")
+        .entry(host.to_string())
+        .or_insert_with(|| Value::Object(Default::default()));
+    if let Some(m) = host_map.as_object_mut() {
+        for d in digests {
+            m.insert(d.clone(), Value::String(repository.to_string()));
+        }
+    }
+    let Some(parent) = path.parent() else { return };
+    let tmp = parent.join(format!(".registry-blobs.{}.tmp", std::process::id()));
+    let _ = std::fs::create_dir_all(parent)
+        .and_then(|()| std::fs::write(&tmp, format!("{all:#}\n")))
+        .and_then(|()| std::fs::rename(&tmp, &path));
+    let _ = std::fs::remove_file(&tmp);
+}
+
+/// The staged layout as the registry will store it; refuses a layout that is not the image
+/// the manifest pins (a package staged before registry pinning, or edited since).
+fn image_to_push(dir: &Path, wire: &WireManifest) -> anyhow::Result<ImageToPush> {
+    let layout = OciLayout::open(&dir.join("image")).map_err(|e| UserError(e.to_string()))?;
+    let pinned = wire.container.image.digest.as_deref().unwrap_or_default();
+    if pinned != layout.manifest_digest {
+        return Err(UserError(format!(
+            "{}: image.digest ({}) is not the staged layout's manifest ({}); a registry package pins the manifest it pushes.\n  → re-stage it: tt-model package --container tt-model.yaml",
+            dir.display(),
+            if pinned.is_empty() { "none" } else { pinned },
+            layout.manifest_digest
+        ))
+        .into());
+    }
+    let manifest_path = dir
+        .join("image/blobs/sha256")
+        .join(layout.manifest_digest.trim_start_matches("sha256:"));
+    let manifest = std::fs::read(&manifest_path)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", manifest_path.display()))?;
+    let media_type = serde_json::from_slice::<Value>(&manifest)
+        .ok()
+        .and_then(|v| v["mediaType"].as_str().map(str::to_string))
+        .unwrap_or_else(|| tt_model_hub::registry::OCI_MANIFEST.to_string());
+    let blobs = std::iter::once(&layout.config)
+        .chain(&layout.layers)
+        .map(|b| BlobFile {
+            digest: b.digest.clone(),
+            size: b.size,
+            path: b.path.clone(),
+        })
+        .collect();
+    Ok(ImageToPush {
+        manifest,
+        media_type,
+        manifest_digest: layout.manifest_digest,
+        blobs,
+    })
+}
+
+/// Pushes the staged image of `dir` to its registry; returns what it did and the pinned
+/// reference (`host/repository@digest`).
+pub(crate) async fn push(
+    dir: &Path,
+    wire: &WireManifest,
+    printer: &Printer,
+) -> anyhow::Result<(PushReport, String)> {
+    let target = target_of(wire)?;
+    let image = image_to_push(dir, wire)?;
+    let tag = wire
+        .container
+        .image
+        .tag
+        .clone()
+        .unwrap_or_else(|| "latest".into());
+    let known = known_blobs(&target.host);
+    let mut sources: Vec<String> = known.values().cloned().collect();
+    sources.sort();
+    sources.dedup();
+    let registry = Registry::connect(target.clone(), true, &sources).await?;
+    let bar = Arc::new(UploadBar::new(&format!(
+        "{}/{}",
+        target.host, target.repository
+    )));
+    let report = push_image(&registry, &image, &tag, &known, bar.clone()).await;
+    bar.finish();
+    let report = report?;
+    let digests: Vec<String> = image.blobs.iter().map(|b| b.digest.clone()).collect();
+    remember_blobs(&target.host, &target.repository, &digests);
+    let pinned = target.pinned(&report.manifest_digest);
+    printer.done(
+        &format!("pushed image {}:{tag}", target.repository),
+        Some(&format!(
+            "{} · {} blobs sent ({}) · {} already there · {} mounted",
+            target.host,
+            report.uploaded,
+            human_bytes(report.bytes_sent),
+            report.present,
+            report.mounted
+        )),
+    );
+    Ok((report, pinned))
+}
+
+/// Pulls the image `wire` pins from its registry into a fresh layout under `under`; returns
+/// the layout's directory (the caller loads it, then deletes it).
+pub(crate) async fn pull_layout(
+    wire: &WireManifest,
+    under: &Path,
+    printer: &Printer,
+) -> anyhow::Result<PathBuf> {
+    let target = target_of(wire)?;
+    let Some(digest) = wire
+        .container
+        .image
+        .digest
+        .clone()
+        .filter(|d| !d.is_empty())
+    else {
+        return Err(UserError(format!(
+            "{} names registry {} but pins no image digest: ask its publisher to push it again",
+            wire.name, wire.container.image.registry
+        ))
+        .into());
+    };
+    let dest = under.join(digest.trim_start_matches("sha256:"));
+    if dest.exists() {
+        std::fs::remove_dir_all(&dest)
+            .map_err(|e| anyhow::anyhow!("cannot clear {}: {e}", dest.display()))?;
+    }
+    let registry = Registry::connect(target.clone(), false, &[]).await?;
+    let bar = UploadBar::new(&format!("{}/{}", target.host, target.repository));
+    let ref_name = wire.container.image.tag.clone().unwrap_or_default();
+    let report = pull::pull_layout(&registry, &digest, &ref_name, &dest, &bar).await;
+    bar.finish();
+    let report = report?;
+    printer.done(
+        &format!("fetched image {}", target.pinned(&digest)),
+        Some(&format!(
+            "{} blobs · {} downloaded",
+            report.blobs,
+            human_bytes(report.bytes)
+        )),
+    );
+    Ok(dest)
+}
