@@ -45,7 +45,7 @@ impl Random {
 }
 
 impl TensorSource for Random {
-    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, String> {
+    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, tt_blackhole::arena::SourceError> {
         let shape = *self
             .shapes
             .get(name)

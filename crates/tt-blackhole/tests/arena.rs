@@ -75,7 +75,10 @@ fn bf16_source_gives_same_bytes_as_its_f32_value() {
     let dims = tiny_dims();
     let layout = arena_layout(&dims, ArenaDtype::Bfp8B);
     // A bf16 copy of the checkpoint, and the same values as f32.
-    let bf16_src = |name: &str| -> Result<tt_blackhole::arena::SourceTensor<'static>, String> {
+    let bf16_src = |name: &str| -> Result<
+        tt_blackhole::arena::SourceTensor<'static>,
+        tt_blackhole::arena::SourceError,
+    > {
         let t = st.source(name)?;
         let v = st.f32(name);
         let bytes: Vec<u8> = v
@@ -87,7 +90,10 @@ fn bf16_source_gives_same_bytes_as_its_f32_value() {
             data: tt_blackhole::arena::TensorData::Bf16Le(bytes.into()),
         })
     };
-    let f32_src = |name: &str| -> Result<tt_blackhole::arena::SourceTensor<'static>, String> {
+    let f32_src = |name: &str| -> Result<
+        tt_blackhole::arena::SourceTensor<'static>,
+        tt_blackhole::arena::SourceError,
+    > {
         let t = st.source(name)?;
         let v: Vec<f32> = st.f32(name).into_iter().map(round_to_bf16).collect();
         Ok(tt_blackhole::arena::SourceTensor {
@@ -105,7 +111,10 @@ fn bf16_source_gives_same_bytes_as_its_f32_value() {
 fn missing_or_misshapen_tensor_is_a_located_error() {
     let st = SafeTensors::read(&format!("{TINY}/model.safetensors"));
     let layout = arena_layout(&tiny_dims(), ArenaDtype::Bfp8B);
-    let missing = |name: &str| -> Result<tt_blackhole::arena::SourceTensor<'static>, String> {
+    let missing = |name: &str| -> Result<
+        tt_blackhole::arena::SourceTensor<'static>,
+        tt_blackhole::arena::SourceError,
+    > {
         if name.contains("blocks.5.ff.net.2") {
             Err("gone".into())
         } else {
@@ -122,7 +131,10 @@ fn missing_or_misshapen_tensor_is_a_located_error() {
         e.contains("transformer_blocks.5.ff.net.2.weight") && e.contains("gone"),
         "{e}"
     );
-    let wrong = |_: &str| -> Result<tt_blackhole::arena::SourceTensor<'static>, String> {
+    let wrong = |_: &str| -> Result<
+        tt_blackhole::arena::SourceTensor<'static>,
+        tt_blackhole::arena::SourceError,
+    > {
         Ok(tt_blackhole::arena::SourceTensor {
             shape: vec![2, 2],
             data: tt_blackhole::arena::TensorData::F32(vec![0.0; 4].into()),
@@ -248,7 +260,10 @@ fn full_size_arena_with_random_weights() {
 
 pub fn random_source(
     seed: u64,
-) -> impl Fn(&str) -> Result<tt_blackhole::arena::SourceTensor<'static>, String> + Sync {
+) -> impl Fn(
+    &str,
+) -> Result<tt_blackhole::arena::SourceTensor<'static>, tt_blackhole::arena::SourceError>
++ Sync {
     let dims = tt_blackhole::dims::DitDims::FULL;
     move |name: &str| {
         let w = dims

@@ -2,7 +2,7 @@
 
 use std::borrow::Cow;
 
-use tt_blackhole::arena::{ArenaIndex, SourceTensor, TensorData, TensorSource};
+use tt_blackhole::arena::{ArenaIndex, SourceError, SourceTensor, TensorData, TensorSource};
 use tt_blackhole::dims::DitDims;
 
 use crate::config::Gr00tConfig;
@@ -31,15 +31,12 @@ pub struct CheckpointTensors<'a> {
 }
 
 impl TensorSource for CheckpointTensors<'_> {
-    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, String> {
+    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, SourceError> {
         let e = self
             .layout
             .by_name(name)
             .ok_or_else(|| format!("{name} is not an arena weight"))?;
-        let t = self
-            .weights
-            .tensor(name, &e.torch_shape)
-            .map_err(|err| err.to_string())?;
+        let t = self.weights.tensor(name, &e.torch_shape)?;
         // The tensor may be a mapping that is released afterwards: take an owned copy (one
         // weight at a time, so at most one weight's worth of memory).
         let data = match t.data() {

@@ -71,10 +71,11 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
         };
         let x = self.device.run_blocks(&inputs)?;
         if x.len() != tokens * d {
-            return Err(ModelError::Executor(format!(
-                "device returned {} values, expected {tokens}x{d}",
-                x.len()
-            )));
+            return Err(ModelError::Length {
+                what: "device output",
+                got: x.len(),
+                expected: tokens * d,
+            });
         }
         let mut act = temb.to_vec();
         silu(&mut act);
@@ -146,24 +147,21 @@ impl MegakernelPolicy {
         weights_revision: &str,
         device: &str,
     ) -> Result<Self, ModelError> {
-        let kind = select_device(device, cfg!(feature = "device"))
-            .map_err(|e| ModelError::Executor(e.to_string()))?;
+        let kind = select_device(device, cfg!(feature = "device"))?;
         let dims = dit_dims(&model.cfg.gr00t, NOMINAL_CTX);
         let layout = arena_layout(&dims, dtype);
         let source = CheckpointTensors {
             weights,
             layout: &layout,
         };
-        let arena_err =
-            |e: tt_blackhole::arena::ArenaError| ModelError::Executor(format!("DiT arena: {e}"));
         let (index, arena, arena_outcome) = match cache_dir {
             Some(dir) => {
                 let key = ArenaKey::new(weights_revision, dtype);
-                let (a, outcome) = open_or_build(dir, &key, &layout, &source).map_err(arena_err)?;
+                let (a, outcome) = open_or_build(dir, &key, &layout, &source)?;
                 (a.index.clone(), ArenaBytes::Mapped(a), outcome)
             }
             None => {
-                let (index, data) = build_arena_bytes(&layout, &source).map_err(arena_err)?;
+                let (index, data) = build_arena_bytes(&layout, &source)?;
                 (
                     index,
                     ArenaBytes::Owned(data),
@@ -176,10 +174,7 @@ impl MegakernelPolicy {
         #[cfg(feature = "device")]
         let device = match kind {
             DeviceKind::Emulator => None,
-            _ => Some(
-                super::device::TtDevice::open(kind, &index, arena.bytes())
-                    .map_err(|e| ModelError::Executor(format!("{device}: {e}")))?,
-            ),
+            _ => Some(super::device::TtDevice::open(kind, &index, arena.bytes())?),
         };
         Ok(MegakernelPolicy {
             model,

@@ -198,10 +198,11 @@ impl ActionHead {
             let out = dit.run(k, &sa, tokens, &temb, taps)?;
             let expect = tokens * cfg.hidden_size;
             if out.len() != expect {
-                return Err(ModelError::Executor(format!(
-                    "DiT returned {} values, expected {expect}",
-                    out.len()
-                )));
+                return Err(ModelError::Length {
+                    what: "output",
+                    got: out.len(),
+                    expected: expect,
+                });
             }
             let dec = self.decode(&out, tokens, emb);
             taps.emit_with(

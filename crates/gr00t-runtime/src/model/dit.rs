@@ -221,7 +221,7 @@ impl DitExecutor for CpuDit<'_> {
         let w = self.w;
         let d = w.dim;
         if self.kv.len() != w.blocks.len() {
-            return Err(ModelError::Executor("CpuDit::run before prepare".into()));
+            return Err(ModelError::NotPrepared("CpuDit::run"));
         }
         w.check_step_inputs(sa, tokens, temb)?;
         let mut act = temb.to_vec();
@@ -297,12 +297,19 @@ impl DitWeights {
         temb: &[f32],
     ) -> Result<(), ModelError> {
         let d = self.dim;
-        if sa.len() != tokens * d || temb.len() != d {
-            return Err(ModelError::Executor(format!(
-                "DiT input: sa {} != {tokens}x{d} or temb {} != {d}",
-                sa.len(),
-                temb.len()
-            )));
+        if sa.len() != tokens * d {
+            return Err(ModelError::Length {
+                what: "input sa",
+                got: sa.len(),
+                expected: tokens * d,
+            });
+        }
+        if temb.len() != d {
+            return Err(ModelError::Length {
+                what: "input temb",
+                got: temb.len(),
+                expected: d,
+            });
         }
         Ok(())
     }

@@ -36,8 +36,22 @@ pub enum ModelError {
     Weights(#[from] WeightError),
     #[error("input: {0}")]
     Input(String),
-    #[error("DiT executor: {0}")]
-    Executor(String),
+    /// A DiT executor was run before `prepare` (a caller's bug, reported rather than panicking).
+    #[error("DiT executor: {0} ran before prepare")]
+    NotPrepared(&'static str),
+    /// A DiT stage got or gave a tensor of the wrong length.
+    #[error("DiT {what}: {got} values, expected {expected}")]
+    Length {
+        what: &'static str,
+        got: usize,
+        expected: usize,
+    },
+    /// `GR00T_MK_DEVICE` names no device this build can run on.
+    #[error(transparent)]
+    Device(#[from] tt_blackhole::device::DeviceError),
+    /// The DiT weight arena could not be built or opened.
+    #[error("DiT arena: {0}")]
+    Arena(#[from] tt_blackhole::arena::ArenaError),
     /// The megakernel's DiT blocks (emulator or device) could not run.
     #[error("DiT blocks: {0}")]
     Dit(#[from] tt_blackhole::device::DitRunError),

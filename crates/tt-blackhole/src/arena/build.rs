@@ -44,9 +44,9 @@ pub fn fill_arena(
     // One weight at a time (bounded memory: only one source tensor is materialised), tiles of
     // that weight in parallel.
     for (e, out) in layout.entries.iter().zip(slices.iter_mut()) {
-        let t = source.tensor(&e.name).map_err(|msg| ArenaError::Source {
+        let t = source.tensor(&e.name).map_err(|cause| ArenaError::Source {
             name: e.name.clone(),
-            msg,
+            cause,
         })?;
         pack_weight(e, layout.compute_cores, &t, out)?;
     }
@@ -176,9 +176,9 @@ pub fn decode_weight(
     }
     let [k, n] = e.kn_shape;
     let mut tiled = vec![0f32; e.num_tiles as usize * TILE_ELEMS];
-    decode_tiles(e.format, bytes, &mut tiled).map_err(|err| ArenaError::Source {
+    decode_tiles(e.format, bytes, &mut tiled).map_err(|cause| ArenaError::Decode {
         name: e.name.clone(),
-        msg: err.to_string(),
+        cause,
     })?;
     let mut out = vec![0f32; k * n];
     for ((kt, nt), tile) in e

@@ -49,17 +49,21 @@ pub struct SourceTensor<'a> {
     pub data: TensorData<'a>,
 }
 
+/// Why a [`TensorSource`] could not give a tensor: the source's own error (a checkpoint
+/// reader's, an I/O error…), kept typed for the caller's chain.
+pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Where the arena builder gets tensors from, by checkpoint name. Implemented for closures
-/// `Fn(&str) -> Result<SourceTensor, String>`, so callers need no wrapper type.
+/// `Fn(&str) -> Result<SourceTensor, SourceError>`, so callers need no wrapper type.
 pub trait TensorSource: Sync {
-    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, String>;
+    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, SourceError>;
 }
 
 impl<F> TensorSource for F
 where
-    F: for<'n> Fn(&'n str) -> Result<SourceTensor<'static>, String> + Sync,
+    F: for<'n> Fn(&'n str) -> Result<SourceTensor<'static>, SourceError> + Sync,
 {
-    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, String> {
+    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, SourceError> {
         self(name)
     }
 }
@@ -67,8 +71,16 @@ where
 /// Arena build or cache failure.
 #[derive(Debug, thiserror::Error)]
 pub enum ArenaError {
-    #[error("tensor {name}: {msg}")]
-    Source { name: String, msg: String },
+    /// The source could not give the tensor (its cause is in the message, not also a
+    /// `source()`, so a report that walks the chain prints it once).
+    #[error("tensor {name}: {cause}")]
+    Source { name: String, cause: SourceError },
+    /// The tensor's stored tiles do not decode.
+    #[error("tensor {name}: {cause}")]
+    Decode {
+        name: String,
+        cause: crate::bfp::CodecError,
+    },
     #[error("tensor {name}: shape {got:?}, expected {expected:?}")]
     Shape {
         name: String,

@@ -45,7 +45,7 @@ impl SafeTensors {
         SafeTensors { tensors }
     }
 
-    pub fn source(&self, name: &str) -> Result<SourceTensor<'_>, String> {
+    pub fn source(&self, name: &str) -> Result<SourceTensor<'_>, tt_blackhole::arena::SourceError> {
         let (dtype, shape, bytes) = self
             .tensors
             .get(name)
@@ -53,7 +53,7 @@ impl SafeTensors {
         let data = match dtype.as_str() {
             "F32" => TensorData::F32Le(Cow::Borrowed(bytes)),
             "BF16" => TensorData::Bf16Le(Cow::Borrowed(bytes)),
-            d => return Err(format!("unsupported dtype {d}")),
+            d => return Err(format!("unsupported dtype {d}").into()),
         };
         Ok(SourceTensor {
             shape: shape.clone(),
@@ -75,7 +75,7 @@ impl SafeTensors {
 pub struct Src<'a>(pub &'a SafeTensors);
 
 impl tt_blackhole::arena::TensorSource for Src<'_> {
-    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, String> {
+    fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, tt_blackhole::arena::SourceError> {
         self.0.source(name)
     }
 }

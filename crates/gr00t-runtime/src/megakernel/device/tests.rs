@@ -113,7 +113,7 @@ fn sim_full_size_block_matmuls_match_emulator() {
     };
     let dtype = ArenaDtype::Bfp8B;
     let layout = arena_layout(&dims, dtype);
-    let source = |name: &str| -> Result<SourceTensor<'static>, String> {
+    let source = |name: &str| -> Result<SourceTensor<'static>, tt_blackhole::arena::SourceError> {
         let e = layout.by_name(name).ok_or("no such weight")?;
         let [out, inp] = e.torch_shape;
         let mut seed = e.first_tile + 1;
