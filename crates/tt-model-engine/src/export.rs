@@ -3,7 +3,7 @@
 //! dockerd 20.10 only saves docker-archives (`manifest.json`, `<id>.json`, `<dir>/layer.tar`);
 //! OCI-layout output arrived in Docker 25. So we stream the archive to disk, then rewrite it:
 //! every layer tar and the config become content-addressed blobs unchanged (their digests are
-//! the image's diff ids and image id), and we write the OCI manifest and index ourselves.
+//! the image's diff ids and image id), and we write the OCI manifest and index (oci-spec types).
 //! The result is deterministic for a given image.
 
 use std::collections::BTreeMap;
@@ -11,19 +11,20 @@ use std::fs;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use std::str::FromStr as _;
+
 use futures_util::StreamExt;
-use serde_json::json;
+use oci_spec::image::{
+    Descriptor, Digest as OciDigest, ImageIndexBuilder, ImageManifestBuilder, MediaType,
+    OciLayoutBuilder, SCHEMA_VERSION,
+};
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
 
+use crate::archive::ArchiveImage;
 use crate::client::Client;
 use crate::error::EngineError;
 
-/// OCI media types we write.
-pub const MEDIA_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-pub const MEDIA_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-pub const MEDIA_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
-pub const MEDIA_LAYER: &str = "application/vnd.oci.image.layer.v1.tar";
 /// The annotation naming the image inside the layout.
 pub const REF_NAME_ANNOTATION: &str = "org.opencontainers.image.ref.name";
 
@@ -102,6 +103,16 @@ impl Client {
         }
         result
     }
+}
+
+/// A descriptor of `media_type` for the blob `digest` (`sha256:…`) of `size` bytes.
+pub fn descriptor(
+    media_type: MediaType,
+    digest: &str,
+    size: u64,
+) -> Result<Descriptor, oci_spec::OciSpecError> {
+    let digest = OciDigest::from_str(digest)?;
+    Ok(Descriptor::new(media_type, size, digest))
 }
 
 /// One regular file of the archive, stored as a blob.
@@ -200,11 +211,13 @@ pub fn docker_archive_to_oci(
     let manifest_bytes = small
         .get("manifest.json")
         .ok_or_else(|| bad("no manifest.json in the saved archive".into()))?;
-    let manifest: serde_json::Value = serde_json::from_slice(manifest_bytes)
-        .map_err(|e| bad(format!("manifest.json is not JSON: {e}")))?;
+    let manifest: Vec<ArchiveImage> = serde_json::from_slice(manifest_bytes).map_err(|e| {
+        bad(format!(
+            "manifest.json is not a docker-archive manifest: {e}"
+        ))
+    })?;
     let first = manifest
-        .as_array()
-        .and_then(|a| a.first())
+        .first()
         .ok_or_else(|| bad("manifest.json lists no image".into()))?;
     let lookup = |name: &str| -> Result<Stored, EngineError> {
         let resolved = links.get(name).map(String::as_str).unwrap_or(name);
@@ -213,15 +226,9 @@ pub fn docker_archive_to_oci(
             .cloned()
             .ok_or_else(|| bad(format!("the archive lacks `{name}`")))
     };
-    let config_name = first["Config"]
-        .as_str()
-        .ok_or_else(|| bad("manifest.json has no Config".into()))?;
-    let config = lookup(config_name)?;
+    let config = lookup(&first.config)?;
     let mut layers = Vec::new();
-    for layer in first["Layers"].as_array().into_iter().flatten() {
-        let name = layer
-            .as_str()
-            .ok_or_else(|| bad("a layer entry is not a string".into()))?;
+    for name in &first.layers {
         layers.push(lookup(name)?);
     }
 
@@ -235,36 +242,55 @@ pub fn docker_archive_to_oci(
         }
     }
 
-    let oci_manifest = json!({
-        "schemaVersion": 2,
-        "mediaType": MEDIA_MANIFEST,
-        "config": {"mediaType": MEDIA_CONFIG, "digest": config.digest, "size": config.size},
-        "layers": layers.iter().map(|l| json!({
-            "mediaType": MEDIA_LAYER, "digest": l.digest, "size": l.size
-        })).collect::<Vec<_>>(),
-    });
-    let manifest_blob = serde_json::to_vec(&oci_manifest).expect("JSON values serialize");
+    let spec = |e: oci_spec::OciSpecError| bad(format!("cannot describe the image as OCI: {e}"));
+    let oci_manifest = ImageManifestBuilder::default()
+        .schema_version(SCHEMA_VERSION)
+        .media_type(MediaType::ImageManifest)
+        .config(descriptor(MediaType::ImageConfig, &config.digest, config.size).map_err(spec)?)
+        .layers(
+            layers
+                .iter()
+                .map(|l| descriptor(MediaType::ImageLayer, &l.digest, l.size))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(spec)?,
+        )
+        .build()
+        .map_err(spec)?;
+    let manifest_blob = serde_json::to_vec(&oci_manifest).expect("OCI types serialize");
     let manifest_hex = hex::encode(Sha256::digest(&manifest_blob));
     let path = blobs.join(&manifest_hex);
     fs::write(&path, &manifest_blob).map_err(io(path))?;
-    let index = json!({
-        "schemaVersion": 2,
-        "mediaType": MEDIA_INDEX,
-        "manifests": [{
-            "mediaType": MEDIA_MANIFEST,
-            "digest": format!("sha256:{manifest_hex}"),
-            "size": manifest_blob.len(),
-            "annotations": {REF_NAME_ANNOTATION: ref_name},
-        }],
-    });
+    let mut entry = descriptor(
+        MediaType::ImageManifest,
+        &format!("sha256:{manifest_hex}"),
+        manifest_blob.len() as u64,
+    )
+    .map_err(spec)?;
+    entry.set_annotations(Some(
+        [(REF_NAME_ANNOTATION.to_string(), ref_name.to_string())].into(),
+    ));
+    let index = ImageIndexBuilder::default()
+        .schema_version(SCHEMA_VERSION)
+        .media_type(MediaType::ImageIndex)
+        .manifests(vec![entry])
+        .build()
+        .map_err(spec)?;
     let path = dest.join("index.json");
     fs::write(
         &path,
-        serde_json::to_vec_pretty(&index).expect("JSON values serialize"),
+        serde_json::to_vec_pretty(&index).expect("OCI types serialize"),
     )
     .map_err(io(path))?;
     let path = dest.join("oci-layout");
-    fs::write(&path, br#"{"imageLayoutVersion":"1.0.0"}"#).map_err(io(path))?;
+    let layout = OciLayoutBuilder::default()
+        .image_layout_version("1.0.0")
+        .build()
+        .map_err(spec)?;
+    fs::write(
+        &path,
+        serde_json::to_vec(&layout).expect("OCI types serialize"),
+    )
+    .map_err(io(path))?;
 
     let mut bytes = config.size + manifest_blob.len() as u64;
     let mut seen = Vec::new();

@@ -10,6 +10,7 @@
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 
+pub mod archive;
 pub mod build;
 pub mod client;
 pub mod error;

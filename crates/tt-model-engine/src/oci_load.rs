@@ -19,23 +19,29 @@ use std::sync::{Arc, Mutex};
 use bollard::query_parameters::ImportImageOptions;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use serde_json::{Value, json};
+use oci_spec::image::{Arch, Descriptor, DigestAlgorithm, ImageIndex, ImageManifest, MediaType};
 use sha2::{Digest, Sha256};
 
+use crate::archive::ArchiveImage;
 use crate::client::Client;
 use crate::error::{Cause, EngineError};
 use crate::export::REF_NAME_ANNOTATION;
 
-/// Manifest media types we can load (OCI and Docker v2 schema 2).
-const IMAGE_MANIFESTS: [&str; 2] = [
-    crate::export::MEDIA_MANIFEST,
-    "application/vnd.docker.distribution.manifest.v2+json",
-];
-/// Index media types, followed one level down to a linux/amd64 (or the only) manifest.
-const INDEXES: [&str; 2] = [
-    crate::export::MEDIA_INDEX,
-    "application/vnd.docker.distribution.manifest.list.v2+json",
-];
+/// The Docker v2 schema 2 manifest and manifest list: loadable like their OCI counterparts.
+const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+
+/// Whether a descriptor names an image manifest we can load (OCI or Docker v2 schema 2).
+fn is_image_manifest(m: &MediaType) -> bool {
+    matches!(m, MediaType::ImageManifest)
+        || matches!(m, MediaType::Other(o) if o == DOCKER_MANIFEST)
+}
+
+/// Whether a descriptor names an index, followed one level down to a linux/amd64 (or the
+/// only) manifest.
+fn is_index(m: &MediaType) -> bool {
+    matches!(m, MediaType::ImageIndex) || matches!(m, MediaType::Other(o) if o == DOCKER_LIST)
+}
 /// Bytes per chunk sent to the engine; the channel holds a few, bounding memory.
 const CHUNK: usize = 1 << 20;
 const CHANNEL_CHUNKS: usize = 4;
@@ -124,6 +130,8 @@ pub struct OciLayout {
     pub dir: PathBuf,
     /// `sha256:…` of the image manifest (the image id on a containerd image store).
     pub manifest_digest: String,
+    /// The manifest's media type, as the index names it (what a registry is told).
+    pub manifest_media_type: String,
     /// The config blob; its digest is the image id on the classic image store.
     pub config: Blob,
     /// Layer blobs, base first (repeats kept, as the manifest lists them).
@@ -156,26 +164,27 @@ impl OciLayout {
             path: dir.to_path_buf(),
             detail,
         };
-        let index = read_json(&dir.join("index.json"))?;
+        let index_path = dir.join("index.json");
+        let index_bytes = fs::read(&index_path).map_err(|source| LoadError::Read {
+            path: index_path.clone(),
+            source,
+        })?;
+        let index =
+            ImageIndex::from_reader(index_bytes.as_slice()).map_err(|e| LoadError::BadLayout {
+                path: index_path,
+                detail: e.to_string(),
+            })?;
         let (manifest_desc, ref_name) = choose_manifest(dir, &index, 0)?;
         let manifest_blob = descriptor(dir, &manifest_desc)?;
         // The manifest names every other blob, so it is trusted only once its bytes match
         // the digest index.json gives it; the config (small, and what the engine keys the
         // image on) likewise before any byte is streamed. Layers are hashed while streaming.
-        let manifest = read_verified_json(&manifest_blob)?;
-        let config = descriptor(
-            dir,
-            manifest
-                .get("config")
-                .ok_or_else(|| bad("the image manifest has no config".into()))?,
-        )?;
+        let manifest = ImageManifest::from_reader(read_verified(&manifest_blob)?.as_slice())
+            .map_err(|e| bad(format!("the image manifest: {e}")))?;
+        let config = descriptor(dir, manifest.config())?;
         read_verified(&config)?;
         let mut layers = Vec::new();
-        for l in manifest
-            .get("layers")
-            .and_then(Value::as_array)
-            .ok_or_else(|| bad("the image manifest has no layers array".into()))?
-        {
+        for l in manifest.layers() {
             let blob = descriptor(dir, l)?;
             check_size(&blob)?;
             layers.push(blob);
@@ -183,6 +192,7 @@ impl OciLayout {
         Ok(OciLayout {
             dir: dir.to_path_buf(),
             manifest_digest: manifest_blob.digest,
+            manifest_media_type: manifest_desc.media_type().to_string(),
             config,
             layers,
             ref_name,
@@ -245,12 +255,16 @@ impl OciLayout {
         } else {
             vec![reference]
         };
-        let manifest = json!([{
-            "Config": config_name,
-            "RepoTags": tags,
-            "Layers": self.layers.iter().map(|l| format!("{}/layer.tar", l.hex())).collect::<Vec<_>>(),
-        }]);
-        let bytes = serde_json::to_vec(&manifest).expect("JSON values serialize");
+        let manifest = [ArchiveImage {
+            config: config_name,
+            repo_tags: tags.into_iter().map(str::to_string).collect(),
+            layers: self
+                .layers
+                .iter()
+                .map(|l| format!("{}/layer.tar", l.hex()))
+                .collect(),
+        }];
+        let bytes = serde_json::to_vec(&manifest).expect("the archive manifest serializes");
         let mut header = tar_header(bytes.len() as u64);
         tar.append_data(&mut header, "manifest.json", bytes.as_slice())
             .map_err(stream_err)?;
@@ -264,86 +278,58 @@ impl OciLayout {
 /// Picks the image manifest descriptor from an index (following a nested index once).
 fn choose_manifest(
     dir: &Path,
-    index: &Value,
+    index: &ImageIndex,
     depth: usize,
-) -> Result<(Value, Option<String>), LoadError> {
+) -> Result<(Descriptor, Option<String>), LoadError> {
     let bad = |detail: String| LoadError::BadLayout {
         path: dir.to_path_buf(),
         detail,
     };
-    let manifests = index
-        .get("manifests")
-        .and_then(Value::as_array)
-        .filter(|m| !m.is_empty())
-        .ok_or_else(|| bad("index.json lists no manifests".into()))?;
-    let media = |d: &Value| {
-        d.get("mediaType")
-            .and_then(Value::as_str)
-            .unwrap_or(crate::export::MEDIA_MANIFEST)
-            .to_string()
+    if index.manifests().is_empty() {
+        return Err(bad("index.json lists no manifests".into()));
+    }
+    let amd64 = |d: &&Descriptor| {
+        d.platform()
+            .as_ref()
+            .is_none_or(|p| *p.architecture() == Arch::Amd64)
     };
-    let amd64 = |d: &&Value| {
-        d.get("platform")
-            .and_then(|p| p.get("architecture"))
-            .and_then(Value::as_str)
-            .is_none_or(|a| a == "amd64")
-    };
-    let chosen = manifests
+    let chosen = index
+        .manifests()
         .iter()
-        .filter(|d| {
-            IMAGE_MANIFESTS.contains(&media(d).as_str()) || INDEXES.contains(&media(d).as_str())
-        })
+        .filter(|d| is_image_manifest(d.media_type()) || is_index(d.media_type()))
         .find(amd64)
         .ok_or_else(|| bad("index.json has no linux/amd64 image manifest".into()))?;
     let ref_name = chosen
-        .get("annotations")
+        .annotations()
+        .as_ref()
         .and_then(|a| a.get(REF_NAME_ANNOTATION))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    if INDEXES.contains(&media(chosen).as_str()) {
+        .cloned();
+    if is_index(chosen.media_type()) {
         if depth > 0 {
             return Err(bad("indexes nest more than one level".into()));
         }
         let nested = descriptor(dir, chosen)?;
-        let (desc, inner_ref) = choose_manifest(dir, &read_verified_json(&nested)?, depth + 1)?;
+        let inner = ImageIndex::from_reader(read_verified(&nested)?.as_slice())
+            .map_err(|e| bad(format!("the nested index: {e}")))?;
+        let (desc, inner_ref) = choose_manifest(dir, &inner, depth + 1)?;
         return Ok((desc, inner_ref.or(ref_name)));
     }
     Ok((chosen.clone(), ref_name))
 }
 
-/// A descriptor's digest, size and blob path.
-fn descriptor(dir: &Path, d: &Value) -> Result<Blob, LoadError> {
-    let bad = |detail: String| LoadError::BadLayout {
-        path: dir.to_path_buf(),
-        detail,
-    };
-    let digest = d
-        .get("digest")
-        .and_then(Value::as_str)
-        .ok_or_else(|| bad("a descriptor has no digest".into()))?;
-    let hex = digest
-        .strip_prefix("sha256:")
-        .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-        .ok_or_else(|| bad(format!("unsupported digest `{digest}` (sha256 only)")))?;
-    let size = d
-        .get("size")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| bad(format!("descriptor {digest} has no size")))?;
+/// A descriptor's digest, size and blob path (sha256 blobs only).
+fn descriptor(dir: &Path, d: &Descriptor) -> Result<Blob, LoadError> {
+    let digest = d.digest();
+    if *digest.algorithm() != DigestAlgorithm::Sha256 {
+        return Err(LoadError::BadLayout {
+            path: dir.to_path_buf(),
+            detail: format!("unsupported digest `{digest}` (sha256 only)"),
+        });
+    }
     Ok(Blob {
         digest: digest.to_string(),
-        size,
-        path: dir.join("blobs").join("sha256").join(hex),
-    })
-}
-
-fn read_json(path: &Path) -> Result<Value, LoadError> {
-    let bytes = fs::read(path).map_err(|source| LoadError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| LoadError::BadLayout {
-        path: path.to_path_buf(),
-        detail: format!("not JSON: {e}"),
+        size: d.size(),
+        path: dir.join("blobs").join("sha256").join(digest.digest()),
     })
 }
 
@@ -363,15 +349,6 @@ fn read_verified(blob: &Blob) -> Result<Vec<u8>, LoadError> {
         });
     }
     Ok(bytes)
-}
-
-/// A JSON blob (index or manifest), parsed only after its digest checks out.
-fn read_verified_json(blob: &Blob) -> Result<Value, LoadError> {
-    let bytes = read_verified(blob)?;
-    serde_json::from_slice(&bytes).map_err(|e| LoadError::BadLayout {
-        path: blob.path.clone(),
-        detail: format!("not JSON: {e}"),
-    })
 }
 
 /// Follows symlinks: the size that counts is the target's.
@@ -586,6 +563,7 @@ impl Client {
 mod tests {
     use super::*;
     use crate::export::docker_archive_to_oci;
+    use serde_json::{Value, json};
 
     fn add(builder: &mut tar::Builder<Vec<u8>>, name: &str, data: &[u8]) {
         let mut header = tar_header(data.len() as u64);

@@ -5,7 +5,12 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
+use std::str::FromStr as _;
+
+use oci_spec::image::{
+    Descriptor, Digest, DigestAlgorithm, ImageIndexBuilder, ImageManifest, MediaType,
+    OciLayoutBuilder, SCHEMA_VERSION,
+};
 
 use super::client::Registry;
 use super::error::RegistryError;
@@ -17,11 +22,6 @@ pub struct PullReport {
     /// Blobs fetched (config and layers) and their bytes.
     pub blobs: usize,
     pub bytes: u64,
-}
-
-/// A descriptor's digest and size.
-fn descriptor(v: &Value) -> Option<(String, u64)> {
-    Some((v["digest"].as_str()?.to_string(), v["size"].as_u64()?))
 }
 
 /// Pulls the manifest `digest` and its blobs into the OCI layout `dest` (which must not
@@ -38,25 +38,20 @@ pub async fn pull_layout(
         url: registry.target().pinned(digest),
         detail: detail.to_string(),
     };
-    let doc: Value = serde_json::from_slice(&manifest)
-        .map_err(|e| bad(&format!("the manifest is not JSON: {e}")))?;
-    if doc["manifests"].is_array() {
-        return Err(bad("the digest names an index, not an image manifest"));
-    }
-    let mut blobs =
-        vec![descriptor(&doc["config"]).ok_or_else(|| bad("the manifest has no config"))?];
-    for l in doc["layers"]
-        .as_array()
-        .ok_or_else(|| bad("the manifest has no layers"))?
-    {
-        blobs.push(descriptor(l).ok_or_else(|| bad("a layer descriptor lacks digest or size"))?);
-    }
-    for (d, _) in &blobs {
-        if d.strip_prefix("sha256:")
-            .is_none_or(|h| h.len() != 64 || !h.bytes().all(|b| b.is_ascii_hexdigit()))
-        {
-            return Err(bad(&format!("unsupported blob digest {d}")));
+    let doc = ImageManifest::from_reader(manifest.as_slice()).map_err(|e| {
+        bad(&format!(
+            "not an image manifest (an index is not pulled): {e}"
+        ))
+    })?;
+    let mut blobs = Vec::new();
+    for d in std::iter::once(doc.config()).chain(doc.layers()) {
+        if *d.digest().algorithm() != DigestAlgorithm::Sha256 {
+            return Err(bad(&format!(
+                "unsupported blob digest {} (sha256 only)",
+                d.digest()
+            )));
         }
+        blobs.push((d.digest().to_string(), d.size()));
     }
     blobs.sort();
     blobs.dedup();
@@ -86,18 +81,37 @@ pub async fn pull_layout(
         &format!("blobs/sha256/{}", digest.trim_start_matches("sha256:")),
         &manifest,
     )?;
-    let index = json!({
-        "schemaVersion": 2,
-        "mediaType": "application/vnd.oci.image.index.v1+json",
-        "manifests": [{
-            "mediaType": media_type,
-            "digest": digest,
-            "size": manifest.len(),
-            "annotations": {"org.opencontainers.image.ref.name": ref_name},
-        }],
-    });
-    write("index.json", index.to_string().as_bytes())?;
-    write("oci-layout", br#"{"imageLayoutVersion":"1.0.0"}"#)?;
+    let spec = |e: oci_spec::OciSpecError| bad(&e.to_string());
+    let mut entry = Descriptor::new(
+        MediaType::from(media_type.as_str()),
+        manifest.len() as u64,
+        Digest::from_str(digest).map_err(spec)?,
+    );
+    entry.set_annotations(Some(
+        [(
+            "org.opencontainers.image.ref.name".to_string(),
+            ref_name.to_string(),
+        )]
+        .into(),
+    ));
+    let index = ImageIndexBuilder::default()
+        .schema_version(SCHEMA_VERSION)
+        .media_type(MediaType::ImageIndex)
+        .manifests(vec![entry])
+        .build()
+        .map_err(spec)?;
+    write(
+        "index.json",
+        &serde_json::to_vec(&index).expect("OCI types serialize"),
+    )?;
+    let layout = OciLayoutBuilder::default()
+        .image_layout_version("1.0.0")
+        .build()
+        .map_err(spec)?;
+    write(
+        "oci-layout",
+        &serde_json::to_vec(&layout).expect("OCI types serialize"),
+    )?;
     let done = tmp.keep();
     std::fs::rename(&done, dest).map_err(|e| {
         let _ = std::fs::remove_dir_all(&done);

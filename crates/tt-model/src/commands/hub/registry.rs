@@ -95,10 +95,7 @@ fn image_to_push(dir: &Path, wire: &WireManifest) -> anyhow::Result<ImageToPush>
         .join(layout.manifest_digest.trim_start_matches("sha256:"));
     let manifest = std::fs::read(&manifest_path)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", manifest_path.display()))?;
-    let media_type = serde_json::from_slice::<Value>(&manifest)
-        .ok()
-        .and_then(|v| v["mediaType"].as_str().map(str::to_string))
-        .unwrap_or_else(|| tt_model_hub::registry::OCI_MANIFEST.to_string());
+    let media_type = layout.manifest_media_type.clone();
     let blobs = std::iter::once(&layout.config)
         .chain(&layout.layers)
         .map(|b| BlobFile {
