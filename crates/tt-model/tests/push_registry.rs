@@ -1,10 +1,11 @@
 //! The sharing round trip through a real OCI registry (Debian's `docker-registry` on a
 //! loopback port, Basic auth) and the Hub-protocol test server, with the real engine: package
-//! `examples/minimal-http` with `image.registry` → push (the image to the registry, the
-//! pointer to the Hub) → re-push (no blob sent) → the same image under another repository
-//! (every blob mounted, none sent) → push without credentials refused, the password never
-//! printed → pull on a clean state dir (by digest from the registry) → serve `--device none`
-//! → ready → stop → a blob corrupted in the registry refused at pull, naming its digest.
+//! `examples/minimal-http` with `image.registry` → push without credentials refused, the
+//! password never printed → push (the image to the registry, the pointer to the Hub) → `info`
+//! → re-push (no blob sent) → the same image under another repository (every blob mounted,
+//! none sent) → pull on a clean state dir (by digest from the registry) → serve `--device none`
+//! → ready → stop → one source file changed, re-packaged and re-pushed (the layers holding it
+//! and the config only) → a blob corrupted in the registry refused at pull, naming its digest.
 //!
 //! Needs Docker and docker-registry: without them it prints why and passes, unless
 //! `TT_MODEL_REQUIRE_DOCKER=1`.
@@ -31,30 +32,22 @@ async fn push_to_a_registry_pull_by_digest_serve_and_refuse_a_corrupt_blob() {
         .remove_container_force(&format!("tt-model-{NAME}-default"))
         .await;
 
-    // The example, its image pushed to the loopback registry under namespace `tt`.
+    // The example, on a copy of the fixture tree (one source file changes later), its image
+    // pushed to the loopback registry under namespace `tt`.
+    let fixture = repo_root().join("tests/fixtures/tt-metal-tree");
+    let tree = t.join("tt-metal-tree");
+    copy_tree(&fixture, &tree);
     let yaml = example_yaml(&t, NAME);
-    let text = std::fs::read_to_string(&yaml).unwrap()
+    let text = std::fs::read_to_string(&yaml)
+        .unwrap()
+        .replace(&*fixture.to_string_lossy(), &tree.to_string_lossy())
         + &format!("\nimage:\n  registry: {}/tt\n", registry.host);
     std::fs::write(&yaml, text).unwrap();
     let out = t.join("out");
     let pkg = tokio::task::block_in_place(|| package(&t, &[], &yaml, &out));
     assert!(pkg.status.success(), "{}", stderr(&pkg));
     let staged = out.join(NAME);
-    let wire: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(staged.join("tt_kernel_manifest.json")).unwrap())
-            .unwrap();
-    let image = wire["container"]["built"]["image"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let image_id = wire["container"]["built"]["image_digest"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let manifest_digest = wire["container"]["image"]["digest"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let (wire, image, image_id, manifest_digest) = staged_facts(&staged);
     assert_ne!(
         manifest_digest, image_id,
         "a registry package pins the manifest digest"
@@ -180,9 +173,45 @@ async fn push_to_a_registry_pull_by_digest_serve_and_refuse_a_corrupt_blob() {
     assert!(health(&port).contains(" 200 "));
     assert!(run(&c, &["stop", ID]).status.success());
 
-    // ── a blob corrupted in the registry: refused at pull, naming it; nothing loaded ──
+    // ── one source file changed: re-package, re-push; the registry gets the layers holding it
+    //    (and the new config), the Hub the changed file (and the manifest that pins the image) ──
     assert!(run(&c, &["rm", ID]).status.success());
-    assert!(client.image(&image).await.unwrap().is_none());
+    let script = tree.join("models/demos/minimal_http/serve.sh");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str("# changed\n");
+    std::fs::write(&script, text).unwrap();
+    let pkg = tokio::task::block_in_place(|| package(&t, &[], &yaml, &out));
+    assert!(pkg.status.success(), "{}", stderr(&pkg));
+    let (_, image, _, new_digest) = staged_facts(&staged);
+    assert_ne!(new_digest, manifest_digest);
+    let before = server.bytes_received();
+    let changed = run(&t, &["push", staged_s, "--repo", ID]);
+    let text = stderr(&changed);
+    assert!(changed.status.success(), "{text}");
+    let sent = text
+        .lines()
+        .find(|l| l.contains("pushed image"))
+        .unwrap()
+        .to_string();
+    // The changed file lives in the layers that copy the tree and the code overlay; the
+    // base and the tool's own layers are already there.
+    let count = |what: &str| -> usize {
+        let before = sent.split(what).next().unwrap();
+        before.split_whitespace().last().unwrap().parse().unwrap()
+    };
+    let (sent_n, there) = (count(" blobs sent"), count(" already there"));
+    assert!(
+        sent_n <= 4 && there >= 6 && sent_n + there == 10,
+        "the changed layers and the config only: {sent}"
+    );
+    eprintln!(
+        "BYTES re-push after one source file changed: registry {} · Hub {} (the changed file, manifest, card, lock)",
+        sent.trim(),
+        server.bytes_received() - before
+    );
+
+    // ── a blob corrupted in the registry: refused at pull, naming it; nothing loaded ──
+    client.remove_image(&image).await.unwrap();
     let layout = tt_model_engine::oci_load::OciLayout::open(&staged.join("image")).unwrap();
     let layer = layout.layers.last().unwrap();
     let stored = registry.blob_path(&layer.digest);
@@ -200,6 +229,18 @@ async fn push_to_a_registry_pull_by_digest_serve_and_refuse_a_corrupt_blob() {
         "nothing loaded from a bad blob"
     );
     let _ = client.remove_image(&image).await;
+}
+
+/// The staged manifest, the built image tag, its image id and the pinned manifest digest.
+fn staged_facts(staged: &std::path::Path) -> (serde_json::Value, String, String, String) {
+    let wire: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(staged.join("tt_kernel_manifest.json")).unwrap())
+            .unwrap();
+    let s = |v: &serde_json::Value| v.as_str().unwrap().to_string();
+    let image = s(&wire["container"]["built"]["image"]);
+    let id = s(&wire["container"]["built"]["image_digest"]);
+    let digest = s(&wire["container"]["image"]["digest"]);
+    (wire, image, id, digest)
 }
 
 /// Writes a one-layer OCI layout whose layer holds `bytes` of incompressible data; returns the

@@ -454,31 +454,6 @@ fn bare_repo(git: &Path, name: &str, trees: &[(&Path, &str)]) -> String {
     run(&bare, &["rev-parse", "main"])
 }
 
-fn copy_tree(src: &Path, dest: &Path) {
-    for e in walk(src) {
-        let rel = e.strip_prefix(src).unwrap();
-        let to = dest.join(rel);
-        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
-        std::fs::copy(&e, &to).unwrap();
-    }
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            if p.file_name().is_some_and(|n| n == "__pycache__") {
-                continue;
-            }
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
-}
-
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "slow: builds a Python image from the Debian base and PyPI (minutes cold)"]
 async fn vllm_fork_from_pinned_git_sources_serves_as_the_launcher_says() {

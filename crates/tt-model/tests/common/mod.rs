@@ -199,3 +199,30 @@ pub fn repo_files(dir: &Path, under: &str, out: &mut Vec<FakeFile>) {
         }
     }
 }
+
+/// Copies every file under `src` to `dest` (skipping `__pycache__`).
+pub fn copy_tree(src: &Path, dest: &Path) {
+    for e in walk(src) {
+        let rel = e.strip_prefix(src).unwrap();
+        let to = dest.join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(&e, &to).unwrap();
+    }
+}
+
+/// Every file under `dir`, recursively (skipping `__pycache__`).
+pub fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            if p.file_name().is_some_and(|n| n == "__pycache__") {
+                continue;
+            }
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
