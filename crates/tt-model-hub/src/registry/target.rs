@@ -1,6 +1,8 @@
 //! Where an image lives in a registry: `image.registry` (`host[:port]/namespace`) plus the
 //! repository under it, as the distribution API names them.
 
+use tt_model_manifest::{name_component_ok as component_ok, registry_host_ok};
+
 use super::error::RegistryError;
 
 /// One repository in one registry.
@@ -24,17 +26,6 @@ fn is_loopback(host: &str) -> bool {
     matches!(name, "127.0.0.1" | "localhost" | "[::1]")
 }
 
-/// A path component of a repository name (distribution's grammar, lowercase).
-fn component_ok(c: &str) -> bool {
-    let b = c.as_bytes();
-    !b.is_empty()
-        && b[0].is_ascii_alphanumeric()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|&x| {
-            x.is_ascii_lowercase() || x.is_ascii_digit() || matches!(x, b'.' | b'_' | b'-')
-        })
-}
-
 impl RegistryTarget {
     /// `registry` is `host[:port]/namespace[/…]` (no scheme); `repository` the image's name
     /// under it.
@@ -44,12 +35,9 @@ impl RegistryTarget {
             return Err(bad());
         }
         let (host, namespace) = registry.split_once('/').ok_or_else(bad)?;
-        let host_ok = !host.is_empty()
-            && host.bytes().all(|b| {
-                b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
-            });
         let path = format!("{}/{}", namespace.trim_end_matches('/'), repository);
-        if !host_ok || !namespace.trim_end_matches('/').split('/').all(component_ok) {
+        if !registry_host_ok(host) || !namespace.trim_end_matches('/').split('/').all(component_ok)
+        {
             return Err(bad());
         }
         if !repository.split('/').all(component_ok) {

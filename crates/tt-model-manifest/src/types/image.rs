@@ -33,7 +33,7 @@ impl Default for ImageSettings {
 }
 
 /// One path component of a registry name (the distribution grammar, lowercase).
-fn name_component_ok(c: &str) -> bool {
+pub fn name_component_ok(c: &str) -> bool {
     let b = c.as_bytes();
     !b.is_empty()
         && b[0].is_ascii_alphanumeric()
@@ -41,6 +41,14 @@ fn name_component_ok(c: &str) -> bool {
         && b.iter().all(|&x| {
             x.is_ascii_lowercase() || x.is_ascii_digit() || matches!(x, b'.' | b'_' | b'-')
         })
+}
+
+/// A registry host, `name[:port]` or `[v6]:port` (no scheme, no path).
+pub fn registry_host_ok(host: &str) -> bool {
+    !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'))
 }
 
 /// Why `registry` is neither `hf` nor `<host>[:<port>]/<namespace>` (pure).
@@ -57,10 +65,7 @@ fn registry_problem(registry: &str) -> Option<String> {
     }
     match registry.split_once('/') {
         Some((host, ns))
-            if !host.is_empty()
-                && host.bytes().all(|b| {
-                    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']')
-                })
+            if registry_host_ok(host)
                 && ns.trim_end_matches('/').split('/').all(name_component_ok) =>
         {
             None

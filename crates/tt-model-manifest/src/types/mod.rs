@@ -13,7 +13,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub use card::{CARD_KEYS, CARD_SECTIONS, CardSettings, LICENSE_KEYS, License};
-pub use image::{IMAGE_KEYS, ImageSettings};
+pub use image::{IMAGE_KEYS, ImageSettings, name_component_ok, registry_host_ok};
 pub use runtime::{CARGO_BIN_DIR, CARGO_KEYS, COMMON_RUNTIME_KEYS, CargoBinary, RUNTIME_DEVICES};
 pub use serve::{
     CAPABILITY_KEYS, Capabilities, PROFILE_KEYS, SERVE_KEYS, ServeArg, ServeProfile, ServeSettings,
