@@ -174,7 +174,14 @@ impl MegakernelPolicy {
         #[cfg(feature = "device")]
         let device = match kind {
             DeviceKind::Emulator => None,
-            _ => Some(super::device::TtDevice::open(kind, &index, arena.bytes())?),
+            _ => Some(
+                super::device::TtDevice::open(kind, &index, arena.bytes()).map_err(|cause| {
+                    ModelError::DeviceOpen {
+                        device: device.to_string(),
+                        cause,
+                    }
+                })?,
+            ),
         };
         Ok(MegakernelPolicy {
             model,

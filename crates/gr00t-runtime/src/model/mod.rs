@@ -49,6 +49,13 @@ pub enum ModelError {
     /// `GR00T_MK_DEVICE` names no device this build can run on.
     #[error(transparent)]
     Device(#[from] tt_blackhole::device::DeviceError),
+    /// The device named by `GR00T_MK_DEVICE` could not be opened (the cause is in the message,
+    /// not also a `source()`, so a report that walks the chain prints it once).
+    #[error("{device}: {cause}")]
+    DeviceOpen {
+        device: String,
+        cause: tt_blackhole::device::DitRunError,
+    },
     /// The DiT weight arena could not be built or opened.
     #[error("DiT arena: {0}")]
     Arena(#[from] tt_blackhole::arena::ArenaError),
