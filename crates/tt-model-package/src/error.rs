@@ -6,6 +6,9 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum PackageError {
+    /// The manifest could not be read, or has errors (each located).
+    #[error(transparent)]
+    Manifest(Box<tt_model_manifest::ManifestError>),
     /// The manifest could not be turned into a package spec.
     #[error("{0}")]
     Spec(String),
@@ -86,7 +89,46 @@ pub enum PackageError {
     Cancelled,
 }
 
+/// How a failure ends the command: what its exit code and its rendering follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorClass {
+    /// The manifest, a source it names or an option is wrong: the message says what to fix
+    /// (exit 1, no cause chain).
+    Input,
+    /// The build, a verify check or the compiler failed: a diagnosis with the evidence (exit 1).
+    Failed,
+    /// The machine let us down (the engine, the file system, git): the message and its causes
+    /// (exit 1).
+    Environment,
+    /// The user cancelled (exit 130).
+    Cancelled,
+}
+
 impl PackageError {
+    /// This failure's [`ErrorClass`].
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            PackageError::Manifest(_)
+            | PackageError::Spec(_)
+            | PackageError::Unsupported(_)
+            | PackageError::MetalTree { .. }
+            | PackageError::MissingCode { .. }
+            | PackageError::MissingLock(_)
+            | PackageError::OutInsideGit(_)
+            | PackageError::GitSource { .. }
+            | PackageError::Cargo { .. } => ErrorClass::Input,
+            PackageError::Verify { .. }
+            | PackageError::VerifyIncomplete { .. }
+            | PackageError::CargoBuild { .. }
+            | PackageError::Template { .. } => ErrorClass::Failed,
+            PackageError::Engine(tt_model_engine::EngineError::Build { .. }) => ErrorClass::Failed,
+            PackageError::Io { .. } | PackageError::Git { .. } | PackageError::Engine(_) => {
+                ErrorClass::Environment
+            }
+            PackageError::Cancelled => ErrorClass::Cancelled,
+        }
+    }
+
     pub(crate) fn io(
         action: &'static str,
         path: impl Into<PathBuf>,

@@ -9,22 +9,17 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tt_model_manifest::wire::{TtMetalBuild, WireBuild};
-use tt_model_manifest::{CodeRoot, ImageRef, Manifest, Producer, VerifyStep, WireManifest};
+use tt_model_manifest::{
+    CodeRoot, ComponentSource, ImageRef, KindRuntime, Manifest, Producer, VerifyStep, WireManifest,
+};
 
 use crate::error::PackageError;
 use crate::pipeline::Built;
-use crate::profile::{launch_runtime, list_of, serve_default, str_of};
+use crate::profile::{launch_runtime, serve_default};
 use crate::spec::{
-    CardSpec, CargoSpec, Check, ExtraCode, GitRef, Kind, MetalSource, PackageSpec, PluginSource,
+    CardSpec, CargoSpec, Check, ExtraCode, GitRef, MetalSource, PackageSpec, PluginSource,
     ProfileSummary, Runtime, VllmSource,
 };
-
-fn git_pair(v: &Value) -> Option<(String, String)> {
-    Some((
-        v.get("repo")?.as_str()?.to_string(),
-        v.get("ref")?.as_str()?.to_string(),
-    ))
-}
 
 fn resolve(base: &Path, p: &str) -> PathBuf {
     let path = Path::new(p);
@@ -47,7 +42,7 @@ pub fn spec_from_manifest(
     manifest_path: &Path,
     base: &Path,
 ) -> Result<PackageSpec, PackageError> {
-    let kind = Kind::from(m.kind);
+    let kind = m.kind;
     let metal = match &m.source.tt_metal {
         CodeRoot::Path(p) => MetalSource::Local {
             path: resolve(base, p),
@@ -75,58 +70,58 @@ pub fn spec_from_manifest(
             }),
         }
     }
-    let rt = &m.runtime;
-    let vllm = rt.get("vllm").and_then(|v| {
-        if let Some(version) = v.get("version").and_then(Value::as_str) {
-            Some(VllmSource::Version {
-                version: version.into(),
-            })
-        } else if let Some(wheel) = v.get("wheel").and_then(Value::as_str) {
-            Some(VllmSource::Wheel {
-                wheel: resolve(base, wheel).to_string_lossy().into_owned(),
-            })
-        } else if let Some(path) = v.get("path").and_then(Value::as_str) {
-            Some(VllmSource::Path {
-                path: resolve(base, path).to_string_lossy().into_owned(),
-            })
-        } else {
-            git_pair(v).map(|(repo, git_ref)| VllmSource::Git { repo, git_ref })
-        }
+    let rt = m
+        .runtime_spec()
+        .map_err(|e| PackageError::Spec(format!("`runtime`: {e}")))?;
+    let resolved = |p: &str| resolve(base, p).to_string_lossy().into_owned();
+    let vllm = rt.vllm().map(|v| match v {
+        ComponentSource::Version { version } => VllmSource::Version {
+            version: version.clone(),
+        },
+        ComponentSource::Wheel { wheel } => VllmSource::Wheel {
+            wheel: resolved(wheel),
+        },
+        ComponentSource::Path { path } => VllmSource::Path {
+            path: resolved(path),
+        },
+        ComponentSource::Git { repo, git_ref } => VllmSource::Git {
+            repo: repo.clone(),
+            git_ref: git_ref.clone(),
+        },
     });
-    let plugin = rt.get("plugin").and_then(|v| {
-        if let Some(version) = v.get("version").and_then(Value::as_str) {
-            Some(PluginSource::Version {
-                version: version.into(),
-            })
-        } else if let Some(path) = v.get("path").and_then(Value::as_str) {
-            Some(PluginSource::Path {
-                path: resolve(base, path).to_string_lossy().into_owned(),
-            })
-        } else {
-            git_pair(v).map(|(repo, git_ref)| PluginSource::Git { repo, git_ref })
-        }
-    });
-    let runtime = Runtime {
-        lock: str_of(rt, "lock").map(|l| resolve(base, &l)),
-        packages: list_of(rt, "packages"),
+    let mut runtime = Runtime {
+        lock: rt.lock().map(|l| resolve(base, l)),
+        packages: rt.packages().to_vec(),
         vllm,
-        plugin,
-        extension: str_of(rt, "extension"),
-        extra_models_dir: str_of(rt, "extra_models_dir"),
-        overrides: list_of(rt, "overrides"),
-        wheels: list_of(rt, "wheels")
-            .iter()
-            .map(|w| resolve(base, w).to_string_lossy().into_owned())
-            .collect(),
-        cargo: m.cargo_binary().map(|c| CargoSpec {
+        extension: rt.extension().map(String::from),
+        cargo: rt.cargo().cloned().map(|c| CargoSpec {
             workspace: resolve(base, &c.workspace),
             bin: c.bin_name().to_string(),
             image_path: c.image_path(),
             package: c.package,
             features: c.features,
         }),
-        ..launch_runtime(m.kind, rt)
+        ..launch_runtime(m.kind, &rt)
     };
+    if let KindRuntime::VllmPlugin(p) = &rt.kind {
+        // A plugin comes from the index, a directory or git; lint refuses `plugin.wheel`.
+        runtime.plugin = p.plugin.as_ref().and_then(|v| match v {
+            ComponentSource::Version { version } => Some(PluginSource::Version {
+                version: version.clone(),
+            }),
+            ComponentSource::Path { path } => Some(PluginSource::Path {
+                path: resolved(path),
+            }),
+            ComponentSource::Git { repo, git_ref } => Some(PluginSource::Git {
+                repo: repo.clone(),
+                git_ref: git_ref.clone(),
+            }),
+            ComponentSource::Wheel { .. } => None,
+        });
+        runtime.extra_models_dir = p.extra_models_dir.clone();
+        runtime.overrides = p.overrides.clone();
+        runtime.wheels = p.wheels.iter().map(|w| resolved(w)).collect();
+    }
     let default_name = m.default_profile_name();
     let settings = m.effective_serve(None).ok_or_else(|| {
         PackageError::Spec(format!("default profile `{default_name}` does not exist"))

@@ -13,6 +13,7 @@ pub mod card;
 pub mod cargo_bin;
 pub mod context;
 pub mod digest;
+pub mod entry;
 pub mod error;
 pub mod from_manifest;
 pub mod git;
@@ -30,7 +31,8 @@ pub mod stage;
 pub mod templates;
 pub mod verify;
 
-pub use error::PackageError;
+pub use entry::package_manifest;
+pub use error::{ErrorClass, PackageError};
 pub use pipeline::{Built, PackageOptions, Packaged, package};
 pub use report::{Event, Phase, Reporter};
 pub use spec::PackageSpec;

@@ -48,8 +48,11 @@ pub struct PackageOptions {
     /// Replaces both base images (dev and runtime). It must already carry the runtime
     /// libraries: no apt step runs on it.
     pub base_image: Option<String>,
-    /// Where the full build log goes.
-    pub log_path: PathBuf,
+    /// The directory build logs go to (`<name>.log`, [`crate::entry::log_path`]).
+    pub log_dir: PathBuf,
+    /// The directory the manifest's relative paths resolve against (the working directory,
+    /// as in `lint`).
+    pub sources_base: PathBuf,
     /// The tt-model version recorded in the outputs.
     pub tool_version: String,
     /// Network for the build's `RUN` steps (`None`: the engine default).
@@ -217,27 +220,78 @@ async fn pin_image(client: &Client, reference: &str) -> Result<String, PackageEr
     }
 }
 
-/// Runs the whole pipeline.
+/// Runs the whole pipeline on a resolved spec, logging to `log_path`: one function per phase, each handing the next
+/// what it produced. `wire` renders the wire manifest from the `built` block (the caller owns
+/// the authoring manifest); [`crate::package_manifest`] is the entry point that reads one.
 pub async fn package(
     spec: &PackageSpec,
     wire: &WireFn<'_>,
     client: &Client,
     options: &PackageOptions,
+    log_path: &Path,
     reporter: &mut dyn Reporter,
 ) -> Result<Packaged, PackageError> {
-    let mut phases = Phases {
-        reporter,
-        current: None,
+    let mut run = Run {
+        client,
+        options,
+        phases: Phases {
+            reporter,
+            current: None,
+        },
+        log: Log::open(log_path),
     };
-    let mut log = Log::open(&options.log_path);
-    log.line(&format!(
+    run.log.line(&format!(
         "+ tt-model package --container {}",
         spec.manifest_path.display()
     ));
+    run.phases.start(Phase::Resolve);
+    let resolved = resolve(spec, &mut run).await?;
+    run.phases.start(Phase::Stage);
+    let Staged {
+        context,
+        rendered,
+        files,
+    } = stage(&resolved, &mut run).await?;
+    run.phases.start(Phase::Build);
+    let image = build(&resolved, &files, context, &mut run).await?;
+    run.phases.start(Phase::Verify);
+    let verified = verify(&resolved, &rendered, &image, &files.out_dir, &mut run).await?;
+    run.phases.start(Phase::Export);
+    let packaged = export(resolved, files, image, verified, wire, &mut run).await?;
+    run.phases.finish();
+    run.log.line(&format!(
+        "packaged {} into {}",
+        packaged.built.image,
+        packaged.out_dir.display()
+    ));
+    Ok(packaged)
+}
 
-    // ── Resolve ──
-    phases.start(Phase::Resolve);
-    let out_root = check_out_root(&options.out_root)?;
+/// What every phase shares: the engine, the options, the progress stepper and the log.
+struct Run<'a, 'r> {
+    client: &'a Client,
+    options: &'a PackageOptions,
+    phases: Phases<'r>,
+    log: Log,
+}
+
+/// Resolve's result: sources fetched and pinned, the tt-metal facts, the base images pinned.
+struct Resolved {
+    /// The spec with git `extra_code` roots pointing at their fetched checkouts.
+    spec: PackageSpec,
+    fetched: crate::sources::Fetched,
+    metal_root: PathBuf,
+    facts: MetalFacts,
+    torch_pin: Option<String>,
+    out_root: PathBuf,
+    dev_pin: String,
+    runtime_pin: String,
+    base_images: BTreeMap<String, String>,
+}
+
+/// Resolve: fetch and pin every source, read the tt-metal tree's facts, pin both base images.
+async fn resolve(spec: &PackageSpec, run: &mut Run<'_, '_>) -> Result<Resolved, PackageError> {
+    let out_root = check_out_root(&run.options.out_root)?;
     fs::create_dir_all(&out_root).map_err(PackageError::io("Creating", &out_root))?;
     // Git sources, local plugin/vLLM trees and wheels: fetched or listed on the host, every
     // git ref pinned to its commit (crate::sources).
@@ -248,9 +302,8 @@ pub async fn package(
     })
     .await
     .map_err(|e| PackageError::Spec(format!("fetching sources failed: {e}")))??;
-    let mut spec_fetched = spec.clone();
-    spec_fetched.extra_code = fetched.extra_code.clone();
-    let spec = &spec_fetched;
+    let mut spec = spec.clone();
+    spec.extra_code = fetched.extra_code.clone();
     let metal_root = match (&spec.metal, &fetched.metal) {
         (MetalSource::Local { path }, _) => path.clone(),
         (MetalSource::Git { .. }, Some((_, checkout))) => checkout.clone(),
@@ -273,7 +326,7 @@ pub async fn package(
         .map(|(p, _)| (p, "tt-metal"))
         .chain(fetched.extra_pins.iter().map(|p| (p, "extra_code")))
     {
-        phases.event(Event::Note(format!(
+        run.phases.event(Event::Note(format!(
             "{what} {} @ {} → {}",
             pin.repo,
             pin.git_ref,
@@ -281,66 +334,97 @@ pub async fn package(
         )));
     }
     let torch_pin = read_torch_pin(&metal_root);
-    let (dev_ref, runtime_ref) = match &options.base_image {
+    let (dev_ref, runtime_ref) = match &run.options.base_image {
         Some(b) => (b.clone(), b.clone()),
         None => (
             default_dev_image(&spec.ubuntu),
             format!("ubuntu:{}", spec.ubuntu),
         ),
     };
-    let dev_pin = pin_image(client, &dev_ref).await?;
-    let runtime_pin = pin_image(client, &runtime_ref).await?;
+    let dev_pin = pin_image(run.client, &dev_ref).await?;
+    let runtime_pin = pin_image(run.client, &runtime_ref).await?;
     let mut base_images = BTreeMap::new();
     base_images.insert("builder".to_string(), format!("{dev_ref}@{dev_pin}"));
     base_images.insert(
         "runtime".to_string(),
         format!("{runtime_ref}@{runtime_pin}"),
     );
-    phases.event(Event::Note(format!(
+    run.phases.event(Event::Note(format!(
         "base image {dev_ref} pinned to {dev_pin}"
     )));
     match &facts.sha {
-        Some(sha) => phases.event(Event::Note(format!(
+        Some(sha) => run.phases.event(Event::Note(format!(
             "tt-metal {} ({}{})",
             facts.describe.as_deref().unwrap_or(sha),
             &sha[..sha.len().min(12)],
             if facts.dirty { ", dirty" } else { "" }
         ))),
-        None => phases.event(Event::Warning(format!(
+        None => run.phases.event(Event::Warning(format!(
             "{} is not a git checkout: no commit is recorded for tt-metal",
             metal_root.display()
         ))),
     }
+    Ok(Resolved {
+        spec,
+        fetched,
+        metal_root,
+        facts,
+        torch_pin,
+        out_root,
+        dev_pin,
+        runtime_pin,
+        base_images,
+    })
+}
 
-    // ── Stage ──
-    phases.start(Phase::Stage);
-    let out_dir = out_root.join(&spec.name);
+/// Stage's result: the build context, and what the later phases keep of the staging.
+struct Staged {
+    context: ContextBuilder,
+    rendered: crate::templates::RenderedFiles,
+    files: StagedFiles,
+}
+
+/// The staging directory and what was staged into it, for Export.
+struct StagedFiles {
+    tmp: tempfile::TempDir,
+    out_dir: PathBuf,
+    code: crate::stage::CodeStage,
+    lock_bytes: Option<Vec<u8>>,
+    cargo: Option<crate::cargo_bin::CargoOutput>,
+}
+
+/// Stage: copy `code/` into a staging directory beside the output, build the `runtime.cargo`
+/// binary, render the templates and lay out the build context.
+async fn stage(r: &Resolved, run: &mut Run<'_, '_>) -> Result<Staged, PackageError> {
+    let spec = &r.spec;
+    let out_dir = r.out_root.join(&spec.name);
     // A killed run (SIGKILL, power loss) cannot clean up after itself; its owner pid in the
     // folder name tells us it is gone.
-    for stale in crate::partials::sweep_stale(&out_root) {
-        phases.event(Event::Note(format!(
+    for stale in crate::partials::sweep_stale(&r.out_root) {
+        run.phases.event(Event::Note(format!(
             "removed {}, left by a run that was killed",
             stale.display()
         )));
     }
     let tmp = tempfile::Builder::new()
         .prefix(&crate::partials::partial_prefix(&spec.name))
-        .tempdir_in(&out_root)
+        .tempdir_in(&r.out_root)
         .map_err(PackageError::io(
             "Creating a staging directory in",
-            &out_root,
+            &r.out_root,
         ))?;
     let code_dir = tmp.path().join("code");
     let (spec_owned, metal_owned, code_owned) =
-        (spec.clone(), metal_root.clone(), code_dir.clone());
+        (spec.clone(), r.metal_root.clone(), code_dir.clone());
     let code =
         tokio::task::spawn_blocking(move || stage_code(&spec_owned, &metal_owned, &code_owned))
             .await
             .map_err(|e| PackageError::Spec(format!("staging task failed: {e}")))??;
     for path in &code.ignored {
-        phases.event(Event::Note(format!("code/: ignored {path}")));
+        run.phases
+            .event(Event::Note(format!("code/: ignored {path}")));
     }
-    phases.event(Event::Note(format!(
+    run.phases.event(Event::Note(format!(
         "code/ {} files, {}",
         code.files.len(),
         code.digest
@@ -350,64 +434,36 @@ pub async fn package(
         None => None,
     };
     let cargo = match spec.runtime.cargo.clone() {
-        Some(cargo_spec) => {
-            let built = tokio::task::spawn_blocking(move || {
-                let mut lines = Vec::new();
-                let out = crate::cargo_bin::build(&cargo_spec, &mut |l| lines.push(l.to_owned()));
-                (out, lines)
-            })
-            .await
-            .map_err(|e| PackageError::Spec(format!("cargo build task failed: {e}")))?;
-            for line in &built.1 {
-                log.line(line);
-            }
-            let out = built.0?;
-            let f = &out.facts;
-            phases.event(Event::Note(format!(
-                "{} {} → {} ({:.1} MB, static, {}{}, sha256 {})",
-                f.bin,
-                f.version,
-                f.path,
-                f.bytes as f64 / 1e6,
-                f.rustc,
-                if f.workspace_dirty {
-                    ", dirty workspace"
-                } else {
-                    ""
-                },
-                &f.sha256[..12]
-            )));
-            Some(out)
-        }
+        Some(cargo_spec) => Some(build_cargo_binary(cargo_spec, run).await?),
         None => None,
     };
-    let metal_root2 = metal_root.clone();
-    let metal_files = tokio::task::spawn_blocking(move || walk_metal(&metal_root2))
+    let metal_root = r.metal_root.clone();
+    let metal_files = tokio::task::spawn_blocking(move || walk_metal(&metal_root))
         .await
         .map_err(|e| PackageError::Spec(format!("staging task failed: {e}")))??;
-    let mut ctx = ContextBuilder::new();
     let rendered = render(
         spec,
         &RenderOptions {
-            tool_version: options.tool_version.clone(),
-            torch_pin: torch_pin.clone(),
-            install_apt: options.base_image.is_none(),
+            tool_version: run.options.tool_version.clone(),
+            torch_pin: r.torch_pin.clone(),
+            install_apt: run.options.base_image.is_none(),
             has_lock: lock_bytes.is_some(),
         },
     )?;
+    let mut ctx = ContextBuilder::new();
     // The engine stage copies these four folders whether or not they hold anything.
     for dir in ["plugin-src", "vllm-src", "wheels", "wheels/extra"] {
         ctx.with_dir(dir);
     }
-    if let Some((files, _)) = &fetched.plugin {
+    if let Some((files, _)) = &r.fetched.plugin {
         ctx.with_tree("plugin-src", files);
     }
-    if let Some((files, _)) = &fetched.vllm {
+    if let Some((files, _)) = &r.fetched.vllm {
         ctx.with_tree("vllm-src", files);
     }
     for (prefix, wheels) in [
-        ("wheels", &fetched.vllm_wheels),
-        ("wheels/extra", &fetched.extra_wheels),
+        ("wheels", &r.fetched.vllm_wheels),
+        ("wheels/extra", &r.fetched.extra_wheels),
     ] {
         for (name, path) in wheels {
             let size = fs::metadata(path)
@@ -448,30 +504,69 @@ pub async fn package(
         let facts = serde_json::to_string_pretty(&out.facts).expect("plain data serializes");
         ctx.with_bytes("tt-model/cargo-build.json", facts, 0o644);
     }
-    phases.event(Event::Context {
+    run.phases.event(Event::Context {
         files: ctx.file_count(),
         bytes: ctx.payload_bytes(),
     });
+    Ok(Staged {
+        context: ctx,
+        rendered,
+        files: StagedFiles {
+            tmp,
+            out_dir,
+            code,
+            lock_bytes,
+            cargo,
+        },
+    })
+}
 
-    // ── Build ──
-    phases.start(Phase::Build);
-    let repository = format!("{IMAGE_REPOSITORY_PREFIX}/{}", spec.name);
-    let provisional = format!("{repository}:build");
-    let mut build_args = BTreeMap::new();
-    build_args.insert("BASE_IMAGE".to_string(), dev_pin.clone());
-    build_args.insert("RUNTIME_IMAGE".to_string(), runtime_pin.clone());
-    build_args.insert(
-        "METAL_DESCRIBE".to_string(),
-        facts.describe.clone().unwrap_or_else(|| "v0.0.0".into()),
-    );
-    build_args.insert("SCM_VERSION".to_string(), facts.scm_version.clone());
-    build_args.insert("TT_MODEL_KIND".to_string(), spec.kind.as_str().to_string());
-    if let Some(dir) = &spec.runtime.extra_models_dir {
-        build_args.insert(
-            "EXTRA_MODELS_DIR".to_string(),
-            format!("/opt/tt-metal/{dir}"),
-        );
+/// `runtime.cargo`: the static binary built on the host, its compiler output in the log.
+async fn build_cargo_binary(
+    cargo_spec: crate::spec::CargoSpec,
+    run: &mut Run<'_, '_>,
+) -> Result<crate::cargo_bin::CargoOutput, PackageError> {
+    let (out, lines) = tokio::task::spawn_blocking(move || {
+        let mut lines = Vec::new();
+        let out = crate::cargo_bin::build(&cargo_spec, &mut |l| lines.push(l.to_owned()));
+        (out, lines)
+    })
+    .await
+    .map_err(|e| PackageError::Spec(format!("cargo build task failed: {e}")))?;
+    for line in &lines {
+        run.log.line(line);
     }
+    let out = out?;
+    let f = &out.facts;
+    run.phases.event(Event::Note(format!(
+        "{} {} → {} ({:.1} MB, static, {}{}, sha256 {})",
+        f.bin,
+        f.version,
+        f.path,
+        f.bytes as f64 / 1e6,
+        f.rustc,
+        if f.workspace_dirty {
+            ", dirty workspace"
+        } else {
+            ""
+        },
+        &f.sha256[..12]
+    )));
+    Ok(out)
+}
+
+/// Build's result: the image under its provisional tag, and the context it was built from.
+struct ImageBuilt {
+    id: String,
+    repository: String,
+    provisional: String,
+    final_tag: String,
+    context_sha256: String,
+}
+
+/// The labels every packaged image carries (what `list` and `rm` find it by).
+fn image_labels(r: &Resolved, code_digest: &str) -> BTreeMap<String, String> {
+    let spec = &r.spec;
     let mut image_labels = BTreeMap::new();
     image_labels.insert(labels::NAME.to_string(), spec.name.clone());
     image_labels.insert(labels::REPO.to_string(), spec.repo.clone());
@@ -486,49 +581,79 @@ pub async fn package(
             .collect::<Vec<_>>()
             .join(","),
     );
-    image_labels.insert(labels::CODE_SHA256.to_string(), code.digest.clone());
-    if let Some(sha) = &facts.sha {
+    image_labels.insert(labels::CODE_SHA256.to_string(), code_digest.to_string());
+    if let Some(sha) = &r.facts.sha {
         image_labels.insert(labels::TT_METAL_SHA.to_string(), sha.clone());
+    }
+    image_labels
+}
+
+/// Build: stream the context to the engine and build the image under a provisional tag.
+async fn build(
+    r: &Resolved,
+    files: &StagedFiles,
+    ctx: ContextBuilder,
+    run: &mut Run<'_, '_>,
+) -> Result<ImageBuilt, PackageError> {
+    let spec = &r.spec;
+    let repository = format!("{IMAGE_REPOSITORY_PREFIX}/{}", spec.name);
+    let provisional = format!("{repository}:build");
+    let mut build_args = BTreeMap::new();
+    build_args.insert("BASE_IMAGE".to_string(), r.dev_pin.clone());
+    build_args.insert("RUNTIME_IMAGE".to_string(), r.runtime_pin.clone());
+    build_args.insert(
+        "METAL_DESCRIBE".to_string(),
+        r.facts.describe.clone().unwrap_or_else(|| "v0.0.0".into()),
+    );
+    build_args.insert("SCM_VERSION".to_string(), r.facts.scm_version.clone());
+    build_args.insert("TT_MODEL_KIND".to_string(), spec.kind.as_str().to_string());
+    if let Some(dir) = &spec.runtime.extra_models_dir {
+        build_args.insert(
+            "EXTRA_MODELS_DIR".to_string(),
+            format!("/opt/tt-metal/{dir}"),
+        );
     }
     let request = BuildRequest {
         tag: provisional.clone(),
         dockerfile: DOCKERFILE.to_string(),
         build_args,
-        labels: image_labels,
-        network_mode: options.build_network.clone(),
+        labels: image_labels(r, &files.code.digest),
+        network_mode: run.options.build_network.clone(),
         target: None,
-        no_cache: options.no_cache,
+        no_cache: run.options.no_cache,
     };
     let (stream, summary) = ctx.into_stream();
-    let image_id = {
-        let phases = &mut phases;
-        let log = &mut log;
-        client
-            .build_image(&request, stream, |event| match &event {
-                BuildEvent::Step {
-                    index,
-                    total,
-                    instruction,
-                } => {
-                    log.line(&format!("Step {index}/{total} : {instruction}"));
-                    phases.event(Event::BuildStep {
-                        index: *index,
-                        total: *total,
-                        instruction: instruction.clone(),
-                    });
-                }
-                BuildEvent::Cached => {
-                    log.line(" ---> Using cache");
-                    phases.event(Event::BuildCached);
-                }
-                BuildEvent::Line(l) => {
-                    log.line(l);
-                    phases.event(Event::BuildLine(l.clone()));
-                }
-            })
-            .await
-    };
-    let image_id = match image_id {
+    let Run {
+        client,
+        phases,
+        log,
+        ..
+    } = run;
+    let built = client
+        .build_image(&request, stream, |event| match &event {
+            BuildEvent::Step {
+                index,
+                total,
+                instruction,
+            } => {
+                log.line(&format!("Step {index}/{total} : {instruction}"));
+                phases.event(Event::BuildStep {
+                    index: *index,
+                    total: *total,
+                    instruction: instruction.clone(),
+                });
+            }
+            BuildEvent::Cached => {
+                log.line(" ---> Using cache");
+                phases.event(Event::BuildCached);
+            }
+            BuildEvent::Line(l) => {
+                log.line(l);
+                phases.event(Event::BuildLine(l.clone()));
+            }
+        })
+        .await;
+    let id = match built {
         Ok(id) => id,
         Err(e) => {
             if let tt_model_engine::EngineError::Build { message, .. } = &e {
@@ -542,71 +667,112 @@ pub async fn package(
         .map_err(|e| PackageError::Spec(format!("context task failed: {e}")))?
         .map_err(PackageError::io(
             "Streaming the build context from",
-            &metal_root,
+            &r.metal_root,
         ))?;
-    log.line(&format!("image {image_id} (context {})", context.sha256));
-    let short = image_id.trim_start_matches("sha256:");
-    let short = &short[..short.len().min(12)];
-    let final_tag = format!("{repository}:{short}");
+    log.line(&format!("image {id} (context {})", context.sha256));
+    let short = id.trim_start_matches("sha256:");
+    let final_tag = format!("{repository}:{}", &short[..short.len().min(12)]);
+    Ok(ImageBuilt {
+        id,
+        repository,
+        provisional,
+        final_tag,
+        context_sha256: context.sha256,
+    })
+}
 
-    // ── Verify ──
-    phases.start(Phase::Verify);
-    let reuse = previous_output(&out_dir).is_some_and(|prev| prev == image_id);
-    let verify_checks = if reuse {
-        phases.event(Event::Verified {
-            checks: rendered.checks.len(),
+/// Verify's result: how many checks passed, and whether this exact image passed before (the
+/// previous output's verified layout is then reused).
+struct Verified {
+    checks: usize,
+    reuse: bool,
+}
+
+/// Verify: run the manifest's checks inside the image (isolated, as the runtime user), unless
+/// the previous output holds this very image.
+async fn verify(
+    r: &Resolved,
+    rendered: &crate::templates::RenderedFiles,
+    image: &ImageBuilt,
+    out_dir: &Path,
+    run: &mut Run<'_, '_>,
+) -> Result<Verified, PackageError> {
+    let checks = rendered.checks.len();
+    if previous_output(out_dir).is_some_and(|prev| prev == image.id) {
+        run.phases.event(Event::Verified {
+            checks,
             reused: true,
         });
-        rendered.checks.len()
-    } else {
-        let run = client
-            .run_to_completion(&verify_run(&image_id, &spec.name))
-            .await?;
-        for line in run.output.lines() {
-            log.line(line);
-        }
-        match crate::verify::interpret(&rendered.checks, run.exit_code, &run.output) {
-            Ok(n) => {
-                phases.event(Event::Verified {
-                    checks: n,
-                    reused: false,
-                });
-                n
-            }
-            Err(e) => {
-                // The failed image keeps only its provisional tag; the next package reuses
-                // its cached layers.
-                return Err(e);
-            }
-        }
-    };
-
-    // ── Export ──
-    phases.start(Phase::Export);
-    client.tag_image(&image_id, &repository, short).await?;
-    if provisional != final_tag {
-        client.remove_image(&provisional).await?;
+        return Ok(Verified {
+            checks,
+            reuse: true,
+        });
     }
+    let outcome = run
+        .client
+        .run_to_completion(&verify_run(&image.id, &r.spec.name))
+        .await?;
+    for line in outcome.output.lines() {
+        run.log.line(line);
+    }
+    // On failure the image keeps only its provisional tag; the next package reuses its cached
+    // layers.
+    let checks = crate::verify::interpret(&rendered.checks, outcome.exit_code, &outcome.output)?;
+    run.phases.event(Event::Verified {
+        checks,
+        reused: false,
+    });
+    Ok(Verified {
+        checks,
+        reuse: false,
+    })
+}
+
+/// Export: tag the image, write (or reuse) its OCI layout, freeze the lock, write the card and
+/// the wire manifest, and swap the staging directory into place.
+async fn export(
+    r: Resolved,
+    files: StagedFiles,
+    image: ImageBuilt,
+    verified: Verified,
+    wire: &WireFn<'_>,
+    run: &mut Run<'_, '_>,
+) -> Result<Packaged, PackageError> {
+    let spec = &r.spec;
+    let short = image
+        .final_tag
+        .rsplit_once(':')
+        .map_or("", |(_, tag)| tag)
+        .to_string();
+    run.client
+        .tag_image(&image.id, &image.repository, &short)
+        .await?;
+    if image.provisional != image.final_tag {
+        run.client.remove_image(&image.provisional).await?;
+    }
+    let tmp = files.tmp;
+    let out_dir = files.out_dir;
     let image_dir = tmp.path().join("image");
-    let reused_export = if reuse {
+    let reused_export = if verified.reuse {
         fs::rename(out_dir.join("image"), &image_dir)
             .map_err(PackageError::io("Reusing", out_dir.join("image")))?;
-        phases.event(Event::Exported {
+        run.phases.event(Event::Exported {
             bytes: 0,
             reused: true,
         });
         true
     } else {
-        let export = client
-            .export_oci_layout(&image_id, &image_dir, &final_tag)
+        let export = run
+            .client
+            .export_oci_layout(&image.id, &image_dir, &image.final_tag)
             .await?;
-        if export.config_digest != image_id {
-            phases.event(Event::Warning(format!(
-                "the exported config digest {} differs from the image id {image_id}",
-                export.config_digest
+        if export.config_digest != image.id {
+            run.phases.event(Event::Warning(format!(
+                "the exported config digest {} differs from the image id {}",
+                export.config_digest, image.id
             )));
         }
-        phases.event(Event::Exported {
+        run.phases.event(Event::Exported {
             bytes: export.bytes,
             reused: false,
         });
@@ -616,36 +782,36 @@ pub async fn package(
     let manifest_digest = tt_model_engine::oci_load::OciLayout::open(&image_dir)
         .map_err(|e| PackageError::Spec(format!("the exported image layout is unreadable: {e}")))?
         .manifest_digest;
-    let lock_text = match lock_bytes {
+    let lock_text = match files.lock_bytes {
         Some(bytes) => bytes,
-        None => freeze_lock(client, spec, &image_id).await?.into_bytes(),
+        None => freeze_lock(run.client, spec, &image.id).await?.into_bytes(),
     };
     write(&tmp.path().join("requirements.lock"), &lock_text)?;
     let built = Built {
-        image: final_tag,
-        image_digest: image_id.clone(),
+        image: image.final_tag,
+        image_digest: image.id,
         manifest_digest,
         repo: spec.repo.clone(),
-        tt_model_version: options.tool_version.clone(),
+        tt_model_version: run.options.tool_version.clone(),
         created_at: utc_now(),
-        tt_metal: facts.clone(),
-        code_sha256: code.digest.clone(),
-        base_images,
-        context_sha256: context.sha256.clone(),
-        cargo: cargo.map(|c| c.facts),
-        vllm: fetched.vllm.as_ref().map(|(_, b)| b.clone()),
-        plugin: fetched.plugin.as_ref().map(|(_, b)| b.clone()),
-        extra_code: fetched.extra_pins.clone(),
+        tt_metal: r.facts.clone(),
+        code_sha256: files.code.digest.clone(),
+        base_images: r.base_images.clone(),
+        context_sha256: image.context_sha256,
+        cargo: files.cargo.map(|c| c.facts),
+        vllm: r.fetched.vllm.as_ref().map(|(_, b)| b.clone()),
+        plugin: r.fetched.plugin.as_ref().map(|(_, b)| b.clone()),
+        extra_code: r.fetched.extra_pins.clone(),
     };
     let card = render_card(
         spec,
         &CardFacts {
-            tool_version: options.tool_version.clone(),
+            tool_version: run.options.tool_version.clone(),
             created_at: built.created_at.clone(),
             code_sha256: built.code_sha256.clone(),
-            metal_sha: facts.sha.clone(),
-            metal_remote: facts.remote.clone(),
-            metal_dirty: facts.dirty,
+            metal_sha: r.facts.sha.clone(),
+            metal_remote: r.facts.remote.clone(),
+            metal_dirty: r.facts.dirty,
             cargo: built.cargo.clone(),
             base_images: built.base_images.clone(),
         },
@@ -657,18 +823,12 @@ pub async fn package(
         wire_json.as_bytes(),
     )?;
     swap_into_place(tmp, &out_dir)?;
-    phases.finish();
-    log.line(&format!(
-        "packaged {} into {}",
-        built.image,
-        out_dir.display()
-    ));
     Ok(Packaged {
         out_dir,
         built,
-        verify_checks,
+        verify_checks: verified.checks,
         reused_export,
-        ignored: code.ignored,
+        ignored: files.code.ignored,
     })
 }
 

@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tt_model_manifest::validate::hardware::parse_mesh;
-use tt_model_manifest::{ServeArg, ServeSettings, WireManifest};
+use tt_model_manifest::{KindRuntime, RuntimeSpec, ServeArg, ServeSettings, WireManifest};
 
 use crate::launcher::Launch;
 use crate::spec::{Kind, Runtime, ServeDefault};
@@ -15,46 +15,23 @@ use crate::spec::{Kind, Runtime, ServeDefault};
 /// The port a server binds inside the container when the manifest names none.
 pub const DEFAULT_PORT: u16 = 8000;
 
-impl From<tt_model_manifest::Kind> for Kind {
-    fn from(kind: tt_model_manifest::Kind) -> Self {
-        match kind {
-            tt_model_manifest::Kind::VllmPlugin => Kind::VllmPlugin,
-            tt_model_manifest::Kind::VllmFork => Kind::VllmFork,
-            tt_model_manifest::Kind::TtDitServer => Kind::TtDitServer,
-            tt_model_manifest::Kind::HttpServer => Kind::HttpServer,
-        }
-    }
-}
-
-/// A string key of a runtime block.
-pub(crate) fn str_of(map: &Map<String, Value>, key: &str) -> Option<String> {
-    map.get(key).and_then(Value::as_str).map(String::from)
-}
-
-/// A list-of-strings key of a runtime block (a lone string is a one-item list).
-pub(crate) fn list_of(map: &Map<String, Value>, key: &str) -> Vec<String> {
-    match map.get(key) {
-        Some(Value::Array(items)) => items
-            .iter()
-            .filter_map(Value::as_str)
-            .map(String::from)
-            .collect(),
-        Some(Value::String(s)) => vec![s.clone()],
-        _ => Vec::new(),
-    }
-}
-
 /// The runtime keys the launcher reads, and the ready line (the runtime's, else the kind's).
 /// The build-only keys (engine sources, lock, packages) are left at their defaults.
-pub fn launch_runtime(kind: tt_model_manifest::Kind, rt: &Map<String, Value>) -> Runtime {
-    Runtime {
-        app: str_of(rt, "app"),
-        command: list_of(rt, "command"),
-        ready_line: str_of(rt, "ready_line").or_else(|| kind.ready_line().map(String::from)),
-        model_dir: str_of(rt, "model_dir"),
-        mesh_shape_env: str_of(rt, "mesh_shape_env"),
+pub fn launch_runtime(kind: Kind, rt: &RuntimeSpec) -> Runtime {
+    let mut runtime = Runtime {
+        ready_line: rt.ready_line(kind),
         ..Runtime::default()
+    };
+    match &rt.kind {
+        KindRuntime::TtDitServer(r) => {
+            runtime.app = r.app.clone();
+            runtime.mesh_shape_env = r.mesh_shape_env.clone();
+        }
+        KindRuntime::HttpServer(r) => runtime.command = r.command.clone(),
+        KindRuntime::VllmFork(r) => runtime.model_dir = r.model_dir.clone(),
+        KindRuntime::VllmPlugin(_) => {}
     }
+    runtime
 }
 
 /// `serve.args` flattened: a `[flag, value]` pair becomes two tokens.
@@ -113,10 +90,19 @@ pub fn wire_launch(
     settings: &ServeSettings,
     port: u16,
 ) -> ServerCommand {
-    let runtime = launch_runtime(wire.container.kind, &wire.container.runtime);
+    let kind = wire.container.kind;
+    // A runtime block that does not read (a hand-edited manifest) launches with the kind's
+    // defaults, as the rest of a tolerant wire read does.
+    let runtime = match wire.container.runtime_spec() {
+        Ok(rt) => launch_runtime(kind, &rt),
+        Err(_) => Runtime {
+            ready_line: kind.ready_line().map(String::from),
+            ..Runtime::default()
+        },
+    };
     let serve = serve_default(name, settings);
     let launch = Launch {
-        kind: wire.container.kind.into(),
+        kind,
         weights: wire.weights_id(),
         runtime: &runtime,
         serve: &serve,

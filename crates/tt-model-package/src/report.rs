@@ -41,6 +41,10 @@ impl Phase {
 /// Something the pipeline wants the user to know.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
+    /// The manifest's warnings, before anything else happens (shown as `lint` shows them).
+    Findings(Vec<tt_model_manifest::Diagnostic>),
+    /// Where the full build log goes.
+    Log(std::path::PathBuf),
     PhaseStarted(Phase),
     PhaseFinished(Phase, Duration),
     /// A fact worth a line (base image pinned, code digest, files ignored).

@@ -9,51 +9,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-/// The model server flavours (`kind:`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Kind {
-    VllmPlugin,
-    VllmFork,
-    TtDitServer,
-    HttpServer,
-}
-
-impl Kind {
-    /// The manifest spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::VllmPlugin => "vllm-plugin",
-            Kind::VllmFork => "vllm-fork",
-            Kind::TtDitServer => "tt-dit-server",
-            Kind::HttpServer => "http-server",
-        }
-    }
-
-    /// Parses the manifest spelling.
-    pub fn parse(s: &str) -> Option<Self> {
-        Some(match s {
-            "vllm-plugin" => Kind::VllmPlugin,
-            "vllm-fork" => Kind::VllmFork,
-            "tt-dit-server" => Kind::TtDitServer,
-            "http-server" => Kind::HttpServer,
-            _ => return None,
-        })
-    }
-
-    /// The card's default `pipeline_tag`.
-    pub fn default_pipeline_tag(self) -> Option<&'static str> {
-        match self {
-            Kind::VllmPlugin | Kind::VllmFork => Some("text-generation"),
-            _ => None,
-        }
-    }
-
-    /// Whether the server speaks the OpenAI chat API.
-    pub fn openai_compatible(self) -> bool {
-        matches!(self, Kind::VllmPlugin | Kind::VllmFork)
-    }
-}
+/// The model server flavours (`kind:`): the manifest's own type, one definition.
+pub use tt_model_manifest::Kind;
 
 /// Where the tt-metal tree comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -10,11 +10,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use tt_model_engine::Client;
-use tt_model_manifest::{CheckOptions, WireManifest, load_path};
-use tt_model_package::from_manifest::{spec_from_manifest, wire_json};
+use tt_model_manifest::WireManifest;
 use tt_model_package::pipeline::labels;
 use tt_model_package::report::{Event, Recorder};
-use tt_model_package::{PackageError, PackageOptions, Packaged, package};
+use tt_model_package::{PackageError, PackageOptions, Packaged, package_manifest};
 
 const BASE: &str = "local/busybox:tt-model";
 
@@ -42,26 +41,25 @@ async fn ensure_base(client: &Client) {
     );
 }
 
+/// Packages through the one entry point, as `tt-model package` does; the engine is the one
+/// the entry point connects to (the same as `client`'s).
 async fn run_package(
-    client: &Client,
+    _client: &Client,
     manifest_path: &Path,
     base_dir: &Path,
     out_root: &Path,
 ) -> (Result<Packaged, PackageError>, Vec<Event>) {
-    let (manifest, _) =
-        load_path(manifest_path, &CheckOptions::default()).expect("the manifest lints clean");
-    let spec = spec_from_manifest(&manifest, manifest_path, base_dir).unwrap();
     let options = PackageOptions {
         out_root: out_root.to_path_buf(),
         base_image: Some(BASE.into()),
-        log_path: std::env::temp_dir().join(format!("tt-model-test-{}.log", spec.name)),
+        log_dir: std::env::temp_dir().join("tt-model-test-logs"),
+        sources_base: base_dir.to_path_buf(),
         tool_version: "0.0.0-test".into(),
         build_network: Some("none".into()),
         no_cache: false,
     };
-    let wire = |b: &tt_model_package::Built| wire_json(&manifest, b);
     let mut recorder = Recorder::default();
-    let result = package(&spec, &wire, client, &options, &mut recorder).await;
+    let result = package_manifest(manifest_path, &options, &mut recorder).await;
     (result, recorder.0)
 }
 

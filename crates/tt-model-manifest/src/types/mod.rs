@@ -4,6 +4,7 @@
 mod card;
 mod image;
 mod runtime;
+mod runtime_spec;
 mod serve;
 mod source;
 mod verify;
@@ -15,6 +16,10 @@ use serde::{Deserialize, Serialize};
 pub use card::{CARD_KEYS, CARD_SECTIONS, CardSettings, LICENSE_KEYS, License};
 pub use image::{IMAGE_KEYS, ImageSettings, name_component_ok, registry_host_ok};
 pub use runtime::{CARGO_BIN_DIR, CARGO_KEYS, COMMON_RUNTIME_KEYS, CargoBinary, RUNTIME_DEVICES};
+pub use runtime_spec::{
+    CommonRuntime, ComponentSource, HttpServerRuntime, KindRuntime, RuntimeSpec,
+    TtDitServerRuntime, VllmForkRuntime, VllmPluginRuntime,
+};
 pub use serve::{
     CAPABILITY_KEYS, Capabilities, PROFILE_KEYS, SERVE_KEYS, ServeArg, ServeProfile, ServeSettings,
 };

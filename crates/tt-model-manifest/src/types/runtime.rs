@@ -103,6 +103,6 @@ impl super::Manifest {
     /// `runtime.cargo`, if the manifest ships a Rust binary (validated by lint; a malformed
     /// block reads as none here).
     pub fn cargo_binary(&self) -> Option<CargoBinary> {
-        serde_json::from_value(self.runtime.get("cargo")?.clone()).ok()
+        self.runtime_spec().ok()?.cargo().cloned()
     }
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use super::Checker;
-use crate::types::{CodeRoot, Kind};
+use crate::types::{CodeRoot, ComponentSource, KindRuntime, RuntimeSpec, TtDitServerRuntime};
 
 pub(super) fn check(c: &mut Checker<'_>, base: &Path) {
     let m = c.m;
@@ -64,8 +64,10 @@ pub(super) fn check(c: &mut Checker<'_>, base: &Path) {
         }
     }
     local_runtime_sources(c, base);
-    if m.kind == Kind::TtDitServer
-        && let Some(app) = m.runtime.get("app").and_then(|v| v.as_str())
+    if let Ok(RuntimeSpec {
+        kind: KindRuntime::TtDitServer(TtDitServerRuntime { app: Some(app), .. }),
+        ..
+    }) = m.runtime_spec()
     {
         let package = app.split([':', '.']).next().unwrap_or_default();
         let shipped = m.source.all_code_paths().any(|p| {
@@ -119,14 +121,15 @@ fn wheel_exists(path: &Path) -> bool {
 /// `runtime.plugin.path` and `runtime.vllm.path` (pip-installable directories),
 /// `runtime.vllm.wheel` and `runtime.wheels` (files), as `package` stages them.
 fn local_runtime_sources(c: &mut Checker<'_>, base: &Path) {
-    let rt = &c.m.runtime;
+    // A block whose values do not read has been reported by the runtime checks already.
+    let Ok(rt) = c.m.runtime_spec() else { return };
     let mut findings: Vec<(String, String)> = Vec::new();
-    for key in ["plugin", "vllm"] {
-        let Some(p) = rt
-            .get(key)
-            .and_then(|v| v.get("path"))
-            .and_then(|v| v.as_str())
-        else {
+    let (plugin, wheels) = match &rt.kind {
+        KindRuntime::VllmPlugin(p) => (p.plugin.as_ref(), p.wheels.as_slice()),
+        _ => (None, &[][..]),
+    };
+    for (key, source) in [("plugin", plugin), ("vllm", rt.vllm())] {
+        let Some(ComponentSource::Path { path: p }) = source else {
             continue;
         };
         let dir = resolve(base, p);
@@ -143,10 +146,7 @@ fn local_runtime_sources(c: &mut Checker<'_>, base: &Path) {
             findings.push((path.clone(), format!("{path} '{p}' has neither pyproject.toml nor setup.py; it must be a pip-installable project")));
         }
     }
-    if let Some(w) = rt
-        .get("vllm")
-        .and_then(|v| v.get("wheel"))
-        .and_then(|v| v.as_str())
+    if let Some(ComponentSource::Wheel { wheel: w }) = rt.vllm()
         && !wheel_exists(&resolve(base, w))
     {
         findings.push((
@@ -157,19 +157,15 @@ fn local_runtime_sources(c: &mut Checker<'_>, base: &Path) {
             ),
         ));
     }
-    if let Some(wheels) = rt.get("wheels").and_then(|v| v.as_array()) {
-        for (i, w) in wheels.iter().enumerate() {
-            if let Some(w) = w.as_str()
-                && !wheel_exists(&resolve(base, w))
-            {
-                findings.push((
-                    format!("runtime.wheels[{i}]"),
-                    format!(
-                        "runtime.wheels entry '{w}' matches no file (resolved to {})",
-                        resolve(base, w).display()
-                    ),
-                ));
-            }
+    for (i, w) in wheels.iter().enumerate() {
+        if !wheel_exists(&resolve(base, w)) {
+            findings.push((
+                format!("runtime.wheels[{i}]"),
+                format!(
+                    "runtime.wheels entry '{w}' matches no file (resolved to {})",
+                    resolve(base, w).display()
+                ),
+            ));
         }
     }
     for (path, message) in findings {

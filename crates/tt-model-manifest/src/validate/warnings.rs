@@ -5,7 +5,7 @@ use super::Checker;
 use super::hardware::parse_mesh;
 use super::runtime::DEFAULT_MESH_SHAPE_ENV;
 use crate::profile::merge_settings;
-use crate::types::{Kind, WeightsSource};
+use crate::types::{Kind, KindRuntime, RuntimeSpec, TtDitServerRuntime, WeightsSource};
 
 /// A full 40-hex commit sha.
 pub(crate) fn is_commit(rev: &str) -> bool {
@@ -99,12 +99,17 @@ fn env_contradictions(c: &mut Checker<'_>) {
         ));
     }
     let kind = c.m.kind;
-    let shape_env =
-        c.m.runtime
-            .get("mesh_shape_env")
-            .and_then(|v| v.as_str())
-            .unwrap_or(DEFAULT_MESH_SHAPE_ENV)
-            .to_owned();
+    let shape_env = match c.m.runtime_spec() {
+        Ok(RuntimeSpec {
+            kind:
+                KindRuntime::TtDitServer(TtDitServerRuntime {
+                    mesh_shape_env: Some(env),
+                    ..
+                }),
+            ..
+        }) => env,
+        _ => DEFAULT_MESH_SHAPE_ENV.to_owned(),
+    };
     let mut seen = std::collections::BTreeSet::new();
     for (base, settings) in places {
         for (key, value) in &settings.env {

@@ -1,8 +1,6 @@
 //! What `serve` takes from a container package besides the launcher: the image to run, the
 //! weights id, the profiles, and the readiness signals the runtime block names.
 
-use serde_json::Value;
-
 use super::{ContainerSpec, WireManifest, lenient::HF_REGISTRY};
 
 /// The health endpoint probed when the runtime names none.
@@ -83,30 +81,39 @@ impl ContainerSpec {
             .collect()
     }
 
-    fn runtime_str(&self, key: &str) -> Option<&str> {
-        self.runtime.get(key).and_then(Value::as_str)
+    /// `runtime`, typed for this container's kind.
+    pub fn runtime_spec(&self) -> Result<crate::types::RuntimeSpec, serde_json::Error> {
+        crate::types::RuntimeSpec::from_map(self.kind, &self.runtime)
+    }
+
+    /// The keys every kind shares; a block that does not read (a hand-edited manifest) gives
+    /// the defaults, as a tolerant read should.
+    fn common_runtime(&self) -> crate::types::CommonRuntime {
+        self.runtime_spec().map(|r| r.common).unwrap_or_default()
     }
 
     /// The log line that says the server is ready: `runtime.ready_line`, else the kind's.
     pub fn ready_line(&self) -> Option<String> {
-        self.runtime_str("ready_line")
-            .or_else(|| self.kind.ready_line())
-            .map(str::to_owned)
+        match self.runtime_spec() {
+            Ok(rt) => rt.ready_line(self.kind),
+            Err(_) => self.kind.ready_line().map(str::to_owned),
+        }
     }
 
     /// The health endpoint probed for readiness (`runtime.health_path`, one of the
     /// [`crate::types::COMMON_RUNTIME_KEYS`] lint accepts for every kind).
     pub fn health_path(&self) -> String {
-        self.runtime_str("health_path")
-            .unwrap_or(DEFAULT_HEALTH_PATH)
-            .to_owned()
+        self.common_runtime()
+            .health_path
+            .unwrap_or_else(|| DEFAULT_HEALTH_PATH.to_owned())
     }
 
     /// The runtime needs no Tenstorrent device (`runtime.device` is one of
     /// [`crate::types::RUNTIME_DEVICES`] other than `card`).
     pub fn runs_without_card(&self) -> bool {
-        self.runtime_str("device")
-            .is_some_and(|d| d != "card" && crate::types::RUNTIME_DEVICES.contains(&d))
+        self.common_runtime()
+            .device
+            .is_some_and(|d| d != "card" && crate::types::RUNTIME_DEVICES.contains(&d.as_str()))
     }
 }
 

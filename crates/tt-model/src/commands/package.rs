@@ -9,26 +9,28 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use tt_model_engine::{Client, EngineError};
-use tt_model_manifest::{CheckOptions, load_path};
-use tt_model_package::from_manifest::{spec_from_manifest, wire_json};
-use tt_model_package::{Event, PackageError, PackageOptions, Phase, Reporter, package};
+use tt_model_engine::EngineError;
+use tt_model_package::{
+    ErrorClass, Event, PackageError, PackageOptions, Phase, Reporter, package_manifest,
+};
 
+use crate::ExitStatus;
 use crate::args::PackageArgs;
 use crate::printer::{DiagnosisCard, Printer};
-use crate::{ExitStatus, UserError};
 
-/// Where build logs go: `build/<name>.log` under the one state root every command uses
+/// Where build logs go: `build/` under the one state root every command uses
 /// (`TT_MODEL_HOME`, else `$XDG_CACHE_HOME/tt-model`, else `~/.cache/tt-model`).
-fn log_path(name: &str) -> PathBuf {
-    super::serve::target::state_root()
-        .join("build")
-        .join(format!("{name}.log"))
+fn log_dir() -> PathBuf {
+    super::serve::target::state_root().join("build")
 }
 
 /// Draws the stepper and the current build step.
 struct CliReporter<'p> {
     printer: &'p Printer,
+    /// The manifest, for showing its findings as `lint` does.
+    manifest: PathBuf,
+    /// Where the pipeline said its log goes.
+    log: Option<PathBuf>,
     bar: ProgressBar,
     phase: Option<Phase>,
     step: String,
@@ -37,7 +39,7 @@ struct CliReporter<'p> {
 }
 
 impl<'p> CliReporter<'p> {
-    fn new(printer: &'p Printer) -> Self {
+    fn new(printer: &'p Printer, manifest: PathBuf) -> Self {
         let bar = if printer.color_stderr() {
             let bar = ProgressBar::new_spinner();
             bar.set_style(
@@ -51,6 +53,8 @@ impl<'p> CliReporter<'p> {
         };
         Self {
             printer,
+            manifest,
+            log: None,
             bar,
             phase: None,
             step: String::new(),
@@ -81,6 +85,14 @@ impl<'p> CliReporter<'p> {
 impl Reporter for CliReporter<'_> {
     fn event(&mut self, event: Event) {
         match event {
+            Event::Findings(findings) => {
+                // Shown as `lint` shows them: snippet, caret, dotted path, suggestion.
+                let src = std::fs::read_to_string(&self.manifest).unwrap_or_default();
+                let (printer, path) = (self.printer, &self.manifest);
+                self.bar
+                    .suspend(|| super::lint::print_findings_stderr(printer, path, &src, &findings));
+            }
+            Event::Log(path) => self.log = Some(path),
             Event::PhaseStarted(p) => {
                 self.phase = Some(p);
                 self.bar.set_prefix(Self::stepper(p));
@@ -162,40 +174,21 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     // As the original's package: the sources are checked too (`lint --check-sources`), so a
     // missing path is a located finding before anything is staged. Relative paths resolve
     // against the working directory, as in `lint`.
-    let cwd = std::env::current_dir()?;
-    let checks = CheckOptions {
-        sources_base: Some(cwd.clone()),
-    };
-    let (manifest, warnings) =
-        load_path(&args.container, &checks).map_err(super::lint::manifest_error)?;
-    if !warnings.is_empty() {
-        // Shown as `lint` shows them: snippet, caret, dotted path, suggestion.
-        let src = std::fs::read_to_string(&args.container).unwrap_or_default();
-        super::lint::print_findings_stderr(printer, &args.container, &src, &warnings);
-    }
-    let spec = spec_from_manifest(&manifest, &args.container, &cwd)
-        .map_err(|e| UserError(e.to_string()))?;
-    let log = log_path(&spec.name);
     let options = PackageOptions {
         out_root: args.out.clone(),
         base_image: args.base_image.clone(),
-        log_path: log.clone(),
+        log_dir: log_dir(),
+        sources_base: std::env::current_dir()?,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         build_network: args.build_network.clone(),
         no_cache: args.no_cache,
     };
-    // The outer result is the runtime's; the inner one says whether the engine answered.
-    let result = crate::block_on(async {
-        let client = match Client::connect().await {
-            Ok(c) => c,
-            Err(e) => return Ok(Err(e)),
-        };
-        let mut reporter = CliReporter::new(printer);
-        // The bar is shared (cheap clone) so the Ctrl-C handler can print above it while the
-        // pipeline holds the reporter.
-        let bar = reporter.bar.clone();
-        let wire = |built: &tt_model_package::Built| wire_json(&manifest, built);
-        let fut = package(&spec, &wire, &client, &options, &mut reporter);
+    let mut reporter = CliReporter::new(printer, args.container.clone());
+    // The bar is shared (cheap clone) so the Ctrl-C handler can print above it while the
+    // pipeline holds the reporter.
+    let bar = reporter.bar.clone();
+    let outcome = crate::block_on(async {
+        let fut = package_manifest(&args.container, &options, &mut reporter);
         tokio::pin!(fut);
         let mut warned = false;
         let outcome = loop {
@@ -210,12 +203,16 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
                 }
             }
         };
-        bar.finish_and_clear();
-        Ok(Ok::<_, EngineError>(outcome))
+        Ok(outcome)
     })?;
-    let outcome = match result {
-        Ok(outcome) => outcome,
-        Err(e) if e.is_unreachable() => {
+    bar.finish_and_clear();
+    let log = reporter
+        .log
+        .take()
+        .unwrap_or_else(|| log_dir().join("<name>.log"));
+    match outcome {
+        Err(PackageError::Manifest(e)) => Err(super::lint::manifest_error(*e)),
+        Err(PackageError::Engine(e)) if e.is_unreachable() => {
             let evidence = std::iter::successors(std::error::Error::source(&e), |c| c.source())
                 .map(|c| c.to_string())
                 .collect();
@@ -223,11 +220,8 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
                 consequence: Some("nothing was built".into()),
                 ..crate::engine_unreachable_card(&e, evidence)
             });
-            return Ok(ExitStatus::Failure);
+            Ok(ExitStatus::Failure)
         }
-        Err(e) => return Err(e.into()),
-    };
-    match outcome {
         Ok(done) => {
             printer.done(
                 &format!("Packaged {}", done.built.image),
@@ -339,21 +333,17 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             printer.error("nothing was built; the previous output is untouched");
             Ok(ExitStatus::Failure)
         }
-        Err(
-            e @ (PackageError::Spec(_)
-            | PackageError::Cargo { .. }
-            | PackageError::Unsupported(_)
-            | PackageError::MetalTree { .. }
-            | PackageError::MissingCode { .. }
-            | PackageError::MissingLock(_)
-            | PackageError::OutInsideGit(_)),
-        ) => Err(UserError(e.to_string()).into()),
         Err(PackageError::Cancelled) => {
             printer.skipped(
                 "cancelled",
                 Some("nothing was written; the previous output is untouched"),
             );
             Ok(ExitStatus::Interrupted)
+        }
+        // The input is wrong: its message says what to fix, without a cause chain.
+        Err(e) if e.class() == ErrorClass::Input => {
+            printer.error(&e.to_string());
+            Ok(ExitStatus::Failure)
         }
         Err(e) => Err(e.into()),
     }
