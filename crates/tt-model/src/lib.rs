@@ -17,9 +17,11 @@
 
 pub mod args;
 pub mod commands;
+pub(crate) mod local;
 // Only the printer writes to the terminal (it knows about colour, piping and progress bars).
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod printer;
+pub(crate) mod progress;
 
 use std::process::ExitCode;
 

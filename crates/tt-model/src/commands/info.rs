@@ -7,11 +7,11 @@ use tt_model_hub::card_tags::CATALOG_TAG;
 use tt_model_manifest::WireManifest;
 
 use super::hub;
-use super::serve::package::WIRE_MANIFEST;
-use super::serve::target;
-use super::serve::weights::human_bytes;
 use crate::args::InfoArgs;
+use crate::local::package::WIRE_MANIFEST;
+use crate::local::target;
 use crate::printer::Printer;
+use crate::progress::human_bytes;
 use crate::{ExitStatus, UserError};
 
 /// The facts `info` shows (pure: from the repo listing and the manifest).

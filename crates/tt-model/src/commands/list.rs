@@ -7,13 +7,13 @@ use tt_model_engine::Client;
 use tt_model_engine::images::{ImageState, judge};
 use tt_model_engine::localdb::{Entry, Source};
 
-use super::serve::installed;
-use super::serve::package::{Package, WIRE_MANIFEST};
-use super::serve::weights::human_bytes;
-use super::serve::{host, target};
 use crate::ExitStatus;
 use crate::args::ListArgs;
+use crate::local::host;
+use crate::local::installed;
+use crate::local::package::{Package, WIRE_MANIFEST};
 use crate::printer::{DiagnosisCard, Printer};
+use crate::progress::human_bytes;
 
 /// Every installed package: the database's entries, then `pulled/<org>__<name>/` manifests
 /// it does not know (installed before it existed), sorted by id. A database that cannot be
@@ -23,7 +23,7 @@ pub(crate) fn installed(warn: &mut dyn FnMut(String)) -> Vec<Entry> {
         warn(e.to_string());
         Vec::new()
     });
-    let dir = target::state_root().join("pulled");
+    let dir = crate::local::state_root().join("pulled");
     let mut legacy: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|rd| {
             rd.flatten()

@@ -4,9 +4,9 @@
 use tt_model_engine::containers::ContainerInfo;
 use tt_model_engine::logs::{self, LogStream};
 
-use super::serve::{host, target};
 use super::stop::running_of;
 use crate::args::LogsArgs;
+use crate::local::{host, target};
 use crate::printer::Printer;
 use crate::{ExitStatus, UserError};
 

@@ -6,9 +6,9 @@
 //! directory is removed, leaving the previous output untouched.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use tt_model_engine::EngineError;
 use tt_model_package::{
     ErrorClass, Event, PackageError, PackageOptions, Phase, Reporter, package_manifest,
@@ -21,7 +21,7 @@ use crate::printer::{DiagnosisCard, Printer};
 /// Where build logs go: `build/` under the one state root every command uses
 /// (`TT_MODEL_HOME`, else `$XDG_CACHE_HOME/tt-model`, else `~/.cache/tt-model`).
 fn log_dir() -> PathBuf {
-    super::serve::target::state_root().join("build")
+    crate::local::state_root().join("build")
 }
 
 /// Draws the stepper and the current build step.
@@ -41,13 +41,7 @@ struct CliReporter<'p> {
 impl<'p> CliReporter<'p> {
     fn new(printer: &'p Printer, manifest: PathBuf) -> Self {
         let bar = if printer.color_stderr() {
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {prefix} {wide_msg} {elapsed}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar.enable_steady_tick(Duration::from_millis(120));
-            bar
+            crate::progress::spinner("{spinner} {prefix} {wide_msg} {elapsed}")
         } else {
             ProgressBar::hidden()
         };
@@ -230,8 +224,8 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             printer.note(&format!("code/ {}", done.built.code_sha256));
             printer.note(&format!("full log: {}", log.display()));
             // Installed = listed by `tt-model list`; serve uses the entry to judge the image.
-            let manifest = done.out_dir.join(super::serve::package::WIRE_MANIFEST);
-            if let Err(e) = super::serve::installed::record_staged(&manifest) {
+            let manifest = done.out_dir.join(crate::local::package::WIRE_MANIFEST);
+            if let Err(e) = crate::local::installed::record_staged(&manifest) {
                 printer.warn(&format!(
                     "{} is not recorded as installed: {e:#}",
                     manifest.display()

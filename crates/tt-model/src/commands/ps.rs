@@ -5,9 +5,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tt_model_engine::containers::ContainerInfo;
 use tt_model_engine::labels;
 
-use super::serve::host;
 use crate::ExitStatus;
 use crate::args::PsArgs;
+use crate::local::host;
 use crate::printer::Printer;
 
 /// Runs `tt-model ps`.

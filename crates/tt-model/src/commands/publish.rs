@@ -13,8 +13,8 @@ use tt_model_manifest::{WireError, WireManifest};
 use tt_model_package::publish;
 
 use super::hub;
-use super::serve::package::WIRE_MANIFEST;
 use crate::args::{PublishArgs, UnpublishArgs};
+use crate::local::package::WIRE_MANIFEST;
 use crate::printer::Printer;
 use crate::{ExitStatus, UserError};
 

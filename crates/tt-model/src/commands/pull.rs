@@ -19,12 +19,13 @@ use tt_model_hub::Downloader;
 use tt_model_hub::env::HubEnv;
 
 use super::hub::registry;
-use super::serve::image::Via;
-use super::serve::package::{Package, WIRE_MANIFEST};
-use super::serve::weights::{self, ByteBar, human_bytes};
-use super::serve::{host, image, installed, target};
 use crate::args::PullArgs;
+use crate::local::image::Via;
+use crate::local::package::{Package, WIRE_MANIFEST};
+use crate::local::weights;
+use crate::local::{host, image, installed, target};
 use crate::printer::Printer;
+use crate::progress::{ByteBar, human_bytes};
 use crate::{ExitStatus, UserError};
 
 /// Runs `tt-model pull`.
@@ -42,7 +43,7 @@ const LAYOUT_DIR: &str = "image/";
 
 /// The pull cache: an HF-layout hub cache of tt-model's own.
 fn pull_cache() -> PathBuf {
-    target::state_root().join("pull-cache")
+    crate::local::state_root().join("pull-cache")
 }
 
 /// Writes `bytes` to `path` through a sibling temp file and a rename.

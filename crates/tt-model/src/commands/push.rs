@@ -26,10 +26,10 @@ use tt_model_manifest::WireManifest;
 use tt_model_package::publish::{self, Listing, Visibility};
 
 use super::hub::{self, UploadBar, record, registry};
-use super::serve::package::WIRE_MANIFEST;
-use super::serve::weights::human_bytes;
 use crate::args::PushArgs;
+use crate::local::package::WIRE_MANIFEST;
 use crate::printer::Printer;
+use crate::progress::human_bytes;
 use crate::{ExitStatus, HubConsequence, UserError};
 
 /// Runs `tt-model push`.

@@ -10,12 +10,12 @@ use tt_model_hub::env::HubEnv;
 use tt_model_engine::Client;
 use tt_model_engine::localdb::Entry;
 
-use super::serve::installed;
-use super::serve::package::Package;
-use super::serve::weights::human_bytes;
-use super::serve::{host, target};
 use crate::args::RmArgs;
+use crate::local::installed;
+use crate::local::package::Package;
+use crate::local::{host, target};
 use crate::printer::Printer;
+use crate::progress::human_bytes;
 use crate::{ExitStatus, UsageError, UserError};
 
 /// Bytes under `p` (symlinks not followed).
@@ -167,7 +167,7 @@ async fn remove(
         }
     }
     // A pulled package's manifest directory goes too; a staged one is the user's.
-    let pulled = target::state_root().join("pulled");
+    let pulled = crate::local::state_root().join("pulled");
     let manifest = pkg
         .as_ref()
         .map(|p| p.manifest_path.clone())

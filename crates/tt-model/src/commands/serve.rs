@@ -3,12 +3,6 @@
 //! kind's ready line AND the health endpoint), or a diagnosis card.
 
 pub(crate) mod checklist;
-pub(crate) mod host;
-pub(crate) mod image;
-pub(crate) mod installed;
-pub(crate) mod package;
-pub(crate) mod target;
-pub(crate) mod weights;
 
 use std::time::{Duration, Instant};
 
@@ -24,7 +18,8 @@ use crate::args::ServeArgs;
 use crate::printer::{DiagnosisCard, Printer};
 use crate::{ExitStatus, UserError};
 
-use self::package::{Package, Profile};
+use crate::local::package::{Package, Profile};
+use crate::local::{host, image, installed, package, target, weights};
 
 /// How long a serve waits for another serve's chip allocation.
 const ALLOC_LOCK_TIMEOUT: Duration = Duration::from_secs(120);

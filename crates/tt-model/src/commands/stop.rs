@@ -7,9 +7,9 @@ use std::time::Duration;
 use tt_model_engine::containers::ContainerInfo;
 use tt_model_engine::{Client, devices, labels};
 
-use super::serve::{host, target};
 use crate::ExitStatus;
 use crate::args::StopArgs;
+use crate::local::{host, target};
 use crate::printer::Printer;
 
 /// Bound on the reset container.

@@ -35,7 +35,7 @@ pub(crate) struct UploadBar(ProgressBar);
 
 impl UploadBar {
     pub(crate) fn new(what: &str) -> Self {
-        Self(super::serve::weights::byte_progress_bar(what))
+        Self(crate::progress::byte_progress_bar(what))
     }
     pub(crate) fn finish(&self) {
         self.0.finish_and_clear();

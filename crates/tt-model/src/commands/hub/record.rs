@@ -6,11 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::super::serve::target;
-
 /// Where the record of pushes to `repo` lives.
 pub(crate) fn path(repo: &str) -> PathBuf {
-    target::state_root()
+    crate::local::state_root()
         .join("pushed")
         .join(format!("{}.json", repo.replace('/', "__")))
 }

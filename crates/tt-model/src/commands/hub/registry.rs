@@ -19,9 +19,8 @@ use tt_model_manifest::WireManifest;
 
 use super::UploadBar;
 use crate::UserError;
-use crate::commands::serve::target;
-use crate::commands::serve::weights::human_bytes;
 use crate::printer::Printer;
+use crate::progress::human_bytes;
 
 /// Where the package's image goes: `image.registry` + `image.repository` (default: the name).
 pub(crate) fn target_of(wire: &WireManifest) -> anyhow::Result<RegistryTarget> {
@@ -36,7 +35,7 @@ pub(crate) fn target_of(wire: &WireManifest) -> anyhow::Result<RegistryTarget> {
 
 /// The blob → repository memory of pushes (`<state>/registry-blobs.json`).
 fn blobs_file() -> PathBuf {
-    target::state_root().join("registry-blobs.json")
+    crate::local::state_root().join("registry-blobs.json")
 }
 
 fn known_blobs(host: &str) -> HashMap<String, String> {

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use tt_model_engine::bootlog::{self, BootEvent};
 use tt_model_engine::wait::WaitEvent;
 
@@ -47,11 +47,7 @@ fn elapsed(d: Duration) -> String {
 
 impl<'p> Checklist<'p> {
     pub fn new(printer: &'p Printer, kind: &str) -> Self {
-        let spinner = ProgressBar::new_spinner();
-        spinner.set_style(
-            ProgressStyle::with_template("{spinner} {msg}  {elapsed}").expect("static template"),
-        );
-        spinner.enable_steady_tick(Duration::from_millis(100));
+        let spinner = crate::progress::spinner("{spinner} {msg}  {elapsed}");
         Checklist {
             printer,
             spinner,

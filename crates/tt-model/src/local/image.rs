@@ -15,9 +15,9 @@ use tt_model_engine::oci_load::{LoadError, OciLayout};
 
 use super::installed;
 use super::package::{Package, WIRE_MANIFEST};
-use super::weights::human_bytes;
 use crate::UserError;
 use crate::printer::Printer;
+use crate::progress::human_bytes;
 
 /// The command that needed the image: the remedies must fit it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

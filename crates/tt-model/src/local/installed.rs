@@ -6,11 +6,10 @@ use std::path::{Path, PathBuf};
 use tt_model_engine::localdb::{Entry, LocalDb, Source};
 
 use super::package::Package;
-use super::target;
 
 /// `installed.json` under the tt-model state root.
 pub(crate) fn db() -> LocalDb {
-    LocalDb::under(&target::state_root())
+    LocalDb::under(&super::state_root())
 }
 
 /// An absolute, symlink-free path when it exists, so entries compare by path.

@@ -1,71 +1,14 @@
 //! Weights before boot: download the pinned revision into the host HF cache (resumable,
 //! every file verified: LFS sha256, git blob id), or, with `--no-weights`/`--local-only`, say what the cache holds.
 
-use indicatif::{ProgressBar, ProgressStyle};
-use tt_model_hub::download::{DownloadPlan, LocalStatus, local_status};
+use tt_model_hub::download::{LocalStatus, local_status};
 use tt_model_hub::env::HubEnv;
-use tt_model_hub::{DownloadReporter, Downloader, HubCache, HubError};
+use tt_model_hub::{Downloader, HubCache, HubError};
 
 use super::package::{Package, WeightsRef};
 use crate::UserError;
 use crate::printer::Printer;
-
-/// Decimal bytes (`12.1 MB`).
-pub fn human_bytes(n: u64) -> String {
-    let units = ["B", "kB", "MB", "GB", "TB"];
-    let mut v = n as f64;
-    let mut i = 0;
-    while v >= 1000.0 && i < units.len() - 1 {
-        v /= 1000.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", units[i])
-    }
-}
-
-/// The one byte-transfer bar style (downloads and uploads), labelled `what`, length unknown yet.
-pub(crate) fn byte_progress_bar(what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template(
-            "  {spinner} {prefix}  ▕{bar:24}▏ {bytes}/{total_bytes}  {bytes_per_sec}  {wide_msg}",
-        )
-        .expect("static template")
-        .progress_chars("█▉▊▋▌▍▎▏ "),
-    );
-    bar.set_prefix(what.to_string());
-    bar
-}
-
-/// A byte progress bar for a Hub download (weights, a pulled package), sized by the plan.
-pub(crate) struct ByteBar(ProgressBar);
-
-impl ByteBar {
-    /// A bar labelled `what` (a repo id); its length is set when the plan is known.
-    pub(crate) fn new(what: &str) -> Self {
-        Self(byte_progress_bar(what))
-    }
-
-    /// Removes the bar (the caller prints the outcome).
-    pub(crate) fn finish(&self) {
-        self.0.finish_and_clear();
-    }
-}
-
-impl DownloadReporter for ByteBar {
-    fn planned(&self, plan: &DownloadPlan) {
-        self.0.set_length(plan.bytes_to_fetch());
-    }
-    fn file_started(&self, file: &str, _size: Option<u64>, _resumed_from: u64) {
-        self.0.set_message(file.to_string());
-    }
-    fn bytes(&self, n: u64) {
-        self.0.inc(n);
-    }
-}
+use crate::progress::{ByteBar, human_bytes};
 
 /// How serve should mount the cache afterwards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

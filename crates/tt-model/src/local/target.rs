@@ -4,22 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use super::package::{Package, WIRE_MANIFEST};
+use super::state_root;
 use crate::UserError;
-
-/// `~/.cache/tt-model` (or `$XDG_CACHE_HOME/tt-model`, or `TT_MODEL_HOME`).
-pub fn state_root() -> PathBuf {
-    if let Some(h) = std::env::var_os("TT_MODEL_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(h);
-    }
-    // The XDG spec: a relative value is invalid and ignored.
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .unwrap_or_else(|| {
-            PathBuf::from(std::env::var_os("HOME").unwrap_or_else(|| "/root".into())).join(".cache")
-        });
-    cache.join("tt-model")
-}
 
 /// Where `pull` keeps a package's manifest: `pulled/<org>__<name>/tt_kernel_manifest.json`.
 pub fn pulled_manifest(repo_id: &str) -> PathBuf {
