@@ -115,10 +115,48 @@ async fn reset_after_kill(client: &Client, c: &ContainerInfo) -> Reset {
         .await
     {
         Ok((0, _)) => Reset::Ran,
-        Ok((code, out)) => Reset::Failed(format!(
-            "tt-smi exited {code}: {}",
-            out.lines().last().unwrap_or("")
-        )),
-        Err(e) => Reset::Failed(e.to_string()),
+        Ok((code, out)) => Reset::Failed(reset_failure(Some(code), &out, chips.as_deref())),
+        Err(e) => Reset::Failed(reset_failure(None, &e.to_string(), chips.as_deref())),
+    }
+}
+
+/// Why the reset did not complete, and what to do when the image has no `tt-smi` (an
+/// http-server image without a Python environment: every Python-kind image carries it).
+fn reset_failure(code: Option<i64>, output: &str, chips: Option<&[u32]>) -> String {
+    let missing = code == Some(127)
+        || output.contains("executable file not found")
+        || output.contains("tt-smi: not found");
+    if missing {
+        let ids = match chips {
+            Some(ids) if !ids.is_empty() => labels::format_devices(ids),
+            _ => "all".to_string(),
+        };
+        return format!(
+            "the image carries no tt-smi (an http-server image without a Python environment); reset from the host: tt-smi -r {ids}"
+        );
+    }
+    let last = output.lines().last().unwrap_or("");
+    match code {
+        Some(code) => format!("tt-smi exited {code}: {last}"),
+        None => output.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_tt_smi_names_the_host_side_reset() {
+        let engine = "failed to create task: exec: \"tt-smi\": executable file not found in $PATH";
+        for (code, out) in [(None, engine), (Some(127), "sh: tt-smi: not found")] {
+            let why = reset_failure(code, out, Some(&[0, 2]));
+            assert!(why.contains("carries no tt-smi"), "{why}");
+            assert!(why.ends_with("tt-smi -r 0,2"), "{why}");
+        }
+        assert_eq!(
+            reset_failure(Some(1), "resetting\nboard 0 timed out", None),
+            "tt-smi exited 1: board 0 timed out"
+        );
     }
 }
