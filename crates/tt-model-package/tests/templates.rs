@@ -292,3 +292,43 @@ fn bad_env_names_are_refused() {
     let err = render(&spec, &options(false)).unwrap_err();
     assert!(err.to_string().contains("BAD;NAME"), "{err}");
 }
+
+/// The GR00T Rust example for a card (issue 16, item 4): the server is built with its device
+/// backend, the image's Python environment (3.12: the ttnn wheel is cp312-only) carries ttnn
+/// for the backend's worker and tt-smi for stop's reset, and the served env selects the card.
+#[test]
+fn gr00t_rs_example_carries_the_device_backend() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/gr00t-n1.6-3b-p150-rs/tt-model.yaml");
+    let (manifest, _) =
+        tt_model_manifest::load_path(&example, &tt_model_manifest::CheckOptions::default())
+            .expect("the example lints");
+    let spec = tt_model_package::from_manifest::spec_from_manifest(
+        &manifest,
+        &example,
+        example.parent().unwrap(),
+    )
+    .unwrap();
+    let cargo = spec.runtime.cargo.as_ref().expect("runtime.cargo");
+    assert_eq!(cargo.features, ["device"]);
+    assert!(spec.needs_python());
+    let rendered = render(&spec, &options(false)).unwrap();
+    let prep = &rendered.files["tt-model/prep.sh"];
+    assert!(prep.contains("--python 3.12"), "{prep}");
+    let install = &rendered.files["tt-model/install_engine.sh"];
+    assert!(install.contains("ttnn==0.81.1"), "{install}");
+    assert!(install.contains("tt-smi=="), "{install}");
+    let dockerfile = &rendered.files["tt-model/Dockerfile"];
+    assert!(
+        dockerfile.contains("COPY --from=engine /opt/tt-venv /opt/tt-venv"),
+        "{dockerfile}"
+    );
+    // The worker's interpreter: gr00t-server takes VIRTUAL_ENV's python3.
+    assert!(
+        dockerfile.contains("VIRTUAL_ENV=/opt/tt-venv"),
+        "{dockerfile}"
+    );
+    let env = tt_model_package::launcher::serve_env(&spec);
+    assert_eq!(env["GR00T_DIT_BACKEND"], "megakernel");
+    assert_eq!(env["GR00T_MK_DEVICE"], "p150a");
+}

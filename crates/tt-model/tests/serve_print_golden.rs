@@ -82,6 +82,7 @@ fn gr00t_rs_example_prints_the_card_argv_before_it_is_built() {
         "--ipc host",
         "--cap-add IPC_LOCK",
         "--env GR00T_DIT_BACKEND=megakernel",
+        "--env GR00T_MK_DEVICE=p150a",
         "--env TT_WEIGHTS_REVISION=d0814e7ecb19202e7c8468b46098b0b7ef3a6d61",
         "--label tt.model.health_path=/health",
         "tt-model/gr00t-n1.6-3b-p150-rs:unbuilt gr00t-server --host 0.0.0.0 --port 20000",
