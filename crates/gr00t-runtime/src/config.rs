@@ -16,18 +16,31 @@ pub enum ConfigError {
     /// walks the chain prints it once.
     #[error("{path}: {cause}")]
     Io {
+        /// The file that could not be read.
         path: PathBuf,
+        /// The underlying I/O error.
         cause: std::io::Error,
     },
+    /// The file is not valid JSON or does not match the expected schema.
     #[error("{path}:{line}:{column}: {message}")]
     Parse {
+        /// The file that failed to parse.
         path: PathBuf,
+        /// 1-based line of the error, as `serde_json` reports it.
         line: usize,
+        /// 1-based column of the error, as `serde_json` reports it.
         column: usize,
+        /// `serde_json`'s description of the error.
         message: String,
     },
+    /// The configuration parsed but breaks a constraint of [`ModelConfig::validate`].
     #[error("{path}: invalid configuration: {message}")]
-    Invalid { path: PathBuf, message: String },
+    Invalid {
+        /// The checkpoint's `config.json`.
+        path: PathBuf,
+        /// Every violated constraint, joined with `; `.
+        message: String,
+    },
 }
 
 /// The structural constraints a configuration breaks ([`ModelConfig::validate`]), each in
@@ -40,12 +53,19 @@ pub struct InvalidConfig(pub Vec<String>);
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct DiffusionConfig {
+    /// Number of DiT transformer blocks.
     pub num_layers: usize,
+    /// Attention heads per DiT block; `num_attention_heads * attention_head_dim` must equal `input_embedding_dim`.
     pub num_attention_heads: usize,
+    /// Width of one DiT attention head.
     pub attention_head_dim: usize,
+    /// Width of the DiT's output (`proj_out_2`); must equal [`Gr00tConfig::hidden_size`], the action decoder's input width.
     pub output_dim: usize,
+    /// Block normalization; only `"ada_norm"` (timestep-conditioned adaptive LayerNorm) is supported.
     pub norm_type: String,
+    /// Whether cross-attention blocks alternate with self-attention blocks; must be `true`.
     pub interleave_self_attention: bool,
+    /// DiT-internal positional embedding kind; `None` (the default) means none. Not read by the forward.
     pub positional_embeddings: Option<String>,
 }
 
@@ -68,22 +88,39 @@ impl Default for DiffusionConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct Gr00tConfig {
+    /// Width of the VLM features fed to the action head; must equal the Qwen3 `hidden_size`.
     pub backbone_embedding_dim: usize,
+    /// How many Qwen3 decoder layers run: the backbone features are the hidden state after this many layers (`1..=num_hidden_layers`).
     pub select_layer: usize,
+    /// Padded state width the state encoder takes; a robot's state is zero-padded to it.
     pub max_state_dim: usize,
+    /// Padded action width of the action encoder and decoder; an embodiment's actions occupy the leading columns.
     pub max_action_dim: usize,
+    /// Actions per predicted chunk (rows of the action tensor); at most `max_seq_len`.
     pub action_horizon: usize,
+    /// Hidden width of the per-embodiment state encoder and action decoder MLPs; also the DiT's output width.
     pub hidden_size: usize,
+    /// Width `D` of the DiT token stream (state/action token embeddings); must be even (sinusoidal timestep encoding).
     pub input_embedding_dim: usize,
+    /// Whether the learned `action_head.position_embedding.weight` (`[max_seq_len, input_embedding_dim]`) is added to the action tokens.
     pub add_pos_embed: bool,
+    /// Whether the backbone features pass through a LayerNorm (`action_head.vlln`) before the DiT.
     pub use_vlln: bool,
+    /// Rows of the action position-embedding table; bounds `action_horizon`.
     pub max_seq_len: usize,
+    /// Selects the `AlternateVLDiT`, the only DiT supported; must be `true`.
     pub use_alternate_vl_dit: bool,
+    /// Cross-attention block `i` attends the text tokens when `i % (2 * n) == 0`, the image tokens otherwise; must be > 0.
     pub attend_text_every_n_blocks: usize,
+    /// The DiT sub-configuration (`diffusion_model_cfg`).
     pub diffusion_model_cfg: DiffusionConfig,
+    /// Flow-matching Euler steps per action chunk.
     pub num_inference_timesteps: usize,
+    /// The flow time `t` in `[0, 1)` is discretized to `floor(t * num_timestep_buckets)` before the timestep embedding.
     pub num_timestep_buckets: usize,
+    /// Embodiment slots in the category-specific (per-embodiment) weights; a request's `embodiment_id` must be below it.
     pub max_num_embodiments: usize,
+    /// Training-only probability of dropping the state input; unused at inference.
     pub state_dropout_prob: f64,
 }
 
@@ -128,16 +165,27 @@ impl Gr00tConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct VisionConfig {
+    /// Token width of the vision tower.
     pub hidden_size: usize,
+    /// Hidden width of each encoder layer's MLP.
     pub intermediate_size: usize,
+    /// Number of SigLIP2 encoder layers.
     pub num_hidden_layers: usize,
+    /// Attention heads per encoder layer; must divide `hidden_size`.
     pub num_attention_heads: usize,
+    /// Input image channels (3, RGB); pixel tensors are `[num_channels, H, W]`.
     pub num_channels: usize,
+    /// Side of a square patch in pixels.
     pub patch_size: usize,
+    /// Patches per image (a square number; 256 = a 16×16 grid), i.e. rows of the position embedding.
     pub num_patches: usize,
+    /// Epsilon of the tower's LayerNorms.
     pub layer_norm_eps: f64,
+    /// Activation of the encoder MLPs; the forward implements only `gelu_pytorch_tanh` and does not read this key.
     pub hidden_act: String,
+    /// Rotary position embedding in the tower; `false` for SigLIP2 and not read by the forward.
     pub use_rope: bool,
+    /// Windowed attention in the tower; `false` for SigLIP2 and not read by the forward.
     pub use_windows_attn: bool,
 }
 
@@ -163,16 +211,27 @@ impl Default for VisionConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct TextConfig {
+    /// Residual-stream width; must equal [`Gr00tConfig::backbone_embedding_dim`].
     pub hidden_size: usize,
+    /// Hidden width of each decoder layer's SwiGLU MLP.
     pub intermediate_size: usize,
+    /// Decoder layers in the full model; only the first [`Gr00tConfig::select_layer`] run.
     pub num_hidden_layers: usize,
+    /// Query heads per attention layer; a multiple of `num_key_value_heads`.
     pub num_attention_heads: usize,
+    /// Key/value heads per attention layer (grouped-query attention).
     pub num_key_value_heads: usize,
+    /// Width of one attention head; must be even (RoPE rotates pairs).
     pub head_dim: usize,
+    /// Epsilon of the RMSNorms.
     pub rms_norm_eps: f64,
+    /// RoPE base frequency.
     pub rope_theta: f64,
+    /// Rows of the token-embedding table.
     pub vocab_size: usize,
+    /// MLP activation; the forward implements only `silu` and does not read this key.
     pub hidden_act: String,
+    /// Whether the q/k/v projections carry a bias (`o_proj` never does).
     pub attention_bias: bool,
 }
 
@@ -198,12 +257,19 @@ impl Default for TextConfig {
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct EagleConfig {
+    /// The SigLIP2 vision tower.
     pub vision_config: VisionConfig,
+    /// The Qwen3 text model.
     pub text_config: TextConfig,
+    /// Token id of `<IMG_CONTEXT>`: the placeholders in `input_ids` that image features replace.
     pub image_token_index: u32,
+    /// Pixel-(un)shuffle ratio between vision patches and image tokens; only 0.5 (2×2 patches per token) is supported.
     pub downsample_ratio: f64,
+    /// Whether the vision features are pixel-unshuffled before the connector; must be `true`.
     pub use_pixel_shuffle: bool,
+    /// Linear layers in the vision-to-LLM MLP connector (`mlp1`); not read by the forward.
     pub mlp_connector_layers: usize,
+    /// Vision tower layer whose output is used; `-1` is the last. Not read by the forward.
     pub select_layer: i64,
 }
 
@@ -231,12 +297,15 @@ impl EagleConfig {
 /// Everything the forward needs: the action-head config plus the Eagle sub-config.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ModelConfig {
+    /// The action-head / top-level `config.json` values.
     pub gr00t: Gr00tConfig,
+    /// The Eagle VLM values (bundled default or `eagle_config.json`).
     pub eagle: EagleConfig,
 }
 
 /// File names inside a checkpoint directory.
 pub const CONFIG_FILE: &str = "config.json";
+/// File name of the optional Eagle override inside a checkpoint directory.
 pub const EAGLE_CONFIG_FILE: &str = "eagle_config.json";
 
 impl ModelConfig {

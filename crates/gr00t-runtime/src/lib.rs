@@ -8,6 +8,7 @@
 //! `policy` (the seam); the host modules are added beside them.
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+#![warn(missing_docs)]
 
 pub mod beside;
 pub mod config;

@@ -20,8 +20,11 @@ pub struct ModelInputs {
 /// The normalized action chunk `[action_horizon, max_action_dim]` produced by the flow loop.
 #[derive(Debug, Clone)]
 pub struct ActionChunk {
+    /// Rows: `action_horizon`.
     pub horizon: usize,
+    /// Columns: `max_action_dim` (the embodiment's actions in the leading columns, padding after).
     pub dim: usize,
+    /// `[horizon, dim]` row-major, in the model's normalized action space (decoded by the host).
     pub data: Vec<f32>,
 }
 
@@ -47,8 +50,10 @@ pub trait Policy: Send + Sync {
 /// Why a forward failed.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
+    /// The inputs do not fit the loaded model (lengths, image-token count, embodiment id); a client error.
     #[error("input shape: {0}")]
     Shape(String),
+    /// The backend failed for any other reason (weights, device, internal error).
     #[error("backend: {0}")]
     Backend(String),
 }

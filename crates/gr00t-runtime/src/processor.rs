@@ -27,18 +27,32 @@ pub enum ProcessorError {
     /// walks the chain prints it once.
     #[error("`{path}`: {cause}")]
     Io {
+        /// The file that could not be read.
         path: PathBuf,
+        /// The underlying I/O error.
         cause: std::io::Error,
     },
+    /// The file is not valid JSON or does not match the expected schema.
     #[error("`{path}`:{line}:{column}: {message}")]
     Json {
+        /// The file that failed to parse.
         path: PathBuf,
+        /// 1-based line of the error, as `serde_json` reports it.
         line: usize,
+        /// 1-based column of the error, as `serde_json` reports it.
         column: usize,
+        /// `serde_json`'s description of the error.
         message: String,
     },
+    /// The files parsed but their content cannot be used (missing keys, mismatched lengths,
+    /// widths beyond the model's).
     #[error("`{path}`: {message}")]
-    Invalid { path: PathBuf, message: String },
+    Invalid {
+        /// The file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ProcessorError> {
@@ -144,11 +158,19 @@ pub enum StateEncoding {
     /// `[sin(x_1..x_D), cos(x_1..x_D)]`: the width doubles.
     SinCos,
     /// `(x - mean) / std`, components with `std == 0` pass through.
-    MeanStd { mean: Vec<f64>, std: Vec<f64> },
+    MeanStd {
+        /// Per-component mean.
+        mean: Vec<f64>,
+        /// Per-component standard deviation.
+        std: Vec<f64>,
+    },
     /// `2 (x - lo) / (hi - lo) - 1` (0 where `hi ≈ lo`), clipped to [-1, 1] if `clip`.
     MinMax {
+        /// Per-component low bound (`min`, or `q01` with `use_percentiles`).
         lo: Vec<f64>,
+        /// Per-component high bound (`max`, or `q99` with `use_percentiles`).
         hi: Vec<f64>,
+        /// `clip_outliers` of the processor config.
         clip: bool,
     },
 }
@@ -156,8 +178,11 @@ pub enum StateEncoding {
 /// One state group, in modality order.
 #[derive(Clone, Debug)]
 pub struct StateGroup {
+    /// State key (`state` modality key), e.g. `left_arm`.
     pub name: String,
+    /// Width of the raw group (before a sin/cos encoding doubles it).
     pub dim: usize,
+    /// How the group is normalized.
     pub encoding: StateEncoding,
 }
 
@@ -166,18 +191,28 @@ pub struct StateGroup {
 pub enum ActionNorm {
     /// Clip to [-1, 1], then `(y + 1) / 2 (hi - lo) + lo`; `[T][D]` (per step) or `[1][D]`.
     MinMax {
+        /// Low bounds (`min`, or `q01` with `use_percentiles`), one row per step or a single row.
         lo: Vec<Vec<f64>>,
+        /// High bounds (`max`, or `q99` with `use_percentiles`), same shape as `lo`.
         hi: Vec<Vec<f64>>,
     },
     /// `y std + mean`.
-    MeanStd { mean: Vec<f64>, std: Vec<f64> },
+    MeanStd {
+        /// Per-component mean.
+        mean: Vec<f64>,
+        /// Per-component standard deviation.
+        std: Vec<f64>,
+    },
 }
 
 /// One action group, in modality order.
 #[derive(Clone, Debug)]
 pub struct ActionGroup {
+    /// Action key (`action` modality key), e.g. `left_arm`.
     pub name: String,
+    /// Width of the group in the decoded action.
     pub dim: usize,
+    /// How the group is un-normalized.
     pub norm: ActionNorm,
     /// `Some(state group)` for RELATIVE groups: the raw last state is added to every step.
     pub relative_to: Option<String>,
@@ -186,19 +221,29 @@ pub struct ActionGroup {
 /// The processor of one embodiment.
 #[derive(Clone, Debug)]
 pub struct Processor {
+    /// Embodiment tag, the key into `processor_config.json` and `statistics.json`.
     pub embodiment: String,
+    /// Slot of the category-specific layers, from `embodiment_id.json`.
     pub embodiment_id: usize,
+    /// Sizes of the image chain (`shortest_image_edge`, `crop_fraction`).
     pub image: ImageChainConfig,
     /// Camera keys (`video` modality keys), in order.
     pub cameras: Vec<String>,
+    /// The `language` modality key, e.g. `annotation.human.task_description`; `None` when the embodiment has no language modality.
     pub language_key: Option<String>,
+    /// Whether the instruction is lower-cased and stripped of punctuation before tokenizing.
     pub formalize_language: bool,
+    /// State groups in modality order: the encoded state is their concatenation.
     pub state_groups: Vec<StateGroup>,
+    /// Action groups in modality order: their concatenation is the model's action columns.
     pub action_groups: Vec<ActionGroup>,
     /// Steps returned per chunk (length of the action `delta_indices`).
     pub action_horizon: usize,
+    /// Width the encoded state is zero-padded to (the model's `max_state_dim`).
     pub max_state_dim: usize,
+    /// Padded action width of the model's output (`max_action_dim`).
     pub max_action_dim: usize,
+    /// `max_action_horizon` of the processor config, `None` when absent; returned chunks have `action_horizon` steps.
     pub max_action_horizon: Option<usize>,
 }
 

@@ -24,11 +24,14 @@ pub const MAX_INSTRUCTION_BYTES: usize = 16 << 10;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("`{field}`: {message}")]
 pub struct InputError {
+    /// The field as the client named it, e.g. `images.<camera>`, `state.<group>`, `noise`.
     pub field: String,
+    /// What is wrong with it.
     pub message: String,
 }
 
 impl InputError {
+    /// An error for `field` with `message`.
     pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self {
             field: field.into(),
@@ -43,21 +46,31 @@ pub enum NoiseSource {
     /// `torch.randn` with this seed (the Python policy's meaning of the seed).
     Seed(u64),
     /// Given values, row-major, with the shape the client sent.
-    Given { shape: Vec<usize>, values: Vec<f64> },
+    Given {
+        /// The shape as sent; must be `[action_horizon, max_action_dim]` (a leading 1 allowed).
+        shape: Vec<usize>,
+        /// The values, row-major.
+        values: Vec<f64>,
+    },
 }
 
 /// One request, already decoded from its wire format (images are the raw PNG/JPEG bytes).
 #[derive(Debug, Clone)]
 pub struct Observation {
+    /// Encoded image bytes (PNG or JPEG) by camera key; every camera of the processor must be present.
     pub images: BTreeMap<String, Vec<u8>>,
+    /// Raw (physical) state by state group, one value per component.
     pub state: BTreeMap<String, Vec<f64>>,
+    /// The task instruction, untokenized.
     pub instruction: String,
+    /// The initial flow-matching actions: a seed or explicit values.
     pub noise: NoiseSource,
 }
 
 /// The inputs of one forward plus what decoding needs afterwards.
 #[derive(Debug, Clone)]
 pub struct Prepared {
+    /// The preprocessed inputs handed to the [`crate::policy::Policy`].
     pub inputs: ModelInputs,
     /// Raw state as float32 (the relative groups are composed onto it).
     pub raw_state: BTreeMap<String, Vec<f32>>,
@@ -78,6 +91,7 @@ struct Rest {
 /// Decoded actions, in modality order.
 #[derive(Debug, Clone)]
 pub struct DecodedActions {
+    /// Physical actions per action group: `(group, [action_horizon][group dim])`.
     pub actions: Vec<(String, Vec<Vec<f32>>)>,
     /// The normalized (model-space) slice, per group, when asked for.
     pub normalized: Option<Vec<(String, Vec<Vec<f32>>)>>,
@@ -86,7 +100,9 @@ pub struct DecodedActions {
 /// The host side of the runtime for one embodiment and one loaded model.
 #[derive(Debug)]
 pub struct HostPipeline {
+    /// The embodiment's processor (normalization, groups, cameras).
     pub processor: Processor,
+    /// The Qwen3 tokenizer that builds the prompt.
     pub tokenizer: QwenTokenizer,
     /// Longest accepted instruction, in tokens (`None`: no limit, as the reference).
     pub max_instruction_tokens: Option<usize>,
@@ -104,8 +120,10 @@ const PROMPTS_KEPT: usize = 8;
 /// Why a pipeline cannot be assembled.
 #[derive(Debug, thiserror::Error)]
 pub enum PipelineError {
+    /// The tokenizer files could not be loaded.
     #[error(transparent)]
     Tokenizer(#[from] TokenizerError),
+    /// The processor's widths or horizon do not fit the loaded model's dimensions.
     #[error("model and processor disagree: {0}")]
     Mismatch(String),
 }
@@ -377,9 +395,14 @@ impl HostPipeline {
     "model returned a [{horizon}, {dim}] chunk ({values} values); need at least [{need_horizon}, {need_dim}]"
 )]
 pub struct ChunkShapeError {
+    /// Rows of the model's chunk.
     pub horizon: usize,
+    /// Columns of the model's chunk.
     pub dim: usize,
+    /// Values in the chunk's data.
     pub values: usize,
+    /// Rows the processor decodes (`action_horizon`).
     pub need_horizon: usize,
+    /// Columns the processor decodes (its action groups' total width).
     pub need_dim: usize,
 }

@@ -37,13 +37,23 @@ pub enum TokenizerError {
     /// walks the chain prints it once.
     #[error("tokenizer file `{path}`: {cause}")]
     Io {
+        /// The file that could not be read.
         path: PathBuf,
+        /// The underlying I/O error.
         cause: std::io::Error,
     },
+    /// A tokenizer file is not in the expected format (bad JSON, a non-numeric id).
     #[error("tokenizer file `{path}`: {message}")]
-    Format { path: PathBuf, message: String },
+    Format {
+        /// The file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The `tokenizers` library rejected the vocabulary, merges or normalizer; its message.
     #[error("tokenizer: {0}")]
     Tokenizers(String),
+    /// A token the prompt template needs (e.g. `<IMG_CONTEXT>`) has no id in the vocabulary.
     #[error("tokenizer has no id for `{0}`")]
     MissingToken(String),
 }

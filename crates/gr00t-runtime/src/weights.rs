@@ -18,27 +18,53 @@ pub enum WeightError {
     /// walks the chain prints it once.
     #[error("{path}: {cause}")]
     Io {
+        /// The file that could not be read or mapped.
         path: PathBuf,
+        /// The underlying I/O error.
         cause: std::io::Error,
     },
+    /// A checkpoint file is malformed (bad index JSON, an unreadable safetensors header).
     #[error("{path}: {message}")]
-    Format { path: PathBuf, message: String },
+    Format {
+        /// The file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The model asked for a tensor the checkpoint does not hold.
     #[error("missing tensor `{name}` (expected shape {expected:?})")]
-    Missing { name: String, expected: Vec<usize> },
+    Missing {
+        /// Checkpoint name of the tensor.
+        name: String,
+        /// Shape the model expected.
+        expected: Vec<usize>,
+    },
+    /// The tensor exists with another shape than the model expects.
     #[error("tensor `{name}` has shape {found:?}, expected {expected:?}")]
     Shape {
+        /// Checkpoint name of the tensor.
         name: String,
+        /// Shape the model expects.
         expected: Vec<usize>,
+        /// Shape stored in the checkpoint.
         found: Vec<usize>,
     },
+    /// The tensor is stored in a dtype other than F32 or BF16.
     #[error("tensor `{name}` has dtype {dtype}, only F32 and BF16 are supported")]
-    Dtype { name: String, dtype: String },
+    Dtype {
+        /// Checkpoint name of the tensor.
+        name: String,
+        /// The safetensors dtype found, e.g. `F16`.
+        dtype: String,
+    },
 }
 
 /// Element type of a stored tensor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DType {
+    /// IEEE single precision (safetensors `F32`).
     F32,
+    /// bfloat16 (safetensors `BF16`).
     Bf16,
 }
 
@@ -56,17 +82,21 @@ enum Storage {
 /// A borrowed view of tensor data.
 #[derive(Debug, Clone, Copy)]
 pub enum Data<'a> {
+    /// f32 elements.
     F32(&'a [f32]),
+    /// bf16 elements.
     Bf16(&'a [bf16]),
 }
 
 impl<'a> Data<'a> {
+    /// Number of elements.
     pub fn len(&self) -> usize {
         match self {
             Data::F32(d) => d.len(),
             Data::Bf16(d) => d.len(),
         }
     }
+    /// Whether there are no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -95,6 +125,7 @@ pub struct Tensor {
 }
 
 impl Tensor {
+    /// An owned f32 tensor; panics if `data.len()` is not the product of `shape`.
     pub fn from_f32(shape: Vec<usize>, data: Vec<f32>) -> Self {
         assert_eq!(shape.iter().product::<usize>(), data.len());
         Self {
@@ -103,6 +134,7 @@ impl Tensor {
             storage: Storage::F32(Arc::new(data)),
         }
     }
+    /// An owned bf16 tensor; panics if `data.len()` is not the product of `shape`.
     pub fn from_bf16(shape: Vec<usize>, data: Vec<bf16>) -> Self {
         assert_eq!(shape.iter().product::<usize>(), data.len());
         Self {
@@ -111,12 +143,15 @@ impl Tensor {
             storage: Storage::Bf16(Arc::new(data)),
         }
     }
+    /// Dimensions, outermost first (torch order).
     pub fn shape(&self) -> &[usize] {
         &self.shape
     }
+    /// Stored element type.
     pub fn dtype(&self) -> DType {
         self.dtype
     }
+    /// Number of elements (product of the shape).
     pub fn numel(&self) -> usize {
         self.shape.iter().product()
     }
@@ -183,6 +218,7 @@ pub const INDEX_FILE: &str = "model.safetensors.index.json";
 pub const SINGLE_FILE: &str = "model.safetensors";
 
 impl WeightStore {
+    /// An empty store, filled with [`WeightStore::insert`] (tests, synthetic models).
     pub fn new() -> Self {
         Self::default()
     }
@@ -293,16 +329,20 @@ impl WeightStore {
         Ok(())
     }
 
+    /// Adds or replaces the tensor `name`.
     pub fn insert(&mut self, name: impl Into<String>, t: Tensor) {
         self.tensors.insert(name.into(), t);
     }
 
+    /// Number of tensors held.
     pub fn len(&self) -> usize {
         self.tensors.len()
     }
+    /// Whether the store holds no tensors.
     pub fn is_empty(&self) -> bool {
         self.tensors.is_empty()
     }
+    /// Names of the tensors held, in no particular order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tensors.keys().map(String::as_str)
     }
@@ -347,7 +387,9 @@ impl WeightSource for WeightStore {
 /// variance 1/fan_in (fan_in = dim 1), biases ±0.05, norm weights 1 ± 0.1.
 #[derive(Debug, Clone)]
 pub struct RandomWeights {
+    /// Seed mixed with each tensor's name, so a tensor's values depend only on (seed, name, shape).
     pub seed: u64,
+    /// Element type the generated tensors are stored in.
     pub dtype: DType,
 }
 

@@ -21,14 +21,21 @@ pub const DEFAULT_SEED: u64 = 42;
 /// saves copying ~140 KB per frame.
 #[derive(Debug, Deserialize, PartialEq)]
 pub struct PredictRequest<'a> {
+    /// Camera key -> base64 image (a `data:image/...;base64,` prefix is accepted).
     #[serde(borrow)]
     pub images: BTreeMap<String, BodyStr<'a>>,
+    /// State group -> its raw (physical, unnormalised) values.
     pub state: BTreeMap<String, Vec<f64>>,
+    /// The language instruction.
     pub instruction: String,
+    /// Seed of the initial flow-matching noise; `None`: [`DEFAULT_SEED`], unless `noise` is
+    /// given (giving both is a 400).
     #[serde(default)]
     pub seed: Option<u64>,
+    /// The initial noise itself, `[H, D]` or `[1, H, D]`, instead of a seed.
     #[serde(default)]
     pub noise: Option<NoiseField>,
+    /// Also return the model's normalised actions (`actions_normalized`); `None`: false.
     #[serde(default)]
     pub return_normalized: Option<bool>,
 }
@@ -38,7 +45,14 @@ pub struct PredictRequest<'a> {
 /// when they mean the same noise (the same values to the bit, or the same error).
 #[derive(Debug, Clone)]
 pub enum NoiseField {
-    Parsed { shape: Vec<usize>, values: Vec<f64> },
+    /// Read by the body scan.
+    Parsed {
+        /// Array dimensions, outermost first.
+        shape: Vec<usize>,
+        /// The numbers, row-major.
+        values: Vec<f64>,
+    },
+    /// Any other JSON value, checked (and its error worded) when the request is used.
     Value(serde_json::Value),
 }
 
@@ -133,20 +147,29 @@ pub struct Timing {
     pub device: f64,
     /// Un-normalisation and relative composition.
     pub decode_actions: f64,
+    /// From the start of the request (body parse included) to the response.
     pub total: f64,
 }
 
 /// `POST /predict` response.
 #[derive(Debug, Clone, Serialize)]
 pub struct PredictResponse {
+    /// Action group -> `[action_horizon][dim]` physical actions (unnormalised, relative
+    /// groups composed onto the request's state).
     pub actions: GroupArrays,
+    /// The model's normalised actions, only when the request asked (`return_normalized`);
+    /// omitted otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actions_normalized: Option<GroupArrays>,
+    /// Steps per action group.
     pub action_horizon: usize,
+    /// The embodiment tag served.
     pub embodiment: String,
+    /// Prompt length in tokens (image and text tokens together).
     pub seq_len: usize,
     /// The seed used, or `null` when the request gave `noise`.
     pub seed: Option<u64>,
+    /// Where the time went, in milliseconds.
     pub timing_ms: Timing,
 }
 

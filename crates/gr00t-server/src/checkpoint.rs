@@ -404,8 +404,11 @@ fn demo_request(seed: u64) -> anyhow::Result<Value> {
 /// What `make-checkpoint` wrote.
 #[derive(Debug)]
 pub struct Written {
+    /// The checkpoint directory (the `out` asked for).
     pub dir: PathBuf,
+    /// Tensors in the weights.
     pub tensors: usize,
+    /// Size of every file written under `dir`, in bytes.
     pub bytes: u64,
 }
 

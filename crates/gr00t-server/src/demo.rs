@@ -20,6 +20,7 @@ use crate::runtime::{Runtime, RuntimeInfo};
 /// A demo request and its expected actions.
 #[derive(Debug, Clone)]
 pub struct Demo {
+    /// The `/predict` body (`request.json`).
     pub request: serde_json::Value,
     /// `{"actions": {group: [[...]]}}`, optionally with `produced_by` (other keys ignored).
     pub expected: serde_json::Value,

@@ -14,30 +14,47 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use gr00t_runtime::request::InputError;
 
+/// A failed request: its HTTP status ([`ApiError::status`]) and JSON body ([`ApiError::body`]).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ApiError {
+    /// 400: the request is malformed or invalid.
     #[error("`{field}`: {message}")]
-    BadRequest { field: String, message: String },
+    BadRequest {
+        /// The offending field, as a JSON path (`images.cam`, `state.arm[3]`, `body`).
+        field: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// 404: no such route or resource.
     #[error("{0}")]
     NotFound(String),
+    /// 413: the body exceeds the server's limit.
     #[error("request body is larger than {limit} bytes")]
-    PayloadTooLarge { limit: usize },
+    PayloadTooLarge {
+        /// The limit, in bytes.
+        limit: usize,
+    },
+    /// 503: the model is still loading, or the boot failed (the message says which).
     #[error("{0}")]
     NotReady(String),
+    /// 503: the device queue is full ([`MAX_IN_FLIGHT`](crate::state::MAX_IN_FLIGHT)).
     #[error("too many requests are waiting for the device")]
     Busy,
+    /// 500: the server failed (e.g. the forward).
     #[error("{0}")]
     Internal(String),
 }
 
 impl ApiError {
-    pub fn bad(field: impl Into<String>, message: impl Into<String>) -> Self {
+    /// A 400 naming `field`.
+    pub(crate) fn bad(field: impl Into<String>, message: impl Into<String>) -> Self {
         Self::BadRequest {
             field: field.into(),
             message: message.into(),
         }
     }
 
+    /// The HTTP status (the table in the module docs).
     pub fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,

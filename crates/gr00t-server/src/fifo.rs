@@ -31,7 +31,7 @@ pub struct FifoGuard<'a> {
 }
 
 impl FifoLock {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self::default()
     }
 

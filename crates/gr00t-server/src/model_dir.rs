@@ -15,16 +15,26 @@ pub const REQUIRED_FILES: [&str; 4] = [
 /// Why no usable model directory was found.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelDirError {
+    /// The directory does not exist (or is not a directory).
     #[error("model directory `{0}` does not exist")]
     Missing(PathBuf),
+    /// One of [`REQUIRED_FILES`] is absent.
     #[error("model directory `{dir}` lacks `{file}`")]
-    MissingFile { dir: PathBuf, file: String },
+    MissingFile {
+        /// The model directory.
+        dir: PathBuf,
+        /// The file name it lacks.
+        file: String,
+    },
+    /// Neither a sharded nor a single-file safetensors checkpoint.
     #[error(
         "model directory `{0}` has neither `model.safetensors.index.json` nor `model.safetensors`"
     )]
     NoWeights(PathBuf),
+    /// No revision was pinned and the cache's `refs/main` (this path) cannot be read.
     #[error("no revision pinned (TT_WEIGHTS_REVISION) and `{0}` is unreadable")]
     NoRef(PathBuf),
+    /// The weights repo (`TT_WEIGHTS_REPO`) is not `org/name`.
     #[error("weights repo `{0}` is not of the form org/name")]
     BadRepo(String),
 }

@@ -21,6 +21,8 @@ use serde_json::json;
 use crate::error::ApiError;
 use crate::state::{AppState, Health};
 
+/// The server's routes (the table above) over `state`, request bodies capped at the state's
+/// body limit ([`MAX_BODY_BYTES`](crate::state::MAX_BODY_BYTES)).
 pub fn router(state: AppState) -> Router {
     let limit = state.body_limit;
     Router::new()

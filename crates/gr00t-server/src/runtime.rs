@@ -17,26 +17,41 @@ use crate::fifo::FifoLock;
 /// Static description served by `/info`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RuntimeInfo {
+    /// Model version (`GR00T_VERSION`, always `n16`).
     pub version: String,
+    /// Embodiment tag (`GR00T_EMBODIMENT`).
     pub embodiment: String,
+    /// The embodiment's slot in the checkpoint (`embodiment_id.json`).
     pub embodiment_id: usize,
+    /// Prompt layout (`GR00T_LAYOUT`: `gr1` or `dynamic`).
     pub layout: String,
     /// The backend actually running the forward (`Policy::backend_name`).
     pub backend: String,
     /// What `GR00T_DIT_BACKEND` asked for.
     pub dit_backend_requested: String,
+    /// Stage name of `backend` ([`stage_for`]).
     pub stage: String,
+    /// Precision policy (`GR00T_POLICY`).
     pub policy: String,
+    /// Hugging Face repository of the weights (`TT_WEIGHTS_REPO`).
     pub weights_repo: String,
+    /// Pinned weights revision (`TT_WEIGHTS_REVISION`); `None`: not pinned.
     pub weights_revision: Option<String>,
+    /// The checkpoint directory loaded.
     pub model_dir: String,
     /// [`crate::demo::weights_fingerprint`] of the loaded checkpoint.
     pub weights_fingerprint: Option<String>,
+    /// Camera keys a request's `images` must hold, in order.
     pub cameras: Vec<String>,
+    /// State groups a request's `state` must hold: (name, dimension), in order.
     pub state_groups: Vec<(String, usize)>,
+    /// Action groups of the response: (name, dimension), in order.
     pub action_groups: Vec<(String, usize)>,
+    /// Steps per action group.
     pub action_horizon: usize,
+    /// Instruction token limit of the layout; `None`: no limit beyond the processor's own.
     pub max_instruction_tokens: Option<usize>,
+    /// PCC of the boot self-check against the demo; `None`: no check ran.
     pub warmup_pcc: Option<f64>,
     /// What this binary is and how the image that carries it was built.
     pub build: crate::build_info::BuildInfo,
@@ -57,15 +72,17 @@ pub fn stage_for(backend: &str) -> &'static str {
     }
 }
 
+/// A loaded model ready to predict: host pipeline, policy and the device lock.
 pub struct Runtime {
-    pub pipeline: HostPipeline,
-    pub policy: Box<dyn Policy>,
+    pub(crate) pipeline: HostPipeline,
+    pub(crate) policy: Box<dyn Policy>,
+    /// What `/info` serves.
     pub info: RuntimeInfo,
     device: FifoLock,
 }
 
 impl Runtime {
-    pub fn new(pipeline: HostPipeline, policy: Box<dyn Policy>, info: RuntimeInfo) -> Self {
+    pub(crate) fn new(pipeline: HostPipeline, policy: Box<dyn Policy>, info: RuntimeInfo) -> Self {
         Self {
             pipeline,
             policy,

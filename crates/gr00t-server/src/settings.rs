@@ -27,18 +27,27 @@ pub const LAYOUTS: [&str; 2] = ["gr1", "dynamic"];
 /// Why the server refuses to boot.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
+    /// A variable with a fixed set of values holds another one.
     #[error("{var}={value:?} is not one of {allowed}")]
     Unknown {
+        /// The variable's name.
         var: &'static str,
+        /// The value it holds.
         value: String,
+        /// The accepted values, comma-separated.
         allowed: String,
     },
+    /// A variable's value is malformed or out of range.
     #[error("{var}={value:?}: {reason}")]
     Invalid {
+        /// The variable's name.
         var: &'static str,
+        /// The value it holds.
         value: String,
+        /// What is expected instead.
         reason: String,
     },
+    /// Values that are valid alone but contradict each other (the message names them).
     #[error("{0}")]
     Inconsistent(String),
 }
@@ -46,25 +55,49 @@ pub enum SettingsError {
 /// Validated settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
+    /// `GR00T_VERSION`: the model version; only [`VERSION_N16`] (the default) is accepted.
     pub version: String,
+    /// `GR00T_EMBODIMENT`: the embodiment tag (letters, digits, `_`; default `gr1`).
     pub embodiment: String,
+    /// `GR00T_LAYOUT`: one of [`LAYOUTS`]; default `gr1` for the `gr1` embodiment, else
+    /// `dynamic`.
     pub layout: String,
+    /// `GR00T_POLICY`: one of [`POLICIES`] (default `mixed_dit`).
     pub policy: String,
+    /// `GR00T_DIT_BACKEND`: one of [`DIT_BACKENDS`] (default `cpu`).
     pub dit_backend: String,
+    /// `GR00T_MK_ARENA_DTYPE`: one of [`MK_ARENA_DTYPES`] (default `auto`; anything else only
+    /// with the `megakernel` backend).
     pub mk_arena_dtype: String,
+    /// `GR00T_NUM_CQS`: device command queues, 1 or 2 (default 2). Validated only; nothing in
+    /// this build reads it further.
     pub num_cqs: u32,
+    /// `GR00T_TOKENIZER_DIR`: the tokenizer directory; `None`: `<model-dir>/tokenizer`
+    /// (a `--tokenizer-dir` flag overrides both).
     pub tokenizer_dir: Option<PathBuf>,
+    /// `GR00T_TT_CACHE`: the megakernel's weight-arena cache directory; `None`: no cache.
+    /// (The megakernel reads the variable itself.)
     pub tt_cache: Option<PathBuf>,
+    /// `GR00T_WARMUP_RUNS`: demo predictions run at boot, 0..=100 (default 1; 0 skips the
+    /// warm-up and the self-check).
     pub warmup_runs: u32,
-    /// `None`: not set (the self-check runs only when a demo is shipped).
+    /// `GR00T_WARMUP_PCC_MIN`: the self-check's minimum PCC, in [-1, 1]. `None`: not set (the
+    /// self-check runs only when a demo is shipped).
     pub warmup_pcc_min: Option<f64>,
+    /// `TT_WEIGHTS_REPO`: Hugging Face repository of the weights (default
+    /// [`DEFAULT_WEIGHTS_REPO`]).
     pub weights_repo: String,
+    /// `TT_WEIGHTS_REVISION`: the pinned commit or ref name; `None`: the cache's `refs/main`.
     pub weights_revision: Option<String>,
+    /// `TT_MESH_SHAPE`: device mesh (rows, cols); only `1x1` (the default) is accepted.
     pub mesh_shape: (u32, u32),
+    /// `HF_HOME`, else `$HOME/.cache/huggingface`.
     pub hf_home: PathBuf,
     /// The hub cache: `HF_HUB_CACHE`, else `$HF_HOME/hub` (as `huggingface_hub` resolves it;
     /// `tt-model serve` mounts the host's cache at `/hf-hub` and sets `HF_HUB_CACHE`).
     pub hf_hub_cache: PathBuf,
+    /// `GR00T_DEMO_DIR`: the demo directory; `None`: `<model-dir>/demo` if the checkpoint
+    /// carries one (a `--demo-dir` flag overrides both).
     pub demo_dir: Option<PathBuf>,
 }
 

@@ -21,14 +21,14 @@ pub const MAX_BODY_BYTES: usize = 32 << 20;
 pub const MAX_IN_FLIGHT: usize = 1024;
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Health {
+pub(crate) enum Health {
     Starting,
     Ready,
     Failed(String),
 }
 
 impl Health {
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             Health::Starting => "starting",
             Health::Ready => "ready",
@@ -49,7 +49,7 @@ struct Inner {
 pub struct AppState {
     inner: Arc<RwLock<Inner>>,
     in_flight: Arc<AtomicUsize>,
-    pub body_limit: usize,
+    pub(crate) body_limit: usize,
 }
 
 impl Default for AppState {
@@ -59,6 +59,7 @@ impl Default for AppState {
 }
 
 impl AppState {
+    /// A state that is `Starting`, with no runtime or demo yet.
     pub fn new() -> Self {
         Self {
             inner: Arc::new(RwLock::new(Inner {
@@ -70,7 +71,7 @@ impl AppState {
         }
     }
 
-    pub fn health(&self) -> Health {
+    pub(crate) fn health(&self) -> Health {
         self.inner
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -88,7 +89,7 @@ impl AppState {
         }
     }
 
-    pub fn demo(&self) -> Option<Arc<Demo>> {
+    pub(crate) fn demo(&self) -> Option<Arc<Demo>> {
         self.inner
             .read()
             .unwrap_or_else(|p| p.into_inner())

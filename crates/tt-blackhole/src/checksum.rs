@@ -8,14 +8,17 @@ use sha2::{Digest, Sha256};
 pub struct Hasher(Sha256);
 
 impl Hasher {
+    /// A hasher over no bytes yet.
     pub fn new() -> Self {
         Hasher(Sha256::new())
     }
 
+    /// Feed more bytes.
     pub fn update(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
     }
 
+    /// Finish: the 32-byte digest as 64 lowercase hex characters.
     pub fn hex(self) -> String {
         self.0
             .finalize()

@@ -23,12 +23,14 @@ pub enum DeviceKind {
 /// Device selection failure.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum DeviceError {
+    /// A card or simulator was named, but this build has no tt-metal dispatch (holds the name).
     #[error(
         "megakernel device {0:?} is not built in: this build has no tt-metal dispatch (build \
          gr00t-server with `--features device`, and run it where ttnn and a card or the simulator \
          exist); use the emulator (`emulator`)"
     )]
     NotBuiltIn(String),
+    /// The name is not a device this crate knows (holds the name as given).
     #[error("unknown megakernel device {0:?}: expected `emulator`, `p150a` or `sim`")]
     Unknown(String),
 }
@@ -85,10 +87,13 @@ pub struct DitStepInputs<'a> {
 /// What executes the DiT blocks of one step: the emulator, or a device (card or simulator).
 /// Output: `[sa_tokens, D]`, the token stream after the last block (before `norm_out`).
 pub trait DitDevice: Send + Sync {
+    /// Which device this is.
     fn kind(&self) -> DeviceKind;
     /// Once per observation: cut the plan for this context length (the L1 check depends on
     /// it). Fails when the plan does not fit.
     fn prepare(&mut self, ctx_tokens: usize) -> Result<(), DitRunError>;
+    /// Run every DiT block of one step on `inputs` (after [`DitDevice::prepare`]) and return the
+    /// token stream, `[sa_tokens, D]` row-major.
     fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError>;
 }
 

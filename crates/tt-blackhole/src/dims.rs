@@ -114,8 +114,11 @@ impl DitDims {
 pub enum WeightKind {
     /// `norm1.linear`: AdaLN (scale, shift) from SiLU(temb).
     AdaNorm,
+    /// `attn1.to_q`: query projection.
     Q,
+    /// `attn1.to_k`: key projection (input is the VL context in cross blocks).
     K,
+    /// `attn1.to_v`: value projection (input is the VL context in cross blocks).
     V,
     /// `attn1.to_out.0`.
     Out,
@@ -164,7 +167,9 @@ impl WeightKind {
 /// One matmul weight of one block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WeightRef {
+    /// Block index (0-based; even blocks are cross blocks).
     pub block: usize,
+    /// Which of the block's seven weights.
     pub kind: WeightKind,
     /// `[out, in]` as in the checkpoint.
     pub shape: [usize; 2],

@@ -10,6 +10,7 @@ pub const NUM_DRAM_BANKS: usize = 8;
 /// Where one page lands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct DramPlace {
+    /// Bank index, `0..banks`.
     pub bank: usize,
     /// Byte offset inside the bank, relative to the buffer's (same-in-every-bank) base.
     pub offset: u64,

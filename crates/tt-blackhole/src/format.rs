@@ -16,10 +16,13 @@ pub const GROUPS_PER_TILE: usize = 64;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[repr(u8)]
 pub enum DataFormat {
+    /// IEEE f32, 4096-byte tiles.
     Float32 = 0,
     /// bfloat16 (tt-metal calls it `Float16_b`).
     Float16B = 5,
+    /// Block-float, 8-bit codes sharing one exponent per 16 values (1088-byte tiles).
     Bfp8B = 6,
+    /// Block-float, 4-bit codes sharing one exponent per 16 values (576-byte tiles).
     Bfp4B = 7,
 }
 
@@ -56,8 +59,11 @@ impl std::fmt::Display for DataFormat {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ArenaDtype {
+    /// bfp8_b tiles (the default; `auto` resolves here).
     Bfp8B,
+    /// bfp4_b tiles: half the bytes of bfp8_b, coarser weights.
     Bfp4B,
+    /// Plain bfloat16 tiles (tt-metal `Float16_b`), about twice the bytes of bfp8_b.
     Bf16,
 }
 
@@ -70,6 +76,7 @@ impl ArenaDtype {
     /// Name of the environment variable that selects the arena dtype.
     pub const ENV: &'static str = "GR00T_MK_ARENA_DTYPE";
 
+    /// The tt-metal tile format the arena is stored in.
     pub const fn format(self) -> DataFormat {
         match self {
             ArenaDtype::Bfp8B => DataFormat::Bfp8B,
@@ -78,6 +85,7 @@ impl ArenaDtype {
         }
     }
 
+    /// Canonical name (`bfp8_b`, `bfp4_b`, `bf16`), used in cache file names and reports.
     pub const fn name(self) -> &'static str {
         self.format().name()
     }

@@ -13,6 +13,7 @@
 //! [`arena::TensorSource`].
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+#![warn(missing_docs)]
 
 pub mod arena;
 pub mod bf16;

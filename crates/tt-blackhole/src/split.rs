@@ -17,15 +17,20 @@ use serde::{Deserialize, Serialize};
 pub struct WorkUnit {
     /// Compute-core index (0..compute_cores).
     pub core: usize,
+    /// First output tile column of the share.
     pub n_start: usize,
+    /// Output tile columns in the share.
     pub n_count: usize,
+    /// First K tile row of the share (nonzero only when K is split).
     pub k_start: usize,
+    /// K tile rows in the share.
     pub k_count: usize,
     /// Index of the unit's first tile inside the weight's tile stream.
     pub first_tile: usize,
 }
 
 impl WorkUnit {
+    /// Weight tiles in the share: `n_count * k_count`.
     pub const fn tiles(&self) -> usize {
         self.n_count * self.k_count
     }
@@ -34,7 +39,9 @@ impl WorkUnit {
 /// The division of one `[kt, nt]`-tile weight.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MatmulSplit {
+    /// K (input features) in tiles.
     pub kt: usize,
+    /// N (output features) in tiles.
     pub nt: usize,
     /// Pieces K is cut into (1 when there are at least as many columns as cores).
     pub k_split: usize,

@@ -7,7 +7,9 @@ use std::collections::VecDeque;
 /// One phase of a boot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct PhaseDef {
+    /// Stable identifier of the phase (e.g. `"engine"`, `"device"`), used in [`BootEvent`]s.
     pub key: &'static str,
+    /// Human-readable text for the checklist row (e.g. `"engine initialised"`).
     pub label: &'static str,
     /// Any of these substrings starts the phase (and finishes every earlier one).
     pub start: &'static [&'static str],
@@ -186,34 +188,51 @@ const MAX_CAUSES: usize = 50;
 /// State of one phase row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RowState {
+    /// Not reached yet.
     Pending,
+    /// The current phase: its start marker was seen and no later phase has started.
     Active,
+    /// Finished: its done marker was seen, or a later phase started.
     Done,
 }
 
 /// One row of the checklist.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
+    /// The phase's [`PhaseDef::key`].
     pub key: &'static str,
+    /// The phase's [`PhaseDef::label`].
     pub label: &'static str,
+    /// Where the phase is.
     pub state: RowState,
     /// `(done, total)` from the last tqdm fragment.
     pub progress: Option<(u64, u64)>,
+    /// A short fact pulled from the log for this phase (e.g. `vLLM 0.10.1`, device count); `None`
+    /// until one is seen.
     pub detail: Option<String>,
 }
 
 /// What a fed line changed, for the renderer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BootEvent {
+    /// The phase with this key became active.
     Started(&'static str),
+    /// The phase with this key finished.
     Finished(&'static str),
+    /// A tqdm fragment updated the active phase's progress.
     Progress {
+        /// Key of the active phase.
         key: &'static str,
+        /// Units done, from the tqdm fragment.
         done: u64,
+        /// Units in total, from the tqdm fragment.
         total: u64,
     },
+    /// A detail was extracted for the active phase.
     Detail {
+        /// Key of the active phase.
         key: &'static str,
+        /// The new [`Row::detail`] text.
         detail: String,
     },
 }
@@ -222,13 +241,19 @@ pub enum BootEvent {
 #[derive(Debug, Clone)]
 pub struct BootTracker {
     defs: &'static [PhaseDef],
+    /// One row per phase of the server kind, in boot order.
     pub rows: Vec<Row>,
+    /// The last 40 lines seen (ANSI stripped, chatter ignored), oldest first.
     pub tail: VecDeque<String>,
+    /// Lines matching [`CAUSE_MARKERS`], in order, at most 50: what explains a failure.
     pub causes: Vec<String>,
+    /// Number of lines fed so far, ignored chatter included.
     pub lines_seen: usize,
 }
 
 impl BootTracker {
+    /// A tracker for a server `kind` (`vllm-plugin`, `vllm-fork`, `tt-dit-server`, else the generic
+    /// HTTP phases), every phase pending.
     pub fn new(kind: &str) -> Self {
         let defs = phases_for(kind);
         BootTracker {

@@ -47,8 +47,11 @@ pub struct BuildRequest {
 pub enum BuildEvent {
     /// A Dockerfile instruction started: `Step index/total : instruction`.
     Step {
+        /// 1-based number of the step.
         index: usize,
+        /// Number of steps in the Dockerfile.
         total: usize,
+        /// The instruction as the builder echoes it (e.g. `RUN pip install …`).
         instruction: String,
     },
     /// The step was served from the layer cache.

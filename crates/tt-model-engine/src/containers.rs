@@ -20,24 +20,32 @@ use crate::run_spec::{DEV_TENSTORRENT, HUGEPAGES_1G, RunSpec};
 /// What we read back about a container.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ContainerInfo {
+    /// The full container id (64 hex).
     pub id: String,
     /// Without the leading `/`.
     pub name: String,
+    /// The image reference the container was created from (its config's `Image`).
     pub image: String,
     /// `created`, `running`, `exited`, …
     pub status: String,
+    /// Whether the engine reports it running now.
     pub running: bool,
+    /// The exit status of the last run; `None` when the engine does not report one (never started).
     pub exit_code: Option<i64>,
+    /// The kernel OOM killer ended it.
     pub oom_killed: bool,
     /// RFC 3339, as the engine reports it.
     pub started_at: Option<String>,
+    /// When the last run ended (RFC 3339); `None` while running or never started.
     pub finished_at: Option<String>,
     /// When the container was created (RFC 3339).
     pub created_at: Option<String>,
+    /// The container's labels (ours are in [`crate::labels`]).
     pub labels: BTreeMap<String, String>,
 }
 
 impl ContainerInfo {
+    /// The value of label `key`, if set.
     pub fn label(&self, key: &str) -> Option<&str> {
         self.labels.get(key).map(String::as_str)
     }
@@ -46,7 +54,9 @@ impl ContainerInfo {
 /// How a stop went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StopInfo {
+    /// The container was running when the stop began (`false` also when it did not exist).
     pub was_running: bool,
+    /// Its exit status after the stop (137: killed after the grace period); `None` when unknown.
     pub exit_code: Option<i64>,
 }
 

@@ -15,31 +15,57 @@ use crate::labels;
 /// Why chips could not be chosen.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ChipError {
+    /// The device directory could not be listed, so the host's chips are unknown.
     #[error("cannot read {root}: {detail}")]
-    ScanUnavailable { root: PathBuf, detail: String },
+    ScanUnavailable {
+        /// The directory scanned (normally `/dev/tenstorrent`).
+        root: PathBuf,
+        /// The I/O error, as text.
+        detail: String,
+    },
+    /// The running containers could not be inspected (the reason is given), so which chips are free
+    /// is unknown.
     #[error("could not determine which tt devices are already in use ({0}) — refusing to guess")]
     CannotAsk(String),
+    /// `--device-id` is not a comma-separated list of integers (the text as given).
     #[error("--device-id must be a comma-separated list of integers, got '{0}'")]
     BadList(String),
+    /// `--device-id` repeats a chip or names a negative one (the text as given).
     #[error("--device-id must be distinct, non-negative chip indices, got '{0}'")]
     NotDistinct(String),
+    /// `--device-id` names another number of chips than the profile needs.
     #[error("--device-id gave {given} chip(s) but profile '{profile}' needs {needed}")]
     WrongCount {
+        /// Number of chips `--device-id` names.
         given: usize,
+        /// Number of chips the profile needs.
         needed: usize,
+        /// The profile's name.
         profile: String,
     },
+    /// `--device-id` names chips that are not under `/dev/tenstorrent`.
     #[error("--device-id names chip(s) {missing}, which this host does not have (it has {have})")]
-    NoSuchChip { missing: String, have: String },
+    NoSuchChip {
+        /// The named chips the host lacks, comma-separated.
+        missing: String,
+        /// The chips the host has, comma-separated.
+        have: String,
+    },
+    /// `--device-id` names chips another container holds (comma-separated ids).
     #[error("chip(s) {0} already in use by another container")]
     InUse(String),
+    /// Too few chips are free for the profile.
     #[error(
         "only {free} of {total} tt device(s) are free (chip(s) {busy} in use); this profile needs {needed}"
     )]
     NotEnough {
+        /// Chips no container holds.
         free: usize,
+        /// Chips the host has.
         total: usize,
+        /// The held chips, comma-separated.
         busy: String,
+        /// Chips the profile needs.
         needed: usize,
     },
 }
@@ -78,10 +104,14 @@ pub fn hugepages_1g_mounted(proc_mounts: &str) -> bool {
 /// What the scan needs to know about one running container.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ContainerClaim {
+    /// The full container id.
     pub id: String,
+    /// The container name as the engine lists it (may start with `/`), matched by
+    /// `container:<name>` IPC modes.
     pub name: String,
     /// `HostConfig.IpcMode`: `host`, `private`, `shareable`, `container:<id|name>`, …
     pub ipc_mode: String,
+    /// The container runs with `--privileged` (and so can open every chip).
     pub privileged: bool,
     /// `HostConfig.Devices[].PathOnHost`.
     pub device_paths: Vec<String>,
@@ -236,24 +266,34 @@ pub const DEFAULT_ALLOC_LOCK: &str = "/tmp/tt-model-alloc.lock";
 /// Why the allocation lock could not be taken.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
+    /// The lock file could not be opened or created.
     #[error(
         "cannot open the chip allocation lock {path} (chip allocation would be unsynchronized)"
     )]
     Open {
+        /// The lock file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
+    /// Another holder kept the lock past the timeout.
     #[error(
         "the chip allocation lock {path} has been held for {waited:?}; another serve seems wedged (its holder is listed by `fuser {path}`)"
     )]
-    Wedged { path: PathBuf, waited: Duration },
+    Wedged {
+        /// The lock file.
+        path: PathBuf,
+        /// How long this process waited for it.
+        waited: Duration,
+    },
 }
 
 /// An exclusive `flock` held around chip scan + container create; released on drop.
 #[derive(Debug)]
 pub struct AllocLock {
     file: std::fs::File,
+    /// The lock file held.
     pub path: PathBuf,
 }
 

@@ -12,26 +12,37 @@ pub struct Evidence {
     pub causes: Vec<String>,
     /// The container exited (else: still running when the wait ended).
     pub exited: bool,
+    /// The container's exit status, when it exited and the engine reported one.
     pub exit_code: Option<i64>,
 }
 
 /// Why the boot failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Cause {
+    /// Still running when the wait for readiness ended.
     Timeout,
+    /// The server refused a command-line flag (usually a passthrough argument).
     FlagRejected,
+    /// The Tenstorrent device was held by another process.
     DeviceHeld,
+    /// The server's port was already in use.
     PortTaken,
+    /// Exited for another reason (or none recognised) before becoming ready.
     ExitedBeforeReady,
 }
 
 /// A rendered-ready diagnosis: title, evidence line, consequence, actions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Card {
+    /// The classified cause, for callers that branch on it.
     pub cause: Cause,
+    /// One line saying what happened.
     pub title: String,
+    /// The log line that shows it (prefixes stripped); `None` when the log had nothing useful.
     pub evidence: Option<String>,
+    /// What it means, in a sentence or two.
     pub detail: String,
+    /// Commands to try next, one per entry.
     pub actions: Vec<String>,
 }
 

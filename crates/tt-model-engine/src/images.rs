@@ -54,7 +54,12 @@ pub enum ImageState {
     /// The loaded image is the recorded build (or the package records no digest).
     Matches(ImageFacts),
     /// Another build is loaded under the reference.
-    Different { facts: ImageFacts, expected: String },
+    Different {
+        /// What is loaded under the reference.
+        facts: ImageFacts,
+        /// The image digest the package records.
+        expected: String,
+    },
 }
 
 /// Judges the image loaded under a package's reference. `expected` is the package's recorded

@@ -9,6 +9,7 @@
 //! installed-packages database); `run`, `containers`, `logs`, `devices` (serving) are added beside them.
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+#![warn(missing_docs)]
 
 pub mod archive;
 pub mod build;

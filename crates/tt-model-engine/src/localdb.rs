@@ -44,6 +44,7 @@ pub struct Entry {
     /// Always true: tt-model installs container packages only.
     #[serde(default = "yes")]
     pub container: bool,
+    /// Whether the package was staged locally or pulled from the Hub.
     pub source: Source,
     /// The runtime kind (`http-server`, `vllm-plugin`, …).
     #[serde(default)]
@@ -55,6 +56,7 @@ pub struct Entry {
     pub revision: Option<String>,
     /// The package's `tt_kernel_manifest.json`.
     pub manifest: PathBuf,
+    /// The chip architecture the package targets (e.g. `blackhole`); `None` when not recorded.
     #[serde(default)]
     pub arch: Option<String>,
     /// The image digest the package records.
@@ -66,6 +68,7 @@ pub struct Entry {
     /// The default profile.
     #[serde(default)]
     pub profile: String,
+    /// Every profile the package offers, by name.
     #[serde(default)]
     pub profiles: Vec<String>,
 }
@@ -96,9 +99,12 @@ struct Document {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LocalDbError {
+    /// The file exists but could not be read.
     #[error("Cannot read {path}")]
     Read {
+        /// The database file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: io::Error,
     },
@@ -106,16 +112,27 @@ pub enum LocalDbError {
     #[error(
         "{path} is corrupt ({detail}); it was left untouched — move it aside to start a new one"
     )]
-    Corrupt { path: PathBuf, detail: String },
+    Corrupt {
+        /// The database file.
+        path: PathBuf,
+        /// What is wrong: the JSON error, or a format newer than this tt-model reads.
+        detail: String,
+    },
+    /// The new database could not be written or renamed into place.
     #[error("Cannot write {path}")]
     Write {
+        /// The database file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: io::Error,
     },
+    /// The sibling lock file (`installed.json.lock`) could not be opened or locked.
     #[error("Cannot lock {path}")]
     Lock {
+        /// The lock file.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: io::Error,
     },
@@ -138,6 +155,7 @@ impl LocalDb {
         Self { path }
     }
 
+    /// The database file's path.
     pub fn path(&self) -> &Path {
         &self.path
     }

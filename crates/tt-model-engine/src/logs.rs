@@ -10,14 +10,18 @@ use crate::error::EngineError;
 /// Which stream a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogStream {
+    /// The container's standard output.
     Stdout,
+    /// The container's standard error.
     Stderr,
 }
 
 /// One log line (without its newline; invalid UTF-8 replaced).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine {
+    /// Which stream the line was written to.
     pub stream: LogStream,
+    /// The line's text, without its newline.
     pub text: String,
 }
 
@@ -166,6 +170,8 @@ pub async fn collect(
 pub struct LogLines(std::pin::Pin<Box<dyn Stream<Item = Result<LogLine, EngineError>> + Send>>);
 
 impl LogLines {
+    /// Lines of container `name`, as [`lines`] gives them: the last `tail` (all when `None`), then
+    /// new ones while `follow`.
     pub fn new(client: &Client, name: &str, follow: bool, tail: Option<usize>) -> Self {
         LogLines(Box::pin(lines(client, name, follow, tail)))
     }

@@ -52,54 +52,84 @@ const CHANNEL_CHUNKS: usize = 4;
 pub enum LoadError {
     /// The directory has no `oci-layout` file.
     #[error("`{path}` is not an OCI image layout (no oci-layout file)")]
-    NotALayout { path: PathBuf },
+    NotALayout {
+        /// The directory given as the layout.
+        path: PathBuf,
+    },
     /// A layout file could not be read.
     #[error("Cannot read `{path}`")]
     Read {
+        /// The file that could not be read (`<archive stream>` for the stream sent to the engine).
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: io::Error,
     },
     /// The layout's JSON is not what the OCI spec says.
     #[error("The OCI layout at `{path}` is malformed: {detail}")]
-    BadLayout { path: PathBuf, detail: String },
+    BadLayout {
+        /// The layout directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// A blob's size on disk differs from its descriptor.
     #[error("Blob {digest} in `{path}` is {found} bytes; its descriptor says {expected}")]
     BlobSize {
+        /// The blob file.
         path: PathBuf,
+        /// The blob's digest, `sha256:<hex>`.
         digest: String,
+        /// Size in bytes according to its descriptor.
         expected: u64,
+        /// Size in bytes of the file.
         found: u64,
     },
     /// A blob's bytes do not hash to its digest (a truncated or corrupt download).
     #[error("Blob {digest} in `{path}` is corrupt: its bytes hash to {found}")]
     BlobDigest {
+        /// The blob file.
         path: PathBuf,
+        /// The digest that names the blob, `sha256:<hex>`.
         digest: String,
+        /// The digest its bytes hash to.
         found: String,
     },
     /// The layout holds another image than the one the package records.
     #[error("The OCI layout at `{path}` holds image {found}, but the package records {expected}")]
     LayoutMismatch {
+        /// The layout directory.
         path: PathBuf,
+        /// The image digest the package records.
         expected: String,
+        /// The layout's config digest (its image id on the classic store).
         found: String,
     },
     /// The load request failed (engine unreachable, connection dropped).
     #[error("Loading image `{reference}` into the engine failed")]
     Request {
+        /// The reference the image was loaded under.
         reference: String,
+        /// The client library's error.
         #[source]
         source: Cause,
     },
     /// The engine refused the archive.
     #[error("The engine refused to load image `{reference}`: {message}")]
-    Refused { reference: String, message: String },
+    Refused {
+        /// The reference the image was to be loaded under.
+        reference: String,
+        /// The engine's error message.
+        message: String,
+    },
     /// After the load the tag points at another image (or at none).
     #[error("After loading, `{reference}` is {found}, not the layout's image {expected}")]
     NotLoaded {
+        /// The reference the image was loaded under.
         reference: String,
+        /// The layout's image id.
         expected: String,
+        /// The id the reference resolves to now, or `absent`.
         found: String,
     },
     /// Inspecting the loaded image failed.
@@ -127,6 +157,7 @@ impl Blob {
 /// The image an OCI layout holds, resolved to its blobs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OciLayout {
+    /// The layout directory (the one holding `oci-layout` and `index.json`).
     pub dir: PathBuf,
     /// `sha256:…` of the image manifest (the image id on a containerd image store).
     pub manifest_digest: String,

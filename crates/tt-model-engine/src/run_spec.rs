@@ -44,15 +44,24 @@ pub enum Chips {
 /// What serve decided for this container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServeRequest {
+    /// The package name (the container name's stem and the `package` label).
     pub package: String,
+    /// The profile being served (part of the container name, and a label).
     pub profile: String,
+    /// The image reference to run.
     pub image: String,
     /// The user's serve target, recorded as a label.
     pub target: String,
+    /// The runtime kind (`http-server`, `vllm-plugin`, …), recorded as a label for the boot
+    /// tracker.
     pub kind: String,
+    /// The port the server listens on, published at the same number on the host.
     pub port: u16,
+    /// Publish on every interface (`0.0.0.0`) instead of loopback only.
     pub expose: bool,
+    /// The HTTP path polled for readiness, recorded as a label.
     pub health_path: String,
+    /// Which Tenstorrent chips the container gets.
     pub chips: Chips,
     /// The weights were fetched on the host, so the hub cache is mounted read-only and the
     /// container runs offline; otherwise the container downloads and needs it writable.
@@ -70,7 +79,10 @@ pub struct ServeRequest {
 /// Facts about the host, injected so [`compose`] stays pure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostFacts {
+    /// The caller's user id; the container runs as `uid:gid` (unless `rootless`) so files it
+    /// writes belong to the caller.
     pub uid: u32,
+    /// The caller's group id.
     pub gid: u32,
     /// A rootless daemon maps the caller to root inside: run as `0:0` there.
     pub rootless: bool,
@@ -80,21 +92,27 @@ pub struct HostFacts {
     pub state_dir: PathBuf,
     /// `HF_TOKEN` is set in the caller's environment (passed by name, never by value).
     pub hf_token_set: bool,
+    /// A hugetlbfs is mounted at `/dev/hugepages-1G`, to be bound into containers that get chips.
     pub hugepages_1g: bool,
 }
 
 /// A bind mount.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Bind {
+    /// Host path.
     pub src: PathBuf,
+    /// Path inside the container.
     pub dst: String,
+    /// Mount read-only.
     pub read_only: bool,
 }
 
 /// An environment entry; `value: None` passes the caller's variable by name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvVar {
+    /// The variable's name.
     pub key: String,
+    /// The value to set; `None` passes the caller's value by name (omitted when unset there).
     pub value: Option<String>,
 }
 
@@ -103,29 +121,47 @@ pub struct EnvVar {
 pub struct Publish {
     /// `Some("127.0.0.1")` unless exposed on every interface.
     pub host_ip: Option<String>,
+    /// Host port.
     pub host_port: u16,
+    /// Container port (the same as `host_port` for serve).
     pub container_port: u16,
 }
 
 /// Everything the engine needs to create the served container.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunSpec {
+    /// The container name (`tt-model-<package>-<profile>`).
     pub name: String,
+    /// The image reference to run.
     pub image: String,
+    /// The `user[:group]` to run as (`0:0` on a rootless daemon).
     pub user: String,
+    /// All labels: ours (`tt.model.*`) and the manifest's.
     pub labels: BTreeMap<String, String>,
     /// Device nodes, mapped at the same path inside.
     pub devices: Vec<String>,
+    /// Share the host IPC namespace (`--ipc host`): set whenever chips are given, since the device
+    /// lock lives there.
     pub ipc_host: bool,
+    /// Bind mounts: hub cache, state directories, hugepages.
     pub binds: Vec<Bind>,
+    /// The environment, sorted by key.
     pub env: Vec<EnvVar>,
+    /// The published port; `None` on `host`/`none` networks.
     pub publish: Option<Publish>,
+    /// The network mode; `None` for the engine default (bridge).
     pub network: Option<String>,
+    /// Capabilities added (only those the chips need).
     pub cap_add: Vec<String>,
+    /// Capabilities dropped (`ALL`).
     pub cap_drop: Vec<String>,
+    /// Set `no-new-privileges`.
     pub no_new_privileges: bool,
+    /// Run an init process as PID 1 (`--init`), which reaps zombies and forwards signals.
     pub init: bool,
+    /// Replaces the image's entrypoint when `Some`; `None` keeps the image's.
     pub entrypoint: Option<Vec<String>>,
+    /// The command (arguments to the entrypoint).
     pub cmd: Vec<String>,
 }
 

@@ -24,7 +24,9 @@ pub struct ReadySpec {
     pub ready_line: Option<String>,
     /// `host:port` of the server as seen from the host.
     pub http_addr: String,
+    /// The HTTP path probed (e.g. `/health`); ready needs a 2xx answer.
     pub health_path: String,
+    /// The readiness deadline, from the start of the wait.
     pub timeout: Duration,
     /// How often the HTTP probe and the container state are checked.
     pub poll: Duration,
@@ -33,7 +35,9 @@ pub struct ReadySpec {
 /// Progress of the wait, for the checklist renderer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WaitEvent {
+    /// A new log line.
     Line(LogLine),
+    /// A boot phase changed (fed from the log line before it).
     Boot(BootEvent),
     /// The ready line was seen.
     LogReady,
@@ -44,23 +48,35 @@ pub enum WaitEvent {
 /// How the wait ended.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WaitOutcome {
+    /// The ready line (if the kind has one) and the health probe both succeeded.
     Ready {
+        /// Time from the start of the wait until ready.
         elapsed: Duration,
+        /// When the ready line was seen, from the start of the wait; `None` when the kind has no
+        /// ready line.
         log_ready: Option<Duration>,
+        /// When the health probe first answered 2xx, from the start of the wait.
         http_ready: Duration,
     },
     /// The container stopped before it was ready.
     Exited {
+        /// Time from the start of the wait until the exit was seen.
         elapsed: Duration,
+        /// The log evidence and exit status, for [`crate::diagnose`].
         evidence: Evidence,
     },
     /// Still running at the deadline.
     TimedOut {
+        /// Time from the start of the wait until the deadline.
         elapsed: Duration,
+        /// The log evidence, for [`crate::diagnose`].
         evidence: Evidence,
     },
     /// The caller cancelled (Ctrl-C): the container keeps running.
-    Detached { elapsed: Duration },
+    Detached {
+        /// Time from the start of the wait until the cancel.
+        elapsed: Duration,
+    },
 }
 
 /// One HTTP/1.1 GET with a short timeout; true on a 2xx status.

@@ -12,9 +12,13 @@ use crate::error::HubError;
 /// `oid` in the tree API; both are accepted).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LfsInfo {
+    /// Lowercase hex sha256 of the file's real content (the blob name in the cache).
     #[serde(alias = "oid")]
     pub sha256: String,
+    /// Size in bytes of the real content (not of the pointer file).
     pub size: u64,
+    /// Size in bytes of the git LFS pointer file stored in the repo instead of the content; the Hub
+    /// may omit it.
     #[serde(
         rename = "pointerSize",
         default,
@@ -26,11 +30,16 @@ pub struct LfsInfo {
 /// One file of the repo at the revision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sibling {
+    /// Path of the file relative to the repo root, `/`-separated (the Hub's `rfilename`).
     pub rfilename: String,
+    /// Size in bytes as the Hub lists it; `None` when the listing omits it (use
+    /// [`Sibling::byte_size`], which prefers the LFS size).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
+    /// The git blob sha1 (`blobId`) of the file as committed: for an LFS file, that of its pointer.
     #[serde(rename = "blobId", default, skip_serializing_if = "Option::is_none")]
     pub blob_id: Option<String>,
+    /// Present only for files stored in LFS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lfs: Option<LfsInfo>,
 }
@@ -44,6 +53,8 @@ impl Sibling {
             .map(|l| l.sha256.as_str())
             .or(self.blob_id.as_deref())
     }
+    /// The content's size in bytes: the LFS size for an LFS file, else the listed size; `None` when
+    /// the Hub gave neither.
     pub fn byte_size(&self) -> Option<u64> {
         self.lfs.as_ref().map(|l| l.size).or(self.size)
     }
@@ -52,8 +63,11 @@ impl Sibling {
 /// `GET /api/models/{repo}/revision/{rev}` (subset).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RepoInfo {
+    /// The repo id (`org/name`) as the Hub spells it.
     pub id: String,
+    /// The full commit sha the revision resolved to.
     pub sha: String,
+    /// Every file of the repo at that commit; empty when the Hub omits the list.
     #[serde(default)]
     pub siblings: Vec<Sibling>,
 }
@@ -79,6 +93,8 @@ pub fn encode_path(p: &str) -> String {
         .join("/")
 }
 
+/// `{endpoint}/api/models/{repo}/revision/{rev}?blobs=true`: commit and file listing (with blob ids
+/// and LFS info) for `repo` at `rev`.
 pub fn revision_url(env: &HubEnv, repo: &str, rev: &str) -> String {
     format!(
         "{}/api/models/{}/revision/{}?blobs=true",
@@ -88,6 +104,8 @@ pub fn revision_url(env: &HubEnv, repo: &str, rev: &str) -> String {
     )
 }
 
+/// `{endpoint}/{repo}/resolve/{rev}/{file}`: the bytes of one file at `rev` (normally a pinned
+/// commit).
 pub fn resolve_url(env: &HubEnv, repo: &str, rev: &str, file: &str) -> String {
     format!(
         "{}/{}/resolve/{}/{}",
@@ -147,6 +165,7 @@ pub(crate) fn check_status(
 /// What the Hub said about a request, as far as classifying a refusal goes.
 #[derive(Debug, Clone, Copy)]
 pub struct HubAnswer<'a> {
+    /// The HTTP status code.
     pub status: u16,
     /// The `X-Error-Code` header (`RepoNotFound`, `GatedRepo`, `EntryNotFound`, …).
     pub error_code: Option<&'a str>,

@@ -15,10 +15,12 @@ use crate::error::HubError;
 /// The root of a hub cache (`HF_HUB_CACHE`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HubCache {
+    /// The cache directory itself (the one holding `models--*` folders), not `HF_HOME`.
     pub root: PathBuf,
 }
 
 impl HubCache {
+    /// A cache rooted at `root`; nothing is created or checked on disk.
     pub fn new(root: impl Into<PathBuf>) -> Self {
         HubCache { root: root.into() }
     }
@@ -94,23 +96,30 @@ pub fn is_commit_sha(rev: &str) -> bool {
 /// One repo's directory in the hub cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepoCache {
+    /// `<hub cache>/models--<org>--<name>`.
     pub dir: PathBuf,
+    /// The repo id (`org/name`) this directory holds, already validated.
     pub repo_id: String,
 }
 
 impl RepoCache {
+    /// `<repo dir>/blobs`: content files named by etag.
     pub fn blobs_dir(&self) -> PathBuf {
         self.dir.join("blobs")
     }
+    /// `blobs/<etag>`: a complete, verified file.
     pub fn blob_path(&self, etag: &str) -> PathBuf {
         self.blobs_dir().join(etag)
     }
+    /// `blobs/<etag>.incomplete`: a partial download, resumed from its length.
     pub fn incomplete_path(&self, etag: &str) -> PathBuf {
         self.blobs_dir().join(format!("{etag}.incomplete"))
     }
+    /// `snapshots/<commit>`: the repo's file tree at that commit, as symlinks into `blobs/`.
     pub fn snapshot_dir(&self, commit: &str) -> PathBuf {
         self.dir.join("snapshots").join(commit)
     }
+    /// `refs/<name>`: a text file holding the commit a branch or tag resolved to.
     pub fn ref_path(&self, name: &str) -> PathBuf {
         self.dir.join("refs").join(name)
     }

@@ -27,6 +27,7 @@ pub trait DownloadReporter: Send + Sync {
     fn file_started(&self, _file: &str, _size: Option<u64>, _resumed_from: u64) {}
     /// `n` more bytes arrived.
     fn bytes(&self, _n: u64) {}
+    /// `file` is complete, verified and linked into the snapshot.
     fn file_done(&self, _file: &str) {}
 }
 
@@ -53,6 +54,8 @@ pub struct Downloader {
 }
 
 impl Downloader {
+    /// A downloader for `env`'s endpoint and hub cache, with a 10 s connect timeout; no request is
+    /// made yet.
     pub fn new(env: HubEnv) -> Self {
         let cache = HubCache::new(env.hub_cache.clone());
         let http = reqwest::Client::builder()
@@ -63,6 +66,7 @@ impl Downloader {
         Downloader { http, env, cache }
     }
 
+    /// The hub cache files are written to (`env.hub_cache`).
     pub fn cache(&self) -> &HubCache {
         &self.cache
     }

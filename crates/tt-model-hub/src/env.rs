@@ -23,8 +23,11 @@ pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
 /// Where the Hub client looks: endpoint, cache and token, resolved once from the environment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HubEnv {
+    /// Base URL of the Hub, without a trailing `/`.
     pub endpoint: String,
+    /// The Hugging Face home (`HF_HOME`): where the `token` file is read from.
     pub hf_home: PathBuf,
+    /// The hub cache root (`HF_HUB_CACHE`), where snapshots are downloaded.
     pub hub_cache: PathBuf,
     /// The token value for host-side requests; `None` when neither `HF_TOKEN` nor the token file has one.
     pub token: Option<String>,

@@ -13,36 +13,49 @@ use crate::error::HubError;
 /// A Hub client for one endpoint and token.
 #[derive(Debug, Clone)]
 pub struct HubClient {
+    /// The HTTP client every request goes through (shared connection pool).
     pub http: reqwest::Client,
+    /// Endpoint and token; the token, when set, is sent as `Authorization: Bearer`.
     pub env: HubEnv,
 }
 
 /// `whoami-v2`: the account a token belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct WhoAmI {
+    /// The account's user name (the `org` part of repos it owns).
     pub name: String,
+    /// Organizations the account belongs to (where it may also create repos).
     #[serde(default)]
     pub orgs: Vec<OrgRef>,
 }
 
+/// An organization in the `whoami-v2` answer.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct OrgRef {
+    /// The organization's name, as used in repo ids.
     pub name: String,
 }
 
 /// What `model_info` says about a repo.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RepoMeta {
+    /// The repo id (`org/name`).
     pub id: String,
+    /// The full sha of the main branch's head commit.
     pub sha: String,
+    /// Whether only the owner (and those granted access) can read the repo.
     #[serde(default)]
     pub private: bool,
+    /// The repo's tags (from its card metadata and the Hub's own, e.g. `license:…`).
     #[serde(default)]
     pub tags: Vec<String>,
+    /// When the repo last changed, as the Hub's ISO 8601 timestamp; `None` when not given.
     #[serde(rename = "lastModified", default)]
     pub last_modified: Option<String>,
+    /// The Hub's recent download count; 0 when not given.
     #[serde(default)]
     pub downloads: u64,
+    /// The repo's files at `sha`.
     #[serde(default)]
     pub siblings: Vec<Sibling>,
 }
@@ -50,32 +63,46 @@ pub struct RepoMeta {
 /// One entry of `list_repo_tree`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct TreeEntry {
+    /// `"file"` or `"directory"` (only files are returned by [`HubClient::tree`]).
     #[serde(rename = "type")]
     pub kind: String,
+    /// Path relative to the repo root.
     pub path: String,
+    /// Size in bytes (of the LFS pointer for an LFS file; see [`TreeEntry::lfs`]); 0 for a
+    /// directory.
     #[serde(default)]
     pub size: u64,
+    /// The git object id (for a file: the blob sha1).
     pub oid: String,
+    /// Set for files stored in LFS.
     #[serde(default)]
     pub lfs: Option<TreeLfs>,
 }
 
+/// The `lfs` object of a [`TreeEntry`]: the content behind an LFS pointer.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct TreeLfs {
+    /// sha256 of the content, lowercase hex.
     pub oid: String,
+    /// Size of the content in bytes.
     pub size: u64,
 }
 
 /// One row of `list_models`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelRow {
+    /// The repo id (`org/name`).
     pub id: String,
+    /// Whether the repo is private.
     #[serde(default)]
     pub private: bool,
+    /// The Hub's recent download count; 0 when not given.
     #[serde(default)]
     pub downloads: u64,
+    /// The repo's tags.
     #[serde(default)]
     pub tags: Vec<String>,
+    /// When the repo last changed (ISO 8601); `None` when not given.
     #[serde(rename = "lastModified", default)]
     pub last_modified: Option<String>,
 }
@@ -83,9 +110,13 @@ pub struct ModelRow {
 /// The preupload answer for one file.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct UploadMode {
+    /// The file's path in the repo, as sent.
     pub path: String,
+    /// `"lfs"` or `"regular"`: whether the file must go through the LFS batch API or inline in the
+    /// commit.
     #[serde(rename = "uploadMode")]
     pub upload_mode: String,
+    /// The Hub would ignore the file (e.g. by its `.gitignore`): it is not committed.
     #[serde(rename = "shouldIgnore", default)]
     pub should_ignore: bool,
     /// The remote file's oid at the revision: its sha256 when it is in LFS, its git blob sha1
@@ -97,33 +128,47 @@ pub struct UploadMode {
 /// What preupload needs to know of a file: its path, size and first 512 bytes.
 #[derive(Debug, Clone)]
 pub struct PreuploadFile<'a> {
+    /// Path in the repo.
     pub path: &'a str,
+    /// Size in bytes.
     pub size: u64,
+    /// The first 512 bytes (or the whole file if shorter), sent base64 so the Hub can choose the
+    /// upload mode.
     pub sample: &'a [u8],
 }
 
 /// The LFS batch answer for one object.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct BatchObject {
+    /// The object's sha256, lowercase hex.
     pub oid: String,
+    /// The object's size in bytes.
     pub size: u64,
+    /// What to do with the object; `None` when the Hub already has it.
     #[serde(default)]
     pub actions: Option<BatchActions>,
+    /// The Hub's per-object error, as it sent it; `Some` means the object cannot be uploaded.
     #[serde(default)]
     pub error: Option<Value>,
 }
 
+/// The `actions` of a [`BatchObject`].
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct BatchActions {
+    /// Where to PUT the content; `None` when the object is already stored.
     #[serde(default)]
     pub upload: Option<Action>,
+    /// Where to POST the verification once uploaded; `None` when the Hub asks for none.
     #[serde(default)]
     pub verify: Option<Action>,
 }
 
+/// One LFS transfer action: a URL and the headers to send with it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Action {
+    /// The URL to send the request to (often a presigned storage URL).
     pub href: String,
+    /// Extra headers the request must carry (e.g. authorization for the storage); `None` when none.
     #[serde(default)]
     pub header: Option<std::collections::HashMap<String, String>>,
 }
@@ -133,16 +178,23 @@ pub struct Action {
 pub enum CommitOp {
     /// A regular file, sent inline (base64).
     File {
+        /// Path in the repo.
         path: String,
+        /// The file's whole content, sent inline.
         content: Vec<u8>,
     },
     /// An LFS file whose object was uploaded (or was already there).
     LfsFile {
+        /// Path in the repo.
         path: String,
+        /// The sha256 of the content, lowercase hex (the LFS object id).
         oid: String,
+        /// Size of the content in bytes.
         size: u64,
     },
+    /// Delete the file at `path` from the repo.
     Delete {
+        /// Path in the repo.
         path: String,
     },
 }
@@ -172,6 +224,7 @@ pub fn commit_payload(summary: &str, parent: Option<&str>, ops: &[CommitOp]) -> 
 }
 
 impl HubClient {
+    /// A client for `env`'s endpoint and token; no request is made yet.
     pub fn new(env: HubEnv) -> Self {
         HubClient {
             http: reqwest::Client::new(),

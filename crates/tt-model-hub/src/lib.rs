@@ -14,6 +14,7 @@
 //! real files in the real URL shapes.
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+#![warn(missing_docs)]
 
 pub mod api;
 pub mod cache;

@@ -31,9 +31,13 @@ pub struct PlannedFile {
 /// What a snapshot download of `repo@revision` will do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DownloadPlan {
+    /// The repo id (`org/name`).
     pub repo_id: String,
+    /// The revision as requested (branch, tag or commit).
     pub revision: String,
+    /// The full commit sha the Hub resolved the revision to; every file is fetched at this commit.
     pub commit: String,
+    /// The files selected by the allow/ignore patterns, in the Hub's listing order.
     pub files: Vec<PlannedFile>,
 }
 
@@ -70,13 +74,17 @@ impl DownloadPlan {
 pub enum LocalStatus {
     /// A snapshot for the revision exists and no partial blobs remain.
     Complete {
+        /// The commit the revision resolves to locally (from `refs/`, or the revision itself).
         commit: String,
+        /// `snapshots/<commit>` in the repo's cache directory.
         snapshot: PathBuf,
     },
     /// Partial blobs are on disk (resumable).
     Partial {
+        /// Total bytes of the `.incomplete` blobs.
         bytes: u64,
     },
+    /// No snapshot for the revision and nothing partial: a download starts from scratch.
     Missing,
 }
 

@@ -28,7 +28,9 @@ use crate::verify::hex;
 /// Where a file's bytes are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileSource {
+    /// A file on disk, read again when it is sent.
     Disk(PathBuf),
+    /// Content held in memory (e.g. a generated file).
     Bytes(Vec<u8>),
 }
 
@@ -37,8 +39,12 @@ pub enum FileSource {
 pub struct LocalFile {
     /// Its path in the repo (`/`-separated).
     pub path: String,
+    /// Where the bytes are read from when the file is sent.
     pub source: FileSource,
+    /// Content length in bytes.
     pub size: u64,
+    /// sha256 of the content, lowercase hex: the LFS object id, and what the Hub compares for LFS
+    /// files.
     pub sha256: String,
     /// The git blob sha1 (`blob <len>\0` + content).
     pub git_sha1: String,
@@ -49,6 +55,7 @@ pub struct LocalFile {
 const SAMPLE: usize = 512;
 
 impl LocalFile {
+    /// An in-memory file at repo path `path`, hashed now.
     pub fn bytes(path: &str, bytes: Vec<u8>) -> Self {
         let mut s1 = Sha1::new();
         s1.update(format!("blob {}\0", bytes.len()).as_bytes());
@@ -150,7 +157,9 @@ pub fn collect_dir(dir: &Path, prefix: &str) -> Result<Vec<LocalFile>, HubError>
 pub trait UploadReporter: Send + Sync {
     /// The bytes that will be sent (after the Hub said what it has).
     fn planned(&self, _bytes: u64) {}
+    /// `path` starts being sent (an LFS object, or a blob to a registry).
     fn file_started(&self, _path: &str) {}
+    /// `n` more bytes were sent (or received).
     fn bytes(&self, _n: u64) {}
 }
 

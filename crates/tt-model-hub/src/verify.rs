@@ -59,7 +59,9 @@ impl std::fmt::Display for HashKind {
 
 /// A running hash of one file's content.
 pub enum ContentHasher {
+    /// sha256 of the content (LFS files).
     Sha256(Sha256),
+    /// git blob sha1: sha1 of `blob <len>\0` followed by the content (regular files).
     GitBlob(Sha1),
 }
 
@@ -78,6 +80,7 @@ impl ContentHasher {
         }
     }
 
+    /// Feed the next bytes of the content.
     pub fn update(&mut self, bytes: &[u8]) {
         match self {
             ContentHasher::Sha256(h) => h.update(bytes),

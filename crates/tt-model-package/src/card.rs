@@ -11,11 +11,18 @@ const CARD_TEMPLATE: &str = include_str!("../../../templates/card.md.j2");
 /// Facts known only after the build.
 #[derive(Debug, Clone, Default)]
 pub struct CardFacts {
+    /// The tt-model version that packaged the image (provenance table).
     pub tool_version: String,
+    /// When the package was made, `YYYY-MM-DDTHH:MM:SSZ` (`built.created_at`).
     pub created_at: String,
+    /// Tree digest of the shipped `code/`, `sha256:<hex>`; the card shows its first 16 hex digits.
     pub code_sha256: String,
+    /// The tt-metal commit; `None` for a tree without git metadata.
     pub metal_sha: Option<String>,
+    /// The tt-metal remote URL; with `metal_sha` it becomes a commit link (https or ssh remotes),
+    /// `None` means a local, unpublished commit.
     pub metal_remote: Option<String>,
+    /// The tt-metal tree had uncommitted changes, which were packaged (the card says so).
     pub metal_dirty: bool,
     /// The `runtime.cargo` binary the image ships.
     pub cargo: Option<tt_model_manifest::wire::CargoBuild>,

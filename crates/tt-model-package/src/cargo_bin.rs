@@ -85,7 +85,12 @@ pub enum CargoMessage {
     /// A compiler error, as rustc rendered it.
     Error(String),
     /// The executable of binary target `name`.
-    Executable { name: String, path: PathBuf },
+    Executable {
+        /// The binary target's name.
+        name: String,
+        /// Where cargo wrote the executable.
+        path: PathBuf,
+    },
     /// Anything else.
     Other,
 }

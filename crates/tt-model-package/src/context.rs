@@ -53,6 +53,7 @@ pub struct ContextSummary {
 const CHUNK: usize = 256 * 1024;
 
 impl ContextBuilder {
+    /// An empty context.
     pub fn new() -> Self {
         Self::default()
     }

@@ -19,6 +19,7 @@ pub struct FileRecord {
     pub path: String,
     /// Normalised mode: `0o644` or `0o755`.
     pub mode: u32,
+    /// Length of the contents in bytes.
     pub size: u64,
     /// SHA-256 of the contents.
     pub sha256: [u8; 32],

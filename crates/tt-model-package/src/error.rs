@@ -17,14 +17,22 @@ pub enum PackageError {
     Unsupported(String),
     /// The tt-metal tree is missing or not a checkout.
     #[error("`source.tt_metal`: {path} {problem}")]
-    MetalTree { path: PathBuf, problem: String },
+    MetalTree {
+        /// The tree as resolved (or the fetched checkout).
+        path: PathBuf,
+        /// What is wrong, phrased to follow the path (e.g. `does not exist`).
+        problem: String,
+    },
     /// An allowlisted path does not exist.
     #[error(
         "`{field}` entry `{entry}` does not exist under {root} — the allowlist names exactly what ships, so a missing entry is an error, not a skip"
     )]
     MissingCode {
+        /// The manifest key the entry belongs to (`source.code`, `source.extra_code`).
         field: &'static str,
+        /// The allowlist entry as written.
         entry: String,
+        /// The root it was looked up under (the tt-metal tree or the `extra_code` root).
         root: PathBuf,
     },
     /// `runtime.lock` names a file that is not there.
@@ -37,12 +45,20 @@ pub enum PackageError {
     OutInsideGit(PathBuf),
     /// A template failed to render (a bug, or a value the template cannot take).
     #[error("Rendering template `{name}` failed: {detail}")]
-    Template { name: String, detail: String },
+    Template {
+        /// The template's name (`Dockerfile`, `card.md`, …).
+        name: String,
+        /// minijinja's error, with its causes.
+        detail: String,
+    },
     /// Reading or writing a file failed.
     #[error("{action} `{path}`")]
     Io {
+        /// What was being done, as the message's start (`Reading`, `Walking`, …).
         action: &'static str,
+        /// The file or directory.
         path: PathBuf,
+        /// The I/O error.
         #[source]
         source: std::io::Error,
     },
@@ -52,36 +68,59 @@ pub enum PackageError {
     GitSource {
         /// The manifest key (`runtime.plugin`, `source.extra_code[0].root`, …).
         field: String,
+        /// The repository as authored.
         repo: String,
+        /// The ref as authored (branch, tag or commit).
         git_ref: String,
+        /// What went wrong (git's own message where there is one).
         detail: String,
     },
     /// A git query about the tt-metal tree failed.
     #[error("Reading git facts of {path} failed: {detail}")]
-    Git { path: PathBuf, detail: String },
+    Git {
+        /// The tt-metal tree.
+        path: PathBuf,
+        /// Why the query failed.
+        detail: String,
+    },
     /// The engine failed.
     #[error(transparent)]
     Engine(#[from] tt_model_engine::EngineError),
     /// A verify assertion failed inside the image.
     #[error("Verification failed: check {index} `{check}` exited with status {status}")]
     Verify {
+        /// 1-based position of the check in `verify.sh` (kind checks first, then the author's).
         index: usize,
+        /// The check's text as written ([`Check::text`](crate::spec::Check::text)).
         check: String,
+        /// Its exit status.
         status: i64,
         /// What the check printed.
         output: String,
     },
     /// The verify run ended without the markers we expect (the script did not run).
     #[error("Verification did not complete (exit {status})")]
-    VerifyIncomplete { status: i64, output: String },
+    VerifyIncomplete {
+        /// The verify run's exit status.
+        status: i64,
+        /// Everything it printed.
+        output: String,
+    },
     /// The `runtime.cargo` workspace could not be built from (no manifest, no lock, no
     /// such package, not a static executable).
     #[error("`runtime.cargo`: {workspace}: {detail}")]
-    Cargo { workspace: PathBuf, detail: String },
+    Cargo {
+        /// The workspace directory, resolved.
+        workspace: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
     /// The `runtime.cargo` binary failed to compile.
     #[error("`runtime.cargo`: building `{package}` failed:\n{first_error}")]
     CargoBuild {
+        /// The `runtime.cargo` package being built.
         package: String,
+        /// The first compiler error as rustc rendered it, else cargo's own `error:` paragraph.
         first_error: String,
     },
     /// The user pressed Ctrl-C twice.

@@ -12,13 +12,23 @@ use serde::Serialize;
 /// What we record about the tt-metal source in `built.tt_metal`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct MetalFacts {
+    /// Full commit sha of `HEAD`; `None` when the tree is not the top of a checkout or has no
+    /// commits (then every other fact keeps its default).
     pub sha: Option<String>,
+    /// `git describe --abbrev=10 --first-parent --dirty=-dirty --always`.
     pub describe: Option<String>,
+    /// Tracked files have uncommitted changes (untracked files do not count).
     pub dirty: bool,
+    /// PEP 440 version from the last release tag (see [`scm_version`]), else
+    /// [`FALLBACK_SCM_VERSION`].
     pub scm_version: String,
+    /// `local` (a checkout on disk) or `git` (cloned from `{repo, ref}` at package time).
     pub mode: String,
+    /// URL of the remote holding `HEAD` (`origin` if none does); the repository for a git source.
     pub remote: Option<String>,
+    /// The checked-out branch (for a git source, the ref unless it is a sha); `None` when detached.
     pub branch: Option<String>,
+    /// Some remote-tracking branch contains `HEAD` (always true for a git source).
     pub pushed: bool,
 }
 

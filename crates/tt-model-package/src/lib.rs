@@ -8,6 +8,7 @@
 //! functions with tests; the engine is reached only through `tt-model-engine`.
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+#![warn(missing_docs)]
 
 pub mod card;
 pub mod cargo_bin;

@@ -27,13 +27,21 @@ use crate::templates::{DOCKERFILE, RenderOptions, render};
 
 /// The label keys put on every packaged image.
 pub mod labels {
+    /// The package slug (`name:`); what `list` and `rm` find packaged images by.
     pub const NAME: &str = "org.tenstorrent.tt-model";
+    /// The Hub repo, `org/name`.
     pub const REPO: &str = "org.tenstorrent.tt-model.repo";
+    /// The primary weights id.
     pub const WEIGHTS: &str = "org.tenstorrent.tt-model.weights";
+    /// The architecture (`arch:`).
     pub const ARCH: &str = "org.tenstorrent.tt-model.arch";
+    /// The server kind (`kind:`).
     pub const KIND: &str = "org.tenstorrent.tt-model.kind";
+    /// The serve profile names, comma-separated, in manifest order.
     pub const PROFILES: &str = "org.tenstorrent.tt-model.profiles";
+    /// Tree digest of the shipped `code/`, `sha256:<hex>`.
     pub const CODE_SHA256: &str = "org.tenstorrent.tt-model.code-sha256";
+    /// The tt-metal commit; the label is absent when the tree has no git facts.
     pub const TT_METAL_SHA: &str = "org.tenstorrent.tt-model.tt-metal-sha";
 }
 
@@ -70,10 +78,15 @@ pub struct Built {
     pub image_digest: String,
     /// The OCI manifest digest of the exported layout (what a registry stores it as).
     pub manifest_digest: String,
+    /// The Hub repo (`org/name`).
     pub repo: String,
+    /// The tt-model version that packaged it.
     pub tt_model_version: String,
+    /// When it was packaged, UTC, `YYYY-MM-DDTHH:MM:SSZ` ([`utc_now`]).
     pub created_at: String,
+    /// Git facts of the tt-metal tree that was packaged.
     pub tt_metal: MetalFacts,
+    /// Tree digest of the shipped `code/` ([`crate::digest`]), `sha256:<hex>`.
     pub code_sha256: String,
     /// Base images by stage, pinned (`sha256:` ids or registry digests).
     pub base_images: BTreeMap<String, String>,
@@ -93,9 +106,14 @@ pub struct Built {
 /// What `package` produced.
 #[derive(Debug, Clone)]
 pub struct Packaged {
+    /// The package directory, `<out_root>/<name>/`.
     pub out_dir: PathBuf,
+    /// The provenance recorded in the wire manifest.
     pub built: Built,
+    /// Verify checks the image passed (this run, or the previous one when verify was skipped).
     pub verify_checks: usize,
+    /// The image was the one the previous output already held, so verify was skipped and its OCI
+    /// layout kept instead of exported again.
     pub reused_export: bool,
     /// Paths `source.code` dropped by the ignore list.
     pub ignored: Vec<String>,

@@ -25,11 +25,20 @@ pub fn requested_private(private: bool, public: bool, publish: bool) -> Option<b
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Visibility {
     /// A new repo: private unless `--public`/`--publish`.
-    Create { private: bool },
+    Create {
+        /// Whether the new repo is private.
+        private: bool,
+    },
     /// An existing repo, no flag (or the flag matches): left exactly as it is.
-    Keep { private: bool },
+    Keep {
+        /// Whether the repo is (and stays) private.
+        private: bool,
+    },
     /// An existing repo whose visibility the flag changes (announced).
-    Change { private: bool },
+    Change {
+        /// Whether the repo becomes private (`false`: public).
+        private: bool,
+    },
 }
 
 /// The tri-state rule (`_ensure_repo`): `existing` is the repo's current privacy, if it exists.
@@ -65,6 +74,8 @@ impl Listing {
     }
 }
 
+/// What the catalog listing becomes: `listed_before` is whether the card carried the catalog
+/// tag before this push, `publish` and `private` are the `--publish` and `--private` flags.
 pub fn listing(listed_before: bool, publish: bool, private: bool) -> Listing {
     match (listed_before, publish, private) {
         (_, true, _) => Listing::List,

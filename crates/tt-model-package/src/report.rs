@@ -11,14 +11,20 @@ use std::time::Duration;
 /// The pipeline phases, in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
+    /// Read the sources: fetch and pin git sources, read the tt-metal facts, pin the base images.
     Resolve,
+    /// Copy `code/`, build the `runtime.cargo` binary, render the templates, lay out the context.
     Stage,
+    /// Stream the context to the engine and build the image under a provisional tag.
     Build,
+    /// Run the checks inside the image (skipped when the previous output holds this image).
     Verify,
+    /// Tag the image, write its OCI layout, the lock, the card and the wire manifest.
     Export,
 }
 
 impl Phase {
+    /// Every phase, in pipeline order.
     pub const ALL: [Phase; 5] = [
         Phase::Resolve,
         Phase::Stage,
@@ -27,6 +33,7 @@ impl Phase {
         Phase::Export,
     ];
 
+    /// The phase's display name (`Resolve`, `Stage`, …).
     pub fn name(self) -> &'static str {
         match self {
             Phase::Resolve => "Resolve",
@@ -45,7 +52,9 @@ pub enum Event {
     Findings(Vec<tt_model_manifest::Diagnostic>),
     /// Where the full build log goes.
     Log(std::path::PathBuf),
+    /// A phase began.
     PhaseStarted(Phase),
+    /// A phase succeeded, after this long.
     PhaseFinished(Phase, Duration),
     /// A fact worth a line (base image pinned, code digest, files ignored).
     Note(String),
@@ -53,13 +62,18 @@ pub enum Event {
     Warning(String),
     /// The build context is being streamed.
     Context {
+        /// Regular files in the context.
         files: usize,
+        /// Sum of their sizes (tar overhead excluded).
         bytes: u64,
     },
     /// A Dockerfile step started.
     BuildStep {
+        /// 1-based step number, as the engine reports it.
         index: usize,
+        /// Steps in the Dockerfile.
         total: usize,
+        /// The instruction, e.g. `COPY code/ /opt/tt-metal/`.
         instruction: String,
     },
     /// The current step came from the layer cache.
@@ -68,18 +82,23 @@ pub enum Event {
     BuildLine(String),
     /// Verify passed this many checks (or was skipped because this exact image passed before).
     Verified {
+        /// Checks passed.
         checks: usize,
+        /// Skipped: this exact image passed before.
         reused: bool,
     },
     /// The OCI layout was written, or reused from the previous output.
     Exported {
+        /// Bytes written (0 when reused).
         bytes: u64,
+        /// The previous output's layout was kept.
         reused: bool,
     },
 }
 
 /// Receives pipeline events.
 pub trait Reporter: Send {
+    /// Handles one event, in the order the pipeline emits them.
     fn event(&mut self, event: Event);
 }
 

@@ -23,7 +23,9 @@ use crate::stage::{TreeFile, code_ignored};
 /// A git source pinned to a commit.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct GitPin {
+    /// The repository as the manifest gives it.
     pub repo: String,
+    /// The ref as authored (serialized as `ref`).
     #[serde(rename = "ref")]
     pub git_ref: String,
     /// The full commit sha the ref resolved to.

@@ -17,9 +17,17 @@ pub use tt_model_manifest::Kind;
 #[serde(tag = "mode", rename_all = "lowercase")]
 pub enum MetalSource {
     /// A local checkout, packaged as-is (uncommitted changes included).
-    Local { path: PathBuf },
+    Local {
+        /// The checkout's directory, resolved against the base directory.
+        path: PathBuf,
+    },
     /// A git repository cloned inside the build at a resolved sha.
-    Git { repo: String, git_ref: String },
+    Git {
+        /// The repository URL.
+        repo: String,
+        /// `ref`: a branch, tag or commit.
+        git_ref: String,
+    },
 }
 
 /// An `extra_code` root and the paths it ships.
@@ -27,6 +35,7 @@ pub enum MetalSource {
 pub struct ExtraCode {
     /// The local root; for a git root, the checkout the pipeline fetched (empty before).
     pub root: PathBuf,
+    /// The allowlist under `root`: relative paths of what ships; a missing entry is an error.
     pub paths: Vec<String>,
     /// A `{repo, ref}` root, fetched at package time at the ref's commit.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -36,7 +45,9 @@ pub struct ExtraCode {
 /// A `{repo, ref}` pair as authored.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct GitRef {
+    /// The repository URL.
     pub repo: String,
+    /// `ref`: a branch, tag or commit; resolved to a commit at package time.
     pub git_ref: String,
 }
 
@@ -63,19 +74,51 @@ impl Check {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "from", rename_all = "lowercase")]
 pub enum VllmSource {
-    Version { version: String },
-    Wheel { wheel: String },
-    Path { path: String },
-    Git { repo: String, git_ref: String },
+    /// A released vLLM from the package index.
+    Version {
+        /// The version to install.
+        version: String,
+    },
+    /// A local wheel file.
+    Wheel {
+        /// The wheel's path, resolved against the base directory.
+        wheel: String,
+    },
+    /// A local source tree (`built.vllm` records its commit and dirty flag).
+    Path {
+        /// The tree's path, resolved against the base directory.
+        path: String,
+    },
+    /// A git repository (the vLLM fork), pinned to the ref's commit at package time.
+    Git {
+        /// The repository URL.
+        repo: String,
+        /// `ref`: a branch, tag or commit.
+        git_ref: String,
+    },
 }
 
 /// Where the vllm-tt-plugin comes from (vllm-plugin kind).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "from", rename_all = "lowercase")]
 pub enum PluginSource {
-    Version { version: String },
-    Path { path: String },
-    Git { repo: String, git_ref: String },
+    /// A released plugin from the package index.
+    Version {
+        /// The version to install.
+        version: String,
+    },
+    /// A local source tree.
+    Path {
+        /// The tree's path, resolved against the base directory.
+        path: String,
+    },
+    /// A git repository, pinned to the ref's commit at package time.
+    Git {
+        /// The repository URL.
+        repo: String,
+        /// `ref`: a branch, tag or commit.
+        git_ref: String,
+    },
 }
 
 /// http-server: a Rust binary built from a Cargo workspace on the build host and shipped in
@@ -84,8 +127,11 @@ pub enum PluginSource {
 pub struct CargoSpec {
     /// The workspace directory, resolved against the manifest's base directory.
     pub workspace: PathBuf,
+    /// `runtime.cargo.package`: the Cargo package to build.
     pub package: String,
+    /// The binary target (`runtime.cargo.bin`, else the package's name).
     pub bin: String,
+    /// `runtime.cargo.features`: Cargo features to enable.
     pub features: Vec<String>,
     /// Where the binary lands in the image (`/usr/local/bin/<bin>`).
     pub image_path: String,
@@ -138,13 +184,19 @@ pub struct ServeDefault {
     pub mesh_device: Option<String>,
     /// The mesh shape `(rows, cols)` when known.
     pub mesh_shape: Option<(u32, u32)>,
+    /// `--max-model-len`.
     pub max_model_len: Option<u64>,
+    /// `--max-num-seqs` (required for the vLLM kinds).
     pub max_num_seqs: Option<u64>,
+    /// `--block-size` (required for the vLLM kinds).
     pub block_size: Option<u64>,
+    /// vllm-fork `--server-timeout`.
     pub server_timeout: Option<u64>,
     /// `serve.additional_config` as JSON text.
     pub additional_config: Option<String>,
+    /// `--tool-call-parser` (`serve.capabilities.tool_parser`).
     pub tool_parser: Option<String>,
+    /// `--reasoning-parser` (`serve.capabilities.reasoning_parser`).
     pub reasoning_parser: Option<String>,
     /// Raw engine args, flattened.
     pub args: Vec<String>,
@@ -155,33 +207,57 @@ pub struct ServeDefault {
 /// A serve profile as the card and labels show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct ProfileSummary {
+    /// Profile name.
     pub name: String,
+    /// Whether it is the default profile.
     pub default: bool,
+    /// Board label after the merge with `serve`, e.g. `p150x4`.
     pub hardware: Option<String>,
+    /// `mesh_device` after the merge: a preset or a literal `(rows, cols)`.
     pub mesh: Option<String>,
+    /// `max_model_len` after the merge.
     pub max_model_len: Option<u64>,
 }
 
 /// The model card's authored fields.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
 pub struct CardSpec {
+    /// `card.description`: what the model is and does.
     pub description: Option<String>,
+    /// `card.quickstart`: how to run it.
     pub quickstart: Option<String>,
+    /// `card.architecture`: how it is built.
     pub architecture: Option<String>,
+    /// `card.status`: how finished it is (also an "at a glance" row).
     pub status: Option<String>,
+    /// `card.intended_use`: what it is for.
     pub intended_use: Option<String>,
+    /// `card.out_of_scope_use`: what it is not for.
     pub out_of_scope_use: Option<String>,
+    /// `card.usage`: how to call it.
     pub usage: Option<String>,
+    /// `card.performance`: measured accuracy and speed (required to publish).
     pub performance: Option<String>,
+    /// `card.limitations`: known limitations (required to publish).
     pub limitations: Option<String>,
+    /// `card.risks`.
     pub risks: Option<String>,
+    /// `card.licensing`: licensing notes.
     pub licensing: Option<String>,
+    /// `card.related`: related models and links.
     pub related: Option<String>,
+    /// `card.license.id`: a Hub licence identifier (`apache-2.0`, `other`, …) for the
+    /// frontmatter.
     pub license_id: Option<String>,
+    /// `card.license.name` (required when the id is `other`); preferred over the id in the card.
     pub license_name: Option<String>,
+    /// `card.license.link`: where the licence text is.
     pub license_link: Option<String>,
+    /// `card.pipeline_tag`; `None` falls back to the kind's default tag.
     pub pipeline_tag: Option<String>,
+    /// `card.base_model`; empty means the weights repository.
     pub base_model: Vec<String>,
+    /// Extra frontmatter tags; the card always adds `tenstorrent`, the arch and the kind.
     pub tags: Vec<String>,
 }
 
@@ -198,21 +274,29 @@ pub struct PackageSpec {
     pub weights: String,
     /// The weights revision, if pinned.
     pub weights_revision: Option<String>,
+    /// `kind:`, the model server flavour.
     pub kind: Kind,
+    /// `arch:`, the architecture (an image label and a card tag).
     pub arch: String,
+    /// `source.tt_metal`: where the tt-metal tree comes from.
     pub metal: MetalSource,
     /// `source.code`: paths relative to the tt-metal tree.
     pub code: Vec<String>,
+    /// `source.extra_code` roots, in manifest order.
     pub extra_code: Vec<ExtraCode>,
     /// `source.ubuntu`, e.g. `22.04`.
     pub ubuntu: String,
     /// `source.python`, e.g. `3.12`.
     pub python: String,
+    /// `runtime`, with its local paths resolved.
     pub runtime: Runtime,
+    /// The default profile's serve settings.
     pub serve: ServeDefault,
     /// Every profile, in manifest order.
     pub profiles: Vec<ProfileSummary>,
+    /// `verify:` checks, in manifest order (the templates put the kind's own checks first).
     pub verify: Vec<Check>,
+    /// `card:`; `None` when the manifest has none (the card is rendered from defaults).
     pub card: Option<CardSpec>,
 }
 

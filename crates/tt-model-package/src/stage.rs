@@ -117,6 +117,7 @@ pub struct TreeFile {
     pub source: PathBuf,
     /// Normalised mode.
     pub mode: u32,
+    /// Length in bytes when the tree was walked.
     pub size: u64,
 }
 

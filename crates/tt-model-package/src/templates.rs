@@ -58,6 +58,8 @@ pub struct RenderOptions {
 /// The rendered build files, keyed by their path in the build context.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RenderedFiles {
+    /// File contents keyed by path in the build context (`tt-model/Dockerfile`,
+    /// `tt-model/entrypoint.sh`, …).
     pub files: BTreeMap<String, String>,
     /// The checks `verify.sh` runs, in order (kind checks, then the author's).
     pub checks: Vec<Check>,

@@ -20,12 +20,19 @@ pub enum KeyMask<'a> {
 /// `h*head_dim..(h+1)*head_dim` of its row; row strides allow fused QKV buffers.
 #[derive(Debug, Clone, Copy)]
 pub struct AttnShape {
+    /// Query rows (tokens).
     pub q_len: usize,
+    /// Key/value rows (tokens).
     pub kv_len: usize,
+    /// Query heads.
     pub heads: usize,
+    /// Key/value heads; divides `heads` (grouped-query attention when smaller).
     pub kv_heads: usize,
+    /// Width of one head.
     pub head_dim: usize,
+    /// Row stride of `q` in elements (`>= heads * head_dim`); the output is contiguous.
     pub q_stride: usize,
+    /// Row stride of `k` and `v`, in elements (`>= kv_heads * head_dim`).
     pub kv_stride: usize,
 }
 

@@ -23,7 +23,9 @@ const MR: usize = 12;
 /// Weight storage of a [`PackedMat`].
 #[derive(Debug, Clone)]
 pub enum Packed {
+    /// f32 weights, as stored.
     F32(Vec<f32>),
+    /// bf16 weights, widened to f32 panel by panel inside the GEMM.
     Bf16(Vec<bf16>),
 }
 
@@ -31,8 +33,11 @@ pub enum Packed {
 /// stored dtype.
 #[derive(Debug, Clone)]
 pub struct PackedMat {
+    /// The panels, `⌈n/32⌉ * k * 32` elements.
     pub data: Packed,
+    /// Input width (`in_features`).
     pub k: usize,
+    /// Output width (`out_features`); the last panel is zero padded past it.
     pub n: usize,
 }
 
@@ -64,6 +69,7 @@ impl PackedMat {
         };
         Self { data, k, n }
     }
+    /// Borrows the panels as a [`WeightMat::Packed`] for [`gemm`].
     pub fn view(&self) -> WeightMat<'_> {
         let data = match &self.data {
             Packed::F32(v) => Data::F32(v),
@@ -75,6 +81,7 @@ impl PackedMat {
             n: self.n,
         }
     }
+    /// Heap size of the packed panels in bytes (padding included).
     pub fn bytes(&self) -> usize {
         match &self.data {
             Packed::F32(v) => v.len() * 4,
@@ -87,24 +94,40 @@ impl PackedMat {
 #[derive(Debug, Clone, Copy)]
 pub enum WeightMat<'a> {
     /// Panels `[⌈n/32⌉][k][32]` ([`PackedMat`]).
-    Packed { data: Data<'a>, k: usize, n: usize },
+    Packed {
+        /// The panels, `⌈n/32⌉ * k * 32` elements.
+        data: Data<'a>,
+        /// Input width.
+        k: usize,
+        /// Output width; the last panel is zero padded past it.
+        n: usize,
+    },
     /// Row-major `[k, n]` with row stride `stride` (category-specific `W[e]`, attention V).
     KMajor {
+        /// The matrix elements.
         data: Data<'a>,
+        /// Input width (rows).
         k: usize,
+        /// Output width (columns).
         n: usize,
+        /// Elements between consecutive rows (`>= n`).
         stride: usize,
     },
     /// Row-major `[n, k]` with row stride `stride` (unpacked `nn.Linear`, attention K).
     NMajor {
+        /// The matrix elements.
         data: Data<'a>,
+        /// Input width (columns).
         k: usize,
+        /// Output width (rows).
         n: usize,
+        /// Elements between consecutive rows (`>= k`).
         stride: usize,
     },
 }
 
 impl WeightMat<'_> {
+    /// Input width `K` (the reduction dimension).
     pub fn k(&self) -> usize {
         match *self {
             WeightMat::Packed { k, .. }
@@ -112,6 +135,7 @@ impl WeightMat<'_> {
             | WeightMat::NMajor { k, .. } => k,
         }
     }
+    /// Output width `N`.
     pub fn n(&self) -> usize {
         match *self {
             WeightMat::Packed { n, .. }
@@ -203,8 +227,11 @@ impl SendPtr {
 pub struct GemmArgs<'a> {
     /// `x` rows, stride `ldx`.
     pub x: &'a [f32],
+    /// Elements between consecutive rows of `x` (`>= k`).
     pub ldx: usize,
+    /// Rows `M` of `x` and `y`.
     pub m: usize,
+    /// Bias added to every output row (`>= n` elements); `None` = no bias.
     pub bias: Option<&'a [f32]>,
     /// `y` row stride.
     pub ldy: usize,

@@ -115,6 +115,7 @@ pub fn silu(x: &mut [f32]) {
     dispatch(x, body);
 }
 
+/// ReLU: max(x, 0), in place.
 pub fn relu(x: &mut [f32]) {
     for v in x.iter_mut() {
         *v = v.max(0.0);

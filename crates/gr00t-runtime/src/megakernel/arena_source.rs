@@ -26,7 +26,9 @@ pub fn dit_dims(cfg: &Gr00tConfig, ctx_tokens: usize) -> DitDims {
 /// A [`TensorSource`] over a [`WeightSource`] (checkpoint or random weights): the shape each
 /// name must have comes from the arena layout.
 pub struct CheckpointTensors<'a> {
+    /// The tensors by checkpoint name (bf16 or f32, as stored).
     pub weights: &'a dyn WeightSource,
+    /// The arena layout: which names it holds and each one's torch shape.
     pub layout: &'a ArenaIndex,
 }
 

@@ -30,11 +30,14 @@ const TILE: usize = 32;
 
 /// The arena bytes: a validated, mapped cache file or an in-memory build.
 pub enum ArenaBytes {
+    /// A cache file, validated and memory-mapped.
     Mapped(tt_blackhole::arena::Arena),
+    /// Built in memory (no cache directory, or the cache could not be used).
     Owned(Vec<u8>),
 }
 
 impl ArenaBytes {
+    /// The arena's raw bytes, laid out as the [`ArenaIndex`] says.
     pub fn bytes(&self) -> &[u8] {
         match self {
             ArenaBytes::Mapped(a) => a.data(),
@@ -45,8 +48,11 @@ impl ArenaBytes {
 
 /// The CPU emulation of the megakernel.
 pub struct Emulator<'a> {
+    /// Where each weight lies in `arena`.
     pub index: &'a ArenaIndex,
+    /// The block-float weights the matmuls decode.
     pub arena: &'a ArenaBytes,
+    /// The schedule the step follows, cut for `dims.ctx_tokens`.
     pub plan: MegakernelPlan,
     /// Biases (bf16-rounded) and block kinds come from the model's DiT weights.
     weights: &'a DitWeights,

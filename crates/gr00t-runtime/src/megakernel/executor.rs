@@ -23,6 +23,7 @@ const NOMINAL_CTX: usize = 128;
 /// (`proj_out_1`, norm, `proj_out_2`, not in the arena) runs on the host with the CPU model's
 /// own code.
 pub struct MegakernelDit<'a, D: DitDevice> {
+    /// The device that runs the 32 blocks of each step.
     pub device: D,
     weights: &'a DitWeights,
     context: Vec<f32>,
@@ -31,6 +32,7 @@ pub struct MegakernelDit<'a, D: DitDevice> {
 }
 
 impl<'a, D: DitDevice> MegakernelDit<'a, D> {
+    /// Wraps `device`; the VL context is set per observation by [`DitExecutor::prepare`].
     pub fn new(device: D, weights: &'a DitWeights) -> Self {
         MegakernelDit {
             device,
@@ -87,7 +89,9 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
 
 /// What runs the DiT blocks of a forward: the emulator, or (feature `device`) a device.
 pub enum Engine<'a> {
+    /// The CPU emulation of the megakernel.
     Emulator(Emulator<'a>),
+    /// A Tenstorrent device (p150a or simulator) through the ttnn worker.
     #[cfg(feature = "device")]
     Device(super::device::DeviceSteps<'a>),
 }
@@ -222,10 +226,12 @@ impl MegakernelPolicy {
         Self::new(model, &ws, dtype, cache.as_deref(), &rev, &device)
     }
 
+    /// The CPU model whose code runs everything outside the DiT blocks.
     pub fn model(&self) -> &Gr00tModel {
         &self.model
     }
 
+    /// Layout of the arena: each weight's place, shape and block-float dtype.
     pub fn arena_index(&self) -> &ArenaIndex {
         &self.index
     }

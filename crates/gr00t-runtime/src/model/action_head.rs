@@ -13,7 +13,9 @@ use crate::weights::{Tensor, WeightError, WeightSource};
 /// Channels of the diffusers timestep projection (hard-coded in `TimestepEncoder`).
 pub const TIMESTEP_CHANNELS: usize = 256;
 
+/// The action head's weights (`action_head.*`) and the flow-matching loop that turns VL features, state and noise into an action chunk.
 pub struct ActionHead {
+    /// The configuration the head was loaded with (widths, horizon, steps, embodiment count).
     pub cfg: Gr00tConfig,
     vlln: Option<NormParams>,
     state_enc: [CatLinear; 2],
@@ -22,10 +24,12 @@ pub struct ActionHead {
     temb1: Linear,
     temb2: Linear,
     decoder: [CatLinear; 2],
+    /// The DiT stack's weights (`action_head.model.*`), run by a [`DitExecutor`].
     pub dit: DitWeights,
 }
 
 impl ActionHead {
+    /// Loads every `action_head.*` tensor with the shapes `cfg` implies; `vlln` and the position embedding only when `use_vlln` / `add_pos_embed` are on.
     pub fn load(ws: &dyn WeightSource, cfg: &Gr00tConfig) -> Result<Self, WeightError> {
         let (e, d, hs) = (
             cfg.max_num_embodiments,

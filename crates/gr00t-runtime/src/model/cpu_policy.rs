@@ -17,9 +17,11 @@ impl CpuPolicy {
             model: Gr00tModel::load(model_dir)?,
         })
     }
+    /// Wraps an already-loaded model.
     pub fn new(model: Gr00tModel) -> Self {
         Self { model }
     }
+    /// The model this backend runs.
     pub fn model(&self) -> &Gr00tModel {
         &self.model
     }

@@ -44,15 +44,21 @@ impl BlockKind {
 
 /// One `BasicTransformerBlock`.
 pub struct DitBlock {
+    /// Cross-text, cross-image or self-attention, by block index ([`BlockKind::of`]).
     pub kind: BlockKind,
     /// `norm1.linear`: D → 2D, chunks (scale, shift).
     pub ada: Linear,
+    /// `attn1.to_q`: D → D.
     pub q: Linear,
     /// Input width = backbone width for cross blocks, D for self blocks.
     pub k: Linear,
+    /// `attn1.to_v`: same input width as `k`.
     pub v: Linear,
+    /// `attn1.to_out.0`: D → D.
     pub out: Linear,
+    /// `ff.net.0.proj`: D → 4D, followed by GELU-tanh.
     pub ff1: Linear,
+    /// `ff.net.2`: 4D → D.
     pub ff2: Linear,
 }
 
@@ -62,13 +68,19 @@ type ModulationEntry = (Vec<f32>, Arc<Vec<f32>>);
 /// All DiT weights except the timestep encoder (which lives in the action head, shared by
 /// every executor).
 pub struct DitWeights {
+    /// `transformer_blocks.{i}`, `num_layers` of them.
     pub blocks: Vec<DitBlock>,
     /// D → 2D, chunks (shift, scale).
     pub proj_out_1: Linear,
+    /// `proj_out_2`: D → `output_dim`.
     pub proj_out_2: Linear,
+    /// Attention heads per block.
     pub heads: usize,
+    /// Width of one head.
     pub head_dim: usize,
+    /// Token width `D` = `heads * head_dim` (`input_embedding_dim`).
     pub dim: usize,
+    /// Output width (`diffusion_model_cfg.output_dim`).
     pub out_dim: usize,
     /// AdaLN/output modulations by SiLU(temb): they depend only on the timestep, of which the
     /// Euler loop uses a fixed few, so they are computed once and reused across observations.
@@ -76,6 +88,7 @@ pub struct DitWeights {
 }
 
 impl DitWeights {
+    /// Loads `action_head.model.{transformer_blocks.*, proj_out_1, proj_out_2}`; cross blocks' K/V take the backbone width, self blocks' take D.
     pub fn load(ws: &dyn WeightSource, cfg: &Gr00tConfig) -> Result<Self, WeightError> {
         let dc = &cfg.diffusion_model_cfg;
         let d = dc.num_attention_heads * dc.attention_head_dim;
@@ -139,7 +152,9 @@ impl DitWeights {
 pub struct VlContext<'a> {
     /// `[seq, dim]` row-major.
     pub vl_embeds: &'a [f32],
+    /// VL tokens (`seq`, the rows of `vl_embeds`).
     pub seq: usize,
+    /// Width of the VL tokens (`backbone_embedding_dim`).
     pub dim: usize,
     /// `input_ids == image_token_index`, length `seq`.
     pub image_mask: &'a [bool],
@@ -174,6 +189,7 @@ pub struct CpuDit<'w> {
 }
 
 impl<'w> CpuDit<'w> {
+    /// An executor over `w`; [`DitExecutor::prepare`] must run before the first [`DitExecutor::run`].
     pub fn new(w: &'w DitWeights) -> Self {
         Self { w, kv: Vec::new() }
     }

@@ -7,9 +7,13 @@ use crate::weights::{Tensor, WeightError, WeightSource};
 /// `nn.Linear`: weight `[n, k]` packed for the GEMM in its stored dtype, bias widened to f32.
 #[derive(Debug, Clone)]
 pub struct Linear {
+    /// The weight, packed into GEMM panels.
     pub w: PackedMat,
+    /// The bias `[n]` in f32; `None` for a bias-free layer.
     pub b: Option<Vec<f32>>,
+    /// Input width (`in_features`).
     pub k: usize,
+    /// Output width (`out_features`).
     pub n: usize,
 }
 
@@ -32,6 +36,7 @@ impl Linear {
         };
         Ok(Self { w, b, k, n })
     }
+    /// Borrows the packed weight for the GEMM kernels.
     pub fn mat(&self) -> WeightMat<'_> {
         self.w.view()
     }
@@ -39,6 +44,7 @@ impl Linear {
     pub fn forward_into(&self, x: &[f32], m: usize, y: &mut [f32]) {
         matmul(x, m, &self.mat(), self.b.as_deref(), y);
     }
+    /// y `[m, n]` = x `[m, k]` · Wᵀ + b, into a new buffer.
     pub fn forward(&self, x: &[f32], m: usize) -> Vec<f32> {
         let mut y = vec![0.0; m * self.n];
         self.forward_into(x, m, &mut y);
@@ -77,14 +83,20 @@ pub fn add_assign(x: &mut [f32], y: &[f32]) {
 /// `CategorySpecificLinear`: `W` `[E, k, n]` (in × out), `b` `[E, n]`; y = x·W[e] + b[e].
 #[derive(Debug, Clone)]
 pub struct CatLinear {
+    /// `{prefix}.W` `[E, k, n]`, in its stored dtype.
     pub w: Tensor,
+    /// `{prefix}.b` `[E, n]`, in its stored dtype.
     pub b: Tensor,
+    /// Embodiment slots `E` (`max_num_embodiments`).
     pub e: usize,
+    /// Input width.
     pub k: usize,
+    /// Output width.
     pub n: usize,
 }
 
 impl CatLinear {
+    /// Loads `{prefix}.W` `[e, k, n]` and `{prefix}.b` `[e, n]`.
     pub fn load(
         ws: &dyn WeightSource,
         prefix: &str,
@@ -100,6 +112,7 @@ impl CatLinear {
             n,
         })
     }
+    /// y `[m, n]` = x `[m, k]` · W[emb] + b[emb]; panics if `emb >= e` (callers validate the embodiment id).
     pub fn forward(&self, x: &[f32], m: usize, emb: usize) -> Vec<f32> {
         assert!(emb < self.e, "embodiment id checked by the caller");
         let w = WeightMat::KMajor {
@@ -118,17 +131,21 @@ impl CatLinear {
 /// LayerNorm parameters (weight, bias), widened to f32.
 #[derive(Debug, Clone)]
 pub struct NormParams {
+    /// Scale (gamma) `[d]`.
     pub w: Vec<f32>,
+    /// Shift (beta) `[d]`; `None` for an RMSNorm.
     pub b: Option<Vec<f32>>,
 }
 
 impl NormParams {
+    /// Loads a LayerNorm's `{prefix}.weight` and `{prefix}.bias`, both `[d]`.
     pub fn layer_norm(ws: &dyn WeightSource, prefix: &str, d: usize) -> Result<Self, WeightError> {
         Ok(Self {
             w: ws.f32(&format!("{prefix}.weight"), &[d])?,
             b: Some(ws.f32(&format!("{prefix}.bias"), &[d])?),
         })
     }
+    /// Loads an RMSNorm's `{prefix}.weight` `[d]` (no bias).
     pub fn rms_norm(ws: &dyn WeightSource, prefix: &str, d: usize) -> Result<Self, WeightError> {
         Ok(Self {
             w: ws.f32(&format!("{prefix}.weight"), &[d])?,

@@ -104,9 +104,11 @@ impl Qwen3Body {
         })
     }
 
+    /// Residual-stream width (`hidden_size`).
     pub fn hidden(&self) -> usize {
         self.cfg.hidden_size
     }
+    /// Rows of the token-embedding table; valid ids are below it.
     pub fn vocab(&self) -> usize {
         self.cfg.vocab_size
     }

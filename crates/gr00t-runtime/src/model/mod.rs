@@ -30,10 +30,13 @@ use vision::{Projector, VisionTower};
 /// Why the model could not be built or run.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
+    /// The checkpoint's configuration could not be read or is invalid.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// A checkpoint tensor is missing, has the wrong shape or dtype, or could not be read.
     #[error(transparent)]
     Weights(#[from] WeightError),
+    /// The inputs (or an environment setting) do not fit the model: lengths, ids, image sizes.
     #[error("input: {0}")]
     Input(String),
     /// A DiT executor was run before `prepare` (a caller's bug, reported rather than panicking).
@@ -42,8 +45,11 @@ pub enum ModelError {
     /// A DiT stage got or gave a tensor of the wrong length.
     #[error("DiT {what}: {got} values, expected {expected}")]
     Length {
+        /// Which tensor (e.g. `"device output"`).
         what: &'static str,
+        /// Values it had.
         got: usize,
+        /// Values it should have had.
         expected: usize,
     },
     /// `GR00T_MK_DEVICE` names no device this build can run on.
@@ -53,7 +59,9 @@ pub enum ModelError {
     /// not also a `source()`, so a report that walks the chain prints it once).
     #[error("{device}: {cause}")]
     DeviceOpen {
+        /// The device as `GR00T_MK_DEVICE` named it.
         device: String,
+        /// Why it could not be opened.
         cause: tt_blackhole::device::DitRunError,
     },
     /// The DiT weight arena could not be built or opened.
@@ -69,12 +77,16 @@ pub enum ModelError {
 pub struct BackboneOutput {
     /// `[seq, dim]`.
     pub vl_embeds: Vec<f32>,
+    /// VL tokens (rows of `vl_embeds`).
     pub seq: usize,
+    /// Token width (`backbone_embedding_dim`).
     pub dim: usize,
+    /// Per token: `input_ids == image_token_index`.
     pub image_mask: Vec<bool>,
 }
 
 impl BackboneOutput {
+    /// Borrows the output as the [`VlContext`] the DiT executors take.
     pub fn context(&self) -> VlContext<'_> {
         VlContext {
             vl_embeds: &self.vl_embeds,
@@ -87,10 +99,15 @@ impl BackboneOutput {
 
 /// The whole model.
 pub struct Gr00tModel {
+    /// Action-head and Eagle configuration.
     pub cfg: ModelConfig,
+    /// SigLIP2 vision tower (`backbone.model.vision_model.vision_model.*`).
     pub vision: VisionTower,
+    /// Pixel-unshuffle + `mlp1` connector from vision features to LLM width.
     pub projector: Projector,
+    /// Qwen3 body truncated at `select_layer` (`backbone.model.language_model.model.*`).
     pub llm: Qwen3Body,
+    /// Flow-matching action head, DiT included (`action_head.*`).
     pub head: ActionHead,
 }
 
@@ -270,6 +287,7 @@ impl Gr00tModel {
         self.forward_with(inp, &mut dit, taps)
     }
 
+    /// The CPU reference DiT executor over this model's DiT weights.
     pub fn cpu_dit(&self) -> CpuDit<'_> {
         CpuDit::new(&self.head.dit)
     }

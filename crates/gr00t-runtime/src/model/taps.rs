@@ -10,15 +10,19 @@ pub struct Taps<'a> {
 }
 
 impl<'a> Taps<'a> {
+    /// No sink: every emit is a no-op.
     pub fn none() -> Self {
         Self { sink: None }
     }
+    /// Sends every tapped tensor to `sink`.
     pub fn new(sink: &'a mut TapFn<'a>) -> Self {
         Self { sink: Some(sink) }
     }
+    /// Whether a sink is attached (lets callers skip building a tensor only a tap would read).
     pub fn enabled(&self) -> bool {
         self.sink.is_some()
     }
+    /// Passes `(name, shape, data)` to the sink, if any.
     pub fn emit(&mut self, name: &str, shape: &[usize], data: &[f32]) {
         if let Some(f) = self.sink.as_mut() {
             f(name, shape, data);

@@ -30,6 +30,7 @@ pub struct VisionTower {
 }
 
 impl VisionTower {
+    /// Loads the patch embedding, position table, encoder layers and post-LayerNorm of the tower.
     pub fn load(ws: &dyn WeightSource, cfg: &VisionConfig) -> Result<Self, WeightError> {
         let c = cfg.hidden_size;
         let p = cfg.patch_size;
@@ -184,6 +185,7 @@ pub struct Projector {
 }
 
 impl Projector {
+    /// Loads `backbone.model.mlp1.{0,1,3}`: LayerNorm over 4× the vision width (2×2 pixel-unshuffle), then two Linears to the text width.
     pub fn load(ws: &dyn WeightSource, cfg: &EagleConfig) -> Result<Self, WeightError> {
         let in_dim = cfg.vision_config.hidden_size * 4;
         let d = cfg.text_config.hidden_size;

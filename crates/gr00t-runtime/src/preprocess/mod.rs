@@ -54,7 +54,9 @@ pub(crate) const SCRATCH_KEEP: usize = 1 << 20;
 /// An 8-bit RGB image, HWC row-major.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RgbImage {
+    /// Width in pixels.
     pub width: usize,
+    /// Height in pixels.
     pub height: usize,
     /// `height * width * 3` bytes.
     pub data: Vec<u8>,
@@ -78,7 +80,9 @@ impl RgbImage {
 pub struct RgbView<'a> {
     data: &'a [u8],
     stride: usize,
+    /// Width of the rectangle in pixels.
     pub width: usize,
+    /// Height of the rectangle in pixels.
     pub height: usize,
 }
 
@@ -121,12 +125,22 @@ impl<'a> RgbView<'a> {
 /// Why an image could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
+    /// The bytes start with neither the PNG nor the JPEG signature.
     #[error("not a PNG or JPEG image")]
     UnknownFormat,
+    /// The decoder rejected the bytes; its message.
     #[error("cannot decode the image: {0}")]
     Decode(String),
+    /// A side is 0 or larger than the accepted maximum ([`MAX_IMAGE_SIDE`]).
     #[error("image is {width}x{height}; each side must be between 1 and {max} pixels")]
-    BadSize { width: u32, height: u32, max: u32 },
+    BadSize {
+        /// Decoded width in pixels.
+        width: u32,
+        /// Decoded height in pixels.
+        height: u32,
+        /// Largest accepted side.
+        max: u32,
+    },
 }
 
 /// Largest accepted side of a camera frame, in pixels (a 4K frame fits; a decompression bomb
@@ -199,10 +213,15 @@ impl Default for ImageChainConfig {
 /// Every stage of the chain for one frame.
 #[derive(Clone, Debug)]
 pub struct Preprocessed {
+    /// Step 1: zero-padded to a square (`LetterBoxPad`).
     pub letterboxed: RgbImage,
+    /// Step 2: after the first `SmallestMaxSize(shortest_edge, INTER_AREA)`.
     pub resized1: RgbImage,
+    /// Step 3: after `FractionalCenterCrop(crop_fraction)`.
     pub cropped: RgbImage,
+    /// Step 4: after the second `SmallestMaxSize(shortest_edge, INTER_AREA)`.
     pub augmented: RgbImage,
+    /// Step 5: after `smart_resize` and Pillow BICUBIC; the model image.
     pub smart_resized: RgbImage,
     /// `[3, h, w]` f32, CHW.
     pub pixel_values: Vec<f32>,

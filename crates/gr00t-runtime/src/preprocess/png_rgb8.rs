@@ -16,7 +16,9 @@ fn be32(b: &[u8]) -> u32 {
 
 /// A parsed 8-bit RGB PNG: its size and IDAT payloads (borrowed from the file).
 pub struct PngRgb8<'a> {
+    /// Width in pixels (from `IHDR`).
     pub width: usize,
+    /// Height in pixels (from `IHDR`).
     pub height: usize,
     idat: Vec<&'a [u8]>,
 }

@@ -13,7 +13,9 @@
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 #[error("PNG row {row} has filter type {filter}")]
 pub struct BadFilter {
+    /// 0-based row with the bad filter byte.
     pub row: usize,
+    /// The filter-type byte found.
     pub filter: u8,
 }
 

@@ -49,11 +49,14 @@ const DATA_ALIGN: u64 = 4096;
 pub struct ArenaKey {
     /// Identity of the source weights (checkpoint revision or content hash).
     pub weights_revision: String,
+    /// Storage format of the arena's weights; a different dtype is a different cache file.
     pub dtype: ArenaDtype,
+    /// [`LAYOUT_VERSION`] the file was written with; a mismatch forces a rebuild.
     pub layout_version: u32,
 }
 
 impl ArenaKey {
+    /// Key for `weights_revision` in `dtype`, stamped with this build's [`LAYOUT_VERSION`].
     pub fn new(weights_revision: impl Into<String>, dtype: ArenaDtype) -> Self {
         ArenaKey {
             weights_revision: weights_revision.into(),
@@ -78,8 +81,11 @@ struct IndexDoc {
 /// An opened (validated) arena: the mapped file plus its index.
 #[derive(Debug)]
 pub struct Arena {
+    /// The key stored in the file's index (equal to the one the caller asked for).
     pub key: ArenaKey,
+    /// Where each weight sits in [`Arena::data`], with its per-weight SHA-256.
     pub index: ArenaIndex,
+    /// The cache file the map was opened from.
     pub path: PathBuf,
     map: Mmap,
     data_offset: usize,
@@ -109,9 +115,11 @@ impl Arena {
 /// Whether [`open_or_build`] reused the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CacheOutcome {
+    /// The existing cache file passed every check and was mapped as-is.
     Hit,
     /// Built; `reason` says why the old file (if any) was not used.
     Built {
+        /// The open error that rejected the old file, or `"no cache file"`.
         reason: String,
     },
 }

@@ -25,7 +25,9 @@ pub const COMPUTE_CORES: usize = 96;
 pub struct ArenaEntry {
     /// Checkpoint tensor name.
     pub name: String,
+    /// Index of the DiT block the weight belongs to (0-based, execution order).
     pub block: usize,
+    /// Which of the block's seven matmul weights this is.
     pub kind: WeightKind,
     /// `[out, in]` as in the checkpoint.
     pub torch_shape: [usize; 2],
@@ -33,12 +35,15 @@ pub struct ArenaEntry {
     pub kn_shape: [usize; 2],
     /// `[K, N]` in tiles after zero padding to multiples of 32.
     pub tiles: [usize; 2],
+    /// Tile format the weight is stored in (the arena dtype's [`DataFormat`]).
     pub format: DataFormat,
     /// First tile of this weight in the arena's global tile numbering (DRAM page index).
     pub first_tile: u64,
+    /// Tiles the weight occupies: `tiles[0] * tiles[1]`.
     pub num_tiles: u64,
     /// Byte offset from the start of the arena data, and length.
     pub offset: u64,
+    /// Byte length: `num_tiles * tile_bytes`.
     pub bytes: u64,
     /// SHA-256 of the weight's bytes, lowercase hex (empty in a shapes-only index).
     pub sha256: String,
@@ -47,26 +52,41 @@ pub struct ArenaEntry {
 /// The whole index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ArenaIndex {
+    /// [`LAYOUT_VERSION`] the index was computed for.
     pub layout_version: u32,
+    /// Storage format of every weight in the arena.
     pub dtype: ArenaDtype,
+    /// DiT blocks covered ([`DitDims::num_layers`]).
     pub num_layers: usize,
+    /// DiT width D ([`DitDims::width`]).
     pub width: usize,
+    /// Width of the cross-attention context ([`DitDims::cross_dim`]); sets the cross blocks'
+    /// K/V shapes.
     pub cross_dim: usize,
+    /// Feed-forward inner width ([`DitDims::ff_inner`]).
     pub ff_inner: usize,
+    /// Compute cores each weight's tile order was split for (see [`crate::split`]).
     pub compute_cores: usize,
+    /// Bytes of one tile in `dtype`.
     pub tile_bytes: usize,
+    /// Tiles in the whole arena (sum of the entries' `num_tiles`).
     pub total_tiles: u64,
+    /// Bytes of arena data: `total_tiles * tile_bytes`.
     pub total_bytes: u64,
+    /// One entry per weight, in stream order (block by block, [`WeightKind::STREAM_ORDER`] inside).
     pub entries: Vec<ArenaEntry>,
 }
 
 impl ArenaIndex {
+    /// The entry of `kind` in `block`, found by position in the stream order; `None` when the
+    /// block is out of range.
     pub fn entry(&self, block: usize, kind: WeightKind) -> Option<&ArenaEntry> {
         self.entries
             .get(block * WeightKind::STREAM_ORDER.len() + kind.stream_index())
             .filter(|e| e.block == block && e.kind == kind)
     }
 
+    /// The entry whose checkpoint tensor name is `name` (linear search).
     pub fn by_name(&self, name: &str) -> Option<&ArenaEntry> {
         self.entries.iter().find(|e| e.name == name)
     }

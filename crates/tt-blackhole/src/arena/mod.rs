@@ -20,6 +20,7 @@ pub use layout::{ArenaEntry, ArenaIndex, LAYOUT_VERSION, arena_layout};
 /// Element data of a source tensor.
 #[derive(Debug, Clone)]
 pub enum TensorData<'a> {
+    /// f32 values, borrowed or owned.
     F32(Cow<'a, [f32]>),
     /// Little-endian f32 bytes (e.g. straight from a safetensors file; no alignment needed).
     F32Le(Cow<'a, [u8]>),
@@ -29,6 +30,7 @@ pub enum TensorData<'a> {
 }
 
 impl TensorData<'_> {
+    /// Number of elements (not bytes).
     pub fn len(&self) -> usize {
         match self {
             TensorData::F32(v) => v.len(),
@@ -37,6 +39,7 @@ impl TensorData<'_> {
         }
     }
 
+    /// Whether the tensor holds no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -45,7 +48,9 @@ impl TensorData<'_> {
 /// A tensor as the checkpoint holds it: `[out, in]` for a `nn.Linear` weight.
 #[derive(Debug, Clone)]
 pub struct SourceTensor<'a> {
+    /// Dimensions, outermost first (`[out, in]` for a linear weight).
     pub shape: Vec<usize>,
+    /// Row-major element data; its length must be the product of `shape`.
     pub data: TensorData<'a>,
 }
 
@@ -56,6 +61,7 @@ pub type SourceError = Box<dyn std::error::Error + Send + Sync>;
 /// Where the arena builder gets tensors from, by checkpoint name. Implemented for closures
 /// `Fn(&str) -> Result<SourceTensor, SourceError>`, so callers need no wrapper type.
 pub trait TensorSource: Sync {
+    /// The tensor stored under the checkpoint name `name`.
     fn tensor(&self, name: &str) -> Result<SourceTensor<'_>, SourceError>;
 }
 
@@ -74,29 +80,48 @@ pub enum ArenaError {
     /// The source could not give the tensor (its cause is in the message, not also a
     /// `source()`, so a report that walks the chain prints it once).
     #[error("tensor {name}: {cause}")]
-    Source { name: String, cause: SourceError },
+    Source {
+        /// Checkpoint name asked for.
+        name: String,
+        /// The source's own error.
+        cause: SourceError,
+    },
     /// The tensor's stored tiles do not decode.
     #[error("tensor {name}: {cause}")]
     Decode {
+        /// Checkpoint name of the weight.
         name: String,
+        /// What the codec rejected.
         cause: crate::bfp::CodecError,
     },
+    /// The source tensor's shape is not the one the DiT dimensions call for.
     #[error("tensor {name}: shape {got:?}, expected {expected:?}")]
     Shape {
+        /// Checkpoint name of the tensor.
         name: String,
+        /// `[out, in]` the layout expects.
         expected: Vec<usize>,
+        /// Shape the source returned.
         got: Vec<usize>,
     },
     /// The I/O cause is part of the message and not also a `source()`, so a report that
     /// walks the chain prints it once.
     #[error("{path}: {cause}")]
     Io {
+        /// File or directory the operation was on.
         path: PathBuf,
+        /// The underlying I/O error.
         cause: std::io::Error,
     },
     /// A cache file that must not be used (the caller rebuilds it).
     #[error("{path}: corrupt arena cache: {reason}")]
-    Corrupt { path: PathBuf, reason: String },
+    Corrupt {
+        /// The rejected cache file.
+        path: PathBuf,
+        /// Which check failed.
+        reason: String,
+    },
+    /// [`Arena::decode`](cache::Arena::decode) was asked for a name the index does not hold.
     #[error("arena has no tensor {0}")]
     NoSuchTensor(String),
 }

@@ -22,11 +22,14 @@ use crate::format::{DataFormat, TILE_ELEMS};
 /// Which block-float format. The const generic `BITS` of the kernels is 8 or 4.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BfpFormat {
+    /// bfp8_b: 8-bit sign-magnitude codes, 1088-byte tiles.
     Bfp8B,
+    /// bfp4_b: 4-bit sign-magnitude codes (two per byte), 576-byte tiles.
     Bfp4B,
 }
 
 impl BfpFormat {
+    /// The matching tt-metal [`DataFormat`].
     pub const fn data_format(self) -> DataFormat {
         match self {
             BfpFormat::Bfp8B => DataFormat::Bfp8B,
@@ -34,10 +37,12 @@ impl BfpFormat {
         }
     }
 
+    /// Bytes of one packed tile (64 exponent bytes plus the codes).
     pub const fn tile_bytes(self) -> usize {
         self.data_format().tile_bytes()
     }
 
+    /// The block-float format for `f`; `None` for bf16 and f32, which are not block-float.
     pub fn from_data_format(f: DataFormat) -> Option<Self> {
         match f {
             DataFormat::Bfp8B => Some(BfpFormat::Bfp8B),
@@ -50,16 +55,24 @@ impl BfpFormat {
 /// Codec misuse: buffer sizes that are not whole tiles, or a format the call cannot produce.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum CodecError {
+    /// A buffer length is not a multiple of the tile size.
     #[error("{what}: {len} is not a whole number of {unit}-sized tiles")]
     NotWholeTiles {
+        /// The codec call that rejected the buffer.
         what: &'static str,
+        /// The offending length, in elements or bytes (the unit of `unit`).
         len: usize,
+        /// One tile's size in the same unit (1024 elements, or the format's tile bytes).
         unit: usize,
     },
+    /// Input and output are whole tiles but hold different numbers of them.
     #[error("{what}: input holds {input} tiles but output holds {output}")]
     TileCountMismatch {
+        /// The codec call that rejected the buffers.
         what: &'static str,
+        /// Tiles in the input buffer.
         input: usize,
+        /// Tiles the output buffer has room for.
         output: usize,
     },
 }

@@ -20,13 +20,17 @@ use crate::tile::tile_grid;
 
 /// Worker grid in tt-metal logical coordinates.
 pub const GRID_X: usize = 11;
+/// Rows of the worker grid (see [`GRID_X`]).
 pub const GRID_Y: usize = 10;
+/// Cores in column 0 that stream the arena from DRAM, one per GDDR6 bank.
 pub const DRAM_READERS: usize = 8;
+/// Cores that run matmuls and attention (the arena is split for exactly this many).
 pub const COMPUTE_CORES: usize = crate::arena::layout::COMPUTE_CORES;
 /// L1 per Tensix core.
 pub const L1_BYTES: usize = 1536 * 1024;
 /// Kept back for kernel binaries, runtime args and the firmware mailboxes.
 pub const KERNEL_CONFIG_CUT: usize = 64 * 1024;
+/// L1 a core's circular buffers may use: [`L1_BYTES`] minus [`KERNEL_CONFIG_CUT`].
 pub const L1_BUDGET: usize = L1_BYTES - KERNEL_CONFIG_CUT;
 /// Weight tiles a reader moves per NoC burst (and double-buffers).
 pub const READER_CHUNK_TILES: usize = 32;
@@ -36,15 +40,25 @@ pub const READER_CHUNK_TILES: usize = 32;
 #[serde(rename_all = "snake_case", tag = "role")]
 pub enum CoreRole {
     /// Streams arena tiles from DRAM to 12 compute cores.
-    DramReader { reader: usize },
+    DramReader {
+        /// Index among the readers (`0..DRAM_READERS`), equal to its grid row.
+        reader: usize,
+    },
     /// Matmul tiles, attention heads, partial LayerNorm sums.
-    Compute { index: usize },
+    Compute {
+        /// Compute-core index (`0..COMPUTE_CORES`), the `core` of its
+        /// [`WorkUnit`](crate::split::WorkUnit)s.
+        index: usize,
+    },
     /// Step control: timestep embedding, barriers between ops, the Euler update.
     Sequencer,
     /// Adds the compute cores' LayerNorm partial sums and multicasts mean / rstd.
     NormReducer,
     /// Collects output column strips and multicasts the next op's activation.
-    OutputGather { index: usize },
+    OutputGather {
+        /// 0 or 1.
+        index: usize,
+    },
     /// Not used by this plan (headroom for harvesting differences).
     Spare,
 }
@@ -52,11 +66,17 @@ pub enum CoreRole {
 /// One circular buffer on one core.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CircularBuffer {
+    /// Circular-buffer index on the core (the CB id the kernels use).
     pub id: u8,
+    /// What the buffer holds (`weights`, `act_in`, `attn_kv`, …), for reports and errors.
     pub name: String,
+    /// Tile format of its pages.
     pub format: DataFormat,
+    /// Bytes of one page: one tile in `format`.
     pub page_bytes: usize,
+    /// Pages (tiles) the buffer holds.
     pub pages: usize,
+    /// L1 bytes it takes: `page_bytes * pages`.
     pub total_bytes: usize,
 }
 
@@ -77,18 +97,26 @@ impl CircularBuffer {
 /// A named runtime arg (the device sees only the values, in this order).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Arg {
+    /// Name the plan and tests look the arg up by (e.g. `q_cross.n_start`); not sent to the device.
     pub name: String,
+    /// The value passed to the kernel.
     pub value: u32,
 }
 
 /// Everything about one core.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CorePlan {
+    /// Grid column (tt-metal logical coordinates).
     pub x: usize,
+    /// Grid row (tt-metal logical coordinates).
     pub y: usize,
+    /// What the core does.
     pub role: CoreRole,
+    /// Its circular buffers, by CB id.
     pub cbs: Vec<CircularBuffer>,
+    /// L1 the circular buffers take in total; at most [`L1_BUDGET`].
     pub l1_bytes: usize,
+    /// Runtime args, in the order the kernel reads them.
     pub runtime_args: Vec<Arg>,
 }
 
@@ -105,7 +133,9 @@ impl CorePlan {
 /// A weight class: the kind plus whether its block is a cross block (K/V shapes differ).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WeightClass {
+    /// Which of the block's seven weights.
     pub kind: WeightKind,
+    /// Whether the block cross-attends (even block index).
     pub cross: bool,
 }
 
@@ -131,6 +161,7 @@ impl WeightClass {
         }
     }
 
+    /// Arg-name prefix: the kind's snake_case name plus `_cross` or `_self` (e.g. `ff_up_self`).
     pub fn label(&self) -> String {
         let k = serde_json::to_value(self.kind)
             .ok()
@@ -143,13 +174,16 @@ impl WeightClass {
 /// How one weight class is divided, and where it sits inside its block's arena range.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClassPlan {
+    /// The weight class this entry plans.
     pub class: WeightClass,
+    /// [`WeightClass::label`], the prefix of this class's runtime args.
     pub label: String,
     /// Activation rows (tokens) the matmul multiplies: 1 for AdaLN (temb), the context length
     /// for cross K/V, the 51 state+action tokens otherwise.
     pub m_tokens: usize,
     /// Tile offset of this weight from the start of its block in the arena.
     pub offset_in_block: usize,
+    /// How the weight's tiles are divided among the compute cores.
     pub split: MatmulSplit,
 }
 
@@ -159,56 +193,94 @@ pub struct ClassPlan {
 pub enum StepOp {
     /// SiLU(temb) · W on the compute cores; result multicast by the gather cores.
     Matmul {
+        /// Block index.
         block: usize,
+        /// Which of the block's weights is multiplied.
         weight: WeightKind,
+        /// Activation rows (tokens) multiplied by the weight.
         m_tokens: usize,
     },
     /// LayerNorm over D: each compute core sums its slice, the norm reducer adds the partials.
-    LayerNormPartials { block: usize, which: u8 },
+    LayerNormPartials {
+        /// Block index.
+        block: usize,
+        /// Which of the block's norms: 1 (`norm1`, before attention) or 3 (`norm3`, before
+        /// the feed-forward).
+        which: u8,
+    },
     /// Flash-style SDPA, one head per compute core (cores 0..heads).
     Attention {
+        /// Block index.
         block: usize,
+        /// Whether the keys/values come from the VL context (cross block) or the tokens themselves.
         cross: bool,
+        /// Key/value rows: the context length in cross blocks, `sa_tokens` otherwise.
         kv_tokens: usize,
     },
     /// Residual add into the token stream (bf16 on the device).
-    Residual { block: usize, which: u8 },
+    Residual {
+        /// Block index.
+        block: usize,
+        /// 1: after attention; 2: after the feed-forward.
+        which: u8,
+    },
 }
 
 /// The whole plan.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MegakernelPlan {
+    /// `[GRID_X, GRID_Y]`.
     pub grid: [usize; 2],
+    /// L1 per core ([`L1_BYTES`]).
     pub l1_bytes: usize,
+    /// L1 the circular buffers may use per core ([`L1_BUDGET`]).
     pub l1_budget: usize,
+    /// The DiT dimensions the plan was cut for.
     pub dims: DitDims,
+    /// Storage format of the arena the readers stream.
     pub dtype: ArenaDtype,
+    /// Tiles in the whole arena.
     pub arena_tiles: u64,
+    /// Bytes of the whole arena (streamed once per step).
     pub arena_bytes: u64,
+    /// Weight tiles of one cross block (its arena range length).
     pub cross_block_tiles: usize,
+    /// Weight tiles of one self-attention block.
     pub self_block_tiles: usize,
+    /// One entry per [`WeightClass`], in [`WeightClass::all`] order.
     pub classes: Vec<ClassPlan>,
+    /// The ops of one denoise step, in execution order.
     pub schedule: Vec<StepOp>,
+    /// Every core of the grid: column 0 top to bottom, then the other columns row by row.
     pub cores: Vec<CorePlan>,
 }
 
 /// The plan does not fit the card.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum PlanError {
+    /// A core's circular buffers need more L1 than [`L1_BUDGET`].
     #[error(
         "core ({x},{y}) [{role}] needs {needed} B of L1 but the budget is {budget} B \
          (1.5 MiB minus the 64 KiB kernel-config cut); largest buffer: {largest}"
     )]
     L1Overflow {
+        /// Grid column of the core.
         x: usize,
+        /// Grid row of the core.
         y: usize,
+        /// Its [`CoreRole`], debug-printed.
         role: String,
+        /// Bytes its circular buffers need.
         needed: usize,
+        /// Bytes allowed ([`L1_BUDGET`]).
         budget: usize,
+        /// The biggest buffer, as `name = bytes B`.
         largest: String,
     },
+    /// More attention heads (first) than compute cores (second): the plan runs one head per core.
     #[error("{0} heads do not fit on {1} compute cores (one head per core)")]
     TooManyHeads(usize, usize),
+    /// The dimensions have zero blocks.
     #[error("DiT config has no blocks")]
     Empty,
 }
@@ -569,6 +641,7 @@ fn reader_core(
 }
 
 impl MegakernelPlan {
+    /// The plan of `kind` for `block` (cross or self class by the block's parity).
     pub fn class(&self, block: usize, kind: WeightKind) -> &ClassPlan {
         let c = WeightClass::of(block, kind);
         // `classes` holds every class, so the lookup cannot fail.
@@ -583,6 +656,7 @@ impl MegakernelPlan {
         block_base(b, self.cross_block_tiles, self.self_block_tiles)
     }
 
+    /// The plan as pretty-printed JSON (empty if serialization fails, which plain data does not).
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).unwrap_or_default()
     }

@@ -24,35 +24,53 @@ pub fn fidelity(dtype: ArenaDtype) -> (&'static str, f64) {
     }
 }
 
+/// Peak L1 use of one core role.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct L1Use {
+    /// The role, snake_case (`dram_reader`, `compute`, …).
     pub role: String,
+    /// Cores with this role.
     pub cores: usize,
+    /// Largest circular-buffer L1 use among those cores, in bytes.
     pub max_bytes: usize,
+    /// Per-core L1 budget in bytes ([`super::L1_BUDGET`]).
     pub budget: usize,
+    /// `max_bytes / budget`.
     pub max_fraction: f64,
 }
 
+/// Time bounds of one denoise step and of an action chunk, from the plan (see [`roofline`]).
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Roofline {
+    /// Storage format of the arena.
     pub dtype: ArenaDtype,
+    /// Bytes of the whole arena.
     pub arena_bytes: u64,
     /// Weight bytes each step streams (the whole arena, once).
     pub weight_bytes_per_step: u64,
     /// Activation traffic per step (bf16 token stream in and out of every op), for scale.
     pub activation_bytes_per_step: u64,
+    /// Microseconds to stream the arena once at [`DRAM_BYTES_PER_S`].
     pub dram_bound_us_per_step: f64,
     /// Useful FLOPs (M = 51 / context / 1 token rows).
     pub flops_per_step: f64,
     /// FLOPs the engine executes with M, K, N padded to whole tiles.
     pub tile_flops_per_step: f64,
+    /// Math fidelity paired with `dtype` (`HiFi4`, `HiFi2`, `LoFi`); see [`fidelity`].
     pub fidelity: String,
+    /// Matrix-engine peak over all compute cores at that fidelity, FLOP/s.
     pub peak_flops: f64,
+    /// Microseconds for `tile_flops_per_step` at `peak_flops`.
     pub compute_bound_us_per_step: f64,
+    /// `"dram"` or `"compute"`: whichever bound is larger.
     pub bound: String,
+    /// Euler steps per action chunk (4).
     pub steps: usize,
+    /// DRAM-bound milliseconds for one action chunk (`steps` steps).
     pub dram_bound_ms_per_chunk: f64,
+    /// Compute cores the peak counts.
     pub compute_cores: usize,
+    /// Peak L1 use per core role, in grid order of first appearance.
     pub l1: Vec<L1Use>,
 }
 

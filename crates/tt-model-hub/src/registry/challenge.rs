@@ -9,7 +9,10 @@ pub enum Challenge {
     Basic,
     /// Get a token from `realm` (with `service` and the scopes), send it as Bearer.
     Bearer {
+        /// The token endpoint URL (the challenge's `realm`).
         realm: String,
+        /// The `service` parameter to pass to the token endpoint; `None` when the challenge has
+        /// none.
         service: Option<String>,
     },
 }

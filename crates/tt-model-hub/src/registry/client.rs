@@ -84,6 +84,7 @@ impl Registry {
         Ok(registry)
     }
 
+    /// The registry and repository this client talks to.
     pub fn target(&self) -> &RegistryTarget {
         &self.target
     }

@@ -16,7 +16,9 @@ use super::error::RegistryError;
 /// A user name and its password or token.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
+    /// The account name, as sent in Basic auth and to the token endpoint.
     pub username: String,
+    /// The password or token; never printed (the `Debug` impl hides it).
     pub secret: String,
 }
 

@@ -21,6 +21,7 @@ use crate::upload::UploadReporter;
 pub struct PullReport {
     /// Blobs fetched (config and layers) and their bytes.
     pub blobs: usize,
+    /// Total bytes of the blobs fetched.
     pub bytes: u64,
 }
 

@@ -14,15 +14,21 @@ use crate::upload::UploadReporter;
 /// One blob of the image, on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlobFile {
+    /// The blob's digest, `sha256:<hex>`.
     pub digest: String,
+    /// Size in bytes.
     pub size: u64,
+    /// The file holding the blob's bytes (e.g. `blobs/sha256/<hex>` of an OCI layout).
     pub path: PathBuf,
 }
 
 /// The image to push: its manifest (bytes as they will be stored) and the blobs it names.
 #[derive(Debug, Clone)]
 pub struct ImageToPush {
+    /// The manifest's exact bytes; its digest is what the package pins.
     pub manifest: Vec<u8>,
+    /// The manifest's media type, sent as `Content-Type` (e.g.
+    /// `application/vnd.oci.image.manifest.v1+json`).
     pub media_type: String,
     /// `sha256:` of `manifest`.
     pub manifest_digest: String,
@@ -41,6 +47,7 @@ pub struct PushReport {
     pub mounted: usize,
     /// Blobs uploaded, and their bytes.
     pub uploaded: usize,
+    /// Total bytes of the uploaded blobs.
     pub bytes_sent: u64,
 }
 

@@ -63,7 +63,9 @@ use state::{Commit, Entry, Repo, Store, entry_for};
 /// A file of a seeded repo.
 #[derive(Debug, Clone)]
 pub struct FakeFile {
+    /// Path in the repo (`/`-separated).
     pub path: String,
+    /// The file's real content (what the listing's ids and sizes describe).
     pub content: Vec<u8>,
     /// Stored in LFS (gets an `lfs.sha256` in the listing and a CDN redirect).
     pub lfs: bool,
@@ -73,6 +75,7 @@ pub struct FakeFile {
 }
 
 impl FakeFile {
+    /// A regular (non-LFS) file.
     pub fn regular(path: &str, content: impl Into<Vec<u8>>) -> Self {
         FakeFile {
             path: path.into(),
@@ -81,6 +84,7 @@ impl FakeFile {
             corrupt_with: None,
         }
     }
+    /// A file stored in LFS.
     pub fn lfs(path: &str, content: impl Into<Vec<u8>>) -> Self {
         FakeFile {
             path: path.into(),
@@ -107,9 +111,13 @@ impl FakeFile {
 /// A seeded public repo at one commit, reachable by the commit sha and by its branches.
 #[derive(Debug, Clone)]
 pub struct FakeRepo {
+    /// The repo id (`org/name`).
     pub id: String,
+    /// The 40-hex commit sha every branch of the repo points to.
     pub commit: String,
+    /// Branch names that resolve to `commit` (`["main"]` by default).
     pub branches: Vec<String>,
+    /// The repo's files at `commit`.
     pub files: Vec<FakeFile>,
 }
 
@@ -134,12 +142,16 @@ impl FakeRepo {
 /// An account the server knows: its token, its name, and the orgs it can write to.
 #[derive(Debug, Clone)]
 pub struct HubUser {
+    /// The bearer token that authenticates as this user.
     pub token: String,
+    /// The user name, also the namespace it can write to.
     pub name: String,
+    /// Organizations whose namespaces it can also write to.
     pub orgs: Vec<String>,
 }
 
 impl HubUser {
+    /// A user with `token`, named `name`, who can also write to `orgs`.
     pub fn new(token: &str, name: &str, orgs: &[&str]) -> Self {
         HubUser {
             token: token.into(),
@@ -158,18 +170,26 @@ pub const TEST_TOKEN: &str = "hf_test";
 /// One request the server saw.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SeenRequest {
+    /// The HTTP method (`GET`, `HEAD`, …).
     pub method: String,
+    /// The URL path, without the query string.
     pub path: String,
+    /// The `Range` header, when sent.
     pub range: Option<String>,
+    /// The `Authorization` header as sent (`Bearer …`), when sent.
     pub authorization: Option<String>,
 }
 
 /// A file of a repo at a revision, as the tests inspect it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredFile {
+    /// Path in the repo.
     pub path: String,
+    /// Content length in bytes.
     pub size: u64,
+    /// sha256 of the content, lowercase hex.
     pub sha256: String,
+    /// Whether the file is stored in LFS.
     pub lfs: bool,
 }
 
@@ -282,6 +302,7 @@ pub(crate) fn error(status: StatusCode, code: Option<&'static str>, msg: &str) -
 
 /// A running server; it stops, and its store is deleted, when dropped.
 pub struct HubServer {
+    /// The address the server listens on (127.0.0.1, a free port).
     pub addr: SocketAddr,
     shared: Shared,
     task: tokio::task::JoinHandle<()>,

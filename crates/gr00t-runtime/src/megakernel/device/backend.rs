@@ -28,7 +28,9 @@ use crate::model::dit::DitWeights;
 
 /// Our device kernels (C++, JIT-compiled by tt-metal on first use), shipped in the binary.
 pub const READER_KERNEL: &str = include_str!("kernels/reader_share.cpp");
+/// The compute kernel: multiplies the streamed weight tiles on the FPU into an fp32 destination.
 pub const COMPUTE_KERNEL: &str = include_str!("kernels/matmul_share.cpp");
+/// The writer kernel: stores each work unit's fp32 partials for the host to sum.
 pub const WRITER_KERNEL: &str = include_str!("kernels/writer_partials.cpp");
 
 /// Where the SFPU steps (SiLU, LayerNorm, softmax, GELU) run. A compile-time choice: only
@@ -48,10 +50,15 @@ const ARENA: &str = "arena";
 /// What the device said when it opened.
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct DeviceInfo {
+    /// Chip architecture as ttnn names it (e.g. `Arch.BLACKHOLE`).
     pub arch: String,
+    /// Compute-with-storage grid size, `[x, y]` cores.
     pub grid: [usize; 2],
+    /// Whether the device is the ttsim simulator (`TT_METAL_SIMULATOR` set) rather than a card.
     pub simulator: bool,
+    /// Number of DRAM banks the arena pages are interleaved over.
     pub dram_banks: usize,
+    /// Time to open the device, in milliseconds (worker side).
     pub open_ms: f64,
 }
 
@@ -77,8 +84,10 @@ impl MatmulTimes {
 /// An open device holding the arena: the worker, and what it said when it opened.
 pub struct TtDevice {
     kind: DeviceKind,
+    /// What the device said when it opened.
     pub info: DeviceInfo,
     worker: Mutex<TtnnWorker>,
+    /// Layout of the arena uploaded to the device's DRAM.
     pub index: ArenaIndex,
     times: Mutex<MatmulTimes>,
 }
@@ -86,7 +95,9 @@ pub struct TtDevice {
 /// One observation's view of the device: the plan cut for its context length, the model's
 /// DiT weights (biases, block kinds) for the host steps. The `DitDevice` the executor drives.
 pub struct DeviceSteps<'a> {
+    /// The open device the steps run on.
     pub dev: &'a TtDevice,
+    /// The megakernel plan cut for this observation's context length.
     pub plan: MegakernelPlan,
     weights: &'a DitWeights,
 }

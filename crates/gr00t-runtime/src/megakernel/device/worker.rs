@@ -23,15 +23,31 @@ const STDERR_TAIL: usize = 40;
 /// A failure of the worker or of the device behind it.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
+    /// The worker process could not be started.
     #[error("cannot start the ttnn worker with `{python}`: {source}")]
     Spawn {
+        /// The interpreter that was tried (see [`python_path`]).
         python: String,
+        /// The spawn error.
         source: std::io::Error,
     },
+    /// The worker process ended, or its pipes broke, while a request was in flight.
     #[error("the ttnn worker exited ({what}); its last output:\n{tail}")]
-    Exited { what: String, tail: String },
+    Exited {
+        /// What was being done, and the exit status if known.
+        what: String,
+        /// The last lines of the worker's stderr.
+        tail: String,
+    },
+    /// The worker answered a request with an error (a ttnn or tt-metal exception).
     #[error("device op `{op}` failed: {error}")]
-    Op { op: String, error: String },
+    Op {
+        /// The request's `"op"`.
+        op: String,
+        /// The worker's error text.
+        error: String,
+    },
+    /// The framing or JSON of a message was not what the protocol expects.
     #[error("ttnn worker protocol: {0}")]
     Protocol(String),
 }
