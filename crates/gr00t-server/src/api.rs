@@ -190,7 +190,8 @@ impl<'a> PredictRequest<'a> {
     pub fn into_observation(self) -> Result<(Observation, Option<u64>, bool), ApiError> {
         let mut images = BTreeMap::new();
         for (k, v) in self.images {
-            let bytes = decode_b64(&v.0).map_err(|m| ApiError::bad(format!("images.{k}"), m))?;
+            let bytes = decode_b64(&v.0)
+                .map_err(|e| ApiError::bad(format!("images.{k}"), e.to_string()))?;
             images.insert(k, bytes);
         }
         // `"noise": null` is `None` here (serde's `Option`, and the body scan's).
@@ -220,13 +221,24 @@ impl<'a> PredictRequest<'a> {
     }
 }
 
+/// Why an image field is not base64 (the 400 response's message).
+#[derive(Debug, thiserror::Error)]
+enum Base64Error {
+    /// A `data:` URL with another encoding.
+    #[error("a data: URL must be base64")]
+    DataUrlNotBase64,
+    /// The payload does not decode.
+    #[error("invalid base64: {0}")]
+    Invalid(#[from] base64::DecodeError),
+}
+
 /// Standard base64, tolerating a `data:image/...;base64,` prefix and line breaks.
-fn decode_b64(s: &str) -> Result<Vec<u8>, String> {
+fn decode_b64(s: &str) -> Result<Vec<u8>, Base64Error> {
     let s = match s.strip_prefix("data:") {
         Some(rest) => rest
             .split_once(";base64,")
             .map(|(_, d)| d)
-            .ok_or("a data: URL must be base64")?,
+            .ok_or(Base64Error::DataUrlNotBase64)?,
         None => s,
     };
     // Canonical base64 (the usual payload) through the vectorised decoder; anything it
@@ -239,11 +251,9 @@ fn decode_b64(s: &str) -> Result<Vec<u8>, String> {
         Ok(b) => Ok(b),
         Err(_) if s.contains(['\n', '\r', ' ']) => {
             let clean: String = s.chars().filter(|c| !c.is_ascii_whitespace()).collect();
-            engine
-                .decode(clean)
-                .map_err(|e| format!("invalid base64: {e}"))
+            Ok(engine.decode(clean)?)
         }
-        Err(e) => Err(format!("invalid base64: {e}")),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -254,16 +264,16 @@ fn noise_from_value(v: &serde_json::Value) -> Result<NoiseSource, ApiError> {
         depth: usize,
         shape: &mut Vec<usize>,
         out: &mut Vec<f64>,
-    ) -> Result<(), String> {
+    ) -> Result<(), &'static str> {
         match v {
             serde_json::Value::Array(items) => {
                 if depth > 3 {
-                    return Err("nested deeper than 3".into());
+                    return Err("nested deeper than 3");
                 }
                 if shape.len() == depth {
                     shape.push(items.len());
                 } else if shape[depth] != items.len() {
-                    return Err("ragged array".into());
+                    return Err("ragged array");
                 }
                 for it in items {
                     walk(it, depth + 1, shape, out)?;
@@ -272,12 +282,12 @@ fn noise_from_value(v: &serde_json::Value) -> Result<NoiseSource, ApiError> {
             }
             serde_json::Value::Number(n) => {
                 if depth != shape.len() {
-                    return Err("mixes numbers and arrays".into());
+                    return Err("mixes numbers and arrays");
                 }
                 out.push(n.as_f64().ok_or("not a number")?);
                 Ok(())
             }
-            _ => Err("must contain only numbers".into()),
+            _ => Err("must contain only numbers"),
         }
     }
     let mut shape = vec![];
@@ -342,6 +352,28 @@ fn diagnose(body: &[u8], err: serde_json::Error) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The 400 messages of the two parsing helpers, which return typed errors.
+    #[test]
+    fn bad_base64_and_bad_noise_say_why() {
+        let e = decode_b64("data:image/png,abcd").unwrap_err();
+        assert_eq!(e.to_string(), "a data: URL must be base64");
+        let e = decode_b64("@@@@").unwrap_err();
+        assert!(e.to_string().starts_with("invalid base64: "), "{e}");
+        assert_eq!(decode_b64("aGVs\nbG8=").unwrap(), b"hello");
+        assert_eq!(
+            decode_b64("data:image/png;base64,aGVsbG8=").unwrap(),
+            b"hello"
+        );
+        let ragged = serde_json::json!([[1.0, 2.0], [3.0]]);
+        let ApiError::BadRequest { field, message } = noise_from_value(&ragged).unwrap_err() else {
+            panic!("a 400")
+        };
+        assert_eq!(
+            (field.as_str(), message.as_str()),
+            ("noise", "ragged array")
+        );
+    }
 
     /// `"noise": null` means "no noise" on both parse paths: the seed (given or default) is
     /// used, and only real noise beside a seed is refused.
