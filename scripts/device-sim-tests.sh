@@ -3,8 +3,11 @@
 #   1. installs the simulator with ../shared/blackhole-sim/install.sh (idempotent; cached in
 #      ~/.cache/blackhole-sim, about 4 minutes cold on 2 cores, a second when installed);
 #   2. with its env.sh sourced and its venv active (the worker process finds ttnn there),
-#      runs the tests behind the feature (on the workspace build README's test command makes) with GR00T_REQUIRE_SIM=1, so a missing simulator fails
-#      instead of skipping. Extra cargo args (e.g. --locked) are passed through.
+#      runs the tests behind the feature (on the workspace build README's test command makes),
+#      the `#[ignore]`d simulator tests included (a plain `cargo test` reports those as ignored),
+#      with GR00T_REQUIRE_SIM=1, so a missing simulator fails instead of skipping;
+#   3. fails when a name filter matched no test (a rename must not turn into "0 passed").
+#      Extra cargo args (e.g. --locked) are passed through.
 # Called by .ci/run; by hand: scripts/device-sim-tests.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,5 +20,21 @@ source "$prefix/env.sh"
 export VIRTUAL_ENV="$prefix/venv" PATH="$prefix/venv/bin:$PATH" GR00T_REQUIRE_SIM=1
 # The workspace build with the feature, as README's test command makes it: no second build.
 # The name filters select the device tests of gr00t-runtime (lib) and gr00t-server (integration).
+filters=(megakernel::device device_sim::)
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
 cargo test "$@" --workspace --features gr00t-server/device --lib --tests -- \
-  --nocapture --test-threads 1 megakernel::device device_sim::
+  --include-ignored --nocapture --test-threads 1 "${filters[@]}" 2>&1 | tee "$log" || status=$?
+# Each filter must have selected tests: count the tests that started under it.
+summary=""
+for f in "${filters[@]}"; do
+  n=$(grep -cE "^test [^ ]*${f}[^ ]* \.\.\. " "$log" || true)
+  summary+=" ${f} ${n};"
+  if [ "$n" = 0 ]; then
+    echo "device-sim-tests: the filter \`${f}\` matched no test (renamed?)" >&2
+    [ "$status" != 0 ] || status=1
+  fi
+done
+echo "device-sim-tests: tests run per filter:${summary} cargo exit status ${status}"
+exit "$status"

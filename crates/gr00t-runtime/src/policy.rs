@@ -45,6 +45,41 @@ pub trait Policy: Send + Sync {
     fn dims(&self) -> (usize, usize, usize);
     /// Run one forward.
     fn predict(&self, inputs: &ModelInputs) -> Result<(ActionChunk, ForwardTiming), PolicyError>;
+    /// The device this policy runs on, when it runs on one that can be lost and reopened (a
+    /// ttnn worker): what a server supervises. `None`: a host-only backend.
+    fn device(&self) -> Option<&dyn DeviceSupervision> {
+        None
+    }
+}
+
+/// A device under a policy: whether it is usable now, and how to get it back.
+pub trait DeviceSupervision: Send + Sync {
+    /// Where it stands: usable or lost, the worker's pid, how often it was reopened.
+    fn status(&self) -> DeviceStatus;
+    /// Reopen a lost device: a new worker, the device opened, the arena uploaded again.
+    fn reopen(&self) -> Result<(), PolicyError>;
+    /// Close the device and end its worker, in bounded time (shutdown).
+    fn close(&self);
+    /// The last finished forward's measured device traffic (programs, bytes each way, per
+    /// step); `None` before the first forward, or for a device that does not count.
+    fn stats(&self) -> Option<crate::megakernel::counters::DeviceStats> {
+        None
+    }
+}
+
+/// A device's state, as `/health` reports it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DeviceStatus {
+    /// The device as configured (`p150a`, `sim`).
+    pub device: String,
+    /// Whether a forward can run on it now.
+    pub usable: bool,
+    /// Why it is not usable (the failure, with the worker's last lines).
+    pub lost: Option<String>,
+    /// The process id of the worker that owns the device, while one runs.
+    pub worker_pid: Option<u32>,
+    /// How many times the device was reopened after a loss.
+    pub reopened: u32,
 }
 
 /// Why a forward failed.
@@ -53,6 +88,15 @@ pub enum PolicyError {
     /// The inputs do not fit the loaded model (lengths, image-token count, embodiment id); a client error.
     #[error("input shape: {0}")]
     Shape(String),
+    /// The device is lost (its worker died, or was killed after a missed deadline) or being
+    /// reopened: nothing wrong with the request; retry later.
+    #[error("device {device} unavailable: {reason}")]
+    DeviceUnavailable {
+        /// The device as configured (`p150a`, `sim`).
+        device: String,
+        /// What happened to it (the worker's error, with its last lines).
+        reason: String,
+    },
     /// The backend failed for any other reason (weights, device, internal error).
     #[error("backend: {0}")]
     Backend(String),

@@ -22,10 +22,11 @@ pub use crate::demo::Demo;
 
 /// Build the policy for the requested backend (`GR00T_DIT_BACKEND`):
 /// - `cpu`: the f32 CPU reference model;
-/// - `megakernel`: the CPU model around the DiT megakernel, whose blocks run on the Blackhole
-///   emulator from the block-float arena (`GR00T_MK_ARENA_DTYPE`, cached under `GR00T_TT_CACHE`);
-///   `/info` reports it as the emulated stage. Real p150a dispatch is not built in and
-///   `GR00T_MK_DEVICE=p150a` fails here, clearly;
+/// - `megakernel`: the CPU model around the DiT megakernel, whose blocks run from the
+///   block-float arena (`GR00T_MK_ARENA_DTYPE`, cached under `GR00T_TT_CACHE`) on the Blackhole
+///   emulator, or (`GR00T_MK_DEVICE=p150a|sim`, cargo feature `device`) on a device through a
+///   ttnn worker whose every exchange has the deadline `GR00T_MK_DEVICE_TIMEOUT_S`; without
+///   the feature those fail here, clearly;
 /// - `ttnn`: the tt-metal trace path, which this build does not include: refused, never
 ///   silently replaced by another backend.
 pub fn load_policy(settings: &Settings, model_dir: &Path) -> anyhow::Result<Box<dyn Policy>> {
@@ -37,7 +38,10 @@ pub fn load_policy(settings: &Settings, model_dir: &Path) -> anyhow::Result<Box<
             gr00t_runtime::model::CpuPolicy::load(model_dir).map_err(|e| load_err(&e))?,
         )),
         "megakernel" => {
-            let p = gr00t_runtime::megakernel::MegakernelPolicy::from_env(model_dir)
+            let config = settings
+                .megakernel()
+                .map_err(|e| anyhow::anyhow!("GR00T_MK_ARENA_DTYPE: {e}"))?;
+            let p = gr00t_runtime::megakernel::MegakernelPolicy::load(model_dir, &config)
                 .map_err(|e| load_err(&e))?;
             tracing::info!("DiT arena: {:?}", p.arena_outcome);
             Ok(Box::new(p))

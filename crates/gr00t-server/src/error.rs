@@ -6,6 +6,7 @@
 //! | `NotFound` | 404 |
 //! | `PayloadTooLarge` | 413 |
 //! | `NotReady` / `Busy` | 503 |
+//! | `Unavailable` (the device is lost or being reopened) | 503 with `Retry-After` |
 //! | `Internal` | 500 |
 //!
 //! Body: `{"error": "<message>", "field": "<field or null>"}`.
@@ -40,6 +41,15 @@ pub enum ApiError {
     /// 503: the device queue is full ([`MAX_IN_FLIGHT`](crate::state::MAX_IN_FLIGHT)).
     #[error("too many requests are waiting for the device")]
     Busy,
+    /// 503 with `Retry-After`: the device is lost (its worker died or missed the deadline
+    /// `GR00T_MK_DEVICE_TIMEOUT_S` and was killed) and is being reopened.
+    #[error("{message}")]
+    Unavailable {
+        /// What happened to the device.
+        message: String,
+        /// Seconds a client should wait before retrying.
+        retry_after_s: u64,
+    },
     /// 500: the server failed (e.g. the forward).
     #[error("{0}")]
     Internal(String),
@@ -60,7 +70,9 @@ impl ApiError {
             Self::BadRequest { .. } => StatusCode::BAD_REQUEST,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::PayloadTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
-            Self::NotReady(_) | Self::Busy => StatusCode::SERVICE_UNAVAILABLE,
+            Self::NotReady(_) | Self::Busy | Self::Unavailable { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -86,6 +98,11 @@ impl From<InputError> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status(), axum::Json(self.body())).into_response()
+        let mut r = (self.status(), axum::Json(self.body())).into_response();
+        if let Self::Unavailable { retry_after_s, .. } = self {
+            r.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, retry_after_s.into());
+        }
+        r
     }
 }

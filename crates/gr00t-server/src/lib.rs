@@ -4,6 +4,7 @@
 //!  routes (axum only) ──► runtime::Runtime ──► gr00t_runtime::request::HostPipeline (host work)
 //!        │                      └──────────► dyn Policy (the model; one FIFO device lock)
 //!        └── state::AppState (health, runtime, demo)      boot: settings ► dirs ► load ► warm-up ► Ready
+//!                  ▲ supervise: a lost device ► Recovering ► reopened ► Ready
 //! ```
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
@@ -22,6 +23,7 @@ pub mod routes;
 pub mod runtime;
 pub mod settings;
 pub mod state;
+pub mod supervise;
 
 /// The line printed once the server accepts predictions (the package manifest's `ready_line`
 /// matches its prefix `gr00t-server ready on http://`).

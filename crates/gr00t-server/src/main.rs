@@ -53,6 +53,12 @@ enum Cmd {
         /// A /predict request body.
         #[arg(long)]
         request: PathBuf,
+        /// Also write the forward's measured device traffic to FILE as JSON:
+        /// `{"device": {"programs_per_step", "host_to_device_bytes_per_step",
+        /// "device_to_host_bytes_per_step", "steps", ...}}`; `{"device": null}` for a backend
+        /// without a device (the CPU reference, the emulator).
+        #[arg(long, value_name = "FILE")]
+        stats_json: Option<PathBuf>,
     },
     /// Make a demo directory (request.json + expected.json) by running REQUEST on the f32 CPU
     /// reference: the golden that a device backend's boot self-check (GR00T_WARMUP_PCC_MIN)
@@ -117,6 +123,9 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
+        // A closed stderr (a log reader that went away) must not panic the thread that logs:
+        // the device supervisor logs every loss.
+        .log_internal_errors(false)
         // Colour only on a terminal: a container's log or a file gets plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
@@ -129,7 +138,11 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.cmd {
-        Some(Cmd::Predict { model, request }) => predict(&settings, &model, &request),
+        Some(Cmd::Predict {
+            model,
+            request,
+            stats_json,
+        }) => predict(&settings, &model, &request, stats_json.as_deref()),
         Some(Cmd::Demo {
             model,
             request,
@@ -205,11 +218,18 @@ fn predict(
     settings: &Settings,
     model: &ModelArgs,
     request: &std::path::Path,
+    stats_json: Option<&std::path::Path>,
 ) -> anyhow::Result<ExitCode> {
     let body =
         std::fs::read(request).with_context(|| format!("cannot read `{}`", request.display()))?;
     let rt = runtime_for(settings, model)?;
-    match rt.predict_body(&body) {
+    let answer = rt.predict_body(&body);
+    if let Some(path) = stats_json {
+        let stats = serde_json::json!({ "device": rt.device_stats() });
+        std::fs::write(path, serde_json::to_vec_pretty(&stats)?)
+            .with_context(|| format!("cannot write `{}`", path.display()))?;
+    }
+    match answer {
         Ok(resp) => {
             println!("{}", serde_json::to_string(&resp)?);
             Ok(ExitCode::SUCCESS)
@@ -288,12 +308,14 @@ fn serve(
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rt.block_on(async move {
+    let state = AppState::new();
+    let app_state = state.clone();
+    let result = rt.block_on(async move {
+        let state = app_state;
         let listener = tokio::net::TcpListener::bind((host.as_str(), port))
             .await
             .with_context(|| format!("cannot listen on {host}:{port}"))?;
         let port = listener.local_addr()?.port();
-        let state = AppState::new();
         let (fail_tx, mut fail_rx) = tokio::sync::mpsc::channel::<String>(1);
         // Serve first (health answers 503 while loading), load in the background.
         let boot_state = state.clone();
@@ -307,6 +329,11 @@ fn serve(
                 Ok((runtime, demo)) => {
                     let line = ready_line(&host, port, &runtime.info);
                     boot_state.set_ready(runtime, demo);
+                    // A device backend's worker is watched from here on: a lost device is
+                    // reopened without a restart (docs/blackhole.md §8).
+                    if let Err(e) = gr00t_server::supervise::spawn(boot_state.clone()) {
+                        tracing::error!("cannot start the device supervisor: {e}");
+                    }
                     eprintln!("{line}");
                 }
                 Err(e) => {
@@ -325,8 +352,20 @@ fn serve(
                 Ok(ExitCode::FAILURE)
             }
         }
-    })
+    });
+    // Bounded shutdown: no reopen starts any more, the device is closed (its worker gets a
+    // short grace, then SIGKILL), and a forward still running (each device exchange has its
+    // deadline) is not waited for past a few seconds.
+    state.stop();
+    if let Some(rt) = state.loaded_runtime() {
+        rt.close_device();
+    }
+    rt.shutdown_timeout(SHUTDOWN_GRACE);
+    result
 }
+
+/// How long the shutdown waits for blocking work (a forward in flight) after the server stops.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 async fn shutdown_signal() {
     let ctrl_c = async {

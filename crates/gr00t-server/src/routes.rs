@@ -3,8 +3,8 @@
 //! | path | |
 //! |---|---|
 //! | `POST /predict` | one prediction (400 names the bad field, 413 over [`MAX_BODY_BYTES`](crate::state::MAX_BODY_BYTES), 503 until ready) |
-//! | `GET /health` | 200 `{"status":"ready"}`, else 503 with `starting` / `failed` |
-//! | `GET /info` | version, embodiment, layout, backend, stage, weights revision, ... |
+//! | `GET /health` | 200 `{"status":"ready"}`, else 503 with `starting` / `recovering` (the device was lost and is being reopened; `Retry-After`) / `failed` |
+//! | `GET /info` | version, embodiment, layout, backend, stage, weights revision, ..., `device`: the measured device traffic of the last forward ([`Runtime::device_stats`](crate::runtime::Runtime::device_stats)) |
 //! | `GET /demo` | the shipped demo request and its expected actions |
 //! | `GET /v1/models` | a one-model list (not an OpenAI-compatible API) |
 
@@ -20,6 +20,7 @@ use serde_json::json;
 
 use crate::error::ApiError;
 use crate::state::{AppState, Health};
+use crate::supervise::RETRY_AFTER_S;
 
 /// The server's routes (the table above) over `state`, request bodies capped at the state's
 /// body limit ([`MAX_BODY_BYTES`](crate::state::MAX_BODY_BYTES)).
@@ -49,6 +50,10 @@ async fn wake_decoder(req: axum::extract::Request, next: axum::middleware::Next)
 fn not_ready(state: &AppState) -> ApiError {
     match state.health() {
         Health::Failed(r) => ApiError::NotReady(format!("boot failed: {r}")),
+        Health::Recovering(r) => ApiError::Unavailable {
+            message: r,
+            retry_after_s: RETRY_AFTER_S,
+        },
         _ => ApiError::NotReady("model is loading".into()),
     }
 }
@@ -83,9 +88,23 @@ async fn predict(
 }
 
 async fn health(State(state): State<AppState>) -> Response {
-    let h = state.health();
-    let body = match &h {
-        Health::Failed(r) => json!({ "status": h.as_str(), "error": r }),
+    let mut h = state.health();
+    // The device's own state: a worker that died is reported at once, before the supervisor
+    // has even noticed.
+    let device = state
+        .loaded_runtime()
+        .and_then(|rt| rt.policy.device().map(|d| d.status()));
+    if h == Health::Ready
+        && let Some(d) = device.as_ref().filter(|d| !d.usable)
+    {
+        h = Health::Recovering(format!(
+            "device {} lost: {}",
+            d.device,
+            d.lost.as_deref().unwrap_or("?")
+        ));
+    }
+    let mut body = match &h {
+        Health::Failed(r) | Health::Recovering(r) => json!({ "status": h.as_str(), "error": r }),
         // How many requests wait for the device right now (FIFO): a client can back off.
         Health::Ready => match state.runtime() {
             Some(rt) => json!({ "status": h.as_str(), "queued": rt.queued() }),
@@ -93,17 +112,28 @@ async fn health(State(state): State<AppState>) -> Response {
         },
         _ => json!({ "status": h.as_str() }),
     };
+    if let Some(d) = device {
+        body["device"] = json!(d);
+    }
     let code = if h == Health::Ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (code, Json(body)).into_response()
+    let mut r = (code, Json(body)).into_response();
+    if matches!(h, Health::Recovering(_)) {
+        r.headers_mut()
+            .insert(axum::http::header::RETRY_AFTER, RETRY_AFTER_S.into());
+    }
+    r
 }
 
 async fn info(State(state): State<AppState>) -> Result<Response, ApiError> {
     let rt = state.runtime().ok_or_else(|| not_ready(&state))?;
-    Ok(Json(&rt.info).into_response())
+    let mut body = serde_json::to_value(&rt.info).map_err(|e| ApiError::Internal(e.to_string()))?;
+    // Measured, so read per request (the static description is fixed at boot).
+    body["device"] = rt.device_stats();
+    Ok(Json(body).into_response())
 }
 
 async fn demo(State(state): State<AppState>) -> Result<Response, ApiError> {

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use gr00t_runtime::policy::Policy;
+use gr00t_runtime::policy::{Policy, PolicyError};
 use gr00t_runtime::request::HostPipeline;
 
 use crate::api::{GroupArrays, PredictRequest, PredictResponse, Timing};
@@ -96,6 +96,31 @@ impl Runtime {
         self.device.waiting()
     }
 
+    /// Close the policy's device, if it runs on one (shutdown; bounded).
+    pub fn close_device(&self) {
+        if let Some(d) = self.policy.device() {
+            d.close();
+        }
+    }
+
+    /// The served backend's measured device traffic, as `/info` and `predict --stats-json`
+    /// show it: `null` for a backend without a device (CPU reference, emulator); for a device,
+    /// the last finished forward's counts (`programs_per_step`, `host_to_device_bytes_per_step`,
+    /// `device_to_host_bytes_per_step`, `steps`, each step, the forward, the totals since the
+    /// device opened), or `{"forwards": 0, "note": ...}` before the first forward.
+    pub fn device_stats(&self) -> serde_json::Value {
+        let Some(dev) = self.policy.device() else {
+            return serde_json::Value::Null;
+        };
+        match dev.stats() {
+            Some(s) => serde_json::to_value(s).unwrap_or(serde_json::Value::Null),
+            None => serde_json::json!({
+                "forwards": 0,
+                "note": "no forward has finished on the device yet: the counts come after the first",
+            }),
+        }
+    }
+
     /// Parse and run one `/predict` body.
     pub fn predict_body(&self, body: &[u8]) -> Result<PredictResponse, ApiError> {
         let t0 = Instant::now();
@@ -114,7 +139,7 @@ impl Runtime {
             let _turn = self.device.lock();
             self.policy
                 .predict(&prepared.inputs)
-                .map_err(|e| ApiError::Internal(format!("forward failed: {e}")))?
+                .map_err(forward_error)?
         };
         let t1 = Instant::now();
         let decoded = self
@@ -137,6 +162,20 @@ impl Runtime {
                 total: t0.elapsed().as_secs_f64() * 1e3,
             },
         })
+    }
+}
+
+/// A failed forward as the client sees it: inputs that do not fit the model are its fault
+/// (400), a lost device is temporary (503 with `Retry-After`: the supervisor reopens it), the
+/// rest is the server's (500).
+fn forward_error(e: PolicyError) -> ApiError {
+    match e {
+        PolicyError::Shape(m) => ApiError::bad("body", format!("does not fit the model: {m}")),
+        PolicyError::DeviceUnavailable { device, reason } => ApiError::Unavailable {
+            message: format!("forward failed: device {device} unavailable: {reason}"),
+            retry_after_s: crate::supervise::RETRY_AFTER_S,
+        },
+        e @ PolicyError::Backend(_) => ApiError::Internal(format!("forward failed: {e}")),
     }
 }
 

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The only model version this runtime serves.
 pub const VERSION_N16: &str = "n16";
@@ -20,6 +21,11 @@ pub const DIT_BACKENDS: [&str; 3] = ["cpu", "ttnn", "megakernel"];
 pub const POLICIES: [&str; 3] = ["mixed_dit", "bf16", "fp32"];
 /// Megakernel weight-arena dtypes (`GR00T_MK_ARENA_DTYPE`).
 pub const MK_ARENA_DTYPES: [&str; 4] = ["auto", "bfp8_b", "bfp4_b", "bf16"];
+/// Where the megakernel's DiT blocks run (`GR00T_MK_DEVICE`): the CPU emulator, a p150a card, or
+/// the ttsim simulator of one (the last two need the cargo feature `device`).
+pub const MK_DEVICES: [&str; 3] = ["emulator", "p150a", "sim"];
+/// The largest `GR00T_MK_DEVICE_TIMEOUT_S` accepted (an hour: anything longer is a hang).
+pub const MAX_DEVICE_TIMEOUT_S: f64 = 3600.0;
 /// Prompt layouts (`GR00T_LAYOUT`): `gr1` is 1 camera and at most 24 instruction tokens;
 /// `dynamic` applies no limit beyond the processor's own.
 pub const LAYOUTS: [&str; 2] = ["gr1", "dynamic"];
@@ -76,8 +82,16 @@ pub struct Settings {
     /// (a `--tokenizer-dir` flag overrides both).
     pub tokenizer_dir: Option<PathBuf>,
     /// `GR00T_TT_CACHE`: the megakernel's weight-arena cache directory; `None`: no cache.
-    /// (The megakernel reads the variable itself.)
     pub tt_cache: Option<PathBuf>,
+    /// `GR00T_MK_DEVICE`: one of [`MK_DEVICES`] (default `emulator`).
+    pub mk_device: String,
+    /// `GR00T_MK_DEVICE_TIMEOUT_S`: the deadline of each exchange with the device's worker
+    /// (seconds, > 0, at most [`MAX_DEVICE_TIMEOUT_S`]; default 30). A worker that misses it
+    /// is killed, the request answers 503, and the device is reopened.
+    pub mk_device_timeout: Duration,
+    /// `GR00T_TTNN_PYTHON`: the ttnn worker's interpreter; `None`: `$VIRTUAL_ENV/bin/python3`,
+    /// else `python3` on `PATH`.
+    pub ttnn_python: Option<String>,
     /// `GR00T_WARMUP_RUNS`: demo predictions run at boot, 0..=100 (default 1; 0 skips the
     /// warm-up and the self-check).
     pub warmup_runs: u32,
@@ -158,6 +172,22 @@ impl Settings {
                 "GR00T_MK_ARENA_DTYPE={mk_arena_dtype} only applies to GR00T_DIT_BACKEND=megakernel (got {dit_backend})"
             )));
         }
+        let mk_device = one_of("GR00T_MK_DEVICE", "emulator", &MK_DEVICES)?;
+        let mk_device_timeout = match get("GR00T_MK_DEVICE_TIMEOUT_S") {
+            None => gr00t_runtime::megakernel::DEFAULT_DEVICE_TIMEOUT,
+            Some(v) => v
+                .parse::<f64>()
+                .ok()
+                .filter(|s| *s > 0.0 && *s <= MAX_DEVICE_TIMEOUT_S)
+                .map(Duration::from_secs_f64)
+                .ok_or(SettingsError::Invalid {
+                    var: "GR00T_MK_DEVICE_TIMEOUT_S",
+                    value: v,
+                    reason: format!(
+                        "expected seconds, more than 0 and at most {MAX_DEVICE_TIMEOUT_S}"
+                    ),
+                })?,
+        };
         let num_cqs = match get("GR00T_NUM_CQS").as_deref() {
             None => 2,
             Some("1") => 1,
@@ -253,6 +283,10 @@ impl Settings {
             num_cqs,
             tokenizer_dir: get("GR00T_TOKENIZER_DIR").map(PathBuf::from),
             tt_cache: get("GR00T_TT_CACHE").map(PathBuf::from),
+            mk_device,
+            mk_device_timeout,
+            ttnn_python: get("GR00T_TTNN_PYTHON")
+                .or_else(|| get("VIRTUAL_ENV").map(|v| format!("{v}/bin/python3"))),
             warmup_runs,
             warmup_pcc_min,
             weights_repo: get("TT_WEIGHTS_REPO").unwrap_or_else(|| DEFAULT_WEIGHTS_REPO.into()),
@@ -261,6 +295,21 @@ impl Settings {
             hf_home,
             hf_hub_cache,
             demo_dir: get("GR00T_DEMO_DIR").map(PathBuf::from),
+        })
+    }
+
+    /// The megakernel backend's configuration (`GR00T_MK_*`, `GR00T_TT_CACHE`,
+    /// `GR00T_TTNN_PYTHON`): the runtime reads no environment of its own.
+    pub fn megakernel(
+        &self,
+    ) -> Result<gr00t_runtime::megakernel::MegakernelConfig, tt_blackhole::format::UnknownDtype>
+    {
+        Ok(gr00t_runtime::megakernel::MegakernelConfig {
+            dtype: tt_blackhole::format::ArenaDtype::parse(&self.mk_arena_dtype)?,
+            cache_dir: self.tt_cache.clone(),
+            device: self.mk_device.clone(),
+            device_timeout: self.mk_device_timeout,
+            ttnn_python: self.ttnn_python.clone(),
         })
     }
 
@@ -314,6 +363,26 @@ mod tests {
         ]))
         .unwrap();
         assert_eq!(s.warmup_runs, 3);
+        assert_eq!(s.mk_device, "emulator");
+        assert_eq!(s.mk_device_timeout, Duration::from_secs(30));
+        let mk = s.megakernel().unwrap();
+        assert_eq!(
+            mk.dtype,
+            tt_blackhole::format::ArenaDtype::Bfp8B,
+            "auto is bfp8_b"
+        );
+        assert_eq!(mk.cache_dir, Some(PathBuf::from("/weight-cache/gr00t-tt")));
+        let card = Settings::from_vars(&vars(&[
+            ("GR00T_MK_DEVICE", "p150a"),
+            ("GR00T_MK_DEVICE_TIMEOUT_S", "2.5"),
+        ]))
+        .unwrap()
+        .megakernel()
+        .unwrap();
+        assert_eq!(
+            (card.device.as_str(), card.device_timeout),
+            ("p150a", Duration::from_millis(2500))
+        );
         assert_eq!(s.warmup_pcc_min, Some(0.999));
         assert_eq!(s.max_instruction_tokens(), Some(24));
         assert_eq!(s.hf_home, PathBuf::from("/hf"));
@@ -368,6 +437,15 @@ mod tests {
             (vec![("TT_WEIGHTS_REVISION", "../x")], "TT_WEIGHTS_REVISION"),
             (vec![("GR00T_EMBODIMENT", "gr1/../x")], "GR00T_EMBODIMENT"),
             (vec![("GR00T_POLICY", "int4")], "GR00T_POLICY"),
+            (vec![("GR00T_MK_DEVICE", "gpu")], "GR00T_MK_DEVICE"),
+            (
+                vec![("GR00T_MK_DEVICE_TIMEOUT_S", "0")],
+                "GR00T_MK_DEVICE_TIMEOUT_S",
+            ),
+            (
+                vec![("GR00T_MK_DEVICE_TIMEOUT_S", "soon")],
+                "GR00T_MK_DEVICE_TIMEOUT_S",
+            ),
         ] {
             let msg = Settings::from_vars(&vars(&kv)).unwrap_err().to_string();
             assert!(msg.contains(needle), "{kv:?}: {msg}");

@@ -1,13 +1,15 @@
 //! Shared server state: health, the runtime once loaded, the shipped demo.
 //!
 //! ```text
-//!   Starting ──load + warm-up ok──► Ready
-//!       │
+//!   Starting ──load + warm-up ok──► Ready ◄──device reopened── Recovering(reason)
+//!       │                             └────device lost──────────────►┘
 //!       └──────── failure ────────► Failed(reason)   (the binary then exits non-zero)
 //! ```
+//! `Recovering` is the supervisor's ([`crate::supervise`]): the device's worker died or was
+//! killed after a missed deadline, and it is being reopened.
 //! One lock guards health, runtime and demo together so a snapshot is consistent.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock};
 
 use crate::boot::Demo;
@@ -24,6 +26,8 @@ pub const MAX_IN_FLIGHT: usize = 1024;
 pub(crate) enum Health {
     Starting,
     Ready,
+    /// The device was lost; the supervisor is reopening it (why, with the worker's last lines).
+    Recovering(String),
     Failed(String),
 }
 
@@ -32,6 +36,7 @@ impl Health {
         match self {
             Health::Starting => "starting",
             Health::Ready => "ready",
+            Health::Recovering(_) => "recovering",
             Health::Failed(_) => "failed",
         }
     }
@@ -49,6 +54,7 @@ struct Inner {
 pub struct AppState {
     inner: Arc<RwLock<Inner>>,
     in_flight: Arc<AtomicUsize>,
+    stopping: Arc<AtomicBool>,
     pub(crate) body_limit: usize,
 }
 
@@ -67,6 +73,7 @@ impl AppState {
                 ..Default::default()
             })),
             in_flight: Arc::new(AtomicUsize::new(0)),
+            stopping: Arc::new(AtomicBool::new(false)),
             body_limit: MAX_BODY_BYTES,
         }
     }
@@ -89,6 +96,15 @@ impl AppState {
         }
     }
 
+    /// The runtime once loaded, whatever the health (the supervisor's view).
+    pub fn loaded_runtime(&self) -> Option<Arc<Runtime>> {
+        self.inner
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .runtime
+            .clone()
+    }
+
     pub(crate) fn demo(&self) -> Option<Arc<Demo>> {
         self.inner
             .read()
@@ -109,6 +125,32 @@ impl AppState {
     pub fn set_failed(&self, reason: String) {
         let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
         g.health = Some(Health::Failed(reason));
+    }
+
+    /// Ready or Recovering -> Recovering(reason): the device was lost.
+    pub fn set_recovering(&self, reason: String) {
+        let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        if matches!(g.health, Some(Health::Ready | Health::Recovering(_))) {
+            g.health = Some(Health::Recovering(reason));
+        }
+    }
+
+    /// Recovering -> Ready: the device was reopened.
+    pub fn set_recovered(&self) {
+        let mut g = self.inner.write().unwrap_or_else(|p| p.into_inner());
+        if matches!(g.health, Some(Health::Recovering(_))) {
+            g.health = Some(Health::Ready);
+        }
+    }
+
+    /// The server is shutting down: the supervisor stops reopening.
+    pub fn stop(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`AppState::stop`] was called.
+    pub fn is_stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
     }
 
     /// Reserve a slot in the device queue; `None` when full.

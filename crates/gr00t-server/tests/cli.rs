@@ -34,6 +34,16 @@ fn predict_subcommand_prints_the_predict_json() {
     let err = max_action_err(&v["actions"]);
     // f32 CPU model vs the f32 reference: rounding-order differences only.
     assert!(err <= 1e-3, "max |action - golden| = {err}");
+    // --stats-json: the CPU reference has no device, and says so.
+    let stats = dir.join("stats.json");
+    let out = predict_cmd(&req)
+        .arg("--stats-json")
+        .arg(&stats)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    assert_eq!(s, serde_json::json!({ "device": null }));
     // A bad request prints the 400 body and exits 2.
     let mut bad = case1_request();
     bad["state"]["waist"] = serde_json::json!([1.0]);

@@ -98,6 +98,8 @@ async fn info_demo_models_and_unknown_routes() {
     assert_eq!(v["backend"], "golden-replay");
     assert_eq!(v["stage"], "cpu-reference");
     assert!(v.get("weights_revision").is_some());
+    // A host-only backend has no device traffic to show.
+    assert!(v["device"].is_null(), "{v}");
     let (s, v) = call(&state, "GET", "/demo", vec![]).await;
     assert_eq!(s, StatusCode::OK);
     assert!(v["request"]["images"]["ego_view_bg_crop_pad_res256_freq20"].is_string());

@@ -9,3 +9,4 @@ mod device_sim;
 mod http;
 mod make_checkpoint;
 mod soak;
+mod supervise;

@@ -1,5 +1,7 @@
 //! Full-size (32-block) DiT arena build: cold (pack 1.08 G parameters and write the 1.15 GB
-//! cache file) and warm (open and verify every checksum of an existing file: a cache hit).
+//! cache file), warm (a cache hit: map the file and check its sealed index; the weights are
+//! checked on first read) and warm + full check (the hit, then every weight's digest, as a
+//! DRAM upload reads it).
 //! Random weights, one buffer per distinct shape reused by every block, so that generating
 //! the input costs nothing inside the timing.
 
@@ -103,6 +105,28 @@ fn full_arena_warm(b: Bencher, threads: usize) {
             .unwrap();
         assert_eq!(o, CacheOutcome::Hit);
         a.index.total_bytes
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A cache hit followed by a full read: every weight checked against its digest.
+#[divan::bench(sample_count = 5, sample_size = 1, args = [1, 2])]
+fn full_arena_warm_verified(b: Bencher, threads: usize) {
+    let src = Random::new();
+    let layout = arena_layout(&DitDims::FULL, ArenaDtype::Bfp8B);
+    let dir = cache_dir();
+    let key = ArenaKey::new("bench-warm", ArenaDtype::Bfp8B);
+    open_or_build(&dir, &key, &layout, &src).unwrap();
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap();
+    b.bench_local(|| {
+        let (a, o) = pool
+            .install(|| open_or_build(&dir, &key, &layout, &src))
+            .unwrap();
+        assert_eq!(o, CacheOutcome::Hit);
+        pool.install(|| a.verified_data().unwrap().len())
     });
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -5,7 +5,8 @@ use crate::common;
 use common::{SafeTensors, Src, TINY, tiny_dims};
 use tt_blackhole::ArenaDtype;
 use tt_blackhole::arena::{
-    ArenaKey, CacheOutcome, arena_layout, build_arena_bytes, decode_weight, open_or_build,
+    ArenaError, ArenaKey, CacheOutcome, arena_layout, build_arena_bytes, decode_weight,
+    open_or_build,
 };
 use tt_blackhole::bf16::round_to_bf16;
 use tt_blackhole::bfp::{BfpFormat, pack_row_major, unpack_row_major};
@@ -195,8 +196,42 @@ fn cache_hit_key_change_and_corruption() {
 
     let good = std::fs::read(&path).unwrap();
     let len = good.len();
-    // Truncated (partial write), a flipped data byte, a flipped index byte, a flipped trailer
-    // byte, a wrong magic: each is detected, rebuilt, and the rebuilt file is the good one.
+    // A flipped byte in a weight: the open checks only the sealed index, so it succeeds; the
+    // first read of that weight (alone, or in a full read) is the typed error, and the
+    // other weights still read.
+    let last = expected_index.entries.last().unwrap().name.clone();
+    let first = expected_index.entries[0].name.clone();
+    let mut bad = good.clone();
+    bad[len - 48 - 5000] ^= 0x01;
+    std::fs::write(&path, &bad).unwrap();
+    let (a, o) = open_or_build(&dir, &key2, &layout, &src).unwrap();
+    assert_eq!(o, CacheOutcome::Hit);
+    assert_eq!(a.checked_weights(), 0, "the open hashes no weight");
+    assert!(a.weight(&first).is_ok());
+    for err in [
+        a.weight(&last).unwrap_err(),
+        a.decode(&last).unwrap_err(),
+        a.verified_data().unwrap_err(),
+    ] {
+        match &err {
+            ArenaError::WeightChecksum { path: p, name } => {
+                assert_eq!((p, name), (&path, &last), "{err}")
+            }
+            other => panic!("expected WeightChecksum, got {other:?}"),
+        }
+        assert!(err.to_string().contains("checksum mismatch in"), "{err}");
+    }
+    drop(a);
+    // Deleting the file rebuilds it (what the error message tells the user).
+    std::fs::remove_file(&path).unwrap();
+    let (a, o) = open_or_build(&dir, &key2, &layout, &src).unwrap();
+    assert!(matches!(o, CacheOutcome::Built { .. }), "{o:?}");
+    assert_eq!(a.checked_weights(), expected_index.entries.len());
+    assert_eq!(a.verified_data().unwrap(), &expected_data[..]);
+    drop(a);
+
+    // Truncated (partial write), a flipped index byte, a flipped trailer byte, a wrong magic:
+    // each fails the open, is rebuilt, and the rebuilt file is the good one.
     type Damage = Box<dyn Fn(&mut Vec<u8>)>;
     let damages: Vec<(&str, Damage)> = vec![
         (
@@ -206,10 +241,6 @@ fn cache_hit_key_change_and_corruption() {
         (
             "truncated to header",
             Box::new(|b: &mut Vec<u8>| b.truncate(40)),
-        ),
-        (
-            "data byte",
-            Box::new(move |b: &mut Vec<u8>| b[len - 48 - 5000] ^= 0x01),
         ),
         ("index byte", Box::new(|b: &mut Vec<u8>| b[200] ^= 0x20)),
         (

@@ -16,7 +16,7 @@
 //!
 //! Cross-block K/V are recomputed from the context every step, as the plan streams them.
 
-use tt_blackhole::arena::{ArenaIndex, decode_weight};
+use tt_blackhole::arena::{ArenaEntry, ArenaError, ArenaIndex, decode_weight};
 use tt_blackhole::bf16::round_to_bf16;
 use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs};
 use tt_blackhole::dims::{DitDims, WeightKind};
@@ -30,7 +30,7 @@ const TILE: usize = 32;
 
 /// The arena bytes: a validated, mapped cache file or an in-memory build.
 pub enum ArenaBytes {
-    /// A cache file, validated and memory-mapped.
+    /// A cache file, memory-mapped: its sealed index checked at open, each weight on first read.
     Mapped(tt_blackhole::arena::Arena),
     /// Built in memory (no cache directory, or the cache could not be used).
     Owned(Vec<u8>),
@@ -42,6 +42,24 @@ impl ArenaBytes {
         match self {
             ArenaBytes::Mapped(a) => a.data(),
             ArenaBytes::Owned(v) => v,
+        }
+    }
+
+    /// The bytes of weight `e`; a mapped cache checks them against the sealed digest on
+    /// first read (its open checks only the index), so a changed file is an error here.
+    pub fn weight(&self, e: &ArenaEntry) -> Result<&[u8], ArenaError> {
+        match self {
+            ArenaBytes::Mapped(a) => a.weight(&e.name),
+            ArenaBytes::Owned(v) => Ok(&v[e.offset as usize..(e.offset + e.bytes) as usize]),
+        }
+    }
+
+    /// The whole arena for a full read (a DRAM upload); a mapped cache checks every weight
+    /// not checked yet.
+    pub fn verified(&self) -> Result<&[u8], ArenaError> {
+        match self {
+            ArenaBytes::Mapped(a) => a.verified_data(),
+            ArenaBytes::Owned(v) => Ok(v),
         }
     }
 }
@@ -97,7 +115,10 @@ impl<'a> Emulator<'a> {
             .index
             .entry(block, kind)
             .ok_or_else(|| DitRunError::Arena(format!("no block {block} {kind:?}")))?;
-        let bytes = &self.arena.bytes()[e.offset as usize..(e.offset + e.bytes) as usize];
+        let bytes = self
+            .arena
+            .weight(e)
+            .map_err(|e| DitRunError::Arena(e.to_string()))?;
         decode_weight(e, self.index.compute_cores, bytes)
             .map_err(|e| DitRunError::Arena(e.to_string()))
     }

@@ -1,6 +1,7 @@
 //! The megakernel as the model's DiT executor, and as a [`Policy`] backend.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use tt_blackhole::ArenaDtype;
 use tt_blackhole::arena::{
@@ -13,7 +14,9 @@ use super::emulator::{ArenaBytes, Emulator};
 use crate::cpu::norms::silu;
 use crate::model::dit::DitWeights;
 use crate::model::{DitExecutor, Gr00tModel, ModelError, Taps, VlContext};
-use crate::policy::{ActionChunk, ForwardTiming, ModelInputs, Policy, PolicyError};
+use crate::policy::{
+    ActionChunk, DeviceStatus, DeviceSupervision, ForwardTiming, ModelInputs, Policy, PolicyError,
+};
 use crate::weights::WeightSource;
 
 /// Context length the plan is first cut for; [`DitDevice::prepare`] re-cuts it per observation.
@@ -122,6 +125,41 @@ impl DitDevice for Engine<'_> {
     }
 }
 
+/// How the megakernel backend is set up: `gr00t-server` builds it from its settings (the
+/// runtime reads no environment for it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MegakernelConfig {
+    /// The arena's block-float dtype (`GR00T_MK_ARENA_DTYPE`).
+    pub dtype: ArenaDtype,
+    /// The arena cache directory (`GR00T_TT_CACHE`); `None`: built in memory.
+    pub cache_dir: Option<PathBuf>,
+    /// Where the DiT blocks run (`GR00T_MK_DEVICE`): `emulator`, `p150a`, `sim`.
+    pub device: String,
+    /// Deadline of each device exchange (`GR00T_MK_DEVICE_TIMEOUT_S`): a worker that misses
+    /// it is killed and the device reopened.
+    pub device_timeout: Duration,
+    /// The ttnn worker's interpreter (`GR00T_TTNN_PYTHON`, else `$VIRTUAL_ENV/bin/python3`:
+    /// the server's settings); `None`: `python3` on `PATH`.
+    pub ttnn_python: Option<String>,
+}
+
+impl Default for MegakernelConfig {
+    /// bfp8_b, no cache, the emulator, a 30 s device deadline.
+    fn default() -> Self {
+        MegakernelConfig {
+            dtype: ArenaDtype::Bfp8B,
+            cache_dir: None,
+            device: "emulator".into(),
+            device_timeout: DEFAULT_DEVICE_TIMEOUT,
+            ttnn_python: None,
+        }
+    }
+}
+
+/// The default deadline of one device exchange: a card answers a DiT matmul in microseconds
+/// and JIT-compiles our kernels in seconds, so 30 s only ever fires on a hang.
+pub const DEFAULT_DEVICE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The megakernel backend: the CPU model for everything but the DiT blocks, which run on the
 /// [`Emulator`] from the block-float arena (`megakernel-emulated`), or, with the feature
 /// `device`, on a p150a or its simulator from the same arena uploaded to device DRAM
@@ -151,6 +189,27 @@ impl MegakernelPolicy {
         weights_revision: &str,
         device: &str,
     ) -> Result<Self, ModelError> {
+        let config = MegakernelConfig {
+            dtype,
+            cache_dir: cache_dir.map(Path::to_path_buf),
+            device: device.to_string(),
+            ..MegakernelConfig::default()
+        };
+        Self::with_config(model, weights, weights_revision, &config)
+    }
+
+    /// [`MegakernelPolicy::new`] as `config` says (dtype, cache, device and its worker).
+    pub fn with_config(
+        model: Gr00tModel,
+        weights: &dyn WeightSource,
+        weights_revision: &str,
+        config: &MegakernelConfig,
+    ) -> Result<Self, ModelError> {
+        let (dtype, cache_dir, device) = (
+            config.dtype,
+            config.cache_dir.as_deref(),
+            config.device.as_str(),
+        );
         let kind = select_device(device, cfg!(feature = "device"))?;
         let dims = dit_dims(&model.cfg.gr00t, NOMINAL_CTX);
         let layout = arena_layout(&dims, dtype);
@@ -178,14 +237,21 @@ impl MegakernelPolicy {
         #[cfg(feature = "device")]
         let device = match kind {
             DeviceKind::Emulator => None,
-            _ => Some(
-                super::device::TtDevice::open(kind, &index, arena.bytes()).map_err(|cause| {
-                    ModelError::DeviceOpen {
-                        device: device.to_string(),
-                        cause,
-                    }
-                })?,
-            ),
+            _ => {
+                let python = config
+                    .ttnn_python
+                    .clone()
+                    .unwrap_or_else(|| super::device::DEFAULT_PYTHON.into());
+                let worker = super::device::WorkerConfig::new(python)
+                    .with_call_timeout(config.device_timeout);
+                Some(
+                    super::device::TtDevice::open_with(kind, &index, arena.verified()?, &worker)
+                        .map_err(|cause| ModelError::DeviceOpen {
+                            device: device.to_string(),
+                            cause,
+                        })?,
+                )
+            }
         };
         Ok(MegakernelPolicy {
             model,
@@ -209,21 +275,13 @@ impl MegakernelPolicy {
         self.device.as_ref()
     }
 
-    /// Load a checkpoint directory and configure from the environment: `GR00T_MK_ARENA_DTYPE`
-    /// (bfp8_b default, bfp4_b, bf16), `GR00T_TT_CACHE` (arena cache directory; in memory when
-    /// unset), `GR00T_MK_DEVICE` (`emulator` default; `p150a` / `sim` need the feature
-    /// `device`, else fail: not built in). The cache
-    /// key's weights revision is [`checkpoint_revision`].
-    pub fn from_env(model_dir: &Path) -> Result<Self, ModelError> {
-        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let dtype = ArenaDtype::from_env_value(var(ArenaDtype::ENV).as_deref())
-            .map_err(|e| ModelError::Input(format!("{}: {e}", ArenaDtype::ENV)))?;
-        let cache = var("GR00T_TT_CACHE").map(std::path::PathBuf::from);
-        let device = var("GR00T_MK_DEVICE").unwrap_or_else(|| "emulator".into());
+    /// Load a checkpoint directory and set the backend up as `config` says. The cache key's
+    /// weights revision is [`checkpoint_revision`].
+    pub fn load(model_dir: &Path, config: &MegakernelConfig) -> Result<Self, ModelError> {
         let model = Gr00tModel::load(model_dir)?;
         let ws = crate::weights::WeightStore::open_dir(model_dir)?;
         let rev = checkpoint_revision(model_dir)?;
-        Self::new(model, &ws, dtype, cache.as_deref(), &rev, &device)
+        Self::with_config(model, &ws, &rev, config)
     }
 
     /// The CPU model whose code runs everything outside the DiT blocks.
@@ -285,7 +343,102 @@ impl Policy for MegakernelPolicy {
     }
 
     fn predict(&self, inputs: &ModelInputs) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
-        self.model.predict_timed(inputs, || self.executor())
+        // A lost device refuses at once (no backbone forward first), and a forward that lost
+        // it says so (also when the supervisor already reopened it): both are the device's
+        // state, not a fault of the request.
+        let Some(dev) = Policy::device(self) else {
+            return self.model.predict_timed(inputs, || self.executor());
+        };
+        let before = dev.status();
+        if !before.usable {
+            return Err(PolicyError::DeviceUnavailable {
+                device: before.device,
+                reason: before.lost.unwrap_or_default(),
+            });
+        }
+        self.model
+            .predict_timed(inputs, || self.executor())
+            .map_err(|e| {
+                let now = dev.status();
+                if now.usable && now.reopened == before.reopened {
+                    return e;
+                }
+                PolicyError::DeviceUnavailable {
+                    device: now.device,
+                    reason: now.lost.unwrap_or_else(|| e.to_string()),
+                }
+            })
+    }
+
+    fn device(&self) -> Option<&dyn DeviceSupervision> {
+        #[cfg(feature = "device")]
+        if self.device.is_some() {
+            return Some(self);
+        }
+        None
+    }
+}
+
+impl DeviceSupervision for MegakernelPolicy {
+    fn status(&self) -> DeviceStatus {
+        let name = match self.kind {
+            DeviceKind::Emulator => "emulator",
+            DeviceKind::P150a => "p150a",
+            DeviceKind::Simulator => "sim",
+        };
+        #[cfg(feature = "device")]
+        if let Some(dev) = &self.device {
+            let lost = dev.lost();
+            return DeviceStatus {
+                device: name.into(),
+                usable: lost.is_none(),
+                lost,
+                worker_pid: dev.worker_pid(),
+                reopened: dev.reopened(),
+            };
+        }
+        DeviceStatus {
+            device: name.into(),
+            usable: true,
+            lost: None,
+            worker_pid: None,
+            reopened: 0,
+        }
+    }
+
+    fn reopen(&self) -> Result<(), PolicyError> {
+        #[cfg(feature = "device")]
+        if let Some(dev) = &self.device {
+            let bytes = self
+                .arena
+                .verified()
+                .map_err(|e| PolicyError::DeviceUnavailable {
+                    device: self.status().device,
+                    reason: format!("reopening failed: {e}"),
+                })?;
+            return dev
+                .reopen(bytes)
+                .map_err(|e| PolicyError::DeviceUnavailable {
+                    device: self.status().device,
+                    reason: format!("reopening failed: {e}"),
+                });
+        }
+        Ok(())
+    }
+
+    fn close(&self) {
+        #[cfg(feature = "device")]
+        if let Some(dev) = &self.device {
+            dev.close();
+        }
+    }
+
+    fn stats(&self) -> Option<super::counters::DeviceStats> {
+        #[cfg(feature = "device")]
+        if let Some(dev) = &self.device {
+            return dev.stats();
+        }
+        None
     }
 }
 

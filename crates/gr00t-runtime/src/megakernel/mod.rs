@@ -8,6 +8,7 @@
 //! * [`executor`]: [`MegakernelDit`], the model's [`crate::model::DitExecutor`] on top of a
 //!   device, and [`MegakernelPolicy`], the `megakernel-emulated` [`crate::policy::Policy`].
 //!
+//! * [`counters`]: the device traffic measured per step and forward (`--stats-json`, `/info`).
 //! * [`device`] (cargo feature `device`): the same blocks on a Blackhole p150a or its
 //!   simulator through ttnn, with the repo's kernels.
 //!
@@ -15,6 +16,7 @@
 //! decoder, Euler loop) is the CPU model's own code, called, not copied.
 
 pub mod arena_source;
+pub mod counters;
 #[cfg(feature = "device")]
 pub mod device;
 pub mod emulator;
@@ -24,4 +26,7 @@ mod tests;
 
 pub use arena_source::{CheckpointTensors, dit_dims};
 pub use emulator::Emulator;
-pub use executor::{Engine, MegakernelDit, MegakernelPolicy, checkpoint_revision};
+pub use executor::{
+    DEFAULT_DEVICE_TIMEOUT, Engine, MegakernelConfig, MegakernelDit, MegakernelPolicy,
+    checkpoint_revision,
+};

@@ -18,15 +18,23 @@
 //! ```
 //!
 //! The index carries one SHA-256 per weight, and the trailer seals the header, the index and
-//! those digests. Opening checks, in order: size and both magics, layout version, the key
-//! (weights revision + dtype + layout version), that the index matches the layout the caller
-//! expects, the trailer checksum, then every weight's digest against its bytes (in parallel).
-//! Any failure means "rebuild": the file is never used. The file is written to a temporary name
-//! in the same directory, synced, then renamed over the old one.
+//! those digests: one checksum over the whole file layout (sizes, offsets, every weight's
+//! digest). Opening checks, in order: size and both magics, layout version, the key (weights
+//! revision + dtype + layout version), that the index matches the layout the caller expects,
+//! and the seal. Any failure there means "rebuild": the file is never used.
+//!
+//! The weights' own bytes (1.15 GB at full size) are not hashed at open: a warm open only maps
+//! the file and checks the sealed index, so it costs milliseconds instead of a full read of the
+//! arena. Each weight is checked against its sealed digest the first time it is read
+//! ([`Arena::weight`]), or all at once, in parallel, by [`Arena::verified_data`] (what a DRAM
+//! upload reads); a mismatch is [`ArenaError::WeightChecksum`], naming the file and the weight.
+//! The file is written to a temporary name in the same directory, synced, then renamed over the
+//! old one.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use memmap2::{Mmap, MmapMut};
 use rayon::prelude::*;
@@ -78,7 +86,7 @@ struct IndexDoc {
     index: ArenaIndex,
 }
 
-/// An opened (validated) arena: the mapped file plus its index.
+/// An opened arena: the mapped file, its sealed index, and which weights were checked.
 #[derive(Debug)]
 pub struct Arena {
     /// The key stored in the file's index (equal to the one the caller asked for).
@@ -89,26 +97,78 @@ pub struct Arena {
     pub path: PathBuf,
     map: Mmap,
     data_offset: usize,
+    /// Per index entry: whether its bytes matched the sealed digest, once checked.
+    checked: Vec<OnceLock<bool>>,
 }
 
 impl Arena {
-    /// All weight bytes, in stream order (what gets copied to DRAM).
+    /// All weight bytes, in stream order, as mapped: NOT checked against their digests (the
+    /// index and layout are). Use [`Arena::verified_data`] for bytes that leave the process
+    /// (a DRAM upload) and [`Arena::weight`] for one weight.
     pub fn data(&self) -> &[u8] {
         &self.map[self.data_offset..self.data_offset + self.index.total_bytes as usize]
     }
 
-    /// The bytes of one weight.
+    /// The bytes of one weight as mapped, unchecked (see [`Arena::weight`]).
     pub fn weight_bytes(&self, e: &ArenaEntry) -> &[u8] {
         &self.data()[e.offset as usize..(e.offset + e.bytes) as usize]
     }
 
-    /// Decode one weight by checkpoint name to row-major `[K, N]` f32.
+    /// The bytes of the `i`-th weight of the index, checked against its sealed digest on
+    /// the first read (later reads reuse the verdict).
+    pub fn weight_at(&self, i: usize) -> Result<&[u8], ArenaError> {
+        let e = self
+            .index
+            .entries
+            .get(i)
+            .ok_or_else(|| ArenaError::NoSuchTensor(format!("#{i}")))?;
+        let bytes = self.weight_bytes(e);
+        let ok = *self.checked[i].get_or_init(|| hex(&Sha256::digest(bytes)) == e.sha256);
+        if ok {
+            Ok(bytes)
+        } else {
+            Err(ArenaError::WeightChecksum {
+                path: self.path.clone(),
+                name: e.name.clone(),
+            })
+        }
+    }
+
+    /// The bytes of the weight stored under checkpoint name `name`, checked on first read.
+    pub fn weight(&self, name: &str) -> Result<&[u8], ArenaError> {
+        let i = self
+            .index
+            .entries
+            .iter()
+            .position(|e| e.name == name)
+            .ok_or_else(|| ArenaError::NoSuchTensor(name.to_string()))?;
+        self.weight_at(i)
+    }
+
+    /// All weight bytes, every weight not yet checked verified now (in parallel): what a
+    /// full read of the arena (a DRAM upload) should use. The first bad weight in index
+    /// order is the error.
+    pub fn verified_data(&self) -> Result<&[u8], ArenaError> {
+        (0..self.index.entries.len())
+            .into_par_iter()
+            .map(|i| self.weight_at(i).map(|_| ()))
+            .collect::<Result<Vec<()>, ArenaError>>()?;
+        Ok(self.data())
+    }
+
+    /// Weights whose digest has been checked so far (and matched or not).
+    pub fn checked_weights(&self) -> usize {
+        self.checked.iter().filter(|c| c.get().is_some()).count()
+    }
+
+    /// Decode one weight by checkpoint name to row-major `[K, N]` f32 (checked first).
     pub fn decode(&self, name: &str) -> Result<Vec<f32>, ArenaError> {
+        let bytes = self.weight(name)?;
         let e = self
             .index
             .by_name(name)
             .ok_or_else(|| ArenaError::NoSuchTensor(name.to_string()))?;
-        super::build::decode_weight(e, self.index.compute_cores, self.weight_bytes(e))
+        super::build::decode_weight(e, self.index.compute_cores, bytes)
     }
 }
 
@@ -142,8 +202,11 @@ pub fn open_or_build(
     };
     write(&path, key, layout, source)?;
     // The data digests were computed from the bytes just written through the same mapping:
-    // re-check the structure and the seal, skip hashing the data a second time.
-    let arena = open_checked(&path, key, layout, false)?;
+    // re-check the structure and the seal, and count every weight as checked.
+    let arena = open(&path, key, layout)?;
+    arena.checked.iter().for_each(|c| {
+        let _ = c.set(true);
+    });
     Ok((arena, CacheOutcome::Built { reason }))
 }
 
@@ -188,17 +251,9 @@ fn unhex(s: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-/// Open and fully validate a cache file (see the module docs for the checks).
+/// Open a cache file: structure, key, layout and seal checked now; the weights' bytes on
+/// first read (see the module docs).
 pub fn open(path: &Path, key: &ArenaKey, layout: &ArenaIndex) -> Result<Arena, ArenaError> {
-    open_checked(path, key, layout, true)
-}
-
-fn open_checked(
-    path: &Path,
-    key: &ArenaKey,
-    layout: &ArenaIndex,
-    verify_data: bool,
-) -> Result<Arena, ArenaError> {
     let file = File::open(path).map_err(io_err(path))?;
     // SAFETY: the file is only read through the map; the cache directory belongs to this
     // runtime and files in it are replaced by rename, never rewritten in place.
@@ -259,25 +314,14 @@ fn open_checked(
     if sealed[..] != tr[..32] {
         return Err(corrupt(path, "header/index checksum mismatch"));
     }
-    let data = &map[data_offset as usize..(data_offset + data_len) as usize];
-    let bad = doc
-        .index
-        .entries
-        .par_iter()
-        .filter(|_| verify_data)
-        .find_any(|e| {
-            let bytes = &data[e.offset as usize..(e.offset + e.bytes) as usize];
-            hex(&Sha256::digest(bytes)) != e.sha256
-        });
-    if let Some(e) = bad {
-        return Err(corrupt(path, format!("checksum mismatch in {}", e.name)));
-    }
+    let checked = doc.index.entries.iter().map(|_| OnceLock::new()).collect();
     Ok(Arena {
         key: doc.key,
         index: doc.index,
         path: path.to_path_buf(),
         map,
         data_offset: data_offset as usize,
+        checked,
     })
 }
 

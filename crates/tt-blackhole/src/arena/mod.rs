@@ -4,7 +4,7 @@
 //!
 //! * [`layout`]: the index, computed from shapes alone (offset, shape, format per tensor).
 //! * [`build`]: fills the bytes from a [`TensorSource`] (f32 or bf16 tensors).
-//! * [`cache`]: the versioned, checksummed, memory-mappable cache file.
+//! * [`cache`]: the versioned, sealed, memory-mapped cache file (weights checked on first read).
 
 pub mod build;
 pub mod cache;
@@ -120,6 +120,17 @@ pub enum ArenaError {
         path: PathBuf,
         /// Which check failed.
         reason: String,
+    },
+    /// A weight's bytes do not match the digest in the sealed index (checked on first read,
+    /// after the open): the file was changed after it was written. Delete it to rebuild.
+    #[error(
+        "{path}: corrupt arena cache: checksum mismatch in {name} (delete the file to rebuild it)"
+    )]
+    WeightChecksum {
+        /// The cache file.
+        path: PathBuf,
+        /// Checkpoint name of the weight whose bytes changed.
+        name: String,
     },
     /// [`Arena::decode`](cache::Arena::decode) was asked for a name the index does not hold.
     #[error("arena has no tensor {0}")]

@@ -1,11 +1,13 @@
-//! Roofline of one denoise step from the plan: bytes streamed, DRAM-bound time, compute-bound
-//! time at the documented matrix-engine peak, and L1 occupancy per role.
+//! Roofline of one denoise step from the plan: bytes streamed (with the cross-attention K/V
+//! weights in the per-step stream, as today, and hoisted out of it, computed once per
+//! observation), DRAM-bound time, compute-bound time at the math fidelity our matmul kernel
+//! really runs, L1 occupancy per role, and the seed's measured step time for scale.
 
 use serde::{Deserialize, Serialize};
 
 use super::{COMPUTE_CORES, CoreRole, MegakernelPlan, StepOp};
 use crate::dims::{DitDims, WeightKind};
-use crate::format::ArenaDtype;
+use crate::format::{ArenaDtype, TILE_ELEMS};
 
 /// GDDR6 bandwidth of the p150a.
 pub const DRAM_BYTES_PER_S: f64 = 512e9;
@@ -13,15 +15,67 @@ pub const DRAM_BYTES_PER_S: f64 = 512e9;
 pub const CLOCK_HZ: f64 = 1.35e9;
 /// Matrix engine: an 8x16 by 16x16 multiply per cycle at LoFi = 4096 FLOP/cycle/core.
 pub const FLOP_PER_CYCLE_LOFI: f64 = 4096.0;
+/// The seed's measured denoise step on a p150a (its model card: the 4-step denoise trace of
+/// 15.3 ms, one persistent program over 110 cores streaming a 0.98 GB bfp8 arena, warm, batch
+/// 1, median of 50). A measurement on silicon, not a bound: printed beside ours for scale.
+pub const SEED_MS_PER_STEP: f64 = 3.84;
+
+/// The FPU's math fidelity: how many passes a multiply takes over the mantissa bits (LoFi one,
+/// HiFi4 four); the matrix engine's throughput divides by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MathFidelity {
+    /// One pass (the high bits of each operand).
+    LoFi,
+    /// Two passes.
+    HiFi2,
+    /// Three passes.
+    HiFi3,
+    /// Four passes: every mantissa bit of both operands.
+    HiFi4,
+}
+
+impl MathFidelity {
+    /// Passes per multiply.
+    pub const fn phases(self) -> f64 {
+        match self {
+            MathFidelity::LoFi => 1.0,
+            MathFidelity::HiFi2 => 2.0,
+            MathFidelity::HiFi3 => 3.0,
+            MathFidelity::HiFi4 => 4.0,
+        }
+    }
+
+    /// The name ttnn uses (`ttnn.MathFidelity.HiFi4`).
+    pub const fn name(self) -> &'static str {
+        match self {
+            MathFidelity::LoFi => "LoFi",
+            MathFidelity::HiFi2 => "HiFi2",
+            MathFidelity::HiFi3 => "HiFi3",
+            MathFidelity::HiFi4 => "HiFi4",
+        }
+    }
+}
+
+/// The fidelity our matmul kernel (`matmul_share.cpp`) runs at, whatever the weight format: the
+/// device backend's compute config asks for HiFi4 (with an fp32 destination), since the
+/// emulator it is checked against multiplies the bf16 activations by the decoded weights
+/// exactly. The roofline's compute bound uses this, not the format's usual pairing.
+pub const KERNEL_FIDELITY: MathFidelity = MathFidelity::HiFi4;
 
 /// Math fidelity tt-metal pairs with each weight format (GEMM_FLOPS report): bf16 → HiFi4,
-/// bfp8_b → HiFi2, bfp4_b → LoFi. The engine's throughput divides by the phase count.
-pub fn fidelity(dtype: ArenaDtype) -> (&'static str, f64) {
+/// bfp8_b → HiFi2, bfp4_b → LoFi. What a kernel tuned for speed would run; reported beside
+/// [`KERNEL_FIDELITY`] to show what the choice costs.
+pub fn paired_fidelity(dtype: ArenaDtype) -> MathFidelity {
     match dtype {
-        ArenaDtype::Bf16 => ("HiFi4", 4.0),
-        ArenaDtype::Bfp8B => ("HiFi2", 2.0),
-        ArenaDtype::Bfp4B => ("LoFi", 1.0),
+        ArenaDtype::Bf16 => MathFidelity::HiFi4,
+        ArenaDtype::Bfp8B => MathFidelity::HiFi2,
+        ArenaDtype::Bfp4B => MathFidelity::LoFi,
     }
+}
+
+/// Matrix-engine peak over all compute cores at `fidelity`, FLOP/s.
+pub fn peak_flops(fidelity: MathFidelity) -> f64 {
+    COMPUTE_CORES as f64 * FLOP_PER_CYCLE_LOFI * CLOCK_HZ / fidelity.phases()
 }
 
 /// Peak L1 use of one core role.
@@ -46,28 +100,47 @@ pub struct Roofline {
     pub dtype: ArenaDtype,
     /// Bytes of the whole arena.
     pub arena_bytes: u64,
-    /// Weight bytes each step streams (the whole arena, once).
+    /// Weight bytes each step streams today (the whole arena, once).
     pub weight_bytes_per_step: u64,
+    /// Bytes of the cross blocks' K/V weights: they depend only on the observation, so their
+    /// products can be computed once per observation instead of once per step.
+    pub cross_kv_bytes: u64,
+    /// Weight bytes per step with the cross K/V hoisted (`weight_bytes_per_step -
+    /// cross_kv_bytes`).
+    pub weight_bytes_per_step_kv_hoisted: u64,
     /// Activation traffic per step (bf16 token stream in and out of every op), for scale.
     pub activation_bytes_per_step: u64,
     /// Microseconds to stream the arena once at [`DRAM_BYTES_PER_S`].
     pub dram_bound_us_per_step: f64,
+    /// The same with the cross K/V hoisted.
+    pub dram_bound_us_per_step_kv_hoisted: f64,
     /// Useful FLOPs (M = 51 / context / 1 token rows).
     pub flops_per_step: f64,
     /// FLOPs the engine executes with M, K, N padded to whole tiles.
     pub tile_flops_per_step: f64,
-    /// Math fidelity paired with `dtype` (`HiFi4`, `HiFi2`, `LoFi`); see [`fidelity`].
-    pub fidelity: String,
-    /// Matrix-engine peak over all compute cores at that fidelity, FLOP/s.
+    /// Of `tile_flops_per_step`, the cross K/V products (once per observation when hoisted).
+    pub cross_kv_tile_flops: f64,
+    /// The fidelity our kernels run ([`KERNEL_FIDELITY`]).
+    pub fidelity: MathFidelity,
+    /// Matrix-engine peak over all compute cores at `fidelity`, FLOP/s.
     pub peak_flops: f64,
     /// Microseconds for `tile_flops_per_step` at `peak_flops`.
     pub compute_bound_us_per_step: f64,
-    /// `"dram"` or `"compute"`: whichever bound is larger.
+    /// The fidelity tt-metal pairs with `dtype` ([`paired_fidelity`]).
+    pub paired_fidelity: MathFidelity,
+    /// Microseconds for `tile_flops_per_step` at the paired fidelity's peak.
+    pub compute_bound_us_per_step_paired: f64,
+    /// `"dram"` or `"compute"`: whichever bound is larger (at [`KERNEL_FIDELITY`], K/V streamed).
     pub bound: String,
     /// Euler steps per action chunk (4).
     pub steps: usize,
-    /// DRAM-bound milliseconds for one action chunk (`steps` steps).
-    pub dram_bound_ms_per_chunk: f64,
+    /// Bound for one action chunk, milliseconds: `steps` times the larger per-step bound.
+    pub bound_ms_per_chunk: f64,
+    /// The same with the cross K/V hoisted: their bytes and FLOPs once per chunk, the rest
+    /// every step.
+    pub bound_ms_per_chunk_kv_hoisted: f64,
+    /// The seed's measured step on a p150a ([`SEED_MS_PER_STEP`]), milliseconds.
+    pub seed_ms_per_step: f64,
     /// Compute cores the peak counts.
     pub compute_cores: usize,
     /// Peak L1 use per core role, in grid order of first appearance.
@@ -81,7 +154,7 @@ fn pad32(x: usize) -> f64 {
 /// The roofline of `plan` (4 Euler steps per action chunk).
 pub fn roofline(plan: &MegakernelPlan) -> Roofline {
     let d = &plan.dims;
-    let (mut flops, mut tile_flops, mut act_bytes) = (0f64, 0f64, 0u64);
+    let (mut flops, mut tile_flops, mut kv_flops, mut act_bytes) = (0f64, 0f64, 0f64, 0u64);
     for op in &plan.schedule {
         match *op {
             StepOp::Matmul {
@@ -90,8 +163,12 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
                 m_tokens,
             } => {
                 let [n, k] = d.torch_shape(block, weight);
+                let padded = 2.0 * pad32(m_tokens) * pad32(k) * pad32(n);
                 flops += 2.0 * (m_tokens * k * n) as f64;
-                tile_flops += 2.0 * pad32(m_tokens) * pad32(k) * pad32(n);
+                tile_flops += padded;
+                if is_cross_kv(block, weight) {
+                    kv_flops += padded;
+                }
                 act_bytes += 2 * (m_tokens * (k + n)) as u64;
             }
             StepOp::Attention { kv_tokens, .. } => {
@@ -107,10 +184,55 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
             StepOp::LayerNormPartials { .. } | StepOp::Residual { .. } => {}
         }
     }
-    let (fid, div) = fidelity(plan.dtype);
-    let peak = COMPUTE_CORES as f64 * FLOP_PER_CYCLE_LOFI * CLOCK_HZ / div;
-    let dram_us = plan.arena_bytes as f64 / DRAM_BYTES_PER_S * 1e6;
+    let (kv_params, _) = hoistable_params(d);
+    let kv_bytes = kv_params / TILE_ELEMS as u64 * plan.dtype.format().tile_bytes() as u64;
+    let hoisted_bytes = plan.arena_bytes - kv_bytes;
+    let us = |bytes: u64| bytes as f64 / DRAM_BYTES_PER_S * 1e6;
+    let peak = peak_flops(KERNEL_FIDELITY);
+    let paired = paired_fidelity(plan.dtype);
+    let dram_us = us(plan.arena_bytes);
     let compute_us = tile_flops / peak * 1e6;
+    let steps = 4;
+    // Hoisted: every step streams and multiplies all but the K/V; the K/V once per chunk.
+    let step_hoisted_us = us(hoisted_bytes).max((tile_flops - kv_flops) / peak * 1e6);
+    let kv_once_us = us(kv_bytes).max(kv_flops / peak * 1e6);
+    Roofline {
+        dtype: plan.dtype,
+        arena_bytes: plan.arena_bytes,
+        weight_bytes_per_step: plan.arena_bytes,
+        cross_kv_bytes: kv_bytes,
+        weight_bytes_per_step_kv_hoisted: hoisted_bytes,
+        activation_bytes_per_step: act_bytes,
+        dram_bound_us_per_step: dram_us,
+        dram_bound_us_per_step_kv_hoisted: us(hoisted_bytes),
+        flops_per_step: flops,
+        tile_flops_per_step: tile_flops,
+        cross_kv_tile_flops: kv_flops,
+        fidelity: KERNEL_FIDELITY,
+        peak_flops: peak,
+        compute_bound_us_per_step: compute_us,
+        paired_fidelity: paired,
+        compute_bound_us_per_step_paired: tile_flops / peak_flops(paired) * 1e6,
+        bound: if dram_us >= compute_us {
+            "dram".into()
+        } else {
+            "compute".into()
+        },
+        steps,
+        bound_ms_per_chunk: dram_us.max(compute_us) * steps as f64 / 1e3,
+        bound_ms_per_chunk_kv_hoisted: (step_hoisted_us * steps as f64 + kv_once_us) / 1e3,
+        seed_ms_per_step: SEED_MS_PER_STEP,
+        compute_cores: COMPUTE_CORES,
+        l1: l1_use(plan),
+    }
+}
+
+fn is_cross_kv(block: usize, weight: WeightKind) -> bool {
+    matches!(weight, WeightKind::K | WeightKind::V) && DitDims::is_cross(block)
+}
+
+/// Peak L1 use per core role, in grid order of first appearance.
+fn l1_use(plan: &MegakernelPlan) -> Vec<L1Use> {
     let mut l1: Vec<L1Use> = Vec::new();
     for c in &plan.cores {
         let role = match c.role {
@@ -137,28 +259,7 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
     }
     l1.iter_mut()
         .for_each(|u| u.max_fraction = u.max_bytes as f64 / u.budget as f64);
-    let steps = 4;
-    Roofline {
-        dtype: plan.dtype,
-        arena_bytes: plan.arena_bytes,
-        weight_bytes_per_step: plan.arena_bytes,
-        activation_bytes_per_step: act_bytes,
-        dram_bound_us_per_step: dram_us,
-        flops_per_step: flops,
-        tile_flops_per_step: tile_flops,
-        fidelity: fid.into(),
-        peak_flops: peak,
-        compute_bound_us_per_step: compute_us,
-        bound: if dram_us >= compute_us {
-            "dram".into()
-        } else {
-            "compute".into()
-        },
-        steps,
-        dram_bound_ms_per_chunk: dram_us * steps as f64 / 1e3,
-        compute_cores: COMPUTE_CORES,
-        l1,
-    }
+    l1
 }
 
 /// Parameters of weights a smarter schedule would not stream every step: cross-block K/V only
@@ -179,23 +280,43 @@ pub fn hoistable_params(d: &DitDims) -> (u64, u64) {
 impl Roofline {
     /// A short human-readable report.
     pub fn report(&self) -> String {
+        let mb = |b: u64| b as f64 / 1e6;
         let mut s = format!(
-            "arena {dtype}: {ab} B ({gb:.3} GB) streamed per step\n\
-             DRAM-bound: {dram:.1} us/step at 512 GB/s, {chunk:.2} ms per 4-step chunk\n\
-             compute: {tf:.2} GFLOP/step with tile padding ({uf:.2} useful), peak {peak:.0} TFLOP/s ({fid}, {cores} cores) \
-             -> {cu:.1} us/step\nbound: {bound}\n",
+            "arena {dtype}: {ab} B ({gb:.3} GB) streamed per step; cross K/V {kv:.1} MB of it\n\
+             DRAM-bound: {dram:.1} us/step at 512 GB/s ({hoist:.1} us with the cross K/V hoisted, \
+             {hb:.1} MB/step)\n\
+             compute: {tf:.2} GFLOP/step with tile padding ({uf:.2} useful), peak {peak:.0} TFLOP/s \
+             ({fid}, what our matmul kernel runs; {cores} cores) -> {cu:.1} us/step \
+             ({pfid}, the format's usual pairing: {pu:.1} us/step)\n\
+             bound: {bound}; per 4-step chunk {chunk:.2} ms ({chunk_h:.2} ms with the K/V once per chunk)\n\
+             the seed, measured on a p150a: {seed:.2} ms/step ({r:.2}x this bound, {rh:.2}x the K/V-hoisted one)\n",
             dtype = self.dtype,
             ab = self.arena_bytes,
             gb = self.arena_bytes as f64 / 1e9,
+            kv = mb(self.cross_kv_bytes),
             dram = self.dram_bound_us_per_step,
-            chunk = self.dram_bound_ms_per_chunk,
+            hoist = self.dram_bound_us_per_step_kv_hoisted,
+            hb = mb(self.weight_bytes_per_step_kv_hoisted),
             tf = self.tile_flops_per_step / 1e9,
             uf = self.flops_per_step / 1e9,
             peak = self.peak_flops / 1e12,
-            fid = self.fidelity,
+            fid = self.fidelity.name(),
             cores = self.compute_cores,
             cu = self.compute_bound_us_per_step,
+            pfid = self.paired_fidelity.name(),
+            pu = self.compute_bound_us_per_step_paired,
             bound = self.bound,
+            chunk = self.bound_ms_per_chunk,
+            chunk_h = self.bound_ms_per_chunk_kv_hoisted,
+            seed = self.seed_ms_per_step,
+            r = self.seed_ms_per_step * 1e3
+                / self
+                    .dram_bound_us_per_step
+                    .max(self.compute_bound_us_per_step),
+            rh = self.seed_ms_per_step * 1e3
+                / self.dram_bound_us_per_step_kv_hoisted.max(
+                    (self.tile_flops_per_step - self.cross_kv_tile_flops) / self.peak_flops * 1e6
+                ),
         );
         for u in &self.l1 {
             s.push_str(&format!(

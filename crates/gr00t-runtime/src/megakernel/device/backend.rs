@@ -10,10 +10,14 @@
 //!   pieces of split columns are added in piece order on the host, then bias and the bf16
 //!   pack ([`finish_matmul`]), exactly as the emulator does.
 //! * The SFPU work (SiLU, LayerNorm, attention's softmax, GELU) runs on the host between device
-//!   phases ([`SfpuPlacement::Host`], the only placement this build has: the simulator cannot
-//!   run SFPU code and no SFPU kernels exist yet); `/info` names it in the stage.
+//!   phases ([`SfpuPlacement::Host`], the only placement this build has: our SFPU library
+//!   (`super::sfpu`) runs and is tested on the simulator, but no block piece of the forward
+//!   uses it yet); `/info` names it in the stage.
+//! * Every exchange is counted where it happens ([`TtDevice::stats`]: programs, bytes each way,
+//!   per step and forward; `crate::megakernel::counters`), for `predict --stats-json` and `/info`.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use serde_json::json;
@@ -22,7 +26,9 @@ use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs};
 use tt_blackhole::dims::{DitDims, WeightKind};
 use tt_blackhole::plan::{CoreRole, MegakernelPlan, build_plan, compute_coord};
 
-use super::worker::{TtnnWorker, WorkerError};
+use super::watchdog::Liveness;
+use super::worker::{TtnnWorker, WorkerConfig, WorkerError};
+use crate::megakernel::counters::{DeviceCounters, DeviceStats};
 use crate::megakernel::emulator::{StepMatmul, finish_matmul, recut_plan, run_step_with};
 use crate::model::dit::DitWeights;
 
@@ -37,7 +43,7 @@ pub const WRITER_KERNEL: &str = include_str!("kernels/writer_partials.cpp");
 /// `Host` exists in this build.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SfpuPlacement {
-    /// On the host between device phases (what the simulator needs: it has no SFPU).
+    /// On the host between device phases (the forward's SFPU steps are not on the device yet).
     Host,
 }
 
@@ -82,14 +88,27 @@ impl MatmulTimes {
 }
 
 /// An open device holding the arena: the worker, and what it said when it opened.
+///
+/// The worker can be lost (it died, or missed a deadline and was killed): the device then
+/// refuses every call at once, with the reason, until [`TtDevice::reopen`] starts a new worker,
+/// opens the device and uploads the arena again.
 pub struct TtDevice {
     kind: DeviceKind,
-    /// What the device said when it opened.
+    /// What the device said when it first opened.
     pub info: DeviceInfo,
-    worker: Mutex<TtnnWorker>,
+    /// The worker, `None` once lost.
+    worker: Mutex<Option<TtnnWorker>>,
+    /// The current worker's liveness, readable while an exchange holds `worker`.
+    liveness: Mutex<Option<Liveness>>,
+    /// Why the last worker was lost (its error, with its last lines).
+    lost: Mutex<Option<String>>,
+    config: WorkerConfig,
+    reopened: AtomicU32,
     /// Layout of the arena uploaded to the device's DRAM.
     pub index: ArenaIndex,
     times: Mutex<MatmulTimes>,
+    /// Programs and bytes of every exchange, per step and forward ([`TtDevice::stats`]).
+    counters: DeviceCounters,
 }
 
 /// One observation's view of the device: the plan cut for its context length, the model's
@@ -100,6 +119,8 @@ pub struct DeviceSteps<'a> {
     /// The megakernel plan cut for this observation's context length.
     pub plan: MegakernelPlan,
     weights: &'a DitWeights,
+    /// A step failed: the forward is not reported as the last one.
+    failed: AtomicBool,
 }
 
 /// Error text for the `DitDevice` seam (String errors).
@@ -107,48 +128,118 @@ fn err(e: WorkerError) -> DitRunError {
     DitRunError::Device(e.to_string())
 }
 
+/// [`TtDevice::open`]'s exchange deadline on the simulator: one full-size DiT matmul there took
+/// up to 33 s on a loaded 2-core host (`docs/blackhole.md` §8).
+pub const SIM_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 impl TtDevice {
-    /// Start the worker, open `kind` (P150a or Simulator) and upload `arena` (the bytes
-    /// `index` describes) to device DRAM.
+    /// Start the worker with the default [`WorkerConfig`], open `kind` (P150a or Simulator)
+    /// and upload `arena` (the bytes `index` describes) to device DRAM. On the simulator each
+    /// exchange may take [`SIM_CALL_TIMEOUT`] (a full-size matmul takes tens of seconds there).
     pub fn open(kind: DeviceKind, index: &ArenaIndex, arena: &[u8]) -> Result<Self, DitRunError> {
-        if arena.len() as u64 != index.total_bytes {
-            return Err(DitRunError::Arena(format!(
-                "arena holds {} bytes, its index says {}",
-                arena.len(),
-                index.total_bytes
-            )));
+        let mut config = WorkerConfig::new(super::DEFAULT_PYTHON);
+        if kind == DeviceKind::Simulator {
+            config = config.with_call_timeout(SIM_CALL_TIMEOUT);
         }
-        let mut worker = TtnnWorker::spawn().map_err(err)?;
-        let device = match kind {
-            DeviceKind::Simulator => "sim",
-            DeviceKind::P150a => "p150a",
-            DeviceKind::Emulator => {
-                return Err(DitRunError::Device(
-                    "the emulator is not a ttnn device".into(),
-                ));
-            }
-        };
-        let (ans, _) = worker
-            .call(&json!({"op": "open", "device": device}), &[])
-            .map_err(err)?;
-        let info: DeviceInfo = serde_json::from_value(ans)
-            .map_err(|e| DitRunError::Device(format!("the worker's open reply: {e}")))?;
-        let (gx, gy) = (tt_blackhole::plan::GRID_X, tt_blackhole::plan::GRID_Y);
-        if info.grid[0] < gx || info.grid[1] < gy {
-            return Err(DitRunError::Device(format!(
-                "the device's worker grid is {}x{}, the plan needs {gx}x{gy}",
-                info.grid[0], info.grid[1]
-            )));
-        }
-        let dev = TtDevice {
+        Self::open_with(kind, index, arena, &config)
+    }
+
+    /// [`TtDevice::open`] with the worker started as `config` says (interpreter, deadlines).
+    pub fn open_with(
+        kind: DeviceKind,
+        index: &ArenaIndex,
+        arena: &[u8],
+        config: &WorkerConfig,
+    ) -> Result<Self, DitRunError> {
+        let (worker, info) = start_worker(kind, index, arena, config)?;
+        let counters = DeviceCounters::default();
+        // The boot's arena upload (no program) is part of the totals since open.
+        counters.record_exchange(false, arena.len(), 0);
+        Ok(TtDevice {
             kind,
             info,
-            worker: Mutex::new(worker),
+            liveness: Mutex::new(Some(worker.liveness())),
+            worker: Mutex::new(Some(worker)),
+            lost: Mutex::new(None),
+            config: config.clone(),
+            reopened: AtomicU32::new(0),
             index: index.clone(),
             times: Mutex::new(MatmulTimes::default()),
+            counters,
+        })
+    }
+
+    /// `None` while the worker runs; else why the device cannot be used (the failure of the
+    /// call that met it, else the watchdog's account: a missed deadline or an exit, with the
+    /// worker's last lines).
+    pub fn lost(&self) -> Option<String> {
+        let loss = match lock(&self.liveness).as_ref() {
+            Some(l) => l.loss()?,
+            None => {
+                return Some(
+                    lock(&self.lost)
+                        .clone()
+                        .unwrap_or_else(|| "the ttnn worker was closed".into()),
+                );
+            }
         };
-        dev.upload_arena(arena)?;
-        Ok(dev)
+        Some(lock(&self.lost).clone().unwrap_or_else(|| loss.to_string()))
+    }
+
+    /// The running worker's process id.
+    pub fn worker_pid(&self) -> Option<u32> {
+        lock(&self.liveness)
+            .as_ref()
+            .filter(|l| l.is_alive())
+            .map(Liveness::pid)
+    }
+
+    /// How many times [`TtDevice::reopen`] brought the device back.
+    pub fn reopened(&self) -> u32 {
+        self.reopened.load(Ordering::SeqCst)
+    }
+
+    /// The worker's deadlines and interpreter.
+    pub fn config(&self) -> &WorkerConfig {
+        &self.config
+    }
+
+    /// After a loss: a new worker, the device opened, `arena` uploaded again. The lost worker
+    /// is ended first (bounded); calls meanwhile fail at once.
+    pub fn reopen(&self, arena: &[u8]) -> Result<(), DitRunError> {
+        if let Some(old) = lock(&self.worker).take() {
+            drop(old);
+        }
+        let (worker, _) = start_worker(self.kind, &self.index, arena, &self.config)?;
+        *lock(&self.liveness) = Some(worker.liveness());
+        *lock(&self.worker) = Some(worker);
+        *lock(&self.lost) = None;
+        self.counters.record_exchange(false, arena.len(), 0);
+        self.reopened.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Close the device and end the worker (bounded: see [`TtnnWorker`]'s drop).
+    pub fn close(&self) {
+        let w = lock(&self.worker).take();
+        *lock(&self.liveness) = None;
+        *lock(&self.lost) = Some("the device was closed".into());
+        drop(w);
+    }
+
+    /// The last finished forward's measured traffic (see [`crate::megakernel::counters`]);
+    /// `None` before the first.
+    pub fn stats(&self) -> Option<DeviceStats> {
+        self.counters.stats()
+    }
+
+    /// The running traffic total since the device opened (boot upload included).
+    pub fn traffic(&self) -> crate::megakernel::counters::Traffic {
+        self.counters.total()
     }
 
     fn call(
@@ -156,21 +247,43 @@ impl TtDevice {
         header: &serde_json::Value,
         payload: &[u8],
     ) -> Result<(serde_json::Value, Vec<u8>), DitRunError> {
-        let mut w = self
-            .worker
-            .lock()
-            .map_err(|_| DitRunError::Device("device worker lock poisoned".into()))?;
-        w.call(header, payload).map_err(err)
+        let answer = self.exchange(header, payload);
+        // Counted when the worker answered: a failed op may have sent its payload but ran
+        // no program the forward can use (and such a forward is not reported).
+        if let Ok((_, back)) = &answer {
+            let op = header["op"].as_str().unwrap_or("");
+            self.counters
+                .record_exchange(runs_program(op), payload.len(), back.len());
+        }
+        answer
     }
 
-    fn upload_arena(&self, arena: &[u8]) -> Result<(), DitRunError> {
-        let page = self.index.tile_bytes;
-        self.call(
-            &json!({"op": "upload", "name": ARENA, "page_bytes": page,
-                    "pages": self.index.total_tiles}),
-            arena,
-        )?;
-        Ok(())
+    fn exchange(
+        &self,
+        header: &serde_json::Value,
+        payload: &[u8],
+    ) -> Result<(serde_json::Value, Vec<u8>), DitRunError> {
+        let mut slot = lock(&self.worker);
+        let Some(w) = slot.as_mut() else {
+            return Err(DitRunError::Device(
+                self.lost()
+                    .unwrap_or_else(|| "the ttnn worker is gone".into()),
+            ));
+        };
+        match w.call(header, payload) {
+            Ok(answer) => Ok(answer),
+            Err(e) => {
+                if e.is_fatal() {
+                    // The worker is dead, killed or confused: end it now (releasing the device
+                    // for a reopen) and remember why, for health reports.
+                    *lock(&self.lost) = Some(e.to_string());
+                    let dead = slot.take();
+                    drop(slot);
+                    drop(dead);
+                }
+                Err(err(e))
+            }
+        }
     }
 
     /// The arena's bytes as they sit in device DRAM (read back page by page).
@@ -199,11 +312,16 @@ impl TtDevice {
             .ok_or_else(|| DitRunError::Arena(format!("no block {block} {kind:?}")))?;
         let [k, n] = e.kn_shape;
         let [kt, nt] = e.tiles;
-        if x.len() != m * k || m == 0 {
+        if x.len() != m * k {
             return Err(DitRunError::Input(format!(
                 "matmul {kind:?}: x has {} values, want {m}x{k}",
                 x.len()
             )));
+        }
+        if m == 0 {
+            // No rows (a cross block whose text or image mask is empty): the product is empty,
+            // as on the emulator; no program runs.
+            return Ok(Vec::new());
         }
         let class = plan.class(block, kind);
         let split = &class.split;
@@ -253,6 +371,8 @@ impl TtDevice {
             "k_split": split.k_split, "units": units,
             "weight_dtype": self.index.dtype.to_string(), "weight_page": self.index.tile_bytes,
             "cbs": {"act": act_pages, "weights": w_pages, "out": out_pages},
+            // The roofline's compute bound assumes this same fidelity (one source of truth).
+            "math_fidelity": tt_blackhole::plan::roofline::KERNEL_FIDELITY.name(),
             "kernels": {"reader": READER_KERNEL, "compute": COMPUTE_KERNEL, "writer": WRITER_KERNEL},
         });
         let (ans, out) = self.call(&header, &xbytes)?;
@@ -285,6 +405,62 @@ impl TtDevice {
     }
 }
 
+/// Whether the worker op `op` runs a device program (the others move data or manage the
+/// device: `open`, `upload`, `readback`, `free`, `close`).
+pub fn runs_program(op: &str) -> bool {
+    matches!(
+        op,
+        "matmul" | "eltwise" | "layernorm" | "softmax" | "bias_act" | "residual" | "attention"
+    )
+}
+
+/// Start a worker, open `kind` on it, check its grid and upload `arena`.
+fn start_worker(
+    kind: DeviceKind,
+    index: &ArenaIndex,
+    arena: &[u8],
+    config: &WorkerConfig,
+) -> Result<(TtnnWorker, DeviceInfo), DitRunError> {
+    if arena.len() as u64 != index.total_bytes {
+        return Err(DitRunError::Arena(format!(
+            "arena holds {} bytes, its index says {}",
+            arena.len(),
+            index.total_bytes
+        )));
+    }
+    let device = match kind {
+        DeviceKind::Simulator => "sim",
+        DeviceKind::P150a => "p150a",
+        DeviceKind::Emulator => {
+            return Err(DitRunError::Device(
+                "the emulator is not a ttnn device".into(),
+            ));
+        }
+    };
+    let mut worker = TtnnWorker::start(config).map_err(err)?;
+    let (ans, _) = worker
+        .call(&json!({"op": "open", "device": device}), &[])
+        .map_err(err)?;
+    let info: DeviceInfo = serde_json::from_value(ans)
+        .map_err(|e| DitRunError::Device(format!("the worker's open reply: {e}")))?;
+    let (gx, gy) = (tt_blackhole::plan::GRID_X, tt_blackhole::plan::GRID_Y);
+    if info.grid[0] < gx || info.grid[1] < gy {
+        return Err(DitRunError::Device(format!(
+            "the device's worker grid is {}x{}, the plan needs {gx}x{gy}",
+            info.grid[0], info.grid[1]
+        )));
+    }
+    // The arena's bytes as they are: one arena tile per DRAM page.
+    worker
+        .call(
+            &json!({"op": "upload", "name": ARENA, "page_bytes": index.tile_bytes,
+                    "pages": index.total_tiles}),
+            arena,
+        )
+        .map_err(err)?;
+    Ok((worker, info))
+}
+
 impl<'a> DeviceSteps<'a> {
     /// `dims.ctx_tokens` is the context length the plan is first cut for.
     pub fn new(
@@ -298,7 +474,23 @@ impl<'a> DeviceSteps<'a> {
             ));
         }
         let plan = build_plan(dims, dev.index.dtype)?;
-        Ok(DeviceSteps { dev, plan, weights })
+        // One `DeviceSteps` is one observation's forward: its steps are counted as one.
+        dev.counters.begin_forward();
+        Ok(DeviceSteps {
+            dev,
+            plan,
+            weights,
+            failed: AtomicBool::new(false),
+        })
+    }
+}
+
+impl Drop for DeviceSteps<'_> {
+    /// The forward is over: its steps become the device's last forward unless one failed.
+    fn drop(&mut self) {
+        self.dev
+            .counters
+            .end_forward(!self.failed.load(Ordering::SeqCst));
     }
 }
 
@@ -332,7 +524,17 @@ impl DitDevice for DeviceSteps<'_> {
         recut_plan(&mut self.plan, ctx_tokens, self.dev.index.dtype)
     }
 
+    /// One denoising step; what its exchanges moved is the step's window of the counters.
     fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
-        run_step_with(self, self.weights, &self.plan, inputs)
+        let before = self.dev.counters.total();
+        let out = run_step_with(self, self.weights, &self.plan, inputs);
+        match &out {
+            Ok(_) => self
+                .dev
+                .counters
+                .record_step(before.until(self.dev.counters.total())),
+            Err(_) => self.failed.store(true, Ordering::SeqCst),
+        }
+        out
     }
 }

@@ -3,14 +3,30 @@
 //! simulator (`GR00T_MK_DEVICE=sim`, `TT_METAL_SIMULATOR` set). Same host code, same kernels,
 //! same arena upload on both.
 //!
-//! * [`worker`]: the ttnn worker process and its framed protocol.
+//! * [`worker`]: the ttnn worker process and its framed protocol, each exchange under a
+//!   deadline that [`watchdog`] enforces.
 //! * [`backend`]: [`TtDevice`] (the open device holding the arena) and [`DeviceSteps`], the
 //!   `DitDevice` over it; our kernels in `kernels/`.
+//! * [`sfpu`]: our SFPU library (`kernels/sfpu/`: exp, reciprocal, rsqrt, SiLU, GELU-tanh in
+//!   `TTI_SFP*` instructions) and the one-program element-wise op over it.
+//! * [`rows`]: the first on-device block pieces, each one program: LayerNorm with the AdaLN
+//!   modulation, attention's row softmax, a matmul's bias (+ GELU), the residual add; and
+//!   [`attention`]: attention per head (QKᵀ, softmax, ·V). None is in the forward yet.
 
+pub mod attention;
 pub mod backend;
+pub mod rows;
+pub mod sfpu;
+pub mod watchdog;
 pub mod worker;
 
 pub use backend::{DeviceInfo, DeviceSteps, MatmulTimes, SFPU, SfpuPlacement, TtDevice};
-pub use worker::{TtnnWorker, WorkerError, python_path};
+pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerError};
+#[cfg(test)]
+mod attention_tests;
+#[cfg(test)]
+mod rows_tests;
+#[cfg(test)]
+mod sfpu_tests;
 #[cfg(test)]
 mod tests;

@@ -6,13 +6,20 @@
 //! the process's stdout, where `gr00t-server predict` writes its JSON; a tt-metal fatal error
 //! (`TT_THROW`, a simulator assert) aborts its process, which must not be the HTTP server; and
 //! the binary stays independent of the Python build (any venv with ttnn serves).
+//!
+//! Every exchange has a deadline ([`WorkerConfig`]), enforced here on the host by the
+//! [`Watchdog`]: a worker that does not answer in time is killed and the call fails with
+//! [`WorkerError::Timeout`], so a hung device never holds its caller forever.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::Value;
+
+use super::watchdog::{Liveness, Watchdog};
 
 /// The worker's Python source, shipped inside the binary.
 pub const WORKER_SOURCE: &str = include_str!("ttnn_worker.py");
@@ -20,13 +27,53 @@ pub const WORKER_SOURCE: &str = include_str!("ttnn_worker.py");
 /// Lines of the worker's stderr kept for error messages.
 const STDERR_TAIL: usize = 40;
 
+/// The setting that holds [`WorkerConfig::call_timeout`] (read by `gr00t-server`'s settings).
+pub const TIMEOUT_VAR: &str = "GR00T_MK_DEVICE_TIMEOUT_S";
+
+/// How the worker is started and how long each exchange may take.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerConfig {
+    /// The Python interpreter with ttnn (default [`DEFAULT_PYTHON`]).
+    pub python: String,
+    /// Deadline of each exchange of a forward (a matmul program, a read-back):
+    /// `GR00T_MK_DEVICE_TIMEOUT_S`, default [`WorkerConfig::DEFAULT_CALL_TIMEOUT`].
+    pub call_timeout: Duration,
+    /// Deadline of the boot exchanges (`open`: ttnn's import and the device's initialisation;
+    /// `upload`: the whole arena), never shorter than `call_timeout`.
+    pub boot_timeout: Duration,
+}
+
+impl WorkerConfig {
+    /// A card answers a DiT matmul in microseconds and JIT-compiles our three kernels in
+    /// seconds; 30 s only ever fires on a hang.
+    pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(30);
+    /// Opening a card (firmware load, ttnn's import) and writing a 1.15 GB arena.
+    pub const DEFAULT_BOOT_TIMEOUT: Duration = Duration::from_secs(300);
+
+    /// `python` with the default deadlines.
+    pub fn new(python: impl Into<String>) -> Self {
+        WorkerConfig {
+            python: python.into(),
+            call_timeout: Self::DEFAULT_CALL_TIMEOUT,
+            boot_timeout: Self::DEFAULT_BOOT_TIMEOUT,
+        }
+    }
+
+    /// The same with an exchange deadline of `call` (the boot deadline grows with it).
+    pub fn with_call_timeout(mut self, call: Duration) -> Self {
+        self.call_timeout = call;
+        self.boot_timeout = self.boot_timeout.max(call);
+        self
+    }
+}
+
 /// A failure of the worker or of the device behind it.
 #[derive(Debug, thiserror::Error)]
 pub enum WorkerError {
     /// The worker process could not be started.
     #[error("cannot start the ttnn worker with `{python}`: {source}")]
     Spawn {
-        /// The interpreter that was tried (see [`python_path`]).
+        /// The interpreter that was tried.
         python: String,
         /// The spawn error.
         source: std::io::Error,
@@ -36,6 +83,20 @@ pub enum WorkerError {
     Exited {
         /// What was being done, and the exit status if known.
         what: String,
+        /// The last lines of the worker's stderr.
+        tail: String,
+    },
+    /// The worker gave no answer within the deadline and was killed (a hung device program, a
+    /// stopped process).
+    #[error(
+        "the ttnn worker gave no answer to `{op}` within {} s ({TIMEOUT_VAR}); it was killed; its last output:\n{tail}",
+        after.as_secs_f64()
+    )]
+    Timeout {
+        /// The request's `"op"`.
+        op: String,
+        /// The deadline that passed.
+        after: Duration,
         /// The last lines of the worker's stderr.
         tail: String,
     },
@@ -52,19 +113,25 @@ pub enum WorkerError {
     Protocol(String),
 }
 
-/// The Python interpreter to run the worker with: `GR00T_TTNN_PYTHON`, else the active virtual
-/// environment's (`VIRTUAL_ENV`, what the simulator's and tt-metal's set-ups activate), else
-/// `python3` on `PATH`.
-pub fn python_path() -> String {
-    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-    var("GR00T_TTNN_PYTHON")
-        .or_else(|| var("VIRTUAL_ENV").map(|v| format!("{v}/bin/python3")))
-        .unwrap_or_else(|| "python3".into())
+/// The interpreter the worker runs with unless told otherwise: `python3` on `PATH` (an
+/// activated virtual environment, the simulator's or the image's, puts its own first). The
+/// runtime reads no environment of its own: `gr00t-server`'s settings pass
+/// `GR00T_TTNN_PYTHON` (else `$VIRTUAL_ENV/bin/python3`) down in [`WorkerConfig::python`].
+pub const DEFAULT_PYTHON: &str = "python3";
+
+impl WorkerError {
+    /// Whether the worker is gone or unusable after this error (it died, was killed, or broke
+    /// the protocol), as opposed to one request failing on a live worker.
+    pub fn is_fatal(&self) -> bool {
+        !matches!(self, WorkerError::Op { .. })
+    }
 }
 
 /// A running worker. Not `Sync` by itself: the device backend keeps it behind a mutex.
 pub struct TtnnWorker {
-    child: Child,
+    child: Arc<Mutex<Child>>,
+    watchdog: Watchdog,
+    config: WorkerConfig,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     stderr_tail: Arc<Mutex<VecDeque<String>>>,
@@ -74,15 +141,26 @@ pub struct TtnnWorker {
 }
 
 impl TtnnWorker {
-    /// Start the worker with [`python_path`] (it imports ttnn before reading its first
-    /// request).
+    /// Start the worker with [`DEFAULT_PYTHON`] and the default deadlines (it imports ttnn
+    /// before reading its first request).
     pub fn spawn() -> Result<Self, WorkerError> {
-        Self::spawn_with(&python_path())
+        Self::spawn_with(DEFAULT_PYTHON)
     }
 
-    /// Start the worker with the interpreter `python`.
+    /// Start the worker with the interpreter `python` and the default deadlines.
     pub fn spawn_with(python: &str) -> Result<Self, WorkerError> {
-        let python = python.to_string();
+        Self::start(&WorkerConfig::new(python))
+    }
+
+    /// Start the worker as `config` says.
+    pub fn start(config: &WorkerConfig) -> Result<Self, WorkerError> {
+        Self::start_program(config, WORKER_SOURCE)
+    }
+
+    /// Start `config.python -u -c source`: the worker, or (tests) another program speaking
+    /// the same protocol.
+    pub(crate) fn start_program(config: &WorkerConfig, source: &str) -> Result<Self, WorkerError> {
+        let python = config.python.clone();
         let workdir = std::env::temp_dir().join(format!(
             "gr00t-ttnn-worker-{}-{}",
             std::process::id(),
@@ -99,7 +177,7 @@ impl TtnnWorker {
             .env("GR00T_TTNN_WORKDIR", &workdir)
             .arg("-u")
             .arg("-c")
-            .arg(WORKER_SOURCE)
+            .arg(source)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -135,8 +213,18 @@ impl TtnnWorker {
                 python: python.clone(),
                 source,
             })?;
+        let child = Arc::new(Mutex::new(child));
+        let watchdog =
+            Watchdog::start(Arc::clone(&child), Arc::clone(&stderr_tail)).map_err(|source| {
+                WorkerError::Spawn {
+                    python: python.clone(),
+                    source,
+                }
+            })?;
         Ok(TtnnWorker {
             child,
+            watchdog,
+            config: config.clone(),
             stdin,
             stdout: BufReader::new(stdout),
             stderr_tail,
@@ -144,21 +232,49 @@ impl TtnnWorker {
         })
     }
 
+    /// Whether the process runs, for callers that must not wait for the exchange in flight.
+    pub fn liveness(&self) -> Liveness {
+        self.watchdog.liveness()
+    }
+
+    /// The deadlines this worker runs under.
+    pub fn config(&self) -> &WorkerConfig {
+        &self.config
+    }
+
+    /// The last lines the worker wrote to its stderr.
+    pub fn stderr_tail(&self) -> String {
+        self.stderr_tail
+            .lock()
+            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default()
+    }
+
+    fn try_wait(&self) -> Option<std::process::ExitStatus> {
+        let status = self
+            .child
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .try_wait()
+            .ok()
+            .flatten();
+        if let Some(s) = status {
+            self.watchdog.note_exit(s.to_string());
+        }
+        status
+    }
+
     fn exited(&mut self, what: &str) -> WorkerError {
         // Give the stderr thread a moment to take the last lines of a dying worker.
-        let status = (0..50).find_map(|_| match self.child.try_wait() {
-            Ok(Some(s)) => Some(s.to_string()),
-            _ => {
+        let status = (0..50).find_map(|_| match self.try_wait() {
+            Some(s) => Some(s.to_string()),
+            None => {
                 std::thread::sleep(std::time::Duration::from_millis(20));
                 None
             }
         });
         std::thread::sleep(std::time::Duration::from_millis(50));
-        let tail = self
-            .stderr_tail
-            .lock()
-            .map(|t| t.iter().cloned().collect::<Vec<_>>().join("\n"))
-            .unwrap_or_default();
+        let tail = self.stderr_tail();
         WorkerError::Exited {
             what: format!(
                 "{what}; {}",
@@ -168,13 +284,48 @@ impl TtnnWorker {
         }
     }
 
-    /// One request, one answer. `header` must carry `"op"`.
+    /// One request, one answer, within the exchange deadline (`open` and `upload` within the
+    /// boot deadline). `header` must carry `"op"`.
     pub fn call(
         &mut self,
         header: &Value,
         payload: &[u8],
     ) -> Result<(Value, Vec<u8>), WorkerError> {
+        let limit = match header["op"].as_str() {
+            Some("open" | "upload") => self.config.boot_timeout,
+            _ => self.config.call_timeout,
+        };
+        self.call_within(header, payload, limit)
+    }
+
+    /// One request, one answer within `limit`, else the worker is killed and the call fails
+    /// with [`WorkerError::Timeout`].
+    pub fn call_within(
+        &mut self,
+        header: &Value,
+        payload: &[u8],
+        limit: Duration,
+    ) -> Result<(Value, Vec<u8>), WorkerError> {
         let op = header["op"].as_str().unwrap_or("?").to_string();
+        self.watchdog.arm(&op, limit);
+        let answer = self.exchange(&op, header, payload);
+        if self.watchdog.disarm() {
+            let _ = self.try_wait();
+            return Err(WorkerError::Timeout {
+                op,
+                after: limit,
+                tail: self.stderr_tail(),
+            });
+        }
+        answer
+    }
+
+    fn exchange(
+        &mut self,
+        op: &str,
+        header: &Value,
+        payload: &[u8],
+    ) -> Result<(Value, Vec<u8>), WorkerError> {
         let h = serde_json::to_vec(header).map_err(|e| WorkerError::Protocol(e.to_string()))?;
         let mut frame = Vec::with_capacity(12 + h.len());
         frame.extend_from_slice(&(h.len() as u32).to_le_bytes());
@@ -197,7 +348,7 @@ impl TtnnWorker {
             Ok((ans, data))
         } else {
             Err(WorkerError::Op {
-                op,
+                op: op.to_string(),
                 error: ans["error"]
                     .as_str()
                     .unwrap_or("no reason given")
@@ -222,20 +373,27 @@ fn read_frame(r: &mut impl Read) -> std::io::Result<(Value, Vec<u8>)> {
 }
 
 impl Drop for TtnnWorker {
-    /// Close the device cleanly (the worker closes it on end of input too), then reap.
+    /// Close the device cleanly (the worker closes it on end of input too), then reap; bounded:
+    /// the close has its own short deadline and a worker that does not exit is killed.
     fn drop(&mut self) {
-        let _ = self.call(&serde_json::json!({"op": "close"}), &[]);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while std::time::Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
+        let grace = self.config.call_timeout.min(CLOSE_GRACE);
+        if self.liveness().is_alive() {
+            let _ = self.call_within(&serde_json::json!({"op": "close"}), &[], grace);
         }
-        if !matches!(self.child.try_wait(), Ok(Some(_))) {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
+        let deadline = std::time::Instant::now() + grace;
+        while std::time::Instant::now() < deadline && self.try_wait().is_none() {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        {
+            let mut child = self.child.lock().unwrap_or_else(|p| p.into_inner());
+            if !matches!(child.try_wait(), Ok(Some(_))) {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
         }
         let _ = std::fs::remove_dir_all(&self.workdir);
     }
 }
+
+/// The longest a dropped worker gets to close its device and exit before it is killed.
+const CLOSE_GRACE: Duration = Duration::from_secs(5);

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reader of the row kernels (layernorm_rows.cpp, softmax_rows.cpp; RISCV_1): once, the reduce scaler tile
+// (CB 1) and, when vec_tiles > 0, the per-column vectors g and b (CBs 2 and 3, vec_tiles tiles each); then,
+// per tile row of this core, the row's Wt tiles of x (CB 0) and, when pair_rows is 1, the same tiles of
+// a second matrix held in g (CB 2: the residual add's other operand). All fp32 interleaved TILE tensors.
+// Runtime args: x, scaler, g, b addresses (unused ones may repeat another); Wt; first tile row; tile
+// rows; vec_tiles; pair_rows. Compile-time args: the four tensors' accessor args, in that order.
+#include <cstdint>
+#include "api/dataflow/dataflow_api.h"
+#include "api/dataflow/noc.h"
+#include "api/dataflow/dataflow_buffer.h"
+#include "api/tensor/noc_traits.h"
+
+void kernel_main() {
+    const uint32_t x_addr = get_arg_val<uint32_t>(0);
+    const uint32_t scaler_addr = get_arg_val<uint32_t>(1);
+    const uint32_t g_addr = get_arg_val<uint32_t>(2);
+    const uint32_t b_addr = get_arg_val<uint32_t>(3);
+    const uint32_t wt_count = get_arg_val<uint32_t>(4);
+    const uint32_t first_row = get_arg_val<uint32_t>(5);
+    const uint32_t row_tiles = get_arg_val<uint32_t>(6);
+    const uint32_t vec_tiles = get_arg_val<uint32_t>(7);
+    const uint32_t pair_rows = get_arg_val<uint32_t>(8);
+    constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_g = 2, cb_b = 3;
+    constexpr auto x_args = TensorAccessorArgs<0>();
+    constexpr auto s_args = TensorAccessorArgs<x_args.next_compile_time_args_offset()>();
+    constexpr auto g_args = TensorAccessorArgs<s_args.next_compile_time_args_offset()>();
+    constexpr auto b_args = TensorAccessorArgs<g_args.next_compile_time_args_offset()>();
+    const auto x = TensorAccessor(x_args, x_addr);
+    const auto scaler = TensorAccessor(s_args, scaler_addr);
+    const auto g = TensorAccessor(g_args, g_addr);
+    const auto b = TensorAccessor(b_args, b_addr);
+    const uint32_t page = get_local_cb_interface(cb_x).fifo_page_size;
+    Noc noc;
+    DataflowBuffer dfb_x(cb_x), dfb_s(cb_scaler), dfb_g(cb_g), dfb_b(cb_b);
+
+    dfb_s.reserve_back(1);
+    noc.async_read(scaler, dfb_s, page, {.page_id = 0}, {.offset_bytes = 0});
+    noc.async_read_barrier();
+    dfb_s.push_back(1);
+    if (vec_tiles > 0) {
+        dfb_g.reserve_back(vec_tiles);
+        dfb_b.reserve_back(vec_tiles);
+        for (uint32_t wt = 0; wt < vec_tiles; ++wt) {
+            noc.async_read(g, dfb_g, page, {.page_id = wt}, {.offset_bytes = wt * page});
+            noc.async_read(b, dfb_b, page, {.page_id = wt}, {.offset_bytes = wt * page});
+        }
+        noc.async_read_barrier();
+        dfb_g.push_back(vec_tiles);
+        dfb_b.push_back(vec_tiles);
+    }
+    for (uint32_t r = first_row; r < first_row + row_tiles; ++r) {
+        dfb_x.reserve_back(wt_count);
+        for (uint32_t wt = 0; wt < wt_count; ++wt) {
+            noc.async_read(x, dfb_x, page, {.page_id = r * wt_count + wt}, {.offset_bytes = wt * page});
+        }
+        noc.async_read_barrier();
+        dfb_x.push_back(wt_count);
+        if (pair_rows) {
+            dfb_g.reserve_back(wt_count);
+            for (uint32_t wt = 0; wt < wt_count; ++wt) {
+                noc.async_read(g, dfb_g, page, {.page_id = r * wt_count + wt}, {.offset_bytes = wt * page});
+            }
+            noc.async_read_barrier();
+            dfb_g.push_back(wt_count);
+        }
+    }
+}

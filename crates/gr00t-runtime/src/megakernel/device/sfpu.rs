@@ -1,0 +1,217 @@
+//! Our SFPU library on the device (`kernels/sfpu/sfpu_lib.h`): exp, reciprocal, rsqrt, SiLU and
+//! the tanh form of GELU (what the N1.6 DiT's FeedForward uses, diffusers `gelu-approximate`),
+//! written with Blackhole's low-level `TTI_SFP*` instruction macros only, so the same source
+//! builds with tt-metal's JIT on a card and with the simulator's compiler stand-in here.
+//!
+//! [`eltwise`] runs one op over a tensor in one device program (our tile reader and writer,
+//! `kernels/reader_tiles.cpp` and `kernels/writer_tiles.cpp`, and the compute kernel
+//! `kernels/sfpu/eltwise_sfpu.cpp` with the library pasted in): the unit each op is tested with
+//! against f64, and the building block the on-device block pieces reuse.
+
+use serde_json::json;
+
+use super::worker::{TtnnWorker, WorkerError};
+
+/// The SFPU library: one row routine per op, and the tile driver that runs a routine over DST.
+pub const SFPU_LIB: &str = include_str!("kernels/sfpu/sfpu_lib.h");
+/// The compute kernel of [`eltwise`]: copy a tile to DST, run the op on the SFPU, pack it.
+pub const ELTWISE_KERNEL: &str = include_str!("kernels/sfpu/eltwise_sfpu.cpp");
+/// Reader of a run of whole tiles into CB 0.
+pub const READER_TILES_KERNEL: &str = include_str!("kernels/reader_tiles.cpp");
+/// Writer of CB 16's tiles to a run of whole tiles.
+pub const WRITER_TILES_KERNEL: &str = include_str!("kernels/writer_tiles.cpp");
+
+/// Where a compute kernel takes the library (a marker line, replaced by [`SFPU_LIB`]).
+const LIB_MARKER: &str = "//@@GR00T_SFPU_LIB@@";
+
+/// One element-wise op of the library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SfpuOp {
+    /// e^x (+inf from x >= 88.72, 0 below the smallest normal fp32).
+    Exp,
+    /// 1/x (±0 gives ±inf, |x| >= 2^126 gives ±0).
+    Reciprocal,
+    /// 1/√x for x >= 0 (+0 gives +inf, +inf gives 0, negative NaN).
+    Rsqrt,
+    /// x·sigmoid(x).
+    Silu,
+    /// 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))), computed as x·sigmoid(2z).
+    GeluTanh,
+}
+
+impl SfpuOp {
+    /// Every op, in the order the tests run them.
+    pub const ALL: [SfpuOp; 5] = [
+        SfpuOp::Exp,
+        SfpuOp::Reciprocal,
+        SfpuOp::Rsqrt,
+        SfpuOp::Silu,
+        SfpuOp::GeluTanh,
+    ];
+
+    /// The op's row routine in `sfpu_lib.h`.
+    pub fn row_routine(self) -> &'static str {
+        match self {
+            SfpuOp::Exp => "gr00t_sfpu::exp_row",
+            SfpuOp::Reciprocal => "gr00t_sfpu::recip_row",
+            SfpuOp::Rsqrt => "gr00t_sfpu::rsqrt_row",
+            SfpuOp::Silu => "gr00t_sfpu::silu_row",
+            SfpuOp::GeluTanh => "gr00t_sfpu::gelu_tanh_row",
+        }
+    }
+
+    /// The op's mathematical definition in f64, evaluated in a form without cancellation (the
+    /// reference the device is tested against).
+    pub fn reference(self, x: f64) -> f64 {
+        match self {
+            SfpuOp::Exp => x.exp(),
+            SfpuOp::Reciprocal => 1.0 / x,
+            SfpuOp::Rsqrt => 1.0 / x.sqrt(),
+            SfpuOp::Silu => x / (1.0 + (-x).exp()),
+            SfpuOp::GeluTanh => {
+                // 0.5 (1 + tanh z) = 1 / (1 + e^(-2z)): no 1 - 1 cancellation in the far tail.
+                let z = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+                x / (1.0 + (-2.0 * z).exp())
+            }
+        }
+    }
+
+    /// The compute kernel source of this op: [`ELTWISE_KERNEL`] with the library pasted in and
+    /// the row routine chosen (one JIT build per op; tt-metal caches it by source).
+    pub fn compute_kernel(self) -> String {
+        compose_compute(ELTWISE_KERNEL, &[("GR00T_SFPU_ROW", self.row_routine())])
+    }
+}
+
+/// `kernel` with [`SFPU_LIB`] pasted in at its marker and `defines` prepended.
+pub fn compose_compute(kernel: &str, defines: &[(&str, &str)]) -> String {
+    let mut src: String = defines
+        .iter()
+        .map(|(k, v)| format!("#define {k} {v}\n"))
+        .collect();
+    src.push_str(&kernel.replacen(LIB_MARKER, SFPU_LIB, 1));
+    src
+}
+
+/// The format of a tensor's tiles on the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TileDtype {
+    /// bfloat16 (values rounded to nearest even on the way in).
+    Bf16,
+    /// float32 (unpacked straight into the fp32 DST on the way in).
+    F32,
+}
+
+impl TileDtype {
+    fn name(self) -> &'static str {
+        match self {
+            TileDtype::Bf16 => "bf16",
+            TileDtype::F32 => "f32",
+        }
+    }
+}
+
+/// What an element-wise op needs besides its input.
+#[derive(Debug, Clone, Copy)]
+pub struct EltwiseSpec {
+    /// The op.
+    pub op: SfpuOp,
+    /// Rows and columns of the input (whole 32x32 tiles).
+    pub rows: usize,
+    /// Columns of the input.
+    pub cols: usize,
+    /// How the input is held on the device.
+    pub input: TileDtype,
+    /// How the output is packed.
+    pub output: TileDtype,
+    /// Compute cores (of the grid's first row) the tiles are shared over.
+    pub cores: usize,
+}
+
+impl EltwiseSpec {
+    /// Whether an input of `len` values fits: whole tiles, filled.
+    pub fn check(&self, len: usize) -> Result<(), SfpuError> {
+        let (rows, cols) = (self.rows, self.cols);
+        let what = if rows == 0 || cols == 0 || rows % 32 != 0 || cols % 32 != 0 {
+            format!("[{rows}, {cols}] is not whole 32x32 tiles")
+        } else if len != rows * cols {
+            format!("{len} values for [{rows}, {cols}]")
+        } else {
+            return Ok(());
+        };
+        Err(SfpuError::Shape {
+            op: format!("{:?}", self.op),
+            what,
+        })
+    }
+}
+
+/// An element-wise op's result.
+#[derive(Debug, Clone)]
+pub struct EltwiseRun {
+    /// The output values (of the output format, widened to f32), row-major `[rows, cols]`.
+    pub values: Vec<f32>,
+    /// Time in the device program, milliseconds (worker side; the simulator's is not silicon's).
+    pub program_ms: f64,
+}
+
+/// A failure of an on-device op.
+#[derive(Debug, thiserror::Error)]
+pub enum SfpuError {
+    /// The input does not fit the op's shape.
+    #[error("{op}: {what}")]
+    Shape {
+        /// The device op (`Exp`, `layernorm`, …).
+        op: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// The worker or the device failed.
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
+    /// The worker answered with something other than the protocol promises.
+    #[error("{op}: the worker returned {got} bytes, want {want}")]
+    Reply {
+        /// The device op.
+        op: String,
+        /// Bytes returned.
+        got: usize,
+        /// Bytes expected.
+        want: usize,
+    },
+}
+
+/// Run `spec.op` over `x` (`[rows, cols]`, row-major) in one device program on the open
+/// device behind `worker`.
+pub fn eltwise(
+    worker: &mut TtnnWorker,
+    spec: &EltwiseSpec,
+    x: &[f32],
+) -> Result<EltwiseRun, SfpuError> {
+    spec.check(x.len())?;
+    let EltwiseSpec { op, rows, cols, .. } = *spec;
+    let header = json!({
+        "op": "eltwise", "rows": rows, "cols": cols, "cores": spec.cores.max(1),
+        "in_dtype": spec.input.name(), "out_dtype": spec.output.name(),
+        "kernels": {
+            "reader": READER_TILES_KERNEL, "writer": WRITER_TILES_KERNEL,
+            "compute": op.compute_kernel(),
+        },
+    });
+    let payload: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let (ans, out) = worker.call(&header, &payload)?;
+    if out.len() != x.len() * 4 {
+        return Err(SfpuError::Reply {
+            op: format!("{op:?}"),
+            got: out.len(),
+            want: x.len() * 4,
+        });
+    }
+    Ok(EltwiseRun {
+        values: out
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        program_ms: ans["program_ms"].as_f64().unwrap_or(0.0),
+    })
+}
