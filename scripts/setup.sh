@@ -21,6 +21,8 @@ command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 # A real OCI registry (the CNCF distribution server) for `push`/`pull` with image.registry.
 [ -x /usr/bin/docker-registry ] || need+=(docker-registry)
+# A venv for kubernetes-validate (the fleet checks of `serve --print k8s`).
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     sudo=()
@@ -34,6 +36,15 @@ if [ ${#need[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   "${sudo[@]}" apt-get update -qq
   "${sudo[@]}" apt-get install -y -qq "${need[@]}"
+fi
+
+# kubernetes-validate (PyPI; bundles Kubernetes' published schemas, runs offline) for the
+# `serve --print k8s` fleet tests, which find it through TT_MODEL_K8S_VALIDATE (default: here).
+k8s_venv="$HOME/.cache/tt-model-ci/k8s-venv"
+if ! "$k8s_venv/bin/kubernetes-validate" --version >/dev/null 2>&1; then
+  echo "setup: installing kubernetes-validate into $k8s_venv"
+  python3 -m venv "$k8s_venv"
+  "$k8s_venv/bin/pip" install -q kubernetes-validate==1.33.1
 fi
 
 scripts/ensure-docker.sh

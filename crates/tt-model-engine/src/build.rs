@@ -60,7 +60,9 @@ pub enum BuildEvent {
     Line(String),
 }
 
-/// Removes ANSI colour sequences (the classic builder paints RUN's stderr red).
+/// Removes ANSI CSI sequences (`ESC [` … final byte `@`–`~`): colours, cursor moves and
+/// erases. The classic builder paints RUN's stderr red; servers colour their logs. The one
+/// implementation of the workspace (boot-log reading uses it too).
 pub fn strip_ansi(line: &str) -> String {
     let mut out = String::with_capacity(line.len());
     let mut chars = line.chars().peekable();
@@ -68,7 +70,7 @@ pub fn strip_ansi(line: &str) -> String {
         if c == '\x1b' && chars.peek() == Some(&'[') {
             chars.next();
             for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
+                if ('@'..='~').contains(&c) {
                     break;
                 }
             }
@@ -191,6 +193,15 @@ fn to_hash_map(map: &BTreeMap<String, String>) -> HashMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strips_every_csi_sequence_whatever_its_final_byte() {
+        assert_eq!(strip_ansi("\x1b[31mred\x1b[0m"), "red");
+        // `~` and `@` end a CSI sequence too (the old matcher ran on to the next letter).
+        assert_eq!(strip_ansi("a\x1b[2~b\x1b[3@c"), "abc");
+        assert_eq!(strip_ansi("\x1b[1;32mok\x1b[K done"), "ok done");
+        assert_eq!(strip_ansi("plain [x]"), "plain [x]");
+    }
 
     #[test]
     fn parses_steps_cache_hits_and_lines() {

@@ -1,5 +1,5 @@
 //! Served containers: create + start from a [`RunSpec`], inspect, list ours, stop with grace,
-//! remove, the host-wide claim scan for [`crate::devices`], and the scoped chip reset.
+//! remove, the host-wide claim scan (the facts `tt-model-local`'s device rules read), and the scoped chip reset.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -12,7 +12,6 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 
 use crate::client::Client;
-use crate::devices::ContainerClaim;
 use crate::error::EngineError;
 use crate::labels;
 use crate::run_spec::{DEV_TENSTORRENT, HUGEPAGES_1G, RunSpec};
@@ -89,6 +88,26 @@ fn info_from_inspect(r: bollard::models::ContainerInspectResponse) -> ContainerI
         created_at: nonzero_date(r.created),
         labels: config.labels.unwrap_or_default().into_iter().collect(),
     }
+}
+
+/// What the scan needs to know about one running container.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ContainerClaim {
+    /// The full container id.
+    pub id: String,
+    /// The container name as the engine lists it (may start with `/`), matched by
+    /// `container:<name>` IPC modes.
+    pub name: String,
+    /// `HostConfig.IpcMode`: `host`, `private`, `shareable`, `container:<id|name>`, …
+    pub ipc_mode: String,
+    /// The container runs with `--privileged` (and so can open every chip).
+    pub privileged: bool,
+    /// `HostConfig.Devices[].PathOnHost`.
+    pub device_paths: Vec<String>,
+    /// Bind mount sources.
+    pub mount_sources: Vec<String>,
+    /// Our devices label, if present.
+    pub devices_label: Option<String>,
 }
 
 impl Client {

@@ -15,18 +15,19 @@ use std::str::FromStr as _;
 
 use futures_util::StreamExt;
 use oci_spec::image::{
-    Descriptor, Digest as OciDigest, ImageIndexBuilder, ImageManifestBuilder, MediaType,
-    OciLayoutBuilder, SCHEMA_VERSION,
+    Descriptor, Digest as OciDigest, ImageManifestBuilder, MediaType, SCHEMA_VERSION,
 };
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncWriteExt;
+
+use tt_model_manifest::oci_layout::LayoutWriteError;
 
 use crate::archive::ArchiveImage;
 use crate::client::Client;
 use crate::error::EngineError;
 
 /// The annotation naming the image inside the layout.
-pub const REF_NAME_ANNOTATION: &str = "org.opencontainers.image.ref.name";
+pub use tt_model_manifest::oci_layout::REF_NAME_ANNOTATION;
 
 /// What an export wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -260,37 +261,16 @@ pub fn docker_archive_to_oci(
     let manifest_hex = hex::encode(Sha256::digest(&manifest_blob));
     let path = blobs.join(&manifest_hex);
     fs::write(&path, &manifest_blob).map_err(io(path))?;
-    let mut entry = descriptor(
+    let entry = descriptor(
         MediaType::ImageManifest,
         &format!("sha256:{manifest_hex}"),
         manifest_blob.len() as u64,
     )
     .map_err(spec)?;
-    entry.set_annotations(Some(
-        [(REF_NAME_ANNOTATION.to_string(), ref_name.to_string())].into(),
-    ));
-    let index = ImageIndexBuilder::default()
-        .schema_version(SCHEMA_VERSION)
-        .media_type(MediaType::ImageIndex)
-        .manifests(vec![entry])
-        .build()
-        .map_err(spec)?;
-    let path = dest.join("index.json");
-    fs::write(
-        &path,
-        serde_json::to_vec_pretty(&index).expect("OCI types serialize"),
-    )
-    .map_err(io(path))?;
-    let path = dest.join("oci-layout");
-    let layout = OciLayoutBuilder::default()
-        .image_layout_version("1.0.0")
-        .build()
-        .map_err(spec)?;
-    fs::write(
-        &path,
-        serde_json::to_vec(&layout).expect("OCI types serialize"),
-    )
-    .map_err(io(path))?;
+    tt_model_manifest::oci_layout::write_index(dest, entry, ref_name).map_err(|e| match e {
+        LayoutWriteError::Spec(e) => spec(e),
+        LayoutWriteError::Io { path, source } => io(path)(source),
+    })?;
 
     let mut bytes = config.size + manifest_blob.len() as u64;
     let mut seen = Vec::new();

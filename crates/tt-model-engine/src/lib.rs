@@ -1,12 +1,19 @@
-//! tt-model-engine: the only crate that talks to the container engine (through bollard).
+//! tt-model-engine: the only crate that talks to the container engine (through bollard), and
+//! nothing else: every module here makes or reads engine calls. What this machine holds beyond
+//! the engine (the installed-packages database, devices and their locks, boot-log reading,
+//! diagnosis) lives in `tt-model-local`, which builds on this crate.
 //!
-//! Nothing here exposes bollard types: callers get our own [`Client`], [`EngineError`],
-//! build events and image facts, so the engine library can change without touching the
-//! packaging or CLI crates.
+//! Callers get our own [`Client`], [`EngineError`], build events, image and container facts,
+//! so the engine library can change without touching the other crates. bollard types appear in
+//! two places only: the container create bodies ([`run_spec::RunSpec::to_create_body`],
+//! [`oneshot::OneShot::create_body`]), public so tests can check what the engine is asked for
+//! (isolation, mounts, devices) without starting a container; [`error::Cause`] names bollard's
+//! error as the source of an [`EngineError`].
 //!
-//! Module ownership while the crate is being built: `client`, `error`, `build`, `images`,
-//! `export`, `oneshot` (packaging); `oci_load` (the inverse of `export`), `localdb` (the
-//! installed-packages database); `run`, `containers`, `logs`, `devices` (serving) are added beside them.
+//! Modules: `client`, `error` (the connection and its failures); `build`, `images`, `export`,
+//! `oneshot`, `archive` (packaging: build, judge, export, verify and freeze containers);
+//! `oci_load` (the inverse of `export`); `run_spec`, `containers`, `labels`, `logs`, `wait`
+//! (serving: compose, create/inspect/stop, our labels, log streams, readiness).
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![warn(missing_docs)]
@@ -17,16 +24,12 @@ pub mod client;
 pub mod error;
 pub mod export;
 pub mod images;
-pub mod localdb;
 pub mod oci_load;
 pub mod oneshot;
 #[cfg(feature = "testing")]
 pub mod testing;
 // serving
-pub mod bootlog;
 pub mod containers;
-pub mod devices;
-pub mod diagnose;
 pub mod labels;
 pub mod logs;
 pub mod run_spec;

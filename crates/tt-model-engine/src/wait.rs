@@ -1,6 +1,7 @@
 //! Readiness: the kind's ready line in the log AND an HTTP probe of the health endpoint
 //! (two signals, because a log substring alone broke twice in the Python original), with a
-//! deadline, the boot checklist fed from the log, and cancellation (Ctrl-C detaches).
+//! deadline and cancellation (Ctrl-C detaches). Every log line is handed to the caller, which
+//! reads boot phases and failure causes from them (`tt-model-local`'s boot watch).
 
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -8,9 +9,7 @@ use std::time::{Duration, Instant};
 use futures_util::StreamExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::bootlog::{BootEvent, BootTracker};
 use crate::client::Client;
-use crate::diagnose::Evidence;
 use crate::error::EngineError;
 use crate::logs::{self, LogLine};
 
@@ -37,8 +36,6 @@ pub struct ReadySpec {
 pub enum WaitEvent {
     /// A new log line.
     Line(LogLine),
-    /// A boot phase changed (fed from the log line before it).
-    Boot(BootEvent),
     /// The ready line was seen.
     LogReady,
     /// The health endpoint answered 2xx.
@@ -62,15 +59,13 @@ pub enum WaitOutcome {
     Exited {
         /// Time from the start of the wait until the exit was seen.
         elapsed: Duration,
-        /// The log evidence and exit status, for [`crate::diagnose`].
-        evidence: Evidence,
+        /// The container's exit status, when the engine reported one.
+        exit_code: Option<i64>,
     },
     /// Still running at the deadline.
     TimedOut {
         /// Time from the start of the wait until the deadline.
         elapsed: Duration,
-        /// The log evidence, for [`crate::diagnose`].
-        evidence: Evidence,
     },
     /// The caller cancelled (Ctrl-C): the container keeps running.
     Detached {
@@ -103,21 +98,12 @@ pub async fn probe_http(addr: &str, path: &str, timeout: Duration) -> bool {
     matches!(tokio::time::timeout(timeout, attempt).await, Ok(Some(true)))
 }
 
-fn evidence(t: &BootTracker, exited: bool, exit_code: Option<i64>) -> Evidence {
-    Evidence {
-        tail: t.tail.iter().cloned().collect(),
-        causes: t.causes.clone(),
-        exited,
-        exit_code,
-    }
-}
-
-/// Wait for `name` to become ready by both signals. `cancel` resolving detaches.
+/// Wait for `name` to become ready by both signals. `cancel` resolving detaches. Every log line
+/// reaches `on_event` as [`WaitEvent::Line`] before the ready line's [`WaitEvent::LogReady`].
 pub async fn wait_ready(
     client: &Client,
     name: &str,
     spec: &ReadySpec,
-    tracker: &mut BootTracker,
     mut on_event: impl FnMut(&WaitEvent),
     cancel: impl Future<Output = ()>,
 ) -> Result<WaitOutcome, EngineError> {
@@ -142,13 +128,10 @@ pub async fn wait_ready(
             }
             _ = &mut cancel => return Ok(WaitOutcome::Detached { elapsed: start.elapsed() }),
             _ = tokio::time::sleep_until(deadline) => {
-                return Ok(WaitOutcome::TimedOut { elapsed: start.elapsed(), evidence: evidence(tracker, false, None) });
+                return Ok(WaitOutcome::TimedOut { elapsed: start.elapsed() });
             }
             item = log.next(), if log_open => match item {
                 Some(Ok(line)) => {
-                    for e in tracker.feed(&line.text) {
-                        on_event(&WaitEvent::Boot(e));
-                    }
                     if log_ready.is_none()
                         && spec.ready_line.as_deref().is_some_and(|r| line.text.contains(r))
                     {
@@ -180,14 +163,11 @@ pub async fn wait_ready(
                     // Drain what the log still holds so the evidence is complete.
                     if log_open {
                         while let Ok(Some(Ok(line))) = tokio::time::timeout(Duration::from_secs(2), log.next()).await {
-                            for e in tracker.feed(&line.text) {
-                                on_event(&WaitEvent::Boot(e));
-                            }
                             on_event(&WaitEvent::Line(line));
                         }
                     }
                     let code = info.and_then(|i| i.exit_code);
-                    return Ok(WaitOutcome::Exited { elapsed: start.elapsed(), evidence: evidence(tracker, true, code) });
+                    return Ok(WaitOutcome::Exited { elapsed: start.elapsed(), exit_code: code });
                 }
             }
         }

@@ -3,5 +3,4 @@
 //! fraction of the time); run one file's tests with `cargo test --test integration <module>::`.
 
 mod oci_load_engine;
-mod serve_engine;
 mod serve_run_spec;

@@ -326,3 +326,50 @@ async fn anonymous_401_repo_not_found_is_not_called_gated() {
     assert!(text.contains("no such repo, or no access"), "{text}");
     assert!(!text.contains("gated"), "{text}");
 }
+
+/// A resolve that says it served another commit than the one the plan pinned is refused by
+/// name, before a byte is kept, even though the bytes themselves still hash right: the content
+/// check would let them through, the commit check says what went wrong.
+#[tokio::test]
+async fn a_resolve_from_another_commit_is_a_commit_mismatch() {
+    let r = repo();
+    let server = HubServer::start(vec![r.clone()]).await.unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let d = Downloader::new(env(&server, tmp.path()));
+    // A regular file: its resolve answers directly (an LFS file's bytes come from the CDN,
+    // whose answer carries no X-Repo-Commit).
+    let only = ["config.json".to_string()];
+    let plan = d.plan("acme/tiny-model", "main", &only, &[]).await.unwrap();
+    assert_eq!(plan.commit, r.commit);
+    let moved = "c".repeat(40);
+    server.claim_repo_commit(Some(&moved));
+
+    let err = d.download(&plan, &NoProgress).await.unwrap_err();
+    match &err {
+        HubError::CommitMismatch {
+            file,
+            expected,
+            got,
+        } => {
+            assert_eq!(file, "config.json");
+            assert_eq!(expected, &r.commit);
+            assert_eq!(got, &moved);
+        }
+        other => panic!("expected CommitMismatch, got {other:?}"),
+    }
+    let text = err.to_string();
+    assert!(text.contains(&moved) && text.contains(&r.commit), "{text}");
+    let rc = d.cache().repo("acme/tiny-model").unwrap();
+    let f = &plan.files[0];
+    assert!(!rc.blob_path(&f.etag).exists(), "nothing kept as a blob");
+    assert!(!rc.snapshot_dir(&r.commit).exists(), "no snapshot linked");
+    assert_eq!(rc.read_ref("main"), None, "no ref written");
+
+    // The same plan downloads once the Hub tells the truth again.
+    server.claim_repo_commit(None);
+    let snap = d.download(&plan, &NoProgress).await.unwrap();
+    assert_eq!(
+        std::fs::read(snap.join("config.json")).unwrap(),
+        br#"{"hidden": 8}"#
+    );
+}

@@ -6,4 +6,5 @@ mod common;
 mod download;
 mod git_blob_verify;
 mod package_snapshot;
+mod registry_pull;
 mod upload;

@@ -31,10 +31,16 @@
 
 pub mod decode;
 pub mod diagnostic;
+pub mod field_error;
+pub mod glob;
 pub mod node;
+pub mod numfmt;
+pub mod oci_layout;
 mod parse;
 pub mod profile;
 pub mod schema;
+pub mod sources;
+pub mod timefmt;
 pub mod types;
 pub mod validate;
 pub mod wire;
@@ -42,6 +48,7 @@ pub mod wire;
 use std::path::{Path, PathBuf};
 
 pub use diagnostic::{Diagnostic, Severity};
+pub use field_error::FieldError;
 pub use node::{Node, Pos};
 pub use parse::MAX_MANIFEST_BYTES;
 pub use types::*;
@@ -203,6 +210,15 @@ fn render_invalid(path: &Path, diagnostics: &[Diagnostic]) -> String {
 /// deepest existing node when the path does not exist; `None` when the text does not parse.
 pub fn locate(src: &str, path: &str) -> Option<Pos> {
     parse::parse(src).ok().map(|root| root.locate(path).pos)
+}
+
+/// Where a finding about the dotted path `path` points in manifest text, as lint places its
+/// own findings: a scalar's value, or the key of a block (the deepest existing parent when the
+/// path does not exist). `None` when the text does not parse.
+pub fn anchor(src: &str, path: &str) -> Option<Pos> {
+    parse::parse(src)
+        .ok()
+        .map(|root| root.locate(path).anchor())
 }
 
 /// Reads and checks a manifest file: the manifest and its warnings, or every error.

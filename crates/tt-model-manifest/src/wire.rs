@@ -335,6 +335,10 @@ pub struct CargoBuild {
     pub target: String,
     /// Statically linked (no ELF interpreter: it runs on any base image).
     pub static_link: bool,
+    /// The binary keeps the release profile's line tables (`TT_MODEL_CARGO_DEBUG=1`); by
+    /// default it ships without debuginfo.
+    #[serde(default)]
+    pub debuginfo: bool,
     /// `rustc --version` of the toolchain that built it.
     pub rustc: String,
     /// The workspace's git commit (`None`: not a git checkout).

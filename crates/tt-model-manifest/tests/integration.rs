@@ -6,4 +6,5 @@ mod common;
 mod corpus;
 mod examples;
 mod rules;
+mod rules_sources;
 mod wire;

@@ -2,6 +2,7 @@
 //! order, then a provenance table. Pure: rendered from the spec and the `built` facts.
 
 use minijinja::context;
+use tt_model_manifest::numfmt::group_thousands;
 
 use crate::error::PackageError;
 use crate::spec::{CardSpec, PackageSpec};
@@ -131,7 +132,7 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
         };
         let mut extras = Vec::new();
         if let Some(n) = s.max_model_len {
-            extras.push(format!("{}-token context", thousands(n)));
+            extras.push(format!("{}-token context", group_thousands(n)));
         }
         if let Some(n) = s.max_num_seqs {
             extras.push(format!("up to {n} concurrent sequences"));
@@ -154,7 +155,7 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
         .max()
         .or(s.max_model_len)
     {
-        glance.push(("Context".into(), format!("{} tokens", thousands(n))));
+        glance.push(("Context".into(), format!("{} tokens", group_thousands(n))));
     }
     if let Some(l) = card.license_name.clone().or(card.license_id.clone()) {
         glance.push(("License".into(), l));
@@ -254,26 +255,12 @@ fn slug(s: &str) -> String {
     out.trim_matches('-').to_string()
 }
 
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn helpers() {
-        assert_eq!(thousands(131072), "131,072");
-        assert_eq!(thousands(512), "512");
         assert_eq!(slug("My Own License 2.0"), "my-own-license-2-0");
         assert_eq!(yaml_scalar("apache-2.0".into()), "apache-2.0");
         assert_eq!(yaml_scalar("yes".into()), "\"yes\"");

@@ -1,6 +1,10 @@
-//! `PackageError`: one variant per pipeline step; causes kept as `#[source]`.
+//! `PackageError`: one variant per pipeline step; causes kept as `#[source]`. Everything that
+//! is about one manifest field is (or converts to) a [`FieldError`] naming the field, so the
+//! CLI locates it in the manifest and renders it as `lint` renders its findings.
 
 use std::path::PathBuf;
+
+pub use tt_model_manifest::FieldError;
 
 /// Why packaging failed.
 #[derive(Debug, thiserror::Error)]
@@ -9,9 +13,10 @@ pub enum PackageError {
     /// The manifest could not be read, or has errors (each located).
     #[error(transparent)]
     Manifest(Box<tt_model_manifest::ManifestError>),
-    /// The manifest could not be turned into a package spec.
-    #[error("{0}")]
-    Spec(String),
+    /// A manifest field names something that is not there or not usable (a source path, a
+    /// wheel, a default profile): located by its dotted path.
+    #[error(transparent)]
+    Field(#[from] FieldError),
     /// A feature the manifest asks for is not available in this build.
     #[error("{0}")]
     Unsupported(String),
@@ -23,24 +28,38 @@ pub enum PackageError {
         /// What is wrong, phrased to follow the path (e.g. `does not exist`).
         problem: String,
     },
-    /// An allowlisted path does not exist.
+    /// The base image is neither in the engine nor pullable.
     #[error(
-        "`{field}` entry `{entry}` does not exist under {root} — the allowlist names exactly what ships, so a missing entry is an error, not a skip"
+        "base image `{0}` is not present in the container engine, and no registry is reachable to pull it; build it locally (scripts/make-base-images.sh makes the test bases) or pass `--base-image`"
     )]
-    MissingCode {
-        /// The manifest key the entry belongs to (`source.code`, `source.extra_code`).
-        field: &'static str,
-        /// The allowlist entry as written.
-        entry: String,
-        /// The root it was looked up under (the tt-metal tree or the `extra_code` root).
-        root: PathBuf,
+    BaseImageMissing(String),
+    /// A background task (staging, streaming the context, building the Rust binary) panicked
+    /// or was cancelled: a bug, with the task's own error as cause.
+    #[error("the {task} task did not finish")]
+    Task {
+        /// What the task was doing (`staging`, `fetching sources`, …).
+        task: &'static str,
+        /// Why it did not finish.
+        #[source]
+        source: tokio::task::JoinError,
+    },
+    /// The image layout the export wrote (or the one reused) cannot be read back.
+    #[error("the exported image layout is unreadable")]
+    Layout(#[source] tt_model_engine::oci_load::LoadError),
+    /// `pip freeze` inside the built image failed.
+    #[error("freezing the image's Python environment failed (exit {status}): {output}")]
+    Freeze {
+        /// The freeze run's exit status.
+        status: i64,
+        /// What it printed.
+        output: String,
     },
     /// `runtime.lock` names a file that is not there.
     #[error("`runtime.lock` names {0}, which does not exist")]
     MissingLock(PathBuf),
-    /// `--out` would put the build inside a git checkout.
+    /// `--out` is a git checkout's root or a folder holding tracked files.
     #[error(
-        "`--out` {0} is inside a git checkout; package outputs (images, code copies) do not belong in version control — choose a directory outside it"
+        "`--out` {0} holds files tracked by git; package outputs (images, code copies) do not belong among sources — choose a new or untracked directory (the default `build` is fine)"
     )]
     OutInsideGit(PathBuf),
     /// A template failed to render (a bug, or a value the template cannot take).
@@ -131,13 +150,14 @@ pub enum PackageError {
 /// How a failure ends the command: what its exit code and its rendering follow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ErrorClass {
-    /// The manifest, a source it names or an option is wrong: the message says what to fix
-    /// (exit 1, no cause chain).
+    /// The manifest, a source it names or an option is wrong: the message says what to fix,
+    /// located in the manifest when it is about a field (exit 1, no cause chain).
     Input,
-    /// The build, a verify check or the compiler failed: a diagnosis with the evidence (exit 1).
+    /// The build, a verify check, the compiler or our own code failed: a diagnosis card with
+    /// the evidence and the log (exit 1).
     Failed,
-    /// The machine let us down (the engine, the file system, git): the message and its causes
-    /// (exit 1).
+    /// The machine let us down (the engine, the file system, git, a missing base image): the
+    /// message and its causes (exit 1).
     Environment,
     /// The user cancelled (exit 130).
     Cancelled,
@@ -148,10 +168,9 @@ impl PackageError {
     pub fn class(&self) -> ErrorClass {
         match self {
             PackageError::Manifest(_)
-            | PackageError::Spec(_)
+            | PackageError::Field(_)
             | PackageError::Unsupported(_)
             | PackageError::MetalTree { .. }
-            | PackageError::MissingCode { .. }
             | PackageError::MissingLock(_)
             | PackageError::OutInsideGit(_)
             | PackageError::GitSource { .. }
@@ -159,12 +178,45 @@ impl PackageError {
             PackageError::Verify { .. }
             | PackageError::VerifyIncomplete { .. }
             | PackageError::CargoBuild { .. }
+            | PackageError::Freeze { .. }
+            | PackageError::Task { .. }
             | PackageError::Template { .. } => ErrorClass::Failed,
             PackageError::Engine(tt_model_engine::EngineError::Build { .. }) => ErrorClass::Failed,
-            PackageError::Io { .. } | PackageError::Git { .. } | PackageError::Engine(_) => {
-                ErrorClass::Environment
-            }
+            PackageError::Io { .. }
+            | PackageError::Git { .. }
+            | PackageError::Engine(_)
+            | PackageError::Layout(_)
+            | PackageError::BaseImageMissing(_) => ErrorClass::Environment,
             PackageError::Cancelled => ErrorClass::Cancelled,
+        }
+    }
+
+    /// The manifest field this failure is about, as a [`FieldError`] to locate and render as a
+    /// lint finding; `None` when it is about no one field.
+    pub fn field_error(&self) -> Option<FieldError> {
+        match self {
+            PackageError::Field(e) => Some(e.clone()),
+            PackageError::MetalTree { .. } => Some(FieldError::new(
+                "source-missing",
+                "source.tt_metal",
+                self.to_string(),
+            )),
+            PackageError::MissingLock(_) => Some(FieldError::new(
+                "source-missing",
+                "runtime.lock",
+                self.to_string(),
+            )),
+            PackageError::Cargo { .. } => Some(FieldError::new(
+                "cargo-workspace",
+                "runtime.cargo.workspace",
+                self.to_string(),
+            )),
+            PackageError::GitSource { field, .. } => Some(
+                FieldError::new("git-source", format!("{field}.ref"), self.to_string()).with_help(
+                    "check the repository URL and that the branch, tag or commit exists there (git ls-remote <repo> <ref>)",
+                ),
+            ),
+            _ => None,
         }
     }
 

@@ -13,7 +13,7 @@ use tt_model_manifest::{
     CodeRoot, ComponentSource, ImageRef, KindRuntime, Manifest, Producer, VerifyStep, WireManifest,
 };
 
-use crate::error::PackageError;
+use crate::error::{FieldError, PackageError};
 use crate::pipeline::Built;
 use crate::profile::{launch_runtime, serve_default};
 use crate::spec::{
@@ -21,19 +21,8 @@ use crate::spec::{
     ProfileSummary, Runtime, VllmSource,
 };
 
-fn resolve(base: &Path, p: &str) -> PathBuf {
-    let path = Path::new(p);
-    if let Some(rest) = p.strip_prefix("~/")
-        && let Some(home) = std::env::var_os("HOME")
-    {
-        return PathBuf::from(home).join(rest);
-    }
-    if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        base.join(path)
-    }
-}
+/// A manifest path against `base`, as `lint --check-sources` resolves it (one rule for both).
+use tt_model_manifest::sources::resolve;
 
 /// Builds the package spec from a validated manifest read from `manifest_path`, resolving its
 /// relative paths against `base`.
@@ -72,7 +61,7 @@ pub fn spec_from_manifest(
     }
     let rt = m
         .runtime_spec()
-        .map_err(|e| PackageError::Spec(format!("`runtime`: {e}")))?;
+        .map_err(|e| FieldError::new("invalid-value", "runtime", format!("`runtime`: {e}")))?;
     let resolved = |p: &str| resolve(base, p).to_string_lossy().into_owned();
     let vllm = rt.vllm().map(|v| match v {
         ComponentSource::Version { version } => VllmSource::Version {
@@ -124,7 +113,11 @@ pub fn spec_from_manifest(
     }
     let default_name = m.default_profile_name();
     let settings = m.effective_serve(None).ok_or_else(|| {
-        PackageError::Spec(format!("default profile `{default_name}` does not exist"))
+        FieldError::new(
+            "missing-profile",
+            "default_profile",
+            format!("default profile `{default_name}` does not exist"),
+        )
     })?;
     let serve = serve_default(&default_name, &settings);
     let profiles = m
@@ -198,8 +191,48 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
+/// The tag an authoring manifest's image has before `package` built it: what `serve --print`
+/// of a `tt-model.yaml` shows in place of the image id.
+pub const UNBUILT_TAG: &str = "unbuilt";
+
 /// The wire manifest JSON for a packaged manifest.
 pub fn wire_json(m: &Manifest, built: &Built) -> Result<String, PackageError> {
+    Ok(wire_manifest(m, Some(built)).to_json())
+}
+
+/// The one builder of the wire manifest from an authoring manifest: with `built`, what
+/// `package` writes; without, the preview `serve --print` shows of a manifest not packaged
+/// yet (the image `tt-model/<name>:unbuilt`, no digest, no provenance).
+pub fn wire_manifest(m: &Manifest, built: Option<&Built>) -> WireManifest {
+    let repository = m.image.repository.clone().unwrap_or_else(|| m.name.clone());
+    let Some(built) = built else {
+        let image = format!(
+            "{}/{}:{UNBUILT_TAG}",
+            crate::pipeline::IMAGE_REPOSITORY_PREFIX,
+            m.name
+        );
+        return WireManifest::from_manifest(
+            m,
+            WireBuild {
+                image: ImageRef {
+                    registry: m.image.registry.clone(),
+                    repository,
+                    tag: Some(UNBUILT_TAG.into()),
+                    digest: None,
+                },
+                runtime: None,
+                built: tt_model_manifest::Built {
+                    image,
+                    ..Default::default()
+                },
+                producer: Producer {
+                    tt_kernel_version: env!("CARGO_PKG_VERSION").into(),
+                    created_at: String::new(),
+                    hostname: String::new(),
+                },
+            },
+        );
+    };
     let (_, tag) = built.image.rsplit_once(':').unwrap_or((&built.image, ""));
     let mut runtime = m.runtime.clone();
     runtime.insert("lock".into(), Value::String("requirements.lock".into()));
@@ -221,12 +254,12 @@ pub fn wire_json(m: &Manifest, built: &Built) -> Result<String, PackageError> {
     }
     let vllm = built.vllm.clone();
     let plugin = built.plugin.clone();
-    let wire = WireManifest::from_manifest(
+    WireManifest::from_manifest(
         m,
         WireBuild {
             image: ImageRef {
                 registry: m.image.registry.clone(),
-                repository: m.image.repository.clone().unwrap_or_else(|| m.name.clone()),
+                repository,
                 tag: Some(tag.to_string()),
                 // A registry stores the layout's manifest: pin that (what `docker pull`
                 // takes); an image that travels in the Hub repo is named by its image id.
@@ -265,6 +298,5 @@ pub fn wire_json(m: &Manifest, built: &Built) -> Result<String, PackageError> {
                 hostname: hostname(),
             },
         },
-    );
-    Ok(wire.to_json())
+    )
 }

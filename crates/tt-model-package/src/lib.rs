@@ -20,6 +20,7 @@ pub mod from_manifest;
 pub mod git;
 pub mod launcher;
 pub mod lock;
+pub mod out_root;
 pub mod partials;
 pub mod pipeline;
 pub mod profile;

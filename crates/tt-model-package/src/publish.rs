@@ -5,7 +5,11 @@
 use tt_model_manifest::WireManifest;
 
 /// The top-level files a package repo carries besides `code/**` and `image/**`.
-pub const TOP_FILES: &[&str] = &["README.md", "tt_kernel_manifest.json", "requirements.lock"];
+pub const TOP_FILES: &[&str] = &[
+    "README.md",
+    tt_model_manifest::wire::MANIFEST_NAME,
+    "requirements.lock",
+];
 /// The folders whose stale files a push prunes (after, or with, the commit that replaces them).
 pub const PRUNED: &[&str] = &["code/", "image/"];
 

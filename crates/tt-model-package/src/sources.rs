@@ -9,12 +9,15 @@
 //! * local trees (`runtime.plugin.path`, `runtime.vllm.path`): the files git would commit
 //!   (`git ls-files --cached --others --exclude-standard`, so ignored build artefacts stay out)
 //!   or, outside git, every file but the `code/` ignore list; their commit and dirty flag;
-//! * wheels (`runtime.vllm.wheel`, a path or a `*` glob that must match `vllm-*.whl`, and
-//!   `runtime.wheels`, which must exist and must not be vLLM).
+//! * wheels (`runtime.vllm.wheel`, a path or a glob that must match `vllm-*.whl`, and
+//!   `runtime.wheels`, which must exist and must not be vLLM), checked by
+//!   [`tt_model_manifest::sources`], the checks `lint --check-sources` runs.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use tt_model_manifest::sources::{self, WheelRole};
 
 use crate::digest::normal_mode;
 use crate::error::PackageError;
@@ -241,20 +244,9 @@ fn is_git_top(root: &Path) -> bool {
 }
 
 /// The files of a local Python project to stage (`runtime.plugin.path`, `runtime.vllm.path`):
-/// it must hold `pyproject.toml` or `setup.py`.
+/// it must hold `pyproject.toml` or `setup.py` (the check lint runs, [`sources::check_project`]).
 pub fn list_project(field: &str, root: &Path) -> Result<Vec<TreeFile>, PackageError> {
-    if !root.is_dir() {
-        return Err(PackageError::Spec(format!(
-            "`{field}` names {}, which does not exist or is not a directory",
-            root.display()
-        )));
-    }
-    if !root.join("pyproject.toml").is_file() && !root.join("setup.py").is_file() {
-        return Err(PackageError::Spec(format!(
-            "`{field}` {} has neither pyproject.toml nor setup.py; it must be a pip-installable project",
-            root.display()
-        )));
-    }
+    sources::check_project(field, &root.to_string_lossy(), root)?;
     let rels: Vec<String> = if is_git_top(root) {
         let out = git_cmd()
             .arg("-C")
@@ -313,53 +305,6 @@ pub fn list_project(field: &str, root: &Path) -> Result<Vec<TreeFile>, PackageEr
     }
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
     Ok(files)
-}
-
-/// Whether `name` matches `pattern`, where `*` is any run of characters and `?` one.
-pub fn wildcard(pattern: &str, name: &str) -> bool {
-    fn go(p: &[char], n: &[char]) -> bool {
-        match p.split_first() {
-            None => n.is_empty(),
-            Some(('*', rest)) => (0..=n.len()).any(|i| go(rest, &n[i..])),
-            Some(('?', rest)) => !n.is_empty() && go(rest, &n[1..]),
-            Some((c, rest)) => n.first() == Some(c) && go(rest, &n[1..]),
-        }
-    }
-    let p: Vec<char> = pattern.chars().collect();
-    let n: Vec<char> = name.chars().collect();
-    go(&p, &n)
-}
-
-/// The files a wheel entry names: a path, or a glob in its last component.
-pub fn resolve_wheels(field: &str, entry: &Path) -> Result<Vec<PathBuf>, PackageError> {
-    let name = entry
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let matches: Vec<PathBuf> = if name.contains(['*', '?']) {
-        let dir = entry.parent().unwrap_or(Path::new("."));
-        let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-            .map(|rd| {
-                rd.filter_map(Result::ok)
-                    .filter(|e| wildcard(&name, &e.file_name().to_string_lossy()))
-                    .map(|e| e.path())
-                    .collect()
-            })
-            .unwrap_or_default();
-        found.sort();
-        found
-    } else if entry.is_file() {
-        vec![entry.to_path_buf()]
-    } else {
-        Vec::new()
-    };
-    if matches.is_empty() {
-        return Err(PackageError::Spec(format!(
-            "`{field}` names {}, which matches no file",
-            entry.display()
-        )));
-    }
-    Ok(matches)
 }
 
 /// Everything fetched or listed for one package, kept alive (the checkouts live in `_dir`)
@@ -544,37 +489,22 @@ pub fn fetch_sources(
             &scratch("vllm"),
         )?),
         Some(VllmSource::Wheel { wheel }) => {
-            for w in resolve_wheels("runtime.vllm.wheel", Path::new(wheel))? {
-                let name = file_name(&w);
-                if !wildcard("vllm-*.whl", &name) {
-                    return Err(PackageError::Spec(format!(
-                        "`runtime.vllm.wheel` matched {}, which is not a vLLM wheel (vllm-*.whl)",
-                        w.display()
-                    )));
-                }
-                vllm_wheels.push((name, w));
+            // The entry is resolved already; lint checked the same with the same rules.
+            let field = "runtime.vllm.wheel";
+            let role = WheelRole::Vllm;
+            for w in sources::check_wheels(field, field, wheel, Path::new(wheel), role)? {
+                vllm_wheels.push((file_name(&w), w));
             }
             None
         }
         _ => None,
     };
     let mut extra_wheels = Vec::new();
-    for entry in &spec.runtime.wheels {
-        for w in resolve_wheels("runtime.wheels", Path::new(entry))? {
-            let name = file_name(&w);
-            if name.starts_with("vllm-") {
-                return Err(PackageError::Spec(format!(
-                    "`runtime.wheels` names {}, a vLLM wheel; vLLM itself goes in runtime.vllm.wheel",
-                    w.display()
-                )));
-            }
-            if !name.ends_with(".whl") {
-                return Err(PackageError::Spec(format!(
-                    "`runtime.wheels` names {}, which is not a wheel (*.whl)",
-                    w.display()
-                )));
-            }
-            extra_wheels.push((name, w));
+    for (i, entry) in spec.runtime.wheels.iter().enumerate() {
+        let field = format!("runtime.wheels[{i}]");
+        let (label, role) = ("runtime.wheels entry", WheelRole::Extra);
+        for w in sources::check_wheels(&field, label, entry, Path::new(entry), role)? {
+            extra_wheels.push((file_name(&w), w));
         }
     }
     Ok(Fetched {
@@ -663,14 +593,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("the repository is unreachable"), "{err}");
-    }
-
-    #[test]
-    fn wildcards() {
-        assert!(wildcard("vllm-*.whl", "vllm-0.9.1-py3-none-any.whl"));
-        assert!(!wildcard("vllm-*.whl", "vllm_tt-0.1.whl"));
-        assert!(wildcard("a?c", "abc"));
-        assert!(!wildcard("a?c", "ac"));
-        assert!(wildcard("*", ""));
     }
 }

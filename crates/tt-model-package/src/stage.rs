@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use crate::digest::{FileRecord, normal_mode, tree_digest};
-use crate::error::PackageError;
+use tt_model_manifest::sources;
+
+use crate::error::{FieldError, PackageError};
 use crate::spec::PackageSpec;
 
 /// Names dropped anywhere in the tt-metal tree.
@@ -204,35 +206,35 @@ pub fn stage_code(
         digest: String::new(),
         bytes: 0,
     };
-    let mut roots: Vec<(&'static str, &Path, &String)> = spec
+    // (the entry's field, how messages name it, its root, the entry): as lint names them.
+    let mut roots: Vec<(String, &'static str, &Path, &String)> = spec
         .code
         .iter()
-        .map(|e| ("source.code", metal_root, e))
+        .enumerate()
+        .map(|(i, e)| (format!("source.code[{i}]"), "source.code", metal_root, e))
         .collect();
-    for extra in &spec.extra_code {
-        roots.extend(
-            extra
-                .paths
-                .iter()
-                .map(|e| ("source.extra_code", extra.root.as_path(), e)),
-        );
+    for (x, extra) in spec.extra_code.iter().enumerate() {
+        roots.extend(extra.paths.iter().enumerate().map(|(i, e)| {
+            let field = format!("source.extra_code[{x}].paths[{i}]");
+            (field, "source.extra_code", extra.root.as_path(), e)
+        }));
     }
     let mut buf = vec![0u8; 1 << 20];
-    for (field, root, entry) in roots {
+    for (field, label, root, entry) in roots {
+        let field = field.as_str();
         let rel = entry.trim_end_matches('/');
         if Path::new(rel).is_absolute() || rel.split('/').any(|c| c == "..") || rel.is_empty() {
-            return Err(PackageError::Spec(format!(
-                "`{field}` paths must be relative to their root: `{entry}`"
-            )));
-        }
-        let source = root.join(rel);
-        if !source.exists() {
-            return Err(PackageError::MissingCode {
+            return Err(FieldError::new(
+                "path-outside-root",
                 field,
-                entry: entry.clone(),
-                root: root.to_path_buf(),
-            });
+                format!("`{label}` paths must be relative to their root: `{entry}`"),
+            )
+            .into());
         }
+        // The allowlist names exactly what ships: a missing entry is an error, not a skip
+        // (the check lint runs; here it also covers git checkouts, fetched after lint).
+        sources::check_code_entry(field, label, entry, root)?;
+        let source = root.join(rel);
         // `PackageSpec` is public: the lint's refusal of `..` is not ours to rely on, and a
         // symlink on the way can leave the root as surely as `..` does.
         let real_root = fs::canonicalize(root).map_err(PackageError::io("Resolving", root))?;
@@ -287,7 +289,7 @@ pub fn stage_code(
 /// Refuses `path` when it resolves (through any symlink) outside `real_root`, which must be
 /// canonical.
 fn inside_root(
-    field: &'static str,
+    field: &str,
     entry: &str,
     path: &Path,
     real_root: &Path,
@@ -296,12 +298,17 @@ fn inside_root(
     if real.starts_with(real_root) {
         return Ok(());
     }
-    Err(PackageError::Spec(format!(
-        "`{field}` entry `{entry}` leaves its root {}: {} resolves to {}; only files inside the root ship",
-        real_root.display(),
-        path.display(),
-        real.display()
-    )))
+    Err(FieldError::new(
+        "path-outside-root",
+        field,
+        format!(
+            "`{field}` entry `{entry}` leaves its root {}: {} resolves to {}; only files inside the root ship",
+            real_root.display(),
+            path.display(),
+            real.display()
+        ),
+    )
+    .into())
 }
 
 fn collect_ignored(source: &Path, rel: &str, out: &mut Vec<String>) {

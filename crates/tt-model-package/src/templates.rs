@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use minijinja::{Environment, UndefinedBehavior, Value, context};
 
-use crate::error::PackageError;
+use crate::error::{FieldError, PackageError};
 use crate::launcher;
 use crate::spec::{Check, PackageSpec};
 
@@ -100,9 +100,12 @@ pub fn render(spec: &PackageSpec, options: &RenderOptions) -> Result<RenderedFil
     let env = environment()?;
     let serve_env = launcher::serve_env(spec);
     if let Some(bad) = serve_env.keys().find(|k| !crate::shell::is_env_name(k)) {
-        return Err(PackageError::Spec(format!(
-            "serve env key `{bad}` is not a valid environment variable name"
-        )));
+        return Err(FieldError::new(
+            "invalid-value",
+            "serve.env",
+            format!("serve env key `{bad}` is not a valid environment variable name"),
+        )
+        .into());
     }
     let mut checks = launcher::kind_checks(spec, options.torch_pin.as_deref());
     checks.extend(spec.verify.iter().cloned());

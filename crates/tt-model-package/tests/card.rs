@@ -136,6 +136,7 @@ fn a_card_records_the_shipped_rust_binary() {
         profile: "release".into(),
         target: "x86_64-unknown-linux-gnu".into(),
         static_link: true,
+        debuginfo: false,
         rustc: "rustc 1.95.0 (59807616e 2026-04-14)".into(),
         workspace_commit: Some("18db6a4".repeat(5) + "abcde"),
         workspace_dirty: true,

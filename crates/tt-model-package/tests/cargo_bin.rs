@@ -25,7 +25,8 @@ fn workspace(tag: &str, body: &str) -> Workspace {
     std::fs::create_dir_all(dir.join("src")).unwrap();
     std::fs::write(
         dir.join("Cargo.toml"),
-        "[package]\nname = \"hello-srv\"\nversion = \"0.3.1\"\nedition = \"2021\"\n\n[workspace]\n",
+        // Line tables in release, as this repository's own profile has them: package drops them.
+        "[package]\nname = \"hello-srv\"\nversion = \"0.3.1\"\nedition = \"2021\"\n\n[workspace]\n\n[profile.release]\ndebug = \"line-tables-only\"\n",
     )
     .unwrap();
     std::fs::write(dir.join("src/main.rs"), body).unwrap();
@@ -67,6 +68,24 @@ fn git(dir: &Path, args: &[&str]) {
     );
 }
 
+/// The section names of a 64-bit little-endian ELF file (its section header table).
+fn section_names(elf: &[u8]) -> Vec<String> {
+    let u16_at = |o: usize| usize::from(u16::from_le_bytes(elf[o..o + 2].try_into().unwrap()));
+    let u32_at = |o: usize| u32::from_le_bytes(elf[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(elf[o..o + 8].try_into().unwrap()) as usize;
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28), u16_at(0x3A), u16_at(0x3C), u16_at(0x3E));
+    let header = |i: usize| shoff + i * shentsize;
+    let strtab = u64_at(header(shstrndx) + 0x18);
+    (0..shnum)
+        .map(|i| {
+            let name = &elf[strtab + u32_at(header(i))..];
+            let end = name.iter().position(|&b| b == 0).unwrap();
+            String::from_utf8_lossy(&name[..end]).into_owned()
+        })
+        .collect()
+}
+
 #[test]
 fn a_static_binary_and_its_provenance() {
     let ws = workspace(
@@ -91,9 +110,18 @@ fn a_static_binary_and_its_provenance() {
     assert_eq!(f.cargo_lock_sha256, format!("{:x}", Sha256::digest(&lock)));
     assert_eq!(f.workspace_commit, None, "not a git checkout");
     assert!(
-        log[0]
-            .starts_with("+ cargo build --release --locked -p hello-srv --bin hello-srv --target "),
+        log[0].starts_with(
+            "+ CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo build --release --locked -p hello-srv --bin hello-srv --target "
+        ),
         "{log:?}"
+    );
+    // Shipped without line tables (the workspace profile keeps them): no DWARF section names.
+    assert!(!f.debuginfo, "{f:?}");
+    let sections = section_names(&bytes);
+    assert!(sections.iter().any(|n| n == ".text"), "{sections:?}");
+    assert!(
+        !sections.iter().any(|n| n.starts_with(".debug_")),
+        "the shipped binary carries debuginfo: {sections:?}"
     );
     let run = Command::new(&out.binary).output().unwrap();
     assert_eq!(

@@ -6,6 +6,8 @@ mod card;
 mod cargo_bin;
 mod common;
 mod e2e_docker;
+mod lint_agreement;
+mod out_root;
 mod stage_containment;
 mod templates;
 mod throughput;

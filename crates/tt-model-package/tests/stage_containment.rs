@@ -61,9 +61,11 @@ fn spec_with(code: Vec<String>, extra: Vec<ExtraCode>) -> PackageSpec {
 
 /// Stages `spec` and asserts it is refused and that nothing landed outside the staging
 /// folder, nor anything from `outside/` inside it.
+///
+/// The files on disk are checked before the result, so a check that let the spec through
+/// fails on what it wrote, not only on the missing error.
 fn assert_refused(s: &Scratch, spec: &PackageSpec, what: &str) {
-    let err = stage_code(spec, &s.tree, &s.dest).unwrap_err();
-    assert!(matches!(err, PackageError::Spec(_)), "{what}: {err:?}");
+    let result = stage_code(spec, &s.tree, &s.dest);
     let everything = files_under(&s.work);
     assert!(
         everything.iter().all(|p| p.starts_with("stage/code")),
@@ -80,6 +82,8 @@ fn assert_refused(s: &Scratch, spec: &PackageSpec, what: &str) {
         vec![PathBuf::from("secret.txt")],
         "{what}"
     );
+    let err = result.expect_err(what);
+    assert!(matches!(err, PackageError::Field(_)), "{what}: {err:?}");
 }
 
 #[test]
@@ -152,4 +156,55 @@ fn symlinks_that_stay_inside_the_tree_are_followed() {
     .unwrap();
     let paths: Vec<&str> = stage.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(paths, ["models/ok/model.py", "models/ok/shared/util.py"]);
+}
+
+/// `..` after a symlink that points deeper: the source climbs out of the link's target and
+/// lands back inside the tree (so resolving it finds nothing wrong), while the same `..`
+/// steps, replayed under the staging folder where `models/deep` is a plain directory, climb
+/// out of it. Only the lexical refusal of `..` stops this one.
+#[test]
+fn dot_dot_after_a_symlink_that_points_deeper_is_refused() {
+    let s = scratch();
+    std::fs::create_dir_all(s.tree.join("models/a/b/c/d")).unwrap();
+    std::os::unix::fs::symlink("a/b/c/d", s.tree.join("models/deep")).unwrap();
+    std::fs::create_dir_all(s.tree.join("models/x")).unwrap();
+    std::fs::write(s.tree.join("models/x/planted.py"), "print(2)\n").unwrap();
+    let entry = "models/deep/../../../../x";
+    assert!(
+        std::fs::canonicalize(s.tree.join(entry))
+            .unwrap()
+            .starts_with(std::fs::canonicalize(&s.tree).unwrap()),
+        "the premise: the source resolves inside the tree"
+    );
+    assert_refused(&s, &spec_with(vec![entry.into()], vec![]), entry);
+}
+
+/// A root's path is a prefix, as a string, of a sibling's whose name extends it (`tree` and
+/// `tree-evil`): containment is by path components, so a symlink into the sibling is out.
+#[test]
+fn a_symlink_into_a_sibling_whose_name_extends_the_root_is_refused() {
+    let plant = |s: &Scratch| {
+        let sibling = s.tree.with_file_name("tree-evil");
+        std::fs::create_dir_all(&sibling).unwrap();
+        std::fs::write(sibling.join("secret.txt"), "not yours either\n").unwrap();
+        sibling
+    };
+    // Inside an entry (checked while walking) ...
+    let s = scratch();
+    let sibling = plant(&s);
+    std::os::unix::fs::symlink(&sibling, s.tree.join("models/ok/evil")).unwrap();
+    assert_refused(
+        &s,
+        &spec_with(vec!["models/ok".into()], vec![]),
+        "nested symlink into tree-evil",
+    );
+    // ... and as the entry itself (checked before the walk).
+    let s = scratch();
+    let sibling = plant(&s);
+    std::os::unix::fs::symlink(&sibling, s.tree.join("models/evil")).unwrap();
+    assert_refused(
+        &s,
+        &spec_with(vec!["models/evil".into()], vec![]),
+        "entry symlink into tree-evil",
+    );
 }

@@ -16,21 +16,8 @@ pub(crate) fn spinner(template: &str) -> ProgressBar {
     bar
 }
 
-/// Decimal bytes (`12.1 MB`).
-pub fn human_bytes(n: u64) -> String {
-    let units = ["B", "kB", "MB", "GB", "TB"];
-    let mut v = n as f64;
-    let mut i = 0;
-    while v >= 1000.0 && i < units.len() - 1 {
-        v /= 1000.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", units[i])
-    }
-}
+/// Decimal bytes (`12.1 MB`), as the library reports them.
+pub use tt_model_local::progress::human_bytes;
 
 /// The one byte-transfer bar style (downloads and uploads), labelled `what`, length unknown yet.
 pub(crate) fn byte_progress_bar(what: &str) -> ProgressBar {
@@ -70,5 +57,30 @@ impl DownloadReporter for ByteBar {
     }
     fn bytes(&self, n: u64) {
         self.0.inc(n);
+    }
+}
+
+impl tt_model_local::progress::Transfer for ByteBar {
+    fn finish(&self) {
+        ByteBar::finish(self);
+    }
+}
+
+/// The library's progress, drawn by the printer (steps) and a byte bar (transfers).
+impl tt_model_local::Progress for crate::printer::Printer {
+    fn done(&self, message: &str, detail: Option<&str>) {
+        crate::printer::Printer::done(self, message, detail);
+    }
+    fn note(&self, message: &str) {
+        crate::printer::Printer::note(self, message);
+    }
+    fn warn(&self, message: &str) {
+        crate::printer::Printer::warn(self, message);
+    }
+    fn next(&self, hint: &str) {
+        crate::printer::Printer::next(self, hint);
+    }
+    fn transfer(&self, what: &str) -> Box<dyn tt_model_local::progress::Transfer> {
+        Box::new(ByteBar::new(what))
     }
 }

@@ -243,8 +243,9 @@ fn sources() -> Vec<PathBuf> {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut out = Vec::new();
     walk(&crates.join("tt-model/src"), &mut out);
-    // The boot diagnosis cards' actions are printed by `serve`.
-    out.push(crates.join("tt-model-engine/src/diagnose.rs"));
+    // What this machine holds (its refusals' remedies, the boot diagnosis cards' actions) is
+    // printed by the CLI's commands too.
+    walk(&crates.join("tt-model-local/src"), &mut out);
     out.sort();
     out
 }

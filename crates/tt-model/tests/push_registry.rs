@@ -166,6 +166,19 @@ async fn push_to_a_registry_pull_by_digest_serve_and_refuse_a_corrupt_blob() {
                 .is_none(),
         "the pulled layout is dropped once loaded"
     );
+    // The pulled package's Kubernetes fleet runs the registry image by the digest pull checked.
+    let fleet = run(&c, &["serve", ID, "--print", "k8s", "--replicas", "2"]);
+    assert!(fleet.status.success(), "{}", stderr(&fleet));
+    let fleet_yaml = String::from_utf8(fleet.stdout).unwrap();
+    let pinned = format!("image: {}/tt/{NAME}@{manifest_digest}", registry.host);
+    assert!(
+        fleet_yaml.contains(&pinned) && fleet_yaml.contains("replicas: 2"),
+        "{fleet_yaml}"
+    );
+    if let Some(v) = tt_model_fleet::testing::validator_or_skip() {
+        let report = tt_model_fleet::testing::validate(&v, &fleet_yaml);
+        assert!(report.is_ok(), "{report:?}\n{fleet_yaml}");
+    }
     let port = free_port();
     let served = run(&c, &["serve", ID, "--device", "none", "--port", &port]);
     let text = stderr(&served);

@@ -7,10 +7,9 @@ use std::path::Path;
 
 use std::str::FromStr as _;
 
-use oci_spec::image::{
-    Descriptor, Digest, DigestAlgorithm, ImageIndexBuilder, ImageManifest, MediaType,
-    OciLayoutBuilder, SCHEMA_VERSION,
-};
+use oci_spec::image::{Descriptor, Digest, DigestAlgorithm, ImageManifest, MediaType};
+
+use tt_model_manifest::oci_layout::LayoutWriteError;
 
 use super::client::Registry;
 use super::error::RegistryError;
@@ -83,35 +82,18 @@ pub async fn pull_layout(
         &manifest,
     )?;
     let spec = |e: oci_spec::OciSpecError| bad(&e.to_string());
-    let mut entry = Descriptor::new(
+    let entry = Descriptor::new(
         MediaType::from(media_type.as_str()),
         manifest.len() as u64,
         Digest::from_str(digest).map_err(spec)?,
     );
-    entry.set_annotations(Some(
-        [(
-            "org.opencontainers.image.ref.name".to_string(),
-            ref_name.to_string(),
-        )]
-        .into(),
-    ));
-    let index = ImageIndexBuilder::default()
-        .schema_version(SCHEMA_VERSION)
-        .media_type(MediaType::ImageIndex)
-        .manifests(vec![entry])
-        .build()
-        .map_err(spec)?;
-    write(
-        "index.json",
-        &serde_json::to_vec(&index).expect("OCI types serialize"),
-    )?;
-    let layout = OciLayoutBuilder::default()
-        .image_layout_version("1.0.0")
-        .build()
-        .map_err(spec)?;
-    write(
-        "oci-layout",
-        &serde_json::to_vec(&layout).expect("OCI types serialize"),
+    tt_model_manifest::oci_layout::write_index(tmp.path(), entry, ref_name).map_err(
+        |e| match e {
+            LayoutWriteError::Spec(e) => spec(e),
+            LayoutWriteError::Io { path, source } => {
+                RegistryError::io("Cannot write", path)(source)
+            }
+        },
     )?;
     let done = tmp.keep();
     std::fs::rename(&done, dest).map_err(|e| {

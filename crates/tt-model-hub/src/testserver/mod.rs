@@ -10,7 +10,8 @@
 //!   tags come from the README's frontmatter, as on the Hub;
 //! * `GET|HEAD /{org}/{name}/resolve/{rev}/{path}`: regular files answer 200 with `ETag` and
 //!   `X-Repo-Commit`; LFS files answer `302` to `/cdn-lfs/...` with `X-Linked-Etag`,
-//!   `X-Linked-Size` and `X-Repo-Commit`; both honour `Range: bytes=N-`;
+//!   `X-Linked-Size` and `X-Repo-Commit`; both honour `Range: bytes=N-`
+//!   ([`HubServer::claim_repo_commit`] makes them name another commit);
 //! * `GET /api/models/{org}/{name}/tree/{rev}[/{path}][?recursive=true]`: the tree API
 //!   (`[{type, oid, size, path, lfs?}]`);
 //! * `GET /api/models?search=&filter=&author=&limit=` (`list_models`), `GET /api/whoami-v2`.
@@ -35,12 +36,15 @@
 //! Writes need a token of a user the server knows ([`HubUser`]) whose name or org is the
 //! repo's namespace; a private repo is visible only to such a token (an anonymous request gets
 //! 401 `RepoNotFound`, another user's 404, as on the Hub).
+//!
+//! [`registry`] is its OCI counterpart: the pull side of the distribution API.
 
 // The handlers' helpers fail with the HTTP answer itself (a `Response`): test support where
 // the size of an error path does not matter.
 #![allow(clippy::result_large_err)]
 
 mod read;
+pub mod registry;
 pub(crate) mod state;
 mod write;
 
@@ -203,6 +207,8 @@ pub(crate) struct Shared {
     pub received: Arc<AtomicU64>,
     /// Disables the upload routes' answers after this many LFS bytes (an interrupted push).
     pub cut_after: Arc<AtomicU64>,
+    /// The `X-Repo-Commit` resolves claim instead of the commit they serve, when set.
+    pub claimed_commit: Arc<Mutex<Option<String>>>,
 }
 
 /// Who a request comes from.
@@ -385,6 +391,7 @@ impl HubServer {
             seen: Arc::new(Mutex::new(Vec::new())),
             received: Arc::new(AtomicU64::new(0)),
             cut_after: Arc::new(AtomicU64::new(u64::MAX)),
+            claimed_commit: Arc::new(Mutex::new(None)),
         };
         let app = Router::new()
             .route("/api/whoami-v2", get(read::whoami))
@@ -452,6 +459,13 @@ impl HubServer {
     /// `u64::MAX` lifts it.
     pub fn cut_uploads_after(&self, limit: u64) {
         self.shared.cut_after.store(limit, Ordering::SeqCst);
+    }
+
+    /// From now on, resolves answer with `X-Repo-Commit: commit` while serving the bytes of the
+    /// commit asked for (a Hub whose answer disagrees with the pinned plan); `None` restores
+    /// the truth.
+    pub fn claim_repo_commit(&self, commit: Option<&str>) {
+        *self.shared.claimed_commit.lock().unwrap() = commit.map(str::to_string);
     }
 
     /// The files of `repo` at `rev` (`None`: no such repo or revision).

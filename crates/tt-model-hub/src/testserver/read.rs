@@ -276,7 +276,8 @@ pub(super) async fn resolve(
             "Entry not found",
         );
     };
-    let commit = HeaderValue::from_str(&c.id).unwrap();
+    let claimed = s.claimed_commit.lock().unwrap().clone();
+    let commit = HeaderValue::from_str(claimed.as_deref().unwrap_or(&c.id)).unwrap();
     let host = h
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())

@@ -36,7 +36,7 @@ pub use push::PushArgs;
 pub use rm::RmArgs;
 pub use schema::SchemaArgs;
 pub use search::SearchArgs;
-pub use serve::ServeArgs;
+pub use serve::{PrintFormat, ServeArgs};
 pub use stop::StopArgs;
 
 /// Package ML models for Tenstorrent hardware into container images, and serve them.

@@ -18,7 +18,8 @@ pub struct PackageArgs {
     /// The authoring manifest (`tt-model.yaml`).
     #[arg(long, value_name = "YAML")]
     pub container: PathBuf,
-    /// The staging root; the package lands in `<ROOT>/<name>/` (refused inside a git checkout).
+    /// The staging root; the package lands in `<ROOT>/<name>/`. Inside a git checkout it gets
+    /// a `.gitignore` of `*`; a folder holding tracked files is refused.
     #[arg(long, value_name = "ROOT", default_value = "build")]
     pub out: PathBuf,
     /// Use this local image for every build stage instead of the tt-metalium dev image and

@@ -2,7 +2,16 @@
 
 use std::ffi::OsString;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+
+/// What `serve --print` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PrintFormat {
+    /// The exact `docker run` command.
+    Docker,
+    /// A Kubernetes fleet: Deployment, Service and PodDisruptionBudget as YAML.
+    K8s,
+}
 
 /// Run a packaged model and watch it boot until it is ready.
 ///
@@ -10,15 +19,23 @@ use clap::Args;
 ///   tt-model serve out/my-model/tt_kernel_manifest.json
 ///   tt-model serve acme/my-model --port 8000 --device-id 0
 ///   tt-model serve acme/my-model --print
+///   tt-model serve acme/my-model --print k8s --replicas 4 | kubectl apply -f -
 #[derive(Debug, Args)]
 #[command(trailing_var_arg = true)]
 pub struct ServeArgs {
     /// A staged `tt_kernel_manifest.json` (or its directory), or a pulled `org/name[@rev]`.
     #[arg(value_name = "TARGET")]
     pub target: String,
-    /// Print the exact `docker run` command and exit without running anything.
-    #[arg(long)]
-    pub print: bool,
+    /// Print instead of running anything: `docker` (the default) the exact `docker run`
+    /// command, `k8s` a Kubernetes fleet as YAML (docs/serving.md, "Fleets on Kubernetes").
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        num_args = 0..=1,
+        default_missing_value = "docker",
+        hide_possible_values = true
+    )]
+    pub print: Option<PrintFormat>,
     /// Return once the container has started instead of watching it boot.
     #[arg(long)]
     pub detach: bool,
@@ -61,4 +78,38 @@ pub struct ServeArgs {
     /// Extra arguments passed through to the engine.
     #[arg(value_name = "PASSTHROUGH", allow_hyphen_values = true)]
     pub passthrough: Vec<OsString>,
+    /// The fleet's options (boxed: `Commands` stays small; last: its help heading would
+    /// otherwise carry over to the fields after it).
+    #[command(flatten)]
+    pub k8s: Box<K8sArgs>,
+}
+
+/// `serve --print k8s`: the fleet's shape and the cluster's names.
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Kubernetes (--print k8s)")]
+pub struct K8sArgs {
+    /// Pods in the fleet [default: 1].
+    #[arg(long, value_name = "N", requires = "print")]
+    pub replicas: Option<u32>,
+    /// The namespace written into the fleet's objects [default: none: kubectl's].
+    #[arg(long, value_name = "NS", requires = "print")]
+    pub namespace: Option<String>,
+    /// The device plugin's resource, asked for once per chip [default: tenstorrent.com/<board>].
+    #[arg(long, value_name = "NAME", requires = "print")]
+    pub board_resource: Option<String>,
+    /// Run this image (`REF@sha256:…`) instead of the package's registry image.
+    #[arg(long, value_name = "REF", requires = "print")]
+    pub image: Option<String>,
+    /// The PersistentVolumeClaim holding the pinned weights [default: tt-model-hf-hub].
+    #[arg(long, value_name = "NAME", requires = "print")]
+    pub weights_claim: Option<String>,
+    /// The Secret (key `token`) with HF_TOKEN for pods that download [default: hf-token].
+    #[arg(long, value_name = "NAME", requires = "print")]
+    pub hf_token_secret: Option<String>,
+    /// CPU request per pod [default: 4].
+    #[arg(long, value_name = "QUANTITY", requires = "print")]
+    pub cpu: Option<String>,
+    /// Memory request and limit per pod [default: 32Gi].
+    #[arg(long, value_name = "QUANTITY", requires = "print")]
+    pub memory: Option<String>,
 }

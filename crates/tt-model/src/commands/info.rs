@@ -4,15 +4,16 @@
 
 use serde_json::{Value, json};
 use tt_model_hub::card_tags::CATALOG_TAG;
+use tt_model_local::Local;
 use tt_model_manifest::WireManifest;
 
 use super::hub;
 use crate::args::InfoArgs;
-use crate::local::package::WIRE_MANIFEST;
-use crate::local::target;
 use crate::printer::Printer;
 use crate::progress::human_bytes;
 use crate::{ExitStatus, UserError};
+use tt_model_local::state::WIRE_MANIFEST;
+use tt_model_local::target;
 
 /// The facts `info` shows (pure: from the repo listing and the manifest).
 pub(crate) fn facts(meta: &tt_model_hub::hub::RepoMeta, wire: &WireManifest) -> Value {
@@ -61,7 +62,7 @@ pub(crate) fn facts(meta: &tt_model_hub::hub::RepoMeta, wire: &WireManifest) -> 
 }
 
 /// Runs `tt-model info`.
-pub fn run(args: &InfoArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+pub fn run(args: &InfoArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let (id, rev) = target::split_repo(&args.id).ok_or_else(|| {
         UserError(format!(
             "{} is not a package id: expected <org>/<name>[@<revision>]",
@@ -69,7 +70,7 @@ pub fn run(args: &InfoArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
         ))
     })?;
     hub::check_repo_id(&id)?;
-    let client = hub::client(false)?;
+    let client = hub::client(local, false)?;
     let rt = crate::runtime()?;
     let nothing = "nothing was read";
     let meta = rt

@@ -1,56 +1,18 @@
 //! `tt-model list`: the installed packages (the installed-packages database, plus pulled
 //! manifests from before it existed) and whether each can serve now.
 
-use std::path::PathBuf;
-
 use tt_model_engine::Client;
 use tt_model_engine::images::{ImageState, judge};
-use tt_model_engine::localdb::{Entry, Source};
+use tt_model_local::localdb::{Entry, Source};
 
 use crate::ExitStatus;
 use crate::args::ListArgs;
-use crate::local::host;
-use crate::local::installed;
-use crate::local::package::{Package, WIRE_MANIFEST};
 use crate::printer::{DiagnosisCard, Printer};
 use crate::progress::human_bytes;
-
-/// Every installed package: the database's entries, then `pulled/<org>__<name>/` manifests
-/// it does not know (installed before it existed), sorted by id. A database that cannot be
-/// read is reported through `warn` and skipped, never rewritten.
-pub(crate) fn installed(warn: &mut dyn FnMut(String)) -> Vec<Entry> {
-    let mut entries = installed::db().all().unwrap_or_else(|e| {
-        warn(e.to_string());
-        Vec::new()
-    });
-    let dir = crate::local::state_root().join("pulled");
-    let mut legacy: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .map(|rd| {
-            rd.flatten()
-                .map(|e| e.path().join(WIRE_MANIFEST))
-                .filter(|p| p.is_file())
-                .collect()
-        })
-        .unwrap_or_default();
-    legacy.sort();
-    for path in legacy {
-        let canonical = installed::canonical(&path);
-        if entries.iter().any(|e| e.manifest == canonical) {
-            continue;
-        }
-        let id = path
-            .parent()
-            .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().replacen("__", "/", 1))
-            .unwrap_or_default();
-        match Package::load(&path) {
-            Ok(pkg) => entries.push(installed::entry_for(&pkg, &id, Source::Pulled)),
-            Err(e) => warn(format!("{id}: {e}")),
-        }
-    }
-    entries.sort_by(|a, b| a.repo_id.cmp(&b.repo_id));
-    entries
-}
+use tt_model_local::Local;
+use tt_model_local::host;
+use tt_model_local::installed;
+use tt_model_local::package::Package;
 
 /// One line of the listing, with why it cannot serve.
 struct Row {
@@ -171,12 +133,12 @@ fn json_row(r: &Row) -> serde_json::Value {
 }
 
 /// Runs `tt-model list`.
-pub fn run(args: &ListArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+pub fn run(args: &ListArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     crate::block_on(async {
-        let entries = installed(&mut |w| printer.warn(&w));
+        let entries = installed::all(local, &mut |w| printer.warn(&w));
         let (client, unreachable) = match host::engine().await {
             Ok(c) => (Some(c), None),
-            Err(e) => (None, crate::diagnosis_for(&e)),
+            Err(e) => (None, crate::diagnosis_for(&e.into(), local)),
         };
         let mut rows = Vec::new();
         for e in entries {

@@ -7,8 +7,9 @@
 use std::io::{BufRead, IsTerminal, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+use tt_model_local::Local;
 
-use tt_model_hub::env::{HF_TOKEN, HubEnv};
+use tt_model_hub::env::HubEnv;
 use tt_model_hub::hub::HubClient;
 
 use super::hub;
@@ -66,7 +67,7 @@ fn store(path: &Path, token: &str) -> anyhow::Result<()> {
 }
 
 /// Runs `tt-model login`.
-pub fn login(_args: &LoginArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+pub fn login(_args: &LoginArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let stdin = std::io::stdin();
     let raw = if stdin.is_terminal() {
         read_hidden("Hugging Face token (input hidden): ")?
@@ -84,7 +85,7 @@ pub fn login(_args: &LoginArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
     }
     let env = HubEnv {
         token: Some(token.clone()),
-        ..HubEnv::from_env()
+        ..local.hub().clone()
     };
     let path = env.hf_home.join("token");
     let client = HubClient::new(env);
@@ -97,15 +98,15 @@ pub fn login(_args: &LoginArgs, printer: &Printer) -> anyhow::Result<ExitStatus>
         &format!("Logged in as {}", who.name),
         Some(&format!("token stored in {}", path.display())),
     );
-    if std::env::var_os(HF_TOKEN).is_some_and(|v| !v.is_empty()) {
+    if local.hf_token_in_env() {
         printer.warn("HF_TOKEN is set in this environment and wins over the stored token");
     }
     Ok(ExitStatus::Success)
 }
 
 /// Runs `tt-model logout`.
-pub fn logout(_args: &LogoutArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let path = HubEnv::from_env().hf_home.join("token");
+pub fn logout(_args: &LogoutArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
+    let path = local.hub().hf_home.join("token");
     match std::fs::remove_file(&path) {
         Ok(()) => printer.done("logged out", Some(&format!("removed {}", path.display()))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -113,7 +114,7 @@ pub fn logout(_args: &LogoutArgs, printer: &Printer) -> anyhow::Result<ExitStatu
         }
         Err(e) => return Err(anyhow::anyhow!("cannot remove {}: {e}", path.display())),
     }
-    if std::env::var_os(HF_TOKEN).is_some_and(|v| !v.is_empty()) {
+    if local.hf_token_in_env() {
         printer.warn("HF_TOKEN is still set in this environment: unset it too");
     }
     Ok(ExitStatus::Success)

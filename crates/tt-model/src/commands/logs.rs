@@ -6,17 +6,17 @@ use tt_model_engine::logs::{self, LogStream};
 
 use super::stop::running_of;
 use crate::args::LogsArgs;
-use crate::local::{host, target};
 use crate::printer::Printer;
 use crate::{ExitStatus, UserError};
+use tt_model_local::{Local, host, target};
 
 /// Runs `tt-model logs`.
-pub fn run(args: &LogsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    crate::block_on(show(args, printer))
+pub fn run(args: &LogsArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
+    crate::block_on(show(args, printer, local))
 }
 
-async fn show(args: &LogsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let (package, _) = target::resolve_name(&args.target)?;
+async fn show(args: &LogsArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
+    let (package, _) = target::resolve_name(local, &args.target)?;
     let client = host::engine().await?;
     let all = running_of(&client, &package, args.profile.as_deref(), true).await?;
     let Some(c) = pick(&all) else {

@@ -3,6 +3,8 @@
 //! Each command lives in its own file, so that the engineer owning it edits only that file and
 //! its `args/<command>.rs`.
 
+use tt_model_local::Local;
+
 use crate::ExitStatus;
 use crate::args::Commands;
 use crate::printer::Printer;
@@ -24,25 +26,25 @@ mod search;
 mod serve;
 mod stop;
 
-/// Runs the chosen command.
-pub fn dispatch(command: Commands, printer: &Printer) -> anyhow::Result<ExitStatus> {
+/// Runs the chosen command; `local` is the state root and Hub settings, resolved once.
+pub fn dispatch(command: Commands, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     match command {
         Commands::Lint(args) => lint::run(&args, printer),
         Commands::Schema(args) => schema::run(&args, printer),
-        Commands::Package(args) => package::run(&args, printer),
-        Commands::Serve(args) => serve::run(&args, printer),
-        Commands::Stop(args) => stop::run(&args, printer),
-        Commands::Logs(args) => logs::run(&args, printer),
+        Commands::Package(args) => package::run(&args, printer, local),
+        Commands::Serve(args) => serve::run(&args, printer, local),
+        Commands::Stop(args) => stop::run(&args, printer, local),
+        Commands::Logs(args) => logs::run(&args, printer, local),
         Commands::Ps(args) => ps::run(&args, printer),
-        Commands::List(args) => list::run(&args, printer),
-        Commands::Rm(args) => rm::run(&args, printer),
-        Commands::Push(args) => push::run(&args, printer),
-        Commands::Pull(args) => pull::run(&args, printer),
-        Commands::Info(args) => info::run(&args, printer),
-        Commands::Search(args) => search::run(&args, printer),
-        Commands::Publish(args) => publish::publish(&args, printer),
-        Commands::Unpublish(args) => publish::unpublish(&args, printer),
-        Commands::Login(args) => login::login(&args, printer),
-        Commands::Logout(args) => login::logout(&args, printer),
+        Commands::List(args) => list::run(&args, printer, local),
+        Commands::Rm(args) => rm::run(&args, printer, local),
+        Commands::Push(args) => push::run(&args, printer, local),
+        Commands::Pull(args) => pull::run(&args, printer, local),
+        Commands::Info(args) => info::run(&args, printer, local),
+        Commands::Search(args) => search::run(&args, printer, local),
+        Commands::Publish(args) => publish::publish(&args, printer, local),
+        Commands::Unpublish(args) => publish::unpublish(&args, printer, local),
+        Commands::Login(args) => login::login(&args, printer, local),
+        Commands::Logout(args) => login::logout(&args, printer, local),
     }
 }

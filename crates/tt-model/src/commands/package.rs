@@ -1,5 +1,5 @@
-//! `tt-model package`: load the manifest, run the package pipeline with a phase stepper, and
-//! turn failures into diagnosis cards.
+//! `tt-model package`: load the manifest and run the package pipeline with a phase stepper; a
+//! failure goes to the one renderer (`report::package`) with the manifest and the build log.
 //!
 //! The first Ctrl-C only warns (a build can take hours); the second cancels: the pipeline
 //! future is dropped, the engine aborts the build when its connection closes, and the staging
@@ -9,19 +9,19 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use indicatif::ProgressBar;
-use tt_model_engine::EngineError;
-use tt_model_package::{
-    ErrorClass, Event, PackageError, PackageOptions, Phase, Reporter, package_manifest,
-};
+use tt_model_package::{Event, PackageError, PackageOptions, Phase, Reporter, package_manifest};
+
+use tt_model_local::Local;
 
 use crate::ExitStatus;
 use crate::args::PackageArgs;
-use crate::printer::{DiagnosisCard, Printer};
+use crate::printer::Printer;
+use crate::report::PackageFailed;
 
 /// Where build logs go: `build/` under the one state root every command uses
 /// (`TT_MODEL_HOME`, else `$XDG_CACHE_HOME/tt-model`, else `~/.cache/tt-model`).
-fn log_dir() -> PathBuf {
-    crate::local::state_root().join("build")
+fn log_dir(local: &Local) -> PathBuf {
+    local.root().join("build")
 }
 
 /// Draws the stepper and the current build step.
@@ -163,7 +163,7 @@ impl Reporter for CliReporter<'_> {
 }
 
 /// Runs `tt-model package`.
-pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+pub fn run(args: &PackageArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let started = Instant::now();
     // As the original's package: the sources are checked too (`lint --check-sources`), so a
     // missing path is a located finding before anything is staged. Relative paths resolve
@@ -171,7 +171,7 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     let options = PackageOptions {
         out_root: args.out.clone(),
         base_image: args.base_image.clone(),
-        log_dir: log_dir(),
+        log_dir: log_dir(local),
         sources_base: std::env::current_dir()?,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         build_network: args.build_network.clone(),
@@ -203,19 +203,9 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     let log = reporter
         .log
         .take()
-        .unwrap_or_else(|| log_dir().join("<name>.log"));
+        .unwrap_or_else(|| log_dir(local).join("<name>.log"));
     match outcome {
         Err(PackageError::Manifest(e)) => Err(super::lint::manifest_error(*e)),
-        Err(PackageError::Engine(e)) if e.is_unreachable() => {
-            let evidence = std::iter::successors(std::error::Error::source(&e), |c| c.source())
-                .map(|c| c.to_string())
-                .collect();
-            printer.fail(&DiagnosisCard {
-                consequence: Some("nothing was built".into()),
-                ..crate::engine_unreachable_card(&e, evidence)
-            });
-            Ok(ExitStatus::Failure)
-        }
         Ok(done) => {
             printer.done(
                 &format!("Packaged {}", done.built.image),
@@ -224,8 +214,8 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             printer.note(&format!("code/ {}", done.built.code_sha256));
             printer.note(&format!("full log: {}", log.display()));
             // Installed = listed by `tt-model list`; serve uses the entry to judge the image.
-            let manifest = done.out_dir.join(crate::local::package::WIRE_MANIFEST);
-            if let Err(e) = crate::local::installed::record_staged(&manifest) {
+            let manifest = done.out_dir.join(tt_model_local::state::WIRE_MANIFEST);
+            if let Err(e) = tt_model_local::installed::record_staged(local, &manifest) {
                 printer.warn(&format!(
                     "{} is not recorded as installed: {e:#}",
                     manifest.display()
@@ -234,111 +224,17 @@ pub fn run(args: &PackageArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
             printer.out(&done.out_dir.display().to_string());
             printer.next(&format!(
                 "tt-model serve {}",
-                done.out_dir.join("tt_kernel_manifest.json").display()
+                done.out_dir
+                    .join(tt_model_local::state::WIRE_MANIFEST)
+                    .display()
             ));
             Ok(ExitStatus::Success)
         }
-        Err(PackageError::Verify {
-            index,
-            check,
-            status,
-            output,
-        }) => {
-            let mut evidence = vec![
-                format!("check {index}: {check}"),
-                format!("exit status {status}"),
-            ];
-            evidence.extend(
-                output
-                    .lines()
-                    .rev()
-                    .take(20)
-                    .collect::<Vec<_>>()
-                    .into_iter()
-                    .rev()
-                    .map(|l| format!("| {l}")),
-            );
-            printer.fail(&DiagnosisCard {
-                cause: "A verify assertion failed inside the finished image".into(),
-                evidence,
-                consequence: Some(
-                    "the package was not written; the previous output is untouched".into(),
-                ),
-                actions: vec![
-                    "fix the image contents or the assertion in `verify:`".into(),
-                    format!("full log: {}", log.display()),
-                ],
-            });
-            Ok(ExitStatus::Failure)
+        Err(error) => Err(PackageFailed {
+            error,
+            manifest: args.container.clone(),
+            log,
         }
-        Err(PackageError::Engine(EngineError::Build {
-            tag,
-            message,
-            last_lines,
-        })) => {
-            let mut evidence: Vec<String> = last_lines
-                .iter()
-                .rev()
-                .take(15)
-                .rev()
-                .map(|l| format!("| {l}"))
-                .collect();
-            evidence.push(message.clone());
-            printer.fail(&DiagnosisCard {
-                cause: format!("Building `{tag}` failed"),
-                evidence,
-                consequence: Some(
-                    "the package was not written; the previous output is untouched".into(),
-                ),
-                actions: vec![format!("full log: {}", log.display())],
-            });
-            Ok(ExitStatus::Failure)
-        }
-        Err(PackageError::CargoBuild {
-            package,
-            first_error,
-        }) => {
-            printer.fail(&DiagnosisCard {
-                cause: format!("`runtime.cargo`: the Rust package `{package}` did not compile"),
-                evidence: first_error.lines().map(|l| format!("| {l}")).collect(),
-                consequence: Some("nothing was built; the previous output is untouched".into()),
-                actions: vec![
-                    "fix the error above in the workspace `runtime.cargo.workspace` names".into(),
-                    format!("every compiler message: {}", log.display()),
-                ],
-            });
-            Ok(ExitStatus::Failure)
-        }
-        Err(e @ PackageError::GitSource { .. }) => {
-            // Shown as `lint` shows a finding: where the source is named in the manifest.
-            let PackageError::GitSource { field, .. } = &e else {
-                unreachable!()
-            };
-            let src = std::fs::read_to_string(&args.container).unwrap_or_default();
-            let at = format!("{field}.ref");
-            let pos = tt_model_manifest::locate(&src, &at).unwrap_or(tt_model_manifest::Pos::START);
-            let mut finding =
-                tt_model_manifest::Diagnostic::error("git-source", at, pos, e.to_string());
-            finding.help = Some(
-                "check the repository URL and that the branch, tag or commit exists there (git ls-remote <repo> <ref>)"
-                    .into(),
-            );
-            super::lint::print_findings_stderr(printer, &args.container, &src, &[finding]);
-            printer.error("nothing was built; the previous output is untouched");
-            Ok(ExitStatus::Failure)
-        }
-        Err(PackageError::Cancelled) => {
-            printer.skipped(
-                "cancelled",
-                Some("nothing was written; the previous output is untouched"),
-            );
-            Ok(ExitStatus::Interrupted)
-        }
-        // The input is wrong: its message says what to fix, without a cause chain.
-        Err(e) if e.class() == ErrorClass::Input => {
-            printer.error(&e.to_string());
-            Ok(ExitStatus::Failure)
-        }
-        Err(e) => Err(e.into()),
+        .into()),
     }
 }

@@ -7,8 +7,8 @@ use tt_model_engine::labels;
 
 use crate::ExitStatus;
 use crate::args::PsArgs;
-use crate::local::host;
 use crate::printer::Printer;
+use tt_model_local::host;
 
 /// Runs `tt-model ps`.
 pub fn run(args: &PsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -117,56 +117,15 @@ pub fn human_duration(s: u64) -> String {
 }
 
 /// Seconds since the epoch of an RFC 3339 UTC time as the engine writes it
-/// (`2026-11-30T06:05:01.123456789Z`).
-pub fn parse_rfc3339(s: &str) -> Option<i64> {
-    let (date, time) = s.split_once('T')?;
-    let mut d = date.split('-').map(|x| x.parse::<i64>());
-    let (y, m, day) = (d.next()?.ok()?, d.next()?.ok()?, d.next()?.ok()?);
-    let time = time.trim_end_matches('Z');
-    let (time, offset) = match time.find(['+', '-']) {
-        Some(i) => {
-            let (t, o) = time.split_at(i);
-            let sign = if o.starts_with('-') { -1 } else { 1 };
-            let (oh, om) = o[1..].split_once(':')?;
-            (
-                t,
-                sign * (oh.parse::<i64>().ok()? * 3600 + om.parse::<i64>().ok()? * 60),
-            )
-        }
-        None => (time, 0),
-    };
-    let mut t = time.split(':');
-    let (hh, mm) = (
-        t.next()?.parse::<i64>().ok()?,
-        t.next()?.parse::<i64>().ok()?,
-    );
-    let ss = t.next()?.split('.').next()?.parse::<i64>().ok()?;
-    // Days from civil (Howard Hinnant's algorithm).
-    let y2 = if m <= 2 { y - 1 } else { y };
-    let era = y2.div_euclid(400);
-    let yoe = y2 - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146097 + doe - 719468;
-    Some(days * 86400 + hh * 3600 + mm * 60 + ss - offset)
-}
+/// (`2026-11-30T06:05:01.123456789Z`): the workspace's one parser.
+pub use tt_model_manifest::timefmt::parse_rfc3339;
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn rfc3339_and_durations() {
-        assert_eq!(parse_rfc3339("1970-01-01T00:00:00Z"), Some(0));
-        assert_eq!(
-            parse_rfc3339("2026-11-30T06:05:01.123456789Z"),
-            Some(1_796_018_701)
-        );
-        assert_eq!(
-            parse_rfc3339("2026-11-30T07:05:01+01:00"),
-            Some(1_796_018_701)
-        );
+    fn durations() {
         assert_eq!(human_duration(42), "42s");
         assert_eq!(human_duration(725), "12m 05s");
         assert_eq!(human_duration(11040), "3h 04m");

@@ -9,14 +9,15 @@
 
 use tt_model_hub::card_tags::{self, CATALOG_TAG};
 use tt_model_hub::hub::{CommitOp, HubClient, RepoMeta};
+use tt_model_local::Local;
 use tt_model_manifest::{WireError, WireManifest};
 use tt_model_package::publish;
 
 use super::hub;
 use crate::args::{PublishArgs, UnpublishArgs};
-use crate::local::package::WIRE_MANIFEST;
 use crate::printer::Printer;
 use crate::{ExitStatus, UserError};
+use tt_model_local::state::WIRE_MANIFEST;
 
 const NOTHING: &str = "nothing was made public and the listing is unchanged";
 
@@ -74,10 +75,10 @@ async fn set_listed(client: &HubClient, meta: &RepoMeta, on: bool) -> anyhow::Re
 }
 
 /// Runs `tt-model publish`.
-pub fn publish(args: &PublishArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+pub fn publish(args: &PublishArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let id = &args.id;
     hub::check_repo_id(id)?;
-    let client = hub::client(true)?;
+    let client = hub::client(local, true)?;
     let rt = crate::runtime()?;
     rt.block_on(async {
         let meta = meta_of(&client, id).await?;
@@ -121,10 +122,14 @@ pub fn publish(args: &PublishArgs, printer: &Printer) -> anyhow::Result<ExitStat
 }
 
 /// Runs `tt-model unpublish`.
-pub fn unpublish(args: &UnpublishArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+pub fn unpublish(
+    args: &UnpublishArgs,
+    printer: &Printer,
+    local: &Local,
+) -> anyhow::Result<ExitStatus> {
     let id = &args.id;
     hub::check_repo_id(id)?;
-    let client = hub::client(true)?;
+    let client = hub::client(local, true)?;
     let rt = crate::runtime()?;
     rt.block_on(async {
         let meta = meta_of(&client, id).await?;

@@ -14,24 +14,22 @@
 use std::path::{Path, PathBuf};
 
 use tt_model_engine::images::{ImageState, judge};
-use tt_model_engine::localdb::Source;
 use tt_model_hub::Downloader;
-use tt_model_hub::env::HubEnv;
 
 use super::hub::registry;
 use crate::args::PullArgs;
-use crate::local::image::Via;
-use crate::local::package::{Package, WIRE_MANIFEST};
-use crate::local::weights;
-use crate::local::{host, image, installed, target};
 use crate::printer::Printer;
 use crate::progress::{ByteBar, human_bytes};
 use crate::{ExitStatus, UserError};
+use tt_model_local::image::Via;
+use tt_model_local::package::{Package, WIRE_MANIFEST};
+use tt_model_local::weights;
+use tt_model_local::{Local, host, image, installed, target};
 
 /// Runs `tt-model pull`.
-pub fn run(args: &PullArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+pub fn run(args: &PullArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     crate::block_on(async {
-        pull(&args.id, args.with_weights, printer).await?;
+        pull(local, &args.id, args.with_weights, printer).await?;
         printer.next(&format!("tt-model serve {}", args.id));
         Ok(ExitStatus::Success)
     })
@@ -42,22 +40,8 @@ pub fn run(args: &PullArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
 const LAYOUT_DIR: &str = "image/";
 
 /// The pull cache: an HF-layout hub cache of tt-model's own.
-fn pull_cache() -> PathBuf {
-    crate::local::state_root().join("pull-cache")
-}
-
-/// Writes `bytes` to `path` through a sibling temp file and a rename.
-fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = path.parent().expect("an installed manifest has a parent");
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-    let tmp = dir.join(format!(".{WIRE_MANIFEST}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            anyhow::anyhow!("cannot write {}: {e}", path.display())
-        })
+fn pull_cache(local: &Local) -> PathBuf {
+    local.root().join("pull-cache")
 }
 
 /// Removes the pull cache's copy of `id` (warns when it cannot).
@@ -74,8 +58,8 @@ fn drop_download(dl: &Downloader, id: &str, printer: &Printer) {
 }
 
 /// Removes a layout pulled from a registry (one from the Hub snapshot goes with the download).
-fn drop_layout(layout: Option<&Path>, printer: &Printer) {
-    if let Some(dir) = layout.filter(|d| d.starts_with(pull_cache().join("registry")))
+fn drop_layout(local: &Local, layout: Option<&Path>, printer: &Printer) {
+    if let Some(dir) = layout.filter(|d| d.starts_with(pull_cache(local).join("registry")))
         && let Err(e) = std::fs::remove_dir_all(dir)
     {
         printer.warn(&format!(
@@ -88,6 +72,7 @@ fn drop_layout(layout: Option<&Path>, printer: &Printer) {
 /// Installs `target` (`org/name[@rev]`) and returns the installed package. `serve` calls this
 /// for a package id that is not installed yet.
 pub(crate) async fn pull(
+    local: &Local,
     target_id: &str,
     with_weights: bool,
     printer: &Printer,
@@ -101,10 +86,8 @@ pub(crate) async fn pull(
     let client = host::engine().await?;
 
     // 1. The package repo without its image layout (manifest, card, code: small).
-    let env = HubEnv {
-        hub_cache: pull_cache(),
-        ..HubEnv::from_env()
-    };
+    let mut env = local.hub().clone();
+    env.hub_cache = pull_cache(local);
     let endpoint = env.endpoint.clone();
     let dl = Downloader::new(env);
     let fetch = |rev: String, allow: Vec<String>, ignore: Vec<String>| {
@@ -141,7 +124,8 @@ pub(crate) async fn pull(
     // 2. The image: already loaded (by the recorded digest), or fetched and loaded from the
     //    repo's layout at the same commit.
     let digest = pkg.recorded_digest();
-    let known = installed::db()
+    let known = local
+        .db()
         .get(&id)
         .ok()
         .flatten()
@@ -156,7 +140,7 @@ pub(crate) async fn pull(
             None
         }
         _ if pkg.wire().container.image.in_registry() => {
-            let under = pull_cache().join("registry");
+            let under = pull_cache(local).join("registry");
             Some(registry::pull_layout(pkg.wire(), &under, printer).await?)
         }
         _ => {
@@ -181,6 +165,7 @@ pub(crate) async fn pull(
         }
     };
     let loaded = match image::ensure_from(
+        local,
         &client,
         &pkg,
         layout.as_deref(),
@@ -193,28 +178,20 @@ pub(crate) async fn pull(
         Err(e) => {
             // A blob that failed to load must not be trusted by the next pull.
             drop_download(&dl, &id, printer);
-            drop_layout(layout.as_deref(), printer);
-            return Err(e);
+            drop_layout(local, layout.as_deref(), printer);
+            return Err(e.into());
         }
     };
-    drop_layout(layout.as_deref(), printer);
+    drop_layout(local, layout.as_deref(), printer);
 
     // 3. Install: the manifest, then the database entry.
-    let installed_path = target::pulled_manifest(&id);
-    let bytes = std::fs::read(&fetched)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", fetched.display()))?;
-    write_atomic(&installed_path, &bytes)?;
-    let pkg = Package::load(&installed_path)?;
-    let mut entry = installed::entry_for(&pkg, &id, Source::Pulled);
-    entry.revision = Some(commit.clone());
-    entry.image_loaded_id = Some(loaded.id.clone());
-    installed::db().record(entry)?;
+    let pkg = installed::install_pulled(local, &id, &fetched, &commit, &loaded.id)?;
 
     // 4. The layout has served its purpose.
     drop_download(&dl, &id, printer);
     if with_weights {
         if pkg.all_weights().next().is_some() {
-            weights::ensure_all(&pkg, false, false, printer).await?;
+            weights::ensure_all(local, &pkg, false, false, printer).await?;
         } else {
             printer.skipped("weights", Some("the package pins none"));
         }

@@ -19,6 +19,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use tt_model_local::Local;
 
 use tt_model_hub::card_tags;
 use tt_model_hub::upload::{self, LocalFile};
@@ -27,15 +28,15 @@ use tt_model_package::publish::{self, Listing, Visibility};
 
 use super::hub::{self, UploadBar, record, registry};
 use crate::args::PushArgs;
-use crate::local::package::WIRE_MANIFEST;
 use crate::printer::Printer;
 use crate::progress::human_bytes;
 use crate::{ExitStatus, HubConsequence, UserError};
+use tt_model_local::state::WIRE_MANIFEST;
 
 /// Runs `tt-model push`.
-pub fn run(args: &PushArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+pub fn run(args: &PushArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let rt = crate::runtime()?;
-    rt.block_on(push(args, printer))
+    rt.block_on(push(args, printer, local))
 }
 
 /// The refusal for a directory that is not a staged container package, with its two remedies.
@@ -89,7 +90,7 @@ fn package_files(dir: &Path, readme: String, with_image: bool) -> anyhow::Result
     Ok(files)
 }
 
-async fn push(args: &PushArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+async fn push(args: &PushArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let dir = &args.dir;
     let (wire, readme) = open_staged(dir)?;
     let Some(repo) = publish::target_repo(args.repo.as_deref(), &wire) else {
@@ -100,7 +101,7 @@ async fn push(args: &PushArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
         .into());
     };
     hub::check_repo_id(&repo)?;
-    let client = hub::client(true)?;
+    let client = hub::client(local, true)?;
     let keep = "nothing was sent; the repo is unchanged";
 
     // What the repo is now: does it exist, is it private, is it listed.
@@ -125,7 +126,7 @@ async fn push(args: &PushArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
     // The image, when it lives in a registry: there before the Hub names it.
     let in_registry = wire.container.image.in_registry();
     let pinned_image = if in_registry {
-        let (_, pinned) = registry::push(dir, &wire, printer)
+        let (_, pinned) = registry::push(local, dir, &wire, printer)
             .await
             .map_err(|e| e.context(HubConsequence(keep.to_string())))?;
         Some(pinned)
@@ -219,6 +220,7 @@ async fn push(args: &PushArgs, printer: &Printer) -> anyhow::Result<ExitStatus> 
         Listing::Unlisted => {}
     }
     let recorded = record::write(
+        local,
         &repo,
         &outcome.commit,
         dir,

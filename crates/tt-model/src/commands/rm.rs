@@ -5,18 +5,17 @@
 use std::path::Path;
 
 use tt_model_hub::HubCache;
-use tt_model_hub::env::HubEnv;
 
 use tt_model_engine::Client;
-use tt_model_engine::localdb::Entry;
+use tt_model_local::localdb::Entry;
 
 use crate::args::RmArgs;
-use crate::local::installed;
-use crate::local::package::Package;
-use crate::local::{host, target};
 use crate::printer::Printer;
 use crate::progress::human_bytes;
 use crate::{ExitStatus, UsageError, UserError};
+use tt_model_local::package::Package;
+use tt_model_local::{Local, installed};
+use tt_model_local::{host, target};
 
 /// Bytes under `p` (symlinks not followed).
 pub(crate) fn dir_size(p: &Path) -> u64 {
@@ -32,7 +31,7 @@ pub(crate) fn dir_size(p: &Path) -> u64 {
 }
 
 /// Runs `tt-model rm`.
-pub fn run(args: &RmArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
+pub fn run(args: &RmArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     // Checked here, not by clap: `requires` counts a flag's default `false` as present.
     if args.yes && !args.all {
         return Err(UsageError(
@@ -43,10 +42,10 @@ pub fn run(args: &RmArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     crate::block_on(async {
         let client = host::engine().await?;
         let Some(target) = &args.target else {
-            return remove_all(&client, args, printer).await;
+            return remove_all(&client, local, args, printer).await;
         };
-        let entries = super::list::installed(&mut |w| printer.warn(&w));
-        remove(&client, &entries, target, args, printer).await?;
+        let entries = installed::all(local, &mut |w| printer.warn(&w));
+        remove(&client, local, &entries, target, args, printer).await?;
         Ok(ExitStatus::Success)
     })
 }
@@ -55,10 +54,11 @@ pub fn run(args: &RmArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
 /// reported and the next package is removed; the failures are listed at the end (exit 1).
 async fn remove_all(
     client: &Client,
+    local: &Local,
     args: &RmArgs,
     printer: &Printer,
 ) -> anyhow::Result<ExitStatus> {
-    let entries = super::list::installed(&mut |w| printer.warn(&w));
+    let entries = installed::all(local, &mut |w| printer.warn(&w));
     if entries.is_empty() {
         printer.skipped("nothing to remove", Some("no package is installed"));
         return Ok(ExitStatus::Success);
@@ -71,8 +71,8 @@ async fn remove_all(
     let mut failed = Vec::new();
     for id in &ids {
         // The database changes as packages go: each removal reads it afresh.
-        let now = super::list::installed(&mut |_| {});
-        if let Err(e) = remove(client, &now, id, args, printer).await {
+        let now = installed::all(local, &mut |_| {});
+        if let Err(e) = remove(client, local, &now, id, args, printer).await {
             printer.error(&format!("{id}: {e:#}"));
             failed.push((id.to_string(), format!("{e:#}")));
         }
@@ -120,6 +120,7 @@ fn confirm(ids: &[&str]) -> anyhow::Result<bool> {
 /// Removes one package (reference §4.12).
 async fn remove(
     client: &Client,
+    local: &Local,
     entries: &[Entry],
     target_name: &str,
     args: &RmArgs,
@@ -127,10 +128,10 @@ async fn remove(
 ) -> anyhow::Result<()> {
     // A database entry keeps a package removable after its manifest is gone.
     let by_id = entries.iter().find(|e| e.repo_id == target_name);
-    let (name, pkg) = match target::resolve_name(target_name) {
+    let (name, pkg) = match target::resolve_name(local, target_name) {
         Ok(resolved) => resolved,
         Err(_) if by_id.is_some() => (by_id.map(|e| e.name.clone()).unwrap_or_default(), None),
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     let entry = by_id
         .or_else(|| pkg.as_ref().and_then(|p| installed::find(entries, p)))
@@ -167,7 +168,7 @@ async fn remove(
         }
     }
     // A pulled package's manifest directory goes too; a staged one is the user's.
-    let pulled = crate::local::state_root().join("pulled");
+    let pulled = local.root().join("pulled");
     let manifest = pkg
         .as_ref()
         .map(|p| p.manifest_path.clone())
@@ -185,7 +186,7 @@ async fn remove(
         );
     }
     if let Some(e) = &entry {
-        match installed::db().remove(&e.repo_id) {
+        match local.db().remove(&e.repo_id) {
             Ok(Some(_)) => printer.done(
                 &format!("forgot {}", e.repo_id),
                 Some("installed packages database"),
@@ -194,7 +195,7 @@ async fn remove(
             Err(err) => printer.warn(&format!("{} stays listed: {err}", e.repo_id)),
         }
     }
-    let state = target::package_state_dir(&name);
+    let state = local.package_state_dir(&name);
     if state.exists() {
         let size = human_bytes(dir_size(&state));
         if args.keep_cache {
@@ -215,7 +216,7 @@ async fn remove(
         .as_ref()
         .map(|p| p.all_weights().cloned().collect())
         .unwrap_or_default();
-    let cache = HubCache::new(HubEnv::from_env().hub_cache);
+    let cache = HubCache::new(local.hub().hub_cache.clone());
     for w in weights {
         let repo = cache.repo(&w.repo_id)?;
         if !repo.dir.exists() {

@@ -2,6 +2,7 @@
 //! (`tt-model-cache`, or `tt-model-catalog` with `--catalog`), newest first.
 
 use tt_model_hub::card_tags::{CATALOG_TAG, PACKAGE_TAG};
+use tt_model_local::Local;
 
 use super::hub;
 use crate::ExitStatus;
@@ -9,8 +10,8 @@ use crate::args::SearchArgs;
 use crate::printer::Printer;
 
 /// Runs `tt-model search`.
-pub fn run(args: &SearchArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let client = hub::client(false)?;
+pub fn run(args: &SearchArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
+    let client = hub::client(local, false)?;
     let tag = if args.catalog {
         CATALOG_TAG
     } else {

@@ -5,12 +5,13 @@
 use std::time::Duration;
 
 use tt_model_engine::containers::ContainerInfo;
-use tt_model_engine::{Client, devices, labels};
+use tt_model_engine::{Client, labels};
+use tt_model_local::devices;
 
 use crate::ExitStatus;
 use crate::args::StopArgs;
-use crate::local::{host, target};
 use crate::printer::Printer;
+use tt_model_local::{Local, host, target};
 
 /// Bound on the reset container.
 const RESET_TIMEOUT: Duration = Duration::from_secs(180);
@@ -26,8 +27,8 @@ pub enum Reset {
 }
 
 /// Runs `tt-model stop`.
-pub fn run(args: &StopArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    crate::block_on(stop(args, printer))
+pub fn run(args: &StopArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
+    crate::block_on(stop(args, printer, local))
 }
 
 /// The running containers of `package` (only `profile` when given), default profile first.
@@ -50,8 +51,8 @@ pub(crate) async fn running_of(
     Ok(v)
 }
 
-async fn stop(args: &StopArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
-    let (package, _) = target::resolve_name(&args.target)?;
+async fn stop(args: &StopArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
+    let (package, _) = target::resolve_name(local, &args.target)?;
     let client = host::engine().await?;
     let targets = running_of(&client, &package, args.profile.as_deref(), false).await?;
     if targets.is_empty() {

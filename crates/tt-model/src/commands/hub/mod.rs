@@ -6,15 +6,16 @@ pub(crate) mod record;
 pub(crate) mod registry;
 
 use indicatif::ProgressBar;
-use tt_model_hub::env::HubEnv;
 use tt_model_hub::hub::HubClient;
 use tt_model_hub::upload::UploadReporter;
+
+use tt_model_local::Local;
 
 use crate::{HubConsequence, UserError};
 
 /// The client for this environment; `need_token`: refuse without a token (writes).
-pub(crate) fn client(need_token: bool) -> anyhow::Result<HubClient> {
-    let env = HubEnv::from_env();
+pub(crate) fn client(local: &Local, need_token: bool) -> anyhow::Result<HubClient> {
+    let env = local.hub().clone();
     if need_token && env.token.is_none() {
         return Err(UserError(format!(
             "this needs a Hub token with write access to the repo: run `tt-model login` (stored in {}), or set HF_TOKEN",

@@ -5,23 +5,26 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
+use tt_model_local::Local;
 
 /// Where the record of pushes to `repo` lives.
-pub(crate) fn path(repo: &str) -> PathBuf {
-    crate::local::state_root()
+pub(crate) fn path(local: &Local, repo: &str) -> PathBuf {
+    local
+        .root()
         .join("pushed")
         .join(format!("{}.json", repo.replace('/', "__")))
 }
 
 /// Writes the record (temp file + rename).
 pub(crate) fn write(
+    local: &Local,
     repo: &str,
     commit: &str,
     dir: &Path,
     bytes_sent: u64,
     image: Option<&str>,
 ) -> anyhow::Result<PathBuf> {
-    let p = path(repo);
+    let p = path(local, repo);
     let parent = p.parent().expect("a record has a parent");
     std::fs::create_dir_all(parent)
         .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", parent.display()))?;

@@ -3,18 +3,18 @@
 //! registry has, mounting what another repository of it holds), and `pull`/`serve <id>` fetch
 //! the image by the digest the package pins into a layout the engine loads.
 //!
-//! Which repository holds which blob is remembered in `<state>/registry-blobs.json` (per host:
-//! digest → repository), as the Docker CLI remembers it, so a second package on the same base
-//! mounts the base layers instead of sending them again.
+//! Which repository holds which blob is remembered in the state root's blob index
+//! ([`tt_model_local::blob_index`]), so a second package on the same base mounts the base
+//! layers instead of sending them again.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use serde_json::Value;
 use tt_model_engine::oci_load::OciLayout;
 use tt_model_hub::registry::push::{BlobFile, ImageToPush, PushReport, push_image};
 use tt_model_hub::registry::{Registry, RegistryTarget, pull};
+use tt_model_local::Local;
+use tt_model_local::blob_index::BlobIndex;
 use tt_model_manifest::WireManifest;
 
 use super::UploadBar;
@@ -31,48 +31,6 @@ pub(crate) fn target_of(wire: &WireManifest) -> anyhow::Result<RegistryTarget> {
         image.repository.as_str()
     };
     RegistryTarget::new(&image.registry, repository).map_err(|e| UserError(e.to_string()).into())
-}
-
-/// The blob → repository memory of pushes (`<state>/registry-blobs.json`).
-fn blobs_file() -> PathBuf {
-    crate::local::state_root().join("registry-blobs.json")
-}
-
-fn known_blobs(host: &str) -> HashMap<String, String> {
-    let Ok(bytes) = std::fs::read(blobs_file()) else {
-        return HashMap::new();
-    };
-    serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .and_then(|v| serde_json::from_value(v[host].clone()).ok())
-        .unwrap_or_default()
-}
-
-/// Records that `repository` on `host` holds `digests` (temp file + rename; best effort: a
-/// lost record only costs a mount).
-fn remember_blobs(host: &str, repository: &str, digests: &[String]) {
-    let path = blobs_file();
-    let mut all: Value = std::fs::read(&path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .filter(Value::is_object)
-        .unwrap_or_else(|| Value::Object(Default::default()));
-    let host_map = all
-        .as_object_mut()
-        .expect("an object")
-        .entry(host.to_string())
-        .or_insert_with(|| Value::Object(Default::default()));
-    if let Some(m) = host_map.as_object_mut() {
-        for d in digests {
-            m.insert(d.clone(), Value::String(repository.to_string()));
-        }
-    }
-    let Some(parent) = path.parent() else { return };
-    let tmp = parent.join(format!(".registry-blobs.{}.tmp", std::process::id()));
-    let _ = std::fs::create_dir_all(parent)
-        .and_then(|()| std::fs::write(&tmp, format!("{all:#}\n")))
-        .and_then(|()| std::fs::rename(&tmp, &path));
-    let _ = std::fs::remove_file(&tmp);
 }
 
 /// The staged layout as the registry will store it; refuses a layout that is not the image
@@ -114,6 +72,7 @@ fn image_to_push(dir: &Path, wire: &WireManifest) -> anyhow::Result<ImageToPush>
 /// Pushes the staged image of `dir` to its registry; returns what it did and the pinned
 /// reference (`host/repository@digest`).
 pub(crate) async fn push(
+    local: &Local,
     dir: &Path,
     wire: &WireManifest,
     printer: &Printer,
@@ -126,7 +85,8 @@ pub(crate) async fn push(
         .tag
         .clone()
         .unwrap_or_else(|| "latest".into());
-    let known = known_blobs(&target.host);
+    let index = BlobIndex::under(local);
+    let known = index.known(&target.host);
     let mut sources: Vec<String> = known.values().cloned().collect();
     sources.sort();
     sources.dedup();
@@ -139,7 +99,7 @@ pub(crate) async fn push(
     bar.finish();
     let report = report?;
     let digests: Vec<String> = image.blobs.iter().map(|b| b.digest.clone()).collect();
-    remember_blobs(&target.host, &target.repository, &digests);
+    index.remember(&target.host, &target.repository, &digests);
     let pinned = target.pinned(&report.manifest_digest);
     printer.done(
         &format!("pushed image {}:{tag}", target.repository),

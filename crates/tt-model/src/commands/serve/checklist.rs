@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use indicatif::ProgressBar;
-use tt_model_engine::bootlog::{self, BootEvent};
-use tt_model_engine::wait::WaitEvent;
+use tt_model_local::bootlog::{self, BootEvent};
+use tt_model_local::watch::WaitEvent;
 
 use crate::printer::Printer;
 

@@ -1,0 +1,153 @@
+//! The docker-archive dockerd 20.10 loads, written on the fly from a layout's blobs: each
+//! blob hashed as it is copied, `manifest.json` last.
+
+use super::*;
+
+impl OciLayout {
+    /// empty or pinned by digest). Blobs are hashed as they are copied; `manifest.json` comes
+    /// last, so a corrupt blob ends the archive before the engine could load it. Returns the
+    /// bytes written.
+    pub fn write_docker_archive<W: Write>(
+        &self,
+        reference: &str,
+        out: W,
+    ) -> Result<u64, LoadError> {
+        let mut counted = CountingWriter { inner: out, n: 0 };
+        let mut tar = tar::Builder::new(&mut counted);
+        let config_name = format!("{}.json", self.config.hex());
+        append_blob(&mut tar, &self.config, &config_name)?;
+        for layer in self.unique_layers() {
+            append_blob(&mut tar, layer, &format!("{}/layer.tar", layer.hex()))?;
+        }
+        let tags: Vec<&str> = if reference.is_empty() || reference.contains('@') {
+            vec![]
+        } else {
+            vec![reference]
+        };
+        let manifest = [ArchiveImage {
+            config: config_name,
+            repo_tags: tags.into_iter().map(str::to_string).collect(),
+            layers: self
+                .layers
+                .iter()
+                .map(|l| format!("{}/layer.tar", l.hex()))
+                .collect(),
+        }];
+        let bytes = serde_json::to_vec(&manifest).expect("the archive manifest serializes");
+        let mut header = tar_header(bytes.len() as u64);
+        tar.append_data(&mut header, "manifest.json", bytes.as_slice())
+            .map_err(stream_err)?;
+        tar.finish().map_err(stream_err)?;
+        drop(tar);
+        counted.flush().map_err(stream_err)?;
+        Ok(counted.n)
+    }
+}
+
+pub(super) fn tar_header(size: u64) -> tar::Header {
+    let mut h = tar::Header::new_gnu();
+    h.set_size(size);
+    h.set_mode(0o644);
+    h.set_mtime(0);
+    h.set_entry_type(tar::EntryType::Regular);
+    h
+}
+
+/// A write failure of the archive: the receiving side went away, or a blob read failed.
+pub(super) fn stream_err(source: io::Error) -> LoadError {
+    LoadError::Read {
+        path: PathBuf::from("<archive stream>"),
+        source,
+    }
+}
+
+/// Copies one blob into the archive under `name`, hashing it on the way.
+pub(super) fn append_blob<W: Write>(
+    tar: &mut tar::Builder<W>,
+    blob: &Blob,
+    name: &str,
+) -> Result<(), LoadError> {
+    let read_err = |source| LoadError::Read {
+        path: blob.path.clone(),
+        source,
+    };
+    let file = fs::File::open(&blob.path).map_err(read_err)?;
+    let mut reader = HashingReader {
+        inner: file.take(blob.size),
+        hasher: Sha256::new(),
+        n: 0,
+    };
+    let mut header = tar_header(blob.size);
+    tar.append_data(&mut header, name, &mut reader)
+        .map_err(stream_err)?;
+    if reader.n != blob.size {
+        return Err(LoadError::BlobSize {
+            path: blob.path.clone(),
+            digest: blob.digest.clone(),
+            expected: blob.size,
+            found: reader.n,
+        });
+    }
+    let found = format!("sha256:{}", hex::encode(reader.hasher.finalize()));
+    if found != blob.digest {
+        return Err(LoadError::BlobDigest {
+            path: blob.path.clone(),
+            digest: blob.digest.clone(),
+            found,
+        });
+    }
+    Ok(())
+}
+
+pub(super) struct HashingReader<R> {
+    inner: R,
+    hasher: Sha256,
+    n: u64,
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.n += n as u64;
+        Ok(n)
+    }
+}
+
+pub(super) struct CountingWriter<W> {
+    inner: W,
+    n: u64,
+}
+
+impl<W: Write> Write for CountingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// The write end of the request body: each buffered chunk becomes one body frame.
+pub(super) struct ChannelWriter {
+    pub(super) tx: tokio::sync::mpsc::Sender<Result<Bytes, io::Error>>,
+}
+
+impl Write for ChannelWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.tx
+            .blocking_send(Ok(Bytes::copy_from_slice(buf)))
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "the engine closed the load request",
+                )
+            })?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,238 @@
+//! Load an image from an OCI image layout (the inverse of [`crate::export`]).
+//!
+//! dockerd 20.10's load endpoint only understands docker-archives (`manifest.json`, a config
+//! `<hex>.json`, `<dir>/layer.tar` per layer); OCI-layout input arrived in Docker 25. So we
+//! read the layout's index and manifest, then stream a docker-archive built on the fly from
+//! the layout's blobs straight into the load request: no temporary copy of the layers.
+//!
+//! Blobs are opened through the filesystem, so symlinks are followed: a layout inside a
+//! Hugging Face snapshot is a farm of symlinks into the content store. Every blob is hashed
+//! while it streams; a blob whose bytes do not match its digest aborts the request before the
+//! archive's `manifest.json` (written last) is sent, so the engine never loads it. After the
+//! load, the image the engine reports under the tag must be the layout's image.
+
+use std::fs;
+use std::io::{self, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use bollard::query_parameters::ImportImageOptions;
+use bytes::Bytes;
+use futures_util::StreamExt;
+use oci_spec::image::{Arch, Descriptor, DigestAlgorithm, ImageIndex, ImageManifest, MediaType};
+use sha2::{Digest, Sha256};
+
+use crate::archive::ArchiveImage;
+use crate::client::Client;
+use crate::error::{Cause, EngineError};
+use crate::export::REF_NAME_ANNOTATION;
+
+mod archive;
+mod layout;
+#[cfg(test)]
+mod tests;
+
+use archive::ChannelWriter;
+pub use layout::{Blob, OciLayout};
+
+/// The Docker v2 schema 2 manifest and manifest list: loadable like their OCI counterparts.
+const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+
+/// Whether a descriptor names an image manifest we can load (OCI or Docker v2 schema 2).
+fn is_image_manifest(m: &MediaType) -> bool {
+    matches!(m, MediaType::ImageManifest)
+        || matches!(m, MediaType::Other(o) if o == DOCKER_MANIFEST)
+}
+
+/// Whether a descriptor names an index, followed one level down to a linux/amd64 (or the
+/// only) manifest.
+fn is_index(m: &MediaType) -> bool {
+    matches!(m, MediaType::ImageIndex) || matches!(m, MediaType::Other(o) if o == DOCKER_LIST)
+}
+/// Bytes per chunk sent to the engine; the channel holds a few, bounding memory.
+const CHUNK: usize = 1 << 20;
+const CHANNEL_CHUNKS: usize = 4;
+
+/// Why loading a layout failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LoadError {
+    /// The directory has no `oci-layout` file.
+    #[error("`{path}` is not an OCI image layout (no oci-layout file)")]
+    NotALayout {
+        /// The directory given as the layout.
+        path: PathBuf,
+    },
+    /// A layout file could not be read.
+    #[error("Cannot read `{path}`")]
+    Read {
+        /// The file that could not be read (`<archive stream>` for the stream sent to the engine).
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// The layout's JSON is not what the OCI spec says.
+    #[error("The OCI layout at `{path}` is malformed: {detail}")]
+    BadLayout {
+        /// The layout directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A blob's size on disk differs from its descriptor.
+    #[error("Blob {digest} in `{path}` is {found} bytes; its descriptor says {expected}")]
+    BlobSize {
+        /// The blob file.
+        path: PathBuf,
+        /// The blob's digest, `sha256:<hex>`.
+        digest: String,
+        /// Size in bytes according to its descriptor.
+        expected: u64,
+        /// Size in bytes of the file.
+        found: u64,
+    },
+    /// A blob's bytes do not hash to its digest (a truncated or corrupt download).
+    #[error("Blob {digest} in `{path}` is corrupt: its bytes hash to {found}")]
+    BlobDigest {
+        /// The blob file.
+        path: PathBuf,
+        /// The digest that names the blob, `sha256:<hex>`.
+        digest: String,
+        /// The digest its bytes hash to.
+        found: String,
+    },
+    /// The layout holds another image than the one the package records.
+    #[error("The OCI layout at `{path}` holds image {found}, but the package records {expected}")]
+    LayoutMismatch {
+        /// The layout directory.
+        path: PathBuf,
+        /// The image digest the package records.
+        expected: String,
+        /// The layout's config digest (its image id on the classic store).
+        found: String,
+    },
+    /// The load request failed (engine unreachable, connection dropped).
+    #[error("Loading image `{reference}` into the engine failed")]
+    Request {
+        /// The reference the image was loaded under.
+        reference: String,
+        /// The client library's error.
+        #[source]
+        source: Cause,
+    },
+    /// The engine refused the archive.
+    #[error("The engine refused to load image `{reference}`: {message}")]
+    Refused {
+        /// The reference the image was to be loaded under.
+        reference: String,
+        /// The engine's error message.
+        message: String,
+    },
+    /// After the load the tag points at another image (or at none).
+    #[error("After loading, `{reference}` is {found}, not the layout's image {expected}")]
+    NotLoaded {
+        /// The reference the image was loaded under.
+        reference: String,
+        /// The layout's image id.
+        expected: String,
+        /// The id the reference resolves to now, or `absent`.
+        found: String,
+    },
+    /// Inspecting the loaded image failed.
+    #[error(transparent)]
+    Engine(#[from] EngineError),
+}
+
+/// What a load did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loaded {
+    /// The engine's id of the loaded image.
+    pub id: String,
+    /// The tag it was loaded under.
+    pub reference: String,
+    /// Archive bytes streamed.
+    pub bytes: u64,
+}
+
+impl Client {
+    /// Loads the image of `layout` tagged `reference` and checks that the tag then names the
+    /// layout's image. The archive is generated while it uploads.
+    pub async fn load_oci_layout(
+        &self,
+        layout: &OciLayout,
+        reference: &str,
+    ) -> Result<Loaded, LoadError> {
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Bytes, io::Error>>(CHANNEL_CHUNKS);
+        // The producer's own error wins over the engine's view of the aborted upload.
+        let failure: Arc<Mutex<Option<LoadError>>> = Arc::default();
+        let producer = {
+            let (layout, reference, failure) =
+                (layout.clone(), reference.to_string(), failure.clone());
+            tokio::task::spawn_blocking(move || {
+                let writer = BufWriter::with_capacity(CHUNK, ChannelWriter { tx: tx.clone() });
+                match layout.write_docker_archive(&reference, writer) {
+                    Ok(n) => Some(n),
+                    Err(e) => {
+                        // An error item aborts the request body, so the engine sees a
+                        // truncated archive without manifest.json and loads nothing.
+                        let _ = tx.blocking_send(Err(io::Error::other(e.to_string())));
+                        *failure.lock().expect("not poisoned") = Some(e);
+                        None
+                    }
+                }
+            })
+        };
+        let body = futures_util::stream::poll_fn(move |cx| rx.poll_recv(cx));
+        let options = ImportImageOptions {
+            quiet: true,
+            ..Default::default()
+        };
+        let mut responses =
+            self.docker()
+                .import_image(options, bollard::body_try_stream(body), None);
+        let mut engine_err = None;
+        while let Some(item) = responses.next().await {
+            if let Err(e) = item {
+                engine_err = Some(e);
+                break;
+            }
+        }
+        drop(responses);
+        let bytes = producer.await.ok().flatten();
+        if let Some(e) = failure.lock().expect("not poisoned").take() {
+            return Err(e);
+        }
+        match engine_err {
+            Some(bollard::errors::Error::DockerStreamError { error }) => {
+                return Err(LoadError::Refused {
+                    reference: reference.to_string(),
+                    message: error.trim().to_string(),
+                });
+            }
+            Some(source) => {
+                return Err(LoadError::Request {
+                    reference: reference.to_string(),
+                    source,
+                });
+            }
+            None => {}
+        }
+        let pinned = reference.is_empty() || reference.contains('@');
+        let look_up = if pinned { layout.image_id() } else { reference };
+        let found = self.image(look_up).await?;
+        match found {
+            Some(facts) if layout.is_image(&facts.id) => Ok(Loaded {
+                id: facts.id,
+                reference: reference.to_string(),
+                bytes: bytes.unwrap_or_default(),
+            }),
+            other => Err(LoadError::NotLoaded {
+                reference: reference.to_string(),
+                expected: layout.image_id().to_string(),
+                found: other.map_or_else(|| "absent".to_string(), |f| f.id),
+            }),
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! Kubernetes fleets for a packaged model: `tt-model serve TARGET --print k8s` renders a
+//! Deployment, a Service and a PodDisruptionBudget from the same [`RunSpec`] that `serve`
+//! composes for one container, so a fleet keeps what `serve` knows (the card's device and
+//! hugepages, the hardening, the environment, the port, readiness on the health path, weights
+//! at the pinned revision) instead of a hand-written copy of it.
+//!
+//! Everything here is a pure function of its inputs: [`render`] builds typed `k8s-openapi`
+//! objects (API version 1.33) and [`Fleet::to_yaml`] writes them as multi-document YAML.
+//! [`pinned_image`] decides which image reference a cluster can pull (a registry image by
+//! digest) and says how to get one when the package has none.
+//!
+//! [`RunSpec`]: tt_model_engine::run_spec::RunSpec
+
+#![warn(missing_docs)]
+
+mod error;
+mod image;
+mod names;
+mod options;
+mod pod;
+mod render;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use error::FleetError;
+pub use image::{check_pinned, pinned_image};
+pub use options::{
+    BOARD_LABEL, DEFAULT_CPU, DEFAULT_HF_TOKEN_SECRET, DEFAULT_HUGEPAGES_GIB_PER_CHIP,
+    DEFAULT_MEMORY, DEFAULT_RESOURCE_PREFIX, DEFAULT_WEIGHTS_CLAIM, FleetOptions,
+    HF_TOKEN_SECRET_KEY, WeightsPin,
+};
+pub use render::{Fleet, render};

@@ -1,0 +1,270 @@
+//! The pod template: serve's container (image, command, environment, port, hardening) with the
+//! host's bind mounts turned into pod volumes and the card into device-plugin resources.
+//!
+//! What changes on the way from `docker run` to a pod, and why:
+//! - `/dev/tenstorrent/N` comes from the device plugin (the board resource), not a device
+//!   mapping; `--ipc host` is dropped: it serves the host-wide chip lock between serves, and the
+//!   plugin already gives each pod its own chips.
+//! - Hugepages are a `HugePages-1Gi` emptyDir at the path serve binds, sized by the request.
+//! - The state directories (`/cache`, `/weight-cache`, `/tensor-cache`) are per-pod emptyDirs:
+//!   a pod's first boot compiles its kernels (the startup probe allows for it).
+//! - The hub cache is a read-only claim holding the pinned weights, and the server runs with
+//!   `HF_HUB_OFFLINE=1`, when serve fetched the weights on the host; else a writable emptyDir
+//!   with `HF_TOKEN` from a Secret (never inline).
+//! - The user is 1000:1000 (the uid packages are verified as), not the caller's uid.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{
+    Capabilities, Container, ContainerPort, EmptyDirVolumeSource, EnvVar, EnvVarSource,
+    HTTPGetAction, PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, Probe,
+    ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext,
+    TopologySpreadConstraint, Volume, VolumeMount,
+};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use tt_model_engine::run_spec::{HUB_CACHE_IN_CONTAINER, HUGEPAGES_1G, RunSpec};
+
+use crate::options::{BOARD_LABEL, FleetOptions, HF_TOKEN_SECRET_KEY};
+
+/// The uid and gid packages are verified as, and the fleet runs as.
+pub(crate) const RUN_AS: i64 = 1000;
+/// The container's port name, which probes and the Service refer to.
+pub(crate) const PORT_NAME: &str = "http";
+/// Kinds whose server writes only to its mounted directories and `/tmp`, so the root
+/// filesystem is read-only; the Python kinds write caches (pip, triton, torch) under `$HOME`.
+const READ_ONLY_ROOT_KINDS: &[&str] = &["http-server"];
+/// The interval of the startup probe: its failure threshold spreads the startup deadline.
+const STARTUP_PERIOD_S: i32 = 10;
+
+/// What the pod template is built from, resolved once by the renderer.
+pub(crate) struct PodInputs<'a> {
+    pub spec: &'a RunSpec,
+    pub opts: &'a FleetOptions,
+    pub kind: &'a str,
+    pub port: u16,
+    pub health_path: &'a str,
+    /// The board resource when the pod gets chips.
+    pub board_resource: Option<String>,
+    pub selector: &'a BTreeMap<String, String>,
+}
+
+/// `docker run`'s bind destination as a volume name (`/hf-hub` → `hf-hub`).
+fn volume_name(dst: &str) -> String {
+    crate::names::dns_label(dst)
+}
+
+fn empty_dir(name: &str, medium: Option<&str>) -> Volume {
+    Volume {
+        name: name.into(),
+        empty_dir: Some(EmptyDirVolumeSource {
+            medium: medium.map(str::to_string),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn mount(name: &str, path: &str, read_only: bool) -> VolumeMount {
+    VolumeMount {
+        name: name.into(),
+        mount_path: path.into(),
+        read_only: read_only.then_some(true),
+        ..Default::default()
+    }
+}
+
+fn http_probe(path: &str, period: i32, timeout: i32, failures: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.into()),
+            port: IntOrString::String(PORT_NAME.into()),
+            ..Default::default()
+        }),
+        period_seconds: Some(period),
+        timeout_seconds: Some(timeout),
+        failure_threshold: Some(failures),
+        ..Default::default()
+    }
+}
+
+/// The weights are read from a read-only cache (serve fetched them on the host).
+pub(crate) fn reads_offline(spec: &RunSpec) -> bool {
+    spec.env
+        .iter()
+        .any(|e| e.key == "HF_HUB_OFFLINE" && e.value.as_deref() == Some("1"))
+}
+
+/// Volumes and their mounts, in the order serve binds them.
+fn volumes(p: &PodInputs<'_>, read_only_root: bool) -> (Vec<Volume>, Vec<VolumeMount>) {
+    let (mut vols, mut mounts) = (Vec::new(), Vec::new());
+    if p.board_resource.is_some() {
+        vols.push(empty_dir("hugepages", Some("HugePages-1Gi")));
+        mounts.push(mount("hugepages", HUGEPAGES_1G, false));
+    }
+    for b in &p.spec.binds {
+        if b.dst == HUGEPAGES_1G {
+            continue; // from the card, above, whatever the printing host has
+        }
+        let name = volume_name(&b.dst);
+        if b.dst == HUB_CACHE_IN_CONTAINER && reads_offline(p.spec) && !p.opts.weights.is_empty() {
+            vols.push(Volume {
+                name: name.clone(),
+                persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
+                    claim_name: p.opts.weights_claim.clone(),
+                    read_only: Some(true),
+                }),
+                ..Default::default()
+            });
+            mounts.push(mount(&name, &b.dst, true));
+        } else {
+            vols.push(empty_dir(&name, None));
+            mounts.push(mount(&name, &b.dst, false));
+        }
+    }
+    if read_only_root {
+        vols.push(empty_dir("tmp", None));
+        mounts.push(mount("tmp", "/tmp", false));
+    }
+    (vols, mounts)
+}
+
+/// Serve's environment; `HF_TOKEN` from the Secret where the pod downloads weights.
+fn env(p: &PodInputs<'_>) -> Vec<EnvVar> {
+    let mut out: Vec<EnvVar> = p
+        .spec
+        .env
+        .iter()
+        // Passed by name from the caller's shell by serve; in a cluster it is the Secret's.
+        .filter(|e| e.key != "HF_TOKEN")
+        .filter_map(|e| {
+            e.value.as_ref().map(|v| EnvVar {
+                name: e.key.clone(),
+                value: Some(v.clone()),
+                ..Default::default()
+            })
+        })
+        .collect();
+    if !reads_offline(p.spec) && !p.opts.weights.is_empty() {
+        out.push(EnvVar {
+            name: "HF_TOKEN".into(),
+            value_from: Some(EnvVarSource {
+                secret_key_ref: Some(SecretKeySelector {
+                    name: p.opts.hf_token_secret.clone(),
+                    key: HF_TOKEN_SECRET_KEY.into(),
+                    // Public weights need no token: the pod starts without the Secret.
+                    optional: Some(true),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        });
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+    }
+    out
+}
+
+fn resources(p: &PodInputs<'_>) -> ResourceRequirements {
+    let q = |s: &str| Quantity(s.to_string());
+    let mut requests = BTreeMap::from([
+        ("cpu".to_string(), q(&p.opts.cpu)),
+        ("memory".to_string(), q(&p.opts.memory)),
+    ]);
+    let mut limits = BTreeMap::from([("memory".to_string(), q(&p.opts.memory))]);
+    if let Some(res) = &p.board_resource {
+        // Extended resources and hugepages: requests must equal limits.
+        let hugepages = format!("{}Gi", p.opts.chips * p.opts.hugepages_gib_per_chip);
+        for m in [&mut requests, &mut limits] {
+            m.insert(res.clone(), q(&p.opts.chips.to_string()));
+            m.insert("hugepages-1Gi".into(), q(&hugepages));
+        }
+    }
+    ResourceRequirements {
+        requests: Some(requests),
+        limits: Some(limits),
+        ..Default::default()
+    }
+}
+
+/// The pod spec of every replica.
+pub(crate) fn pod_spec(p: &PodInputs<'_>) -> PodSpec {
+    let read_only_root = READ_ONLY_ROOT_KINDS.contains(&p.kind);
+    let (volumes, volume_mounts) = volumes(p, read_only_root);
+    let startup_failures = (p
+        .opts
+        .startup_timeout
+        .as_secs()
+        .div_ceil(STARTUP_PERIOD_S as u64))
+    .max(1);
+    let container = Container {
+        name: "server".into(),
+        image: Some(p.opts.image.clone()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        command: p.spec.entrypoint.clone(),
+        args: (!p.spec.cmd.is_empty()).then(|| p.spec.cmd.clone()),
+        env: Some(env(p)),
+        ports: Some(vec![ContainerPort {
+            name: Some(PORT_NAME.into()),
+            container_port: i32::from(p.port),
+            protocol: Some("TCP".into()),
+            ..Default::default()
+        }]),
+        resources: Some(resources(p)),
+        volume_mounts: Some(volume_mounts),
+        startup_probe: Some(http_probe(
+            p.health_path,
+            STARTUP_PERIOD_S,
+            5,
+            i32::try_from(startup_failures).unwrap_or(i32::MAX),
+        )),
+        readiness_probe: Some(http_probe(p.health_path, 10, 5, 3)),
+        liveness_probe: Some(http_probe(p.health_path, 30, 10, 3)),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(!p.spec.no_new_privileges),
+            capabilities: Some(Capabilities {
+                add: (!p.spec.cap_add.is_empty()).then(|| p.spec.cap_add.clone()),
+                drop: Some(p.spec.cap_drop.clone()),
+            }),
+            read_only_root_filesystem: Some(read_only_root),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    PodSpec {
+        containers: vec![container],
+        volumes: Some(volumes),
+        // The server never talks to the API server.
+        automount_service_account_token: Some(false),
+        enable_service_links: Some(false),
+        node_selector: p
+            .opts
+            .board
+            .as_ref()
+            .filter(|_| p.board_resource.is_some())
+            .map(|b| BTreeMap::from([(BOARD_LABEL.to_string(), b.clone())])),
+        security_context: Some(PodSecurityContext {
+            run_as_user: Some(RUN_AS),
+            run_as_group: Some(RUN_AS),
+            run_as_non_root: Some(true),
+            fs_group: Some(RUN_AS),
+            seccomp_profile: Some(SeccompProfile {
+                type_: "RuntimeDefault".into(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+        // Soft: a fleet larger than its card hosts still schedules; the cards are the hard limit.
+        topology_spread_constraints: Some(vec![TopologySpreadConstraint {
+            max_skew: 1,
+            topology_key: "kubernetes.io/hostname".into(),
+            when_unsatisfiable: "ScheduleAnyway".into(),
+            label_selector: Some(LabelSelector {
+                match_labels: Some(p.selector.clone()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }]),
+        ..Default::default()
+    }
+}

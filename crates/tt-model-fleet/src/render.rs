@@ -1,0 +1,197 @@
+//! The fleet's objects: a Deployment of interchangeable replicas, a Service for the port, and a
+//! PodDisruptionBudget, written as multi-document YAML.
+//!
+//! A Deployment, not a StatefulSet: replicas share nothing and need no stable identity (each
+//! reads the same pinned weights and compiles its own kernels), so ordered start-up and
+//! per-pod claims would only slow a fleet down. Rolling updates replace one pod at a time
+//! without a surge pod: a card host has no spare card for one.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::apps::v1::{
+    Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
+};
+use k8s_openapi::api::core::v1::{PodTemplateSpec, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use tt_model_engine::labels;
+use tt_model_engine::run_spec::RunSpec;
+
+use crate::names::{dns_label, label_value};
+use crate::options::{DEFAULT_RESOURCE_PREFIX, FleetOptions};
+use crate::pod::{PORT_NAME, PodInputs, pod_spec};
+use crate::{FleetError, check_pinned};
+
+/// Grace on top of the startup deadline before the Deployment reports no progress.
+const PROGRESS_GRACE_S: u64 = 5 * 60;
+
+/// The rendered fleet.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fleet {
+    /// The replicas.
+    pub deployment: Deployment,
+    /// The port, in front of the ready replicas.
+    pub service: Service,
+    /// At most one replica down for voluntary disruptions (node drains).
+    pub disruption_budget: PodDisruptionBudget,
+}
+
+impl Fleet {
+    /// Multi-document YAML, Deployment first, as `kubectl apply -f -` takes it.
+    pub fn to_yaml(&self) -> Result<String, FleetError> {
+        // Long single-line values (the image reference, paths) stay on their line: a folded
+        // `>-` block reads worse and is one more thing for a reviewer to decode.
+        let opts = || serde_saphyr::ser_options! { prefer_block_scalars: false };
+        let docs = [
+            serde_saphyr::to_string_with_options(&self.deployment, opts())?,
+            serde_saphyr::to_string_with_options(&self.service, opts())?,
+            serde_saphyr::to_string_with_options(&self.disruption_budget, opts())?,
+        ];
+        Ok(docs.join("---\n"))
+    }
+}
+
+fn resource_name(spec_profile: &str, opts: &FleetOptions) -> Result<String, FleetError> {
+    let name = match (&opts.board_resource, &opts.board) {
+        (Some(r), _) => r.clone(),
+        (None, Some(b)) => format!("{DEFAULT_RESOURCE_PREFIX}{b}"),
+        (None, None) => {
+            return Err(FleetError::NoBoard {
+                profile: spec_profile.to_string(),
+            });
+        }
+    };
+    match name.split_once('/') {
+        Some((domain, n)) if domain.contains('.') && !n.is_empty() && !n.contains('/') => Ok(name),
+        _ => Err(FleetError::BadResourceName { name }),
+    }
+}
+
+/// Build the fleet from the run spec serve composed for one container. Pure.
+pub fn render(spec: &RunSpec, opts: &FleetOptions) -> Result<Fleet, FleetError> {
+    check_pinned(&opts.image)?;
+    if opts.replicas == 0 {
+        return Err(FleetError::ZeroReplicas);
+    }
+    let label = |k: &str| spec.labels.get(k).map(String::as_str);
+    let package = label(labels::PACKAGE).unwrap_or(&spec.name);
+    let profile = label(labels::PROFILE).unwrap_or("default");
+    let kind = label(labels::KIND).unwrap_or_default();
+    let health_path = label(labels::HEALTH_PATH).unwrap_or("/health");
+    let port = spec
+        .publish
+        .as_ref()
+        .map(|p| p.container_port)
+        .or_else(|| label(labels::PORT).and_then(|p| p.parse().ok()))
+        .unwrap_or(20000);
+    let card = !spec.devices.is_empty() && opts.chips > 0;
+    let board_resource = card.then(|| resource_name(profile, opts)).transpose()?;
+
+    let name = dns_label(&spec.name);
+    let selector = BTreeMap::from([
+        ("app.kubernetes.io/name".to_string(), label_value(package)),
+        ("app.kubernetes.io/instance".to_string(), name.clone()),
+    ]);
+    let mut object_labels = selector.clone();
+    object_labels.insert("app.kubernetes.io/managed-by".into(), "tt-model".into());
+    let meta = || ObjectMeta {
+        name: Some(name.clone()),
+        namespace: opts.namespace.clone(),
+        labels: Some(object_labels.clone()),
+        ..Default::default()
+    };
+
+    // What serve records on its container, for people and tools reading the pods.
+    let mut annotations: BTreeMap<String, String> = spec
+        .labels
+        .iter()
+        .filter(|(k, _)| k.starts_with("tt.model.") && *k != labels::HOST_IP && *k != labels::PORT)
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    annotations.insert(labels::PROFILE.into(), profile.into());
+    if let Some(line) = &opts.ready_line {
+        annotations.insert("tt.model.ready_line".into(), line.clone());
+    }
+    if !opts.weights.is_empty() {
+        let pins: Vec<String> = opts
+            .weights
+            .iter()
+            .map(|w| format!("{}@{}", w.repo, w.revision))
+            .collect();
+        annotations.insert("tt.model.weights".into(), pins.join(","));
+    }
+
+    let pod = PodInputs {
+        spec,
+        opts,
+        kind,
+        port,
+        health_path,
+        board_resource,
+        selector: &selector,
+    };
+    let label_selector = LabelSelector {
+        match_labels: Some(selector.clone()),
+        ..Default::default()
+    };
+    let deployment = Deployment {
+        metadata: meta(),
+        spec: Some(DeploymentSpec {
+            replicas: Some(i32::try_from(opts.replicas).unwrap_or(i32::MAX)),
+            selector: label_selector.clone(),
+            strategy: Some(DeploymentStrategy {
+                type_: Some("RollingUpdate".into()),
+                rolling_update: Some(RollingUpdateDeployment {
+                    max_surge: Some(IntOrString::Int(0)),
+                    max_unavailable: Some(IntOrString::Int(1)),
+                }),
+            }),
+            // A cold boot may take the whole startup deadline: no "stalled" report before it.
+            progress_deadline_seconds: Some(
+                i32::try_from(opts.startup_timeout.as_secs() + PROGRESS_GRACE_S)
+                    .unwrap_or(i32::MAX),
+            ),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(object_labels.clone()),
+                    annotations: Some(annotations),
+                    ..Default::default()
+                }),
+                spec: Some(pod_spec(&pod)),
+            },
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let service = Service {
+        metadata: meta(),
+        spec: Some(ServiceSpec {
+            type_: Some("ClusterIP".into()),
+            selector: Some(selector.clone()),
+            ports: Some(vec![ServicePort {
+                name: Some(PORT_NAME.into()),
+                port: i32::from(port),
+                target_port: Some(IntOrString::String(PORT_NAME.into())),
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let disruption_budget = PodDisruptionBudget {
+        metadata: meta(),
+        spec: Some(PodDisruptionBudgetSpec {
+            max_unavailable: Some(IntOrString::Int(1)),
+            selector: Some(label_selector),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    Ok(Fleet {
+        deployment,
+        service,
+        disruption_budget,
+    })
+}

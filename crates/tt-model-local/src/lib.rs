@@ -1,0 +1,38 @@
+//! tt-model-local: what this machine holds and runs, which every command reads.
+//!
+//! * the state root and the settings every command shares ([`state::Local`]);
+//! * the installed-packages database ([`localdb`]) and the CLI's view of it ([`installed`]);
+//! * staged and pulled packages ([`package`], [`target`]) and their images ([`image`]);
+//! * the weights in the HF cache ([`weights`]);
+//! * the host: its card, devices and their allocation lock ([`host`], [`devices`]);
+//! * a serve's boot: the log reader ([`bootlog`]), the readiness watch ([`watch`]) and the
+//!   diagnosis of a failed boot ([`diagnose`]);
+//! * the registry blob index ([`blob_index`]).
+//!
+//! It talks to the container engine only through `tt-model-engine`. Errors are typed
+//! ([`LocalError`]: what the user named and why it is refused, or the failing library's own
+//! error); progress is reported through [`Progress`], which the CLI draws.
+
+// A library reports through its return values and its caller's progress, never the terminal.
+#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
+#![warn(missing_docs)]
+
+pub mod blob_index;
+pub mod bootlog;
+pub mod devices;
+pub mod diagnose;
+pub mod error;
+pub mod host;
+pub mod image;
+pub mod installed;
+pub mod localdb;
+pub mod package;
+pub mod progress;
+pub mod state;
+pub mod target;
+pub mod watch;
+pub mod weights;
+
+pub use error::LocalError;
+pub use progress::Progress;
+pub use state::Local;

@@ -1,0 +1,5 @@
+//! The crate's integration tests, one test binary: each file under `tests/` is a module here.
+//! One binary links the dependency graph once instead of once per file (CI builds in a
+//! fraction of the time); run one file's tests with `cargo test --test integration <module>::`.
+
+mod serve_engine;

@@ -1,0 +1,145 @@
+//! Export: the image tagged, its OCI layout written (or reused), the lock, card and wire
+//! manifest written, and the staging directory swapped into place.
+
+use super::*;
+
+/// Export: tag the image, write (or reuse) its OCI layout, freeze the lock, write the card and
+/// the wire manifest, and swap the staging directory into place.
+pub(super) async fn export(
+    r: Resolved,
+    files: StagedFiles,
+    image: ImageBuilt,
+    verified: Verified,
+    wire: &WireFn<'_>,
+    run: &mut Run<'_, '_>,
+) -> Result<Packaged, PackageError> {
+    let spec = &r.spec;
+    let short = image
+        .final_tag
+        .rsplit_once(':')
+        .map_or("", |(_, tag)| tag)
+        .to_string();
+    run.client
+        .tag_image(&image.id, &image.repository, &short)
+        .await?;
+    if image.provisional != image.final_tag {
+        run.client.remove_image(&image.provisional).await?;
+    }
+    let tmp = files.tmp;
+    let out_dir = files.out_dir;
+    let image_dir = tmp.path().join("image");
+    let reused_export = if verified.reuse {
+        fs::rename(out_dir.join("image"), &image_dir)
+            .map_err(PackageError::io("Reusing", out_dir.join("image")))?;
+        run.phases.event(Event::Exported {
+            bytes: 0,
+            reused: true,
+        });
+        true
+    } else {
+        let export = run
+            .client
+            .export_oci_layout(&image.id, &image_dir, &image.final_tag)
+            .await?;
+        if export.config_digest != image.id {
+            run.phases.event(Event::Warning(format!(
+                "the exported config digest {} differs from the image id {}",
+                export.config_digest, image.id
+            )));
+        }
+        run.phases.event(Event::Exported {
+            bytes: export.bytes,
+            reused: false,
+        });
+        false
+    };
+    // The layout (new or reused) names its manifest: a registry push stores it as is.
+    let manifest_digest = tt_model_engine::oci_load::OciLayout::open(&image_dir)
+        .map_err(PackageError::Layout)?
+        .manifest_digest;
+    let lock_text = match files.lock_bytes {
+        Some(bytes) => bytes,
+        None => freeze_lock(run.client, spec, &image.id).await?.into_bytes(),
+    };
+    write(&tmp.path().join("requirements.lock"), &lock_text)?;
+    let built = Built {
+        image: image.final_tag,
+        image_digest: image.id,
+        manifest_digest,
+        repo: spec.repo.clone(),
+        tt_model_version: run.options.tool_version.clone(),
+        created_at: utc_now(),
+        tt_metal: r.facts.clone(),
+        code_sha256: files.code.digest.clone(),
+        base_images: r.base_images.clone(),
+        context_sha256: image.context_sha256,
+        cargo: files.cargo.map(|c| c.facts),
+        vllm: r.fetched.vllm.as_ref().map(|(_, b)| b.clone()),
+        plugin: r.fetched.plugin.as_ref().map(|(_, b)| b.clone()),
+        extra_code: r.fetched.extra_pins.clone(),
+    };
+    let card = render_card(
+        spec,
+        &CardFacts {
+            tool_version: run.options.tool_version.clone(),
+            created_at: built.created_at.clone(),
+            code_sha256: built.code_sha256.clone(),
+            metal_sha: r.facts.sha.clone(),
+            metal_remote: r.facts.remote.clone(),
+            metal_dirty: r.facts.dirty,
+            cargo: built.cargo.clone(),
+            base_images: built.base_images.clone(),
+        },
+    )?;
+    write(&tmp.path().join("README.md"), card.as_bytes())?;
+    let wire_json = wire(&built)?;
+    write(
+        &tmp.path().join(tt_model_manifest::wire::MANIFEST_NAME),
+        wire_json.as_bytes(),
+    )?;
+    swap_into_place(tmp, &out_dir)?;
+    Ok(Packaged {
+        out_dir,
+        built,
+        verify_checks: verified.checks,
+        reused_export,
+        ignored: files.code.ignored,
+    })
+}
+
+pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<(), PackageError> {
+    fs::write(path, bytes).map_err(PackageError::io("Writing", path))
+}
+
+/// Replaces `out_dir` with the finished staging directory: the old output is moved aside
+/// first and deleted only once the new one is in place.
+pub(super) fn swap_into_place(tmp: tempfile::TempDir, out_dir: &Path) -> Result<(), PackageError> {
+    let staged = tmp.keep();
+    let aside = out_dir.with_file_name(format!(
+        ".{}.old-{}",
+        out_dir
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default(),
+        std::process::id()
+    ));
+    let had_old = out_dir.exists();
+    if had_old {
+        fs::rename(out_dir, &aside).map_err(PackageError::io("Moving aside", out_dir))?;
+    }
+    if let Err(e) = fs::rename(&staged, out_dir) {
+        if had_old {
+            let _ = fs::rename(&aside, out_dir);
+        }
+        let _ = fs::remove_dir_all(&staged);
+        return Err(PackageError::Io {
+            action: "Moving the package into",
+            path: out_dir.to_path_buf(),
+            source: e,
+        });
+    }
+    if had_old {
+        let _ = fs::remove_dir_all(&aside);
+    }
+    Ok(())
+}

@@ -1,0 +1,261 @@
+//! The package pipeline: Resolve ── Stage ── Build ── Verify ── Export, then the atomic swap.
+//!
+//! Everything is written into a temporary directory beside the final output and renamed at
+//! the end, so a failed or interrupted package leaves the previous output intact. When the
+//! rebuilt image has the same id as the previous output's (the engine's layer cache made the
+//! build a no-op), verification and export are not repeated: the previous, verified OCI
+//! layout is moved into the new output.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use tt_model_engine::Client;
+use tt_model_engine::build::{BuildEvent, BuildRequest};
+use tt_model_engine::oneshot::OneShot;
+
+use crate::card::{CardFacts, render_card};
+use crate::context::ContextBuilder;
+use crate::error::PackageError;
+use crate::git::{MetalFacts, metal_facts};
+use crate::report::{Event, Phase, Reporter};
+use crate::spec::{MetalSource, PackageSpec};
+use crate::stage::{check_metal_tree, read_torch_pin, stage_code, walk_metal};
+use crate::templates::{DOCKERFILE, RenderOptions, render};
+
+mod build;
+mod export;
+mod resolve;
+mod staging;
+mod verify;
+
+use build::{ImageBuilt, build};
+use export::export;
+use resolve::{Resolved, resolve};
+use staging::{Staged, StagedFiles, stage};
+pub use verify::{RUNTIME_USER, freeze_run, verify_run};
+use verify::{Verified, freeze_lock, verify};
+
+/// The label keys put on every packaged image. The package name and the kind are the keys
+/// containers carry too ([`tt_model_engine::labels`], their one definition): a container
+/// inherits its image's labels, so `ps` reads the kind of any container of a package.
+pub mod labels {
+    /// The server kind (`kind:`), under the `tt.model.kind` key `ps` and other tools read
+    /// from containers (which inherit their image's labels).
+    pub use tt_model_engine::labels::KIND;
+    /// The server kind again, under the key the Python original writes on its images
+    /// (`org.tenstorrent.tt-model.kind`): tools that inspect images built by either tool
+    /// read this one. Two keys for one fact, on purpose: each is another tool's contract.
+    pub const ORIGINAL_KIND: &str = "org.tenstorrent.tt-model.kind";
+    /// The package slug (`name:`); what `list` and `rm` find packaged images by.
+    pub use tt_model_engine::labels::PACKAGE as NAME;
+    /// The Hub repo, `org/name`.
+    pub const REPO: &str = "org.tenstorrent.tt-model.repo";
+    /// The primary weights id.
+    pub const WEIGHTS: &str = "org.tenstorrent.tt-model.weights";
+    /// The architecture (`arch:`).
+    pub const ARCH: &str = "org.tenstorrent.tt-model.arch";
+    /// The serve profile names, comma-separated, in manifest order.
+    pub const PROFILES: &str = "org.tenstorrent.tt-model.profiles";
+    /// Tree digest of the shipped `code/`, `sha256:<hex>`.
+    pub const CODE_SHA256: &str = "org.tenstorrent.tt-model.code-sha256";
+    /// The tt-metal commit; the label is absent when the tree has no git facts.
+    pub const TT_METAL_SHA: &str = "org.tenstorrent.tt-model.tt-metal-sha";
+}
+
+/// The image repository every package is tagged under.
+pub const IMAGE_REPOSITORY_PREFIX: &str = "tt-model";
+
+/// Options that are not in the manifest.
+#[derive(Debug, Clone)]
+pub struct PackageOptions {
+    /// The staging root; the package lands in `<out_root>/<name>/`.
+    pub out_root: PathBuf,
+    /// Replaces both base images (dev and runtime). It must already carry the runtime
+    /// libraries: no apt step runs on it.
+    pub base_image: Option<String>,
+    /// The directory build logs go to (`<name>.log`, [`crate::entry::log_path`]).
+    pub log_dir: PathBuf,
+    /// The directory the manifest's relative paths resolve against (the working directory,
+    /// as in `lint`).
+    pub sources_base: PathBuf,
+    /// The tt-model version recorded in the outputs.
+    pub tool_version: String,
+    /// Network for the build's `RUN` steps (`None`: the engine default).
+    pub build_network: Option<String>,
+    /// Ignore the layer cache.
+    pub no_cache: bool,
+}
+
+/// The `built` provenance block.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Built {
+    /// The final tag, `tt-model/<name>:<12 hex>`.
+    pub image: String,
+    /// The engine's image id, `sha256:…`.
+    pub image_digest: String,
+    /// The OCI manifest digest of the exported layout (what a registry stores it as).
+    pub manifest_digest: String,
+    /// The Hub repo (`org/name`).
+    pub repo: String,
+    /// The tt-model version that packaged it.
+    pub tt_model_version: String,
+    /// When it was packaged, UTC, `YYYY-MM-DDTHH:MM:SSZ` ([`utc_now`]).
+    pub created_at: String,
+    /// Git facts of the tt-metal tree that was packaged.
+    pub tt_metal: MetalFacts,
+    /// Tree digest of the shipped `code/` ([`crate::digest`]), `sha256:<hex>`.
+    pub code_sha256: String,
+    /// Base images by stage, pinned (`sha256:` ids or registry digests).
+    pub base_images: BTreeMap<String, String>,
+    /// SHA-256 of the build-context tar.
+    pub context_sha256: String,
+    /// The `runtime.cargo` binary shipped in the image.
+    pub cargo: Option<tt_model_manifest::wire::CargoBuild>,
+    /// The vLLM source (`vllm.path` with its commit and dirty flag, the fork's repo at its
+    /// resolved commit).
+    pub vllm: Option<tt_model_manifest::wire::ComponentBuild>,
+    /// The plugin source (`plugin.path` or `{repo, ref}` at its resolved commit).
+    pub plugin: Option<tt_model_manifest::wire::ComponentBuild>,
+    /// Git `extra_code` roots, each at its resolved commit.
+    pub extra_code: Vec<crate::sources::GitPin>,
+}
+
+/// What `package` produced.
+#[derive(Debug, Clone)]
+pub struct Packaged {
+    /// The package directory, `<out_root>/<name>/`.
+    pub out_dir: PathBuf,
+    /// The provenance recorded in the wire manifest.
+    pub built: Built,
+    /// Verify checks the image passed (this run, or the previous one when verify was skipped).
+    pub verify_checks: usize,
+    /// The image was the one the previous output already held, so verify was skipped and its OCI
+    /// layout kept instead of exported again.
+    pub reused_export: bool,
+    /// Paths `source.code` dropped by the ignore list.
+    pub ignored: Vec<String>,
+}
+
+/// Builds the wire manifest JSON from the `built` block (supplied by the caller, which owns
+/// the authoring manifest).
+pub type WireFn<'a> = dyn Fn(&Built) -> Result<String, PackageError> + Send + Sync + 'a;
+
+/// The default dev base image for a Ubuntu release.
+pub fn default_dev_image(ubuntu: &str) -> String {
+    format!("ghcr.io/tenstorrent/tt-metal/tt-metalium/ubuntu-{ubuntu}-dev-amd64:latest")
+}
+
+pub use crate::out_root::check_out_root;
+
+pub use tt_model_manifest::timefmt::utc_now;
+
+struct Log {
+    file: Option<fs::File>,
+}
+
+impl Log {
+    fn open(path: &Path) -> Self {
+        let file = path
+            .parent()
+            .map(fs::create_dir_all)
+            .and_then(|r| r.ok())
+            .and_then(|_| fs::File::create(path).ok());
+        Self { file }
+    }
+    fn line(&mut self, text: &str) {
+        if let Some(f) = &mut self.file {
+            let _ = writeln!(f, "{text}");
+        }
+    }
+}
+
+struct Phases<'r> {
+    reporter: &'r mut dyn Reporter,
+    current: Option<(Phase, Instant)>,
+}
+
+impl Phases<'_> {
+    fn start(&mut self, phase: Phase) {
+        if let Some((p, t)) = self.current.take() {
+            self.reporter.event(Event::PhaseFinished(p, t.elapsed()));
+        }
+        self.reporter.event(Event::PhaseStarted(phase));
+        self.current = Some((phase, Instant::now()));
+    }
+    fn finish(&mut self) {
+        if let Some((p, t)) = self.current.take() {
+            self.reporter.event(Event::PhaseFinished(p, t.elapsed()));
+        }
+    }
+    fn event(&mut self, e: Event) {
+        self.reporter.event(e);
+    }
+}
+
+/// The previous output's image id and whether its OCI layout is complete.
+fn previous_output(out_dir: &Path) -> Option<String> {
+    let text = fs::read_to_string(out_dir.join(tt_model_manifest::wire::MANIFEST_NAME)).ok()?;
+    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let id = json["container"]["built"]["image_digest"]
+        .as_str()?
+        .to_string();
+    out_dir.join("image/index.json").is_file().then_some(id)
+}
+
+/// Runs the whole pipeline on a resolved spec, logging to `log_path`: one function per phase, each handing the next
+/// what it produced. `wire` renders the wire manifest from the `built` block (the caller owns
+/// the authoring manifest); [`crate::package_manifest`] is the entry point that reads one.
+pub async fn package(
+    spec: &PackageSpec,
+    wire: &WireFn<'_>,
+    client: &Client,
+    options: &PackageOptions,
+    log_path: &Path,
+    reporter: &mut dyn Reporter,
+) -> Result<Packaged, PackageError> {
+    let mut run = Run {
+        client,
+        options,
+        phases: Phases {
+            reporter,
+            current: None,
+        },
+        log: Log::open(log_path),
+    };
+    run.log.line(&format!(
+        "+ tt-model package --container {}",
+        spec.manifest_path.display()
+    ));
+    run.phases.start(Phase::Resolve);
+    let resolved = resolve(spec, &mut run).await?;
+    run.phases.start(Phase::Stage);
+    let Staged {
+        context,
+        rendered,
+        files,
+    } = stage(&resolved, &mut run).await?;
+    run.phases.start(Phase::Build);
+    let image = build(&resolved, &files, context, &mut run).await?;
+    run.phases.start(Phase::Verify);
+    let verified = verify(&resolved, &rendered, &image, &files.out_dir, &mut run).await?;
+    run.phases.start(Phase::Export);
+    let packaged = export(resolved, files, image, verified, wire, &mut run).await?;
+    run.phases.finish();
+    run.log.line(&format!(
+        "packaged {} into {}",
+        packaged.built.image,
+        packaged.out_dir.display()
+    ));
+    Ok(packaged)
+}
+
+/// What every phase shares: the engine, the options, the progress stepper and the log.
+struct Run<'a, 'r> {
+    client: &'a Client,
+    options: &'a PackageOptions,
+    phases: Phases<'r>,
+    log: Log,
+}

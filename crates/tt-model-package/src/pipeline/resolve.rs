@@ -1,0 +1,119 @@
+//! Resolve: fetch and pin every source, read the tt-metal tree's facts, pin the base images.
+
+use super::*;
+
+/// Resolves an image reference to the engine's pinned id, refusing one that is missing.
+pub(super) async fn pin_image(client: &Client, reference: &str) -> Result<String, PackageError> {
+    match client.image(reference).await? {
+        Some(facts) => Ok(facts.pinned_ref()),
+        None => Err(PackageError::BaseImageMissing(reference.to_string())),
+    }
+}
+
+/// Resolve's result: sources fetched and pinned, the tt-metal facts, the base images pinned.
+pub(super) struct Resolved {
+    /// The spec with git `extra_code` roots pointing at their fetched checkouts.
+    pub(super) spec: PackageSpec,
+    pub(super) fetched: crate::sources::Fetched,
+    pub(super) metal_root: PathBuf,
+    pub(super) facts: MetalFacts,
+    pub(super) torch_pin: Option<String>,
+    pub(super) out_root: PathBuf,
+    pub(super) dev_pin: String,
+    pub(super) runtime_pin: String,
+    pub(super) base_images: BTreeMap<String, String>,
+}
+
+/// Resolve: fetch and pin every source, read the tt-metal tree's facts, pin both base images.
+pub(super) async fn resolve(
+    spec: &PackageSpec,
+    run: &mut Run<'_, '_>,
+) -> Result<Resolved, PackageError> {
+    let out_root = check_out_root(&run.options.out_root)?;
+    fs::create_dir_all(&out_root).map_err(PackageError::io("Creating", &out_root))?;
+    // Git sources, local plugin/vLLM trees and wheels: fetched or listed on the host, every
+    // git ref pinned to its commit (crate::sources).
+    let (spec_owned, out_owned) = (spec.clone(), out_root.clone());
+    let scratch = format!("{}sources-", crate::partials::partial_prefix(&spec.name));
+    let fetched = tokio::task::spawn_blocking(move || {
+        crate::sources::fetch_sources(&spec_owned, &out_owned, &scratch)
+    })
+    .await
+    .map_err(|source| PackageError::Task {
+        task: "fetching sources",
+        source,
+    })??;
+    let mut spec = spec.clone();
+    spec.extra_code = fetched.extra_code.clone();
+    let metal_root = match (&spec.metal, &fetched.metal) {
+        (MetalSource::Local { path }, _) => path.clone(),
+        (MetalSource::Git { .. }, Some((_, checkout))) => checkout.clone(),
+        (MetalSource::Git { .. }, None) => unreachable!("fetch_sources fetches a git tt-metal"),
+    };
+    check_metal_tree(&metal_root)?;
+    let mut facts = metal_facts(&metal_root);
+    if let Some((pin, _)) = &fetched.metal {
+        facts.sha = Some(pin.sha.clone());
+        facts.mode = "git".into();
+        facts.remote = Some(pin.repo.clone());
+        facts.branch =
+            (!pin.git_ref.chars().all(|c| c.is_ascii_hexdigit())).then(|| pin.git_ref.clone());
+        facts.dirty = false;
+        facts.pushed = true;
+    }
+    for (pin, what) in fetched
+        .metal
+        .iter()
+        .map(|(p, _)| (p, "tt-metal"))
+        .chain(fetched.extra_pins.iter().map(|p| (p, "extra_code")))
+    {
+        run.phases.event(Event::Note(format!(
+            "{what} {} @ {} → {}",
+            pin.repo,
+            pin.git_ref,
+            &pin.sha[..12]
+        )));
+    }
+    let torch_pin = read_torch_pin(&metal_root);
+    let (dev_ref, runtime_ref) = match &run.options.base_image {
+        Some(b) => (b.clone(), b.clone()),
+        None => (
+            default_dev_image(&spec.ubuntu),
+            format!("ubuntu:{}", spec.ubuntu),
+        ),
+    };
+    let dev_pin = pin_image(run.client, &dev_ref).await?;
+    let runtime_pin = pin_image(run.client, &runtime_ref).await?;
+    let mut base_images = BTreeMap::new();
+    base_images.insert("builder".to_string(), format!("{dev_ref}@{dev_pin}"));
+    base_images.insert(
+        "runtime".to_string(),
+        format!("{runtime_ref}@{runtime_pin}"),
+    );
+    run.phases.event(Event::Note(format!(
+        "base image {dev_ref} pinned to {dev_pin}"
+    )));
+    match &facts.sha {
+        Some(sha) => run.phases.event(Event::Note(format!(
+            "tt-metal {} ({}{})",
+            facts.describe.as_deref().unwrap_or(sha),
+            &sha[..sha.len().min(12)],
+            if facts.dirty { ", dirty" } else { "" }
+        ))),
+        None => run.phases.event(Event::Warning(format!(
+            "{} is not a git checkout: no commit is recorded for tt-metal",
+            metal_root.display()
+        ))),
+    }
+    Ok(Resolved {
+        spec,
+        fetched,
+        metal_root,
+        facts,
+        torch_pin,
+        out_root,
+        dev_pin,
+        runtime_pin,
+        base_images,
+    })
+}

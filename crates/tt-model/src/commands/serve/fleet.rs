@@ -1,0 +1,93 @@
+//! `serve --print k8s`: the Kubernetes fleet for the package, built by `tt-model-fleet` from the
+//! run spec serve's own plan composes (the same request, so the same env, command, hardening
+//! and weights decision), on a host-independent footing: the fleet never depends on the chips,
+//! hugepages, uid or paths of the machine that prints it.
+
+use tt_model_engine::run_spec::{Chips, compose};
+use tt_model_fleet::{
+    DEFAULT_CPU, DEFAULT_HF_TOKEN_SECRET, DEFAULT_MEMORY, DEFAULT_WEIGHTS_CLAIM, FleetOptions,
+    WeightsPin, check_pinned, pinned_image, render,
+};
+use tt_model_local::host;
+use tt_model_local::package::Package;
+use tt_model_manifest::validate::hardware::parse_hardware;
+
+use super::plan::{Settings, request};
+use crate::UserError;
+use crate::args::ServeArgs;
+
+fn user(e: tt_model_fleet::FleetError) -> UserError {
+    UserError(e.to_string())
+}
+
+/// The image a cluster pulls: `--image` (pinned), else the package's registry image by digest.
+fn image(args: &ServeArgs, pkg: &Package) -> Result<String, UserError> {
+    if let Some(reference) = &args.k8s.image {
+        check_pinned(reference).map_err(user)?;
+        return Ok(reference.clone());
+    }
+    let i = &pkg.wire().container.image;
+    let repository = if i.repository.is_empty() {
+        &pkg.name
+    } else {
+        &i.repository
+    };
+    pinned_image(&pkg.name, &i.registry, repository, i.digest.as_deref()).map_err(user)
+}
+
+/// The fleet as multi-document YAML.
+pub(crate) fn fleet_yaml(args: &ServeArgs, pkg: &Package, s: &Settings) -> anyhow::Result<String> {
+    let image = image(args, pkg)?;
+    let chips = if s.card { s.profile.chip_count() } else { 0 };
+    let chip_ids = if s.card {
+        Chips::Ids((0..chips as u32).collect())
+    } else {
+        Chips::None
+    };
+    let on_host = pkg.all_weights().next().is_none() || !args.no_weights;
+    let port = args.port.unwrap_or(host::FIRST_PORT);
+    let plan = request(args, pkg, s, port, chip_ids, on_host);
+    // Paths and ids of this host do not reach the fleet; fixed ones keep the rendering pure.
+    let facts = host::host_facts(false, "/hf-hub".into(), "/state".into(), true, false);
+    let spec = compose(&plan.req, &facts);
+
+    let mut opts = FleetOptions::new(image);
+    opts.replicas = args.k8s.replicas.unwrap_or(1);
+    opts.namespace = args.k8s.namespace.clone();
+    opts.chips = chips as u32;
+    opts.board = s
+        .profile
+        .settings
+        .hardware
+        .as_deref()
+        .and_then(|h| parse_hardware(h).ok())
+        .map(|h| h.board.to_string());
+    opts.board_resource = args.k8s.board_resource.clone();
+    opts.cpu = args.k8s.cpu.clone().unwrap_or_else(|| DEFAULT_CPU.into());
+    opts.memory = args
+        .k8s
+        .memory
+        .clone()
+        .unwrap_or_else(|| DEFAULT_MEMORY.into());
+    opts.startup_timeout = s.timeout;
+    opts.weights = pkg
+        .all_weights()
+        .map(|w| WeightsPin {
+            repo: w.repo_id.clone(),
+            revision: w.revision.clone(),
+        })
+        .collect();
+    opts.weights_claim = args
+        .k8s
+        .weights_claim
+        .clone()
+        .unwrap_or_else(|| DEFAULT_WEIGHTS_CLAIM.into());
+    opts.hf_token_secret = args
+        .k8s
+        .hf_token_secret
+        .clone()
+        .unwrap_or_else(|| DEFAULT_HF_TOKEN_SECRET.into());
+    opts.ready_line = pkg.ready_line();
+    let fleet = render(&spec, &opts).map_err(user)?;
+    Ok(fleet.to_yaml().map_err(user)?)
+}

@@ -1,0 +1,80 @@
+//! `serve --refresh` (reference §5.4): re-pull a pulled, unpinned package when the Hub's tip
+//! moved.
+
+use std::time::Duration;
+
+use tt_model_local::package::Package;
+use tt_model_local::{Local, installed, target};
+
+use crate::args::ServeArgs;
+use crate::printer::Printer;
+
+/// How long `--refresh` waits for the Hub to say which commit is newest.
+const REFRESH_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// `serve --refresh` (reference §5.4): a pulled, unpinned package is re-pulled (manifest and,
+/// when its digest changed, the image; not the weights) when the Hub's tip moved. Anything
+/// that goes wrong is a warning: the installed package is served unchanged.
+pub(crate) async fn refresh(
+    args: &ServeArgs,
+    pkg: Package,
+    local: &Local,
+    printer: &Printer,
+) -> anyhow::Result<Package> {
+    if args.local_only {
+        printer.skipped("--refresh", Some("--local-only never asks the Hub"));
+        return Ok(pkg);
+    }
+    let Some((id, installed_rev)) = installed::pulled_revision(local, &pkg) else {
+        printer.skipped(
+            "--refresh",
+            Some(&format!("{} is not a pulled package", args.target)),
+        );
+        return Ok(pkg);
+    };
+    if let Some((_, Some(pin))) = target::split_repo(&args.target) {
+        printer.skipped("--refresh", Some(&format!("{id} is pinned to {pin}")));
+        return Ok(pkg);
+    }
+    let dl = tt_model_hub::Downloader::new(local.hub().clone());
+    let short = |r: &str| r[..r.len().min(8)].to_string();
+    let latest = match tokio::time::timeout(REFRESH_TIMEOUT, dl.resolve_revision(&id, "main")).await
+    {
+        Ok(Ok(sha)) => sha,
+        Ok(Err(e)) => {
+            printer.warn(&format!(
+                "refresh failed ({e}); serving the installed package unchanged"
+            ));
+            return Ok(pkg);
+        }
+        Err(_) => {
+            printer.warn(&format!(
+                "refresh failed (the Hub did not answer within {}s); serving the installed package unchanged",
+                REFRESH_TIMEOUT.as_secs()
+            ));
+            return Ok(pkg);
+        }
+    };
+    if latest == installed_rev {
+        printer.done(
+            &format!("{id} is up to date"),
+            Some(&format!("revision {}", short(&latest))),
+        );
+        return Ok(pkg);
+    }
+    printer.note(&format!(
+        "refreshing {id}: {} → {}",
+        short(&installed_rev),
+        short(&latest)
+    ));
+    match super::super::pull::pull(local, &format!("{id}@{latest}"), false, printer).await {
+        Ok(new) => Ok(new),
+        Err(e) => {
+            printer.warn(&format!(
+                "refresh failed ({}); serving the installed package unchanged",
+                format!("{e:#}").lines().next().unwrap_or_default()
+            ));
+            Ok(pkg)
+        }
+    }
+}

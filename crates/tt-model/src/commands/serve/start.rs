@@ -1,0 +1,242 @@
+//! serve's start: the preflight (engine, card), the image (healed from the staged layout, or
+//! re-pulled), one container per package and profile, the weights, the port, and the chips
+//! chosen and the container created under the allocation lock.
+
+use std::time::{Duration, Instant};
+
+use tt_model_engine::Client;
+use tt_model_engine::labels;
+use tt_model_engine::run_spec::{self, Chips, compose, container_name};
+use tt_model_local::devices::{self, AllocLock, ChipError};
+use tt_model_local::host::{self, CardFacts};
+use tt_model_local::package::Package;
+use tt_model_local::{Local, image, installed, weights};
+
+use super::plan::{self, Plan, Settings};
+use crate::UserError;
+use crate::args::ServeArgs;
+use crate::printer::Printer;
+
+/// How long a serve waits for another serve's chip allocation.
+const ALLOC_LOCK_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long the host-wide container scan may take.
+const SCAN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A container serve started.
+pub(crate) struct Started {
+    pub client: Client,
+    /// The container's name.
+    pub name: String,
+    /// The host port it publishes.
+    pub port: u16,
+    /// The plan it was created from.
+    pub plan: Plan,
+}
+
+/// Checks the host, readies the image, weights, port and chips, and starts the container.
+pub(crate) async fn start(
+    args: &ServeArgs,
+    pkg: &Package,
+    s: &Settings,
+    facts: &CardFacts,
+    local: &Local,
+    printer: &Printer,
+) -> anyhow::Result<Started> {
+    let card = s.card;
+    let profile = &s.profile;
+    let needed = profile.chip_count();
+    let hub_cache = &local.hub().hub_cache;
+    let state_dir = local.package_state_dir(&pkg.name);
+
+    // Preflight.
+    let client = host::engine().await?;
+    let rootless = client.is_rootless().await.unwrap_or(false);
+    if card {
+        host::require_card(facts)?;
+    }
+    let card_detail = if card {
+        format!("{} chip(s) · hugepages-1G", facts.chips.len())
+    } else {
+        "no Tenstorrent device (runs on CPU)".to_string()
+    };
+    let rl = if rootless { " (rootless)" } else { "" };
+    printer.done(
+        "host ready",
+        Some(&format!(
+            "docker {}{rl} · {card_detail}",
+            client.server_version()
+        )),
+    );
+    if !card {
+        printer.note("serving without a Tenstorrent device: the container gets no /dev/tenstorrent and no hugepages");
+    }
+
+    // Image: the recorded build, healed from the staged OCI layout when missing or stale.
+    let image = match image::ensure(local, &client, pkg, printer).await {
+        Ok(facts) => facts,
+        // A pulled package whose image is gone: re-pull the recorded revision (never the tip).
+        Err(e) => match installed::pulled_revision(local, pkg).filter(|_| !args.local_only) {
+            Some((id, rev)) => {
+                let e = anyhow::Error::new(e);
+                printer.note(format!("{e:#}").lines().next().unwrap_or_default());
+                printer.note(&format!("re-pulling {id}@{}", &rev[..rev.len().min(8)]));
+                super::super::pull::pull(local, &format!("{id}@{rev}"), false, printer).await?;
+                image::ensure(local, &client, pkg, printer).await.map_err(|e| {
+                    let e = anyhow::Error::new(e);
+                    UserError(format!(
+                        "re-pulled {id}@{rev} but image {} is still not usable: {e:#}\n  → rebuild it with: tt-model package --container <tt-model.yaml>",
+                        pkg.image
+                    ))
+                })?
+            }
+            None => return Err(e.into()),
+        },
+    };
+    printer.done(&format!("image {}", pkg.image), Some(image.short_id()));
+
+    // One container per package and profile.
+    let name = container_name(&pkg.name, &profile.name);
+    if let Some(info) = client.container(&name).await? {
+        if info.running {
+            return Err(UserError(format!(
+                "{name} is already running. Stop it first:  tt-model stop {}",
+                args.target
+            ))
+            .into());
+        }
+        client.remove_container_force(&name).await?;
+        printer.note(&format!(
+            "removed a stopped container {name} ({})",
+            info.status
+        ));
+    }
+
+    // Weights.
+    let outcome =
+        weights::ensure_all(local, pkg, args.no_weights, args.local_only, printer).await?;
+
+    // Port.
+    let port = match args.port {
+        Some(p) => p,
+        None => {
+            let p = host::pick_free_port(host::FIRST_PORT).ok_or_else(|| {
+                UserError(format!(
+                    "no free port found in {}-{}; pass one explicitly with --port",
+                    host::FIRST_PORT,
+                    host::FIRST_PORT + host::PORT_TRIES - 1
+                ))
+            })?;
+            if p != host::FIRST_PORT {
+                printer.note(&format!(
+                    "port {} is in use; serving on {p} instead",
+                    host::FIRST_PORT
+                ));
+            }
+            p
+        }
+    };
+
+    // Bind-mount sources are created as the user (dockerd would create them as root).
+    for (dir, _, _) in run_spec::state_mounts(&state_dir) {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(hub_cache)
+        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", hub_cache.display()))?;
+
+    // Chips and create, atomically with respect to other serves.
+    let lock = if card {
+        let path = AllocLock::default_path();
+        Some(
+            tokio::task::spawn_blocking(move || AllocLock::acquire(&path, ALLOC_LOCK_TIMEOUT))
+                .await??,
+        )
+    } else {
+        None
+    };
+    let chips = if card {
+        Chips::Ids(choose_chips(&client, s, facts, needed, rootless).await?)
+    } else {
+        Chips::None
+    };
+    let plan = plan::request(args, pkg, s, port, chips.clone(), outcome.weights_on_host());
+    let host = host::host_facts(
+        rootless,
+        hub_cache.clone(),
+        state_dir,
+        facts.hugepages_1g,
+        local.hf_token_in_env(),
+    );
+    let spec = compose(&plan.req, &host);
+    if printer.verbose() {
+        printer.note(&spec.to_shell());
+    }
+    let t_create = Instant::now();
+    client
+        .create_and_start(&spec, |k| std::env::var(k).ok())
+        .await?;
+    drop(lock);
+    let chips_text = match &chips {
+        Chips::Ids(ids) => format!("chips {}", labels::format_devices(ids)),
+        _ => "no device".into(),
+    };
+    printer.done(
+        "container started",
+        Some(&format!(
+            "{name} · {chips_text} · {:.1}s",
+            t_create.elapsed().as_secs_f64()
+        )),
+    );
+    Ok(Started {
+        client,
+        name,
+        port,
+        plan,
+    })
+}
+
+/// The chips to give the container: free ones (no running container claims them), the ones
+/// asked for if free, openable by a rootless engine. Runs under the allocation lock.
+async fn choose_chips(
+    client: &Client,
+    s: &Settings,
+    facts: &CardFacts,
+    needed: usize,
+    rootless: bool,
+) -> anyhow::Result<Vec<u32>> {
+    let claims = match tokio::time::timeout(SCAN_TIMEOUT, client.scan_claims()).await {
+        Ok(Ok(c)) => c,
+        Ok(Err(e)) => {
+            return Err(UserError(
+                ChipError::CannotAsk(format!("docker ps/inspect failed: {e}")).to_string(),
+            )
+            .into());
+        }
+        Err(_) => {
+            return Err(UserError(
+                ChipError::CannotAsk("docker ps/inspect timed out".into()).to_string(),
+            )
+            .into());
+        }
+    };
+    let claimed = devices::claimed_chips(&claims, &facts.chips);
+    let ids = devices::choose(
+        s.requested.as_deref(),
+        needed,
+        &s.profile.name,
+        &facts.chips,
+        &claimed,
+    )
+    .map_err(|e| UserError(e.to_string()))?;
+    if rootless {
+        let problems = host::rootless_device_problems(&ids, host::ids().0, host::ids().1);
+        if !problems.is_empty() {
+            return Err(UserError(format!(
+                "rootless docker cannot open the chips:\n  {}",
+                problems.join("\n  ")
+            ))
+            .into());
+        }
+    }
+    Ok(ids)
+}
