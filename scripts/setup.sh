@@ -47,5 +47,15 @@ if ! "$k8s_venv/bin/kubernetes-validate" --version >/dev/null 2>&1; then
   "$k8s_venv/bin/pip" install -q kubernetes-validate==1.33.1
 fi
 
+# Tenstorrent's `tt` CLI (PyPI `tenstorrent`, pinned; newer typer breaks its import) for the
+# end-to-end test behind it (crates/tt-model/tests/tt_cli_e2e.rs), which finds it through
+# TT_MODEL_TT_CLI (default: here).
+tt_venv="$HOME/.cache/tt-model-ci/tt-venv"
+if ! "$tt_venv/bin/tt" --version >/dev/null 2>&1; then
+  echo "setup: installing the tt CLI into $tt_venv"
+  python3 -m venv "$tt_venv"
+  "$tt_venv/bin/pip" install -q tenstorrent==1.2.1 typer==0.27.2
+fi
+
 scripts/ensure-docker.sh
 scripts/make-base-images.sh

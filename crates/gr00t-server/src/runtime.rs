@@ -63,10 +63,10 @@ pub fn stage_for(backend: &str) -> &'static str {
         "megakernel" => "stage2-megakernel",
         // The megakernel schedule run by the CPU emulator of the card.
         "megakernel-emulated" => "stage2-megakernel-emulated",
-        // The megakernel's matmuls on a device (feature `device`), the SFPU steps (SiLU,
-        // LayerNorm, softmax, GELU) on the host between device phases.
-        "megakernel-sim" => "stage2-megakernel-sim-hostsfpu",
-        "megakernel-p150a" => "stage2-megakernel-p150a-hostsfpu",
+        // The DiT blocks of each step on a device (feature `device`), activations kept there,
+        // the SFPU steps (LayerNorm, softmax, GELU) on the device too (docs/blackhole.md §11).
+        "megakernel-sim" => "stage2-megakernel-sim-devicestep",
+        "megakernel-p150a" => "stage2-megakernel-p150a-devicestep",
         "ttnn" => "stage1-ttnn-traces",
         _ => "cpu-reference",
     }

@@ -109,6 +109,15 @@ pub enum EngineError {
         #[source]
         source: Cause,
     },
+    /// Pulling an image failed; `answer` is what the engine or the registry said (unknown
+    /// manifest, refused credentials, unreachable host).
+    #[error("Pulling image `{reference}` failed: {answer}")]
+    Pull {
+        /// The reference pulled.
+        reference: String,
+        /// The engine's or the registry's answer.
+        answer: String,
+    },
     /// Exporting (`docker save`) an image failed.
     #[error("Cannot export image `{reference}`")]
     Export {

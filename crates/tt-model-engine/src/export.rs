@@ -118,9 +118,65 @@ pub fn descriptor(
 
 /// One regular file of the archive, stored as a blob.
 #[derive(Debug, Clone)]
-struct Stored {
-    digest: String,
-    size: u64,
+pub(crate) struct Stored {
+    pub(crate) digest: String,
+    pub(crate) size: u64,
+}
+
+/// Why [`write_image`] failed.
+pub(crate) enum WriteImageError {
+    /// The digests or sizes cannot be described as OCI (a bug upstream of the writer).
+    Spec(String),
+    /// Writing the manifest blob or the index failed.
+    Io(EngineError),
+}
+
+/// Writes the OCI manifest naming `config` and `layers` (uncompressed tars, base first) into
+/// `dest`'s blobs, and the index naming it as `ref_name` with `annotations`; returns the
+/// manifest's digest and size. The one writer of our layouts' manifests (export, and the
+/// reproducible rewrite of an export).
+pub(crate) fn write_image(
+    dest: &Path,
+    config: &Stored,
+    layers: &[Stored],
+    ref_name: &str,
+    annotations: BTreeMap<String, String>,
+) -> Result<(String, u64), WriteImageError> {
+    let io = |path: PathBuf| move |source| WriteImageError::Io(EngineError::Write { path, source });
+    let spec = |e: oci_spec::OciSpecError| {
+        WriteImageError::Spec(format!("cannot describe the image as OCI: {e}"))
+    };
+    let oci_manifest = ImageManifestBuilder::default()
+        .schema_version(SCHEMA_VERSION)
+        .media_type(MediaType::ImageManifest)
+        .config(descriptor(MediaType::ImageConfig, &config.digest, config.size).map_err(spec)?)
+        .layers(
+            layers
+                .iter()
+                .map(|l| descriptor(MediaType::ImageLayer, &l.digest, l.size))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(spec)?,
+        )
+        .build()
+        .map_err(spec)?;
+    let manifest_blob = serde_json::to_vec(&oci_manifest).expect("OCI types serialize");
+    let manifest_hex = hex::encode(Sha256::digest(&manifest_blob));
+    let path = dest.join("blobs").join("sha256").join(&manifest_hex);
+    fs::write(&path, &manifest_blob).map_err(io(path))?;
+    let mut entry = descriptor(
+        MediaType::ImageManifest,
+        &format!("sha256:{manifest_hex}"),
+        manifest_blob.len() as u64,
+    )
+    .map_err(spec)?;
+    if !annotations.is_empty() {
+        entry.set_annotations(Some(annotations.into_iter().collect()));
+    }
+    tt_model_manifest::oci_layout::write_index(dest, entry, ref_name).map_err(|e| match e {
+        LayoutWriteError::Spec(e) => spec(e),
+        LayoutWriteError::Io { path, source } => io(path)(source),
+    })?;
+    Ok((format!("sha256:{manifest_hex}"), manifest_blob.len() as u64))
 }
 
 /// Rewrites a docker-archive tar at `archive` into an OCI layout at `dest`.
@@ -243,36 +299,13 @@ pub fn docker_archive_to_oci(
         }
     }
 
-    let spec = |e: oci_spec::OciSpecError| bad(format!("cannot describe the image as OCI: {e}"));
-    let oci_manifest = ImageManifestBuilder::default()
-        .schema_version(SCHEMA_VERSION)
-        .media_type(MediaType::ImageManifest)
-        .config(descriptor(MediaType::ImageConfig, &config.digest, config.size).map_err(spec)?)
-        .layers(
-            layers
-                .iter()
-                .map(|l| descriptor(MediaType::ImageLayer, &l.digest, l.size))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(spec)?,
-        )
-        .build()
-        .map_err(spec)?;
-    let manifest_blob = serde_json::to_vec(&oci_manifest).expect("OCI types serialize");
-    let manifest_hex = hex::encode(Sha256::digest(&manifest_blob));
-    let path = blobs.join(&manifest_hex);
-    fs::write(&path, &manifest_blob).map_err(io(path))?;
-    let entry = descriptor(
-        MediaType::ImageManifest,
-        &format!("sha256:{manifest_hex}"),
-        manifest_blob.len() as u64,
-    )
-    .map_err(spec)?;
-    tt_model_manifest::oci_layout::write_index(dest, entry, ref_name).map_err(|e| match e {
-        LayoutWriteError::Spec(e) => spec(e),
-        LayoutWriteError::Io { path, source } => io(path)(source),
-    })?;
+    let (manifest_digest, manifest_size) =
+        write_image(dest, &config, &layers, ref_name, BTreeMap::new()).map_err(|e| match e {
+            WriteImageError::Spec(detail) => bad(detail),
+            WriteImageError::Io(e) => e,
+        })?;
 
-    let mut bytes = config.size + manifest_blob.len() as u64;
+    let mut bytes = config.size + manifest_size;
     let mut seen = Vec::new();
     for l in &layers {
         if !seen.contains(&&l.digest) {
@@ -281,7 +314,7 @@ pub fn docker_archive_to_oci(
         }
     }
     Ok(OciExport {
-        manifest_digest: format!("sha256:{manifest_hex}"),
+        manifest_digest,
         config_digest: config.digest,
         layers: layers.into_iter().map(|l| l.digest).collect(),
         bytes,

@@ -44,6 +44,22 @@ impl ImageFacts {
             .cloned()
             .unwrap_or_else(|| self.id.clone())
     }
+
+    /// [`ImageFacts::pinned_ref`] for the image pulled as `reference`: the registry digest of
+    /// that repository when the image has one (an image pushed to several repositories has a
+    /// digest for each), else the first registry digest, else the local id.
+    pub fn pinned_ref_for(&self, reference: &str) -> String {
+        let target = crate::pull::pull_target(reference);
+        let repository = target
+            .from_image
+            .split_once('@')
+            .map_or(target.from_image.as_str(), |(r, _)| r);
+        self.repo_digests
+            .iter()
+            .find(|d| d.split_once('@').is_some_and(|(r, _)| r == repository))
+            .cloned()
+            .unwrap_or_else(|| self.pinned_ref())
+    }
 }
 
 /// The loaded image compared with the build a package records.
@@ -240,5 +256,16 @@ mod tests {
             ..facts
         };
         assert_eq!(pushed.pinned_ref(), "r/x@sha256:aa");
+        let both = ImageFacts {
+            repo_digests: vec!["r/x@sha256:aa".into(), "h:5/t/b@sha256:bb".into()],
+            ..pushed
+        };
+        assert_eq!(both.pinned_ref_for("h:5/t/b:v1"), "h:5/t/b@sha256:bb");
+        assert_eq!(both.pinned_ref_for("r/x"), "r/x@sha256:aa");
+        assert_eq!(
+            both.pinned_ref_for("other:1"),
+            "r/x@sha256:aa",
+            "no digest of that repository: the first one"
+        );
     }
 }

@@ -11,9 +11,12 @@
 //! error as the source of an [`EngineError`].
 //!
 //! Modules: `client`, `error` (the connection and its failures); `build`, `images`, `export`,
-//! `oneshot`, `archive` (packaging: build, judge, export, verify and freeze containers);
-//! `oci_load` (the inverse of `export`); `run_spec`, `containers`, `labels`, `logs`, `wait`
-//! (serving: compose, create/inspect/stop, our labels, log streams, readiness).
+//! `oneshot`, `archive`, `pull` (packaging: build, judge, export, verify and freeze
+//! containers, base images pulled);
+//! `oci_load` (the inverse of `export`); `reproducible` (a build's image normalised so the same
+//! inputs give the same id); `run_spec`, `containers`, `labels`, `logs` (serving:
+//! compose, create/inspect/stop, our labels, log streams). Readiness (the log and the health
+//! probe together) is `tt-model-local`'s boot watch, built on `logs` and `containers`.
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![warn(missing_docs)]
@@ -26,6 +29,8 @@ pub mod export;
 pub mod images;
 pub mod oci_load;
 pub mod oneshot;
+pub mod pull;
+pub mod reproducible;
 #[cfg(feature = "testing")]
 pub mod testing;
 // serving
@@ -33,7 +38,6 @@ pub mod containers;
 pub mod labels;
 pub mod logs;
 pub mod run_spec;
-pub mod wait;
 
 pub use client::Client;
 pub use error::EngineError;

@@ -15,6 +15,8 @@ use bollard::models::{
     ContainerCreateBody, DeviceMapping, HostConfig, Mount, MountType, PortBinding,
 };
 
+use tt_model_manifest::shell::quote as shell_quote;
+
 use crate::labels;
 
 /// In-container path of the hub cache mount.
@@ -439,30 +441,5 @@ impl RunSpec {
             .map(|s| shell_quote(s))
             .collect::<Vec<_>>()
             .join(" ")
-    }
-}
-
-/// POSIX shell quoting: bare when safe, else single quotes.
-pub fn shell_quote(s: &str) -> String {
-    let safe = !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./:=,@%+".contains(&b));
-    if safe {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quoting() {
-        assert_eq!(shell_quote("a=b"), "a=b");
-        assert_eq!(shell_quote("{\"x\": 1}"), r#"'{"x": 1}'"#);
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(shell_quote(""), "''");
     }
 }

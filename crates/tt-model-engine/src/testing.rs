@@ -22,3 +22,75 @@ pub async fn engine_or_skip() -> Option<Client> {
         }
     }
 }
+
+/// Builds `tag` as `from` plus `files` (path inside the image, bytes; mode 0644), so a test
+/// gets an image whose top layer no other image has. Returns the image id.
+pub async fn derive_image(
+    client: &Client,
+    from: &str,
+    tag: &str,
+    files: &[(&str, Vec<u8>)],
+) -> Result<String, crate::EngineError> {
+    let mut tar = tar::Builder::new(Vec::new());
+    let mut add = |path: &str, data: &[u8]| {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(data.len() as u64);
+        header.set_mode(0o644);
+        header.set_mtime(0);
+        header.set_cksum();
+        tar.append_data(&mut header, path, data)
+            .expect("an in-memory tar takes any entry");
+    };
+    add(
+        "Dockerfile",
+        format!("FROM {from}\nCOPY files/ /\n").as_bytes(),
+    );
+    for (path, data) in files {
+        add(&format!("files/{}", path.trim_start_matches('/')), data);
+    }
+    let context = bytes::Bytes::from(tar.into_inner().expect("an in-memory tar finishes"));
+    let request = crate::build::BuildRequest {
+        tag: tag.to_string(),
+        dockerfile: "Dockerfile".into(),
+        network_mode: Some("none".into()),
+        ..Default::default()
+    };
+    client
+        .build_image(
+            &request,
+            futures_util::stream::once(async move { Ok(context) }),
+            |_| {},
+        )
+        .await
+}
+
+/// Pushes `reference` (`host/repository:tag`) through the engine with Basic credentials, as
+/// `docker push` does: how a test puts an image into a loopback registry. The error is the
+/// engine's answer.
+pub async fn push_image(
+    client: &Client,
+    reference: &str,
+    username: &str,
+    password: &str,
+) -> Result<(), String> {
+    use futures_util::StreamExt;
+    let target = crate::pull::pull_target(reference);
+    let credentials = bollard::auth::DockerCredentials {
+        username: Some(username.to_string()),
+        password: Some(password.to_string()),
+        serveraddress: Some(target.host.clone()),
+        ..Default::default()
+    };
+    let options = bollard::query_parameters::PushImageOptions {
+        tag: Some(target.tag.clone()),
+        ..Default::default()
+    };
+    let mut stream =
+        client
+            .docker()
+            .push_image(&target.from_image, Some(options), Some(credentials));
+    while let Some(item) = stream.next().await {
+        item.map_err(|e| format!("pushing {reference}: {}", crate::pull::answer(&e)))?;
+    }
+    Ok(())
+}

@@ -79,9 +79,28 @@ async fn an_exported_layout_loads_back_as_the_same_image() {
     let layout = OciLayout::open(&layout_dir).unwrap();
     assert_eq!(layout.image_id(), id);
     layout.expect(&id).unwrap();
-    let loaded = c.load_oci_layout(&layout, &reference).await.unwrap();
+    // Every byte streamed is reported, close to the layout's hint (manifest.json aside).
+    let told = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let count = told.clone();
+    let on_bytes = std::sync::Arc::new(move |n| {
+        count.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    });
+    let loaded = c
+        .load_oci_layout_with(&layout, &reference, on_bytes)
+        .await
+        .unwrap();
     assert_eq!(loaded.id, id, "the very same image");
     assert!(loaded.bytes > 0);
+    assert_eq!(
+        told.load(std::sync::atomic::Ordering::Relaxed),
+        loaded.bytes
+    );
+    let hint = layout.archive_size_hint();
+    assert!(
+        hint <= loaded.bytes && loaded.bytes - hint <= 4096,
+        "{hint} {}",
+        loaded.bytes
+    );
     let facts = c.image(&reference).await.unwrap().expect("tagged again");
     assert_eq!(facts.id, id);
 

@@ -9,6 +9,49 @@ pub const PACKAGE_TAG: &str = "tt-model-cache";
 /// The catalog opt-in (the original's `TT_MODEL_CATALOG_TAG`).
 pub const CATALOG_TAG: &str = "tt-model-catalog";
 
+/// Every container package carries this tag (`tt` reads it as the bundle's kind).
+pub const CONTAINER_TAG: &str = "tt-model-container";
+
+/// A board/mesh label (`P150x4`, ` p150 `) as a repo tag: trimmed and lowercased, as the
+/// original writes it and `tt` matches it; `None` for what cannot be a tag (a literal mesh
+/// shape such as `(1, 4)`).
+pub fn hardware_tag(label: &str) -> Option<String> {
+    let t = label.trim().to_lowercase();
+    let ok = !t.is_empty()
+        && t.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.');
+    ok.then_some(t)
+}
+
+/// The hardware tags of a package: each profile's `hardware` (else its `mesh_device`, else the
+/// shared `serve`'s), as `tt` derives them from a pulled manifest. Sorted, no repeats.
+pub fn hardware_tags(wire: &tt_model_manifest::WireManifest) -> Vec<String> {
+    let serve = &wire.container.serve;
+    let shared = serve.hardware.as_ref().or(serve.mesh_device.as_ref());
+    let mut tags: Vec<String> = shared
+        .into_iter()
+        .chain(wire.container.serve_profiles.iter().filter_map(|p| {
+            let s = &p.settings;
+            s.hardware.as_ref().or(s.mesh_device.as_ref()).or(shared)
+        }))
+        .filter_map(|l| hardware_tag(l))
+        .collect();
+    tags.sort();
+    tags.dedup();
+    tags
+}
+
+/// The tags `push` makes sure the card carries, as the original's generated card has them:
+/// the package tag, the container tag, the arch, the kind and every hardware tag. (`tt`
+/// classifies a bundle by them: `tenstorrent/modelhub/bundles.py`.)
+pub fn package_tags(wire: &tt_model_manifest::WireManifest) -> Vec<String> {
+    let mut tags = vec![PACKAGE_TAG.to_string(), CONTAINER_TAG.to_string()];
+    tags.extend(wire.arch.map(|a| a.as_str().to_string()));
+    tags.push(wire.container.kind.as_str().to_string());
+    tags.extend(hardware_tags(wire));
+    tags
+}
+
 /// The frontmatter's line range `[open, close]` (the two `---` lines), if the text has one.
 fn frontmatter(lines: &[&str]) -> Option<(usize, usize)> {
     if lines.first().map(|l| l.trim_end()) != Some("---") {
@@ -199,6 +242,33 @@ mod tests {
         let no_tags = with_tag("---\nlicense: mit\n---\nbody\n", CATALOG_TAG, true);
         assert_eq!(tags(&no_tags), [CATALOG_TAG]);
         assert!(no_tags.contains("license: mit"));
+    }
+
+    #[test]
+    fn hardware_tags_come_from_every_profile_lowercased() {
+        let doc = serde_json::json!({"schema_version": "5.1", "name": "m", "arch": "blackhole",
+            "container": {"kind": "vllm-plugin",
+                "image": {"registry": "hf", "repository": "m"},
+                "serve": {"hardware": "P150x4"},
+                "serve_profiles": [
+                    {"name": "a"},
+                    {"name": "b", "hardware": "p150"},
+                    {"name": "c", "mesh_device": "P300x2"},
+                    {"name": "d", "hardware": "(1, 4)"}]}});
+        let wire = tt_model_manifest::WireManifest::from_json(&doc.to_string()).unwrap();
+        assert_eq!(hardware_tags(&wire), ["p150", "p150x4", "p300x2"]);
+        assert_eq!(
+            package_tags(&wire),
+            [
+                PACKAGE_TAG,
+                CONTAINER_TAG,
+                "blackhole",
+                "vllm-plugin",
+                "p150",
+                "p150x4",
+                "p300x2"
+            ]
+        );
     }
 
     #[test]

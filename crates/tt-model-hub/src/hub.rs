@@ -354,6 +354,21 @@ impl HubClient {
         }
     }
 
+    /// `duplicate_repo(from, to_id=to)`: a server-side copy (no bytes pass through here) that
+    /// keeps the source's visibility; `false` when `to` already exists (409).
+    pub async fn duplicate_repo(&self, from: &str, to: &str) -> Result<bool, HubError> {
+        let url = self.url(&format!("/api/models/{from}/duplicate"));
+        let body = json!({ "repository": to });
+        match self
+            .send(self.http.post(&url).json(&body), &url, from, "main")
+            .await
+        {
+            Ok(_) => Ok(true),
+            Err(HubError::Refused { status: 409, .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `update_repo_settings(repo, private=…)`.
     pub async fn set_private(&self, repo: &str, private: bool) -> Result<(), HubError> {
         let url = self.url(&format!("/api/models/{repo}/settings"));
@@ -379,7 +394,9 @@ impl HubClient {
         self.send(self.http.get(&url), &url, repo, rev).await
     }
 
-    /// `list_models(filter=tags, search=…, limit=…)`.
+    /// `list_models(filter=tags, search=…, limit=…, sort="lastModified", direction=-1)`: the
+    /// newest first. The Hub orders nothing by default, so the order is asked for
+    /// (`direction=-1` is what huggingface_hub sent before descending became the only order).
     pub async fn list_models(
         &self,
         tags: &[&str],
@@ -390,6 +407,8 @@ impl HubClient {
         if let Some(s) = search {
             q.push(("search", s.to_string()));
         }
+        q.push(("sort", "lastModified".into()));
+        q.push(("direction", "-1".into()));
         q.push(("limit", limit.to_string()));
         q.push(("full", "true".into()));
         let url = self.url("/api/models");

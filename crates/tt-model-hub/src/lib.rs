@@ -26,6 +26,7 @@ pub mod hub;
 pub mod patterns;
 pub mod plan;
 pub mod registry;
+pub mod review;
 #[cfg(feature = "testserver")]
 pub mod testserver;
 pub mod upload;

@@ -54,7 +54,8 @@ fn problem(pkg: &Package, state: &ImageState) -> String {
             "image {} is a different build than the package records: expected {expected}, loaded {}",
             pkg.image, facts.id
         ),
-        ImageState::Matches(_) => String::new(),
+        // Only reached when forced (`pull --force`).
+        ImageState::Matches(_) => format!("image {} is loaded; forced to load it again", pkg.image),
     }
 }
 
@@ -77,7 +78,16 @@ pub async fn ensure(
         Vec::new()
     });
     let entry = installed::find(&entries, pkg);
-    let (facts, loaded) = heal(client, pkg, layout.as_deref(), entry, Via::Serve, printer).await?;
+    let (facts, loaded) = heal(
+        client,
+        pkg,
+        layout.as_deref(),
+        entry,
+        Via::Serve,
+        false,
+        printer,
+    )
+    .await?;
     if loaded {
         let digest = pkg.recorded_digest();
         remember(
@@ -104,25 +114,49 @@ pub async fn ensure_from(
 ) -> Result<ImageFacts, LocalError> {
     let entries = local.db().all().unwrap_or_default();
     let entry = installed::find(&entries, pkg);
-    Ok(heal(client, pkg, layout, entry, via, printer).await?.0)
+    Ok(heal(client, pkg, layout, entry, via, false, printer)
+        .await?
+        .0)
 }
 
-/// Judge, load from `layout` if needed, judge again. Returns the facts and whether a load
-/// happened. `entry` supplies the id this engine is known to give the recorded digest.
+/// The package's image loaded from `layout` even when the engine already has the recorded
+/// build (`pull --force`: reinstall whatever is there), then judged as [`ensure_from`] does.
+pub async fn reload_from(
+    local: &Local,
+    client: &Client,
+    pkg: &Package,
+    layout: &Path,
+    via: Via<'_>,
+    printer: &dyn Progress,
+) -> Result<ImageFacts, LocalError> {
+    let entries = local.db().all().unwrap_or_default();
+    let entry = installed::find(&entries, pkg);
+    Ok(heal(client, pkg, Some(layout), entry, via, true, printer)
+        .await?
+        .0)
+}
+
+/// Judge, load from `layout` if needed (always, with `force`), judge again. Returns the facts
+/// and whether a load happened. `entry` supplies the id this engine is known to give the
+/// recorded digest.
+#[allow(clippy::too_many_arguments)]
 async fn heal(
     client: &Client,
     pkg: &Package,
     layout: Option<&Path>,
     entry: Option<&Entry>,
     via: Via<'_>,
+    force: bool,
     printer: &dyn Progress,
 ) -> Result<(ImageFacts, bool), LocalError> {
     let recorded = pkg.recorded_digest();
     let digest = recorded.as_deref();
     let known = entry.and_then(|e| e.known_loaded_id(digest));
     let state = judge(client.image(&pkg.image).await?, digest, known);
-    if let ImageState::Matches(facts) = state {
-        return Ok((facts, false));
+    if let ImageState::Matches(facts) = &state
+        && !force
+    {
+        return Ok((facts.clone(), false));
     }
     let Some(layout_dir) = layout else {
         return Err(LocalError::refused(
@@ -142,7 +176,19 @@ async fn heal(
     if let Some(d) = digest {
         layout.expect(d).map_err(refused)?;
     }
-    let loaded = match client.load_oci_layout(&layout, &pkg.image).await {
+    // The archive's bytes as the image step's progress (tt's `progress` events too).
+    let bar: std::sync::Arc<dyn crate::progress::Transfer> =
+        printer.transfer(&format!("image {}", pkg.image)).into();
+    bar.total(layout.archive_size_hint());
+    let on_bytes = {
+        let bar = bar.clone();
+        std::sync::Arc::new(move |n| bar.bytes(n))
+    };
+    let result = client
+        .load_oci_layout_with(&layout, &pkg.image, on_bytes)
+        .await;
+    bar.finish();
+    let loaded = match result {
         Ok(l) => l,
         // The engine being unreachable is not the layout's fault: keep the error chain.
         Err(e @ (LoadError::Request { .. } | LoadError::Engine(_))) => return Err(e.into()),

@@ -4,7 +4,9 @@
 //! * the installed-packages database ([`localdb`]) and the CLI's view of it ([`installed`]);
 //! * staged and pulled packages ([`package`], [`target`]) and their images ([`image`]);
 //! * the weights in the HF cache ([`weights`]);
-//! * the host: its card, devices and their allocation lock ([`host`], [`devices`]);
+//! * the host: its card, devices and their allocation lock ([`host`], [`devices`]), and whether
+//!   a package suits it ([`compat`]);
+//! * a served model's OpenAI API, for `curl` ([`openai`]);
 //! * a serve's boot: the log reader ([`bootlog`]), the readiness watch ([`watch`]) and the
 //!   diagnosis of a failed boot ([`diagnose`]);
 //! * the registry blob index ([`blob_index`]).
@@ -19,6 +21,7 @@
 
 pub mod blob_index;
 pub mod bootlog;
+pub mod compat;
 pub mod devices;
 pub mod diagnose;
 pub mod error;
@@ -26,6 +29,7 @@ pub mod host;
 pub mod image;
 pub mod installed;
 pub mod localdb;
+pub mod openai;
 pub mod package;
 pub mod progress;
 pub mod state;

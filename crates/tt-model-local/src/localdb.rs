@@ -1,16 +1,26 @@
-//! The installed-packages database, `installed.json` under the tt-model state root.
+//! The installed-packages database: `installed.json` (pulled packages) and `staged.json`
+//! (packages `tt-model package` staged here), both under the tt-model state root.
 //!
-//! One entry per package id (`org/name` for a pulled package, the package name for a staged
-//! one). It remembers what the engine alone cannot tell: which manifest a package came from,
-//! the image digest it records, and the id this engine gave that image when it was loaded
-//! (a containerd image store names images by manifest digest, the classic store by config
-//! digest), so `serve`, `list` and `rm` can judge an image without re-hashing it.
+//! `installed.json` is a contract with other programs: Tenstorrent's `tt` CLI reads it
+//! directly (`tenstorrent/modelhub/bundles.py`) to know which bundles are pulled, where their
+//! manifests are and which arch they target. So it has the original tt-model's shape: one flat
+//! JSON object keyed by the **lowercased** repo id, each value an entry with the original's
+//! fields (`repo_id` in its real case, `container`, `image`, `revision`, `manifest`, `arch`,
+//! `image_digest`, `image_loaded_id`, `profile`, `profiles`), to which we add `name` and
+//! `kind`. Staged packages have no repo id, and an entry keyed by a bare package name would
+//! show up in `tt model list` as a bundle that cannot be served by id, so they live in
+//! `staged.json` beside it (same shape, keyed by package name).
+//!
+//! Files written by an earlier tt-model (`{"format": 1, "packages": {...}}`, both kinds in
+//! one file) are migrated on first read. Entries this tt-model cannot read (the original's
+//! v5/v6 bundles, which have no container) are skipped when listing and kept byte for byte
+//! when the file is rewritten.
 //!
 //! Several tt-model processes may record at once (a package and a serve): every change is a
-//! read-modify-write under an exclusive `flock` on a sibling lock file, and the new file
-//! replaces the old by rename, so a reader (which takes no lock) never sees half a file and
-//! no entry is lost. A
-//! file that is not valid JSON is reported with its path and never overwritten.
+//! read-modify-write under an exclusive `flock` on a sibling lock file, and each new file
+//! replaces the old by rename, so a reader (which takes no lock, like `tt`) never sees half a
+//! file and no entry is lost. A file that is not a JSON object is reported with its path and
+//! never overwritten.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -18,37 +28,32 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-/// The database file name under the state root.
+/// The pulled-packages file name under the state root (the name `tt` reads).
 pub const FILE_NAME: &str = "installed.json";
-/// The format version written in the file.
-pub const FORMAT: u32 = 1;
+/// The staged-packages file name under the state root.
+pub const STAGED_FILE_NAME: &str = "staged.json";
 
 /// Where a package came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     /// Written by `tt-model package` (the manifest lives in the output directory).
     Staged,
     /// Fetched by `tt-model pull`.
+    #[default]
     Pulled,
 }
 
-/// One installed package.
+/// One installed package. The field order is the file's: the original's fields first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
-    /// The package id: `org/name` (pulled) or the package name (staged).
+    /// The package id: `org/name` (pulled, in the Hub's case) or the package name (staged).
     pub repo_id: String,
-    /// The package name (the container name's stem).
-    pub name: String,
-    /// Always true: tt-model installs container packages only.
+    /// Always true: tt-model installs container packages only (`tt` reads it as the kind).
     #[serde(default = "yes")]
     pub container: bool,
-    /// Whether the package was staged locally or pulled from the Hub.
-    pub source: Source,
-    /// The runtime kind (`http-server`, `vllm-plugin`, …).
-    #[serde(default)]
-    pub kind: String,
     /// The image reference serve runs.
     pub image: String,
     /// The Hub revision a pulled package was fetched at.
@@ -71,6 +76,16 @@ pub struct Entry {
     /// Every profile the package offers, by name.
     #[serde(default)]
     pub profiles: Vec<String>,
+    /// The package name (the container name's stem). An entry the original wrote has none;
+    /// it is then read from the manifest, else the repo id's last segment.
+    #[serde(default)]
+    pub name: String,
+    /// The runtime kind (`http-server`, `vllm-plugin`, …).
+    #[serde(default)]
+    pub kind: String,
+    /// Which file the entry lives in; not written (the file says it).
+    #[serde(skip)]
+    pub source: Source,
 }
 
 fn yes() -> bool {
@@ -86,13 +101,80 @@ impl Entry {
             _ => None,
         }
     }
+
+    /// The entry read from `raw` in the file of `source`; `None` for what is not a container
+    /// package entry (the original's v5/v6 bundles).
+    fn from_value(raw: &Value, source: Source) -> Option<Entry> {
+        let mut e: Entry = serde_json::from_value(raw.clone()).ok()?;
+        if !e.container {
+            return None;
+        }
+        e.source = source;
+        if e.name.is_empty() {
+            e.name = manifest_name(&e.manifest)
+                .unwrap_or_else(|| e.repo_id.rsplit('/').next().unwrap_or_default().to_string());
+        }
+        Some(e)
+    }
 }
 
-/// The file's shape.
-#[derive(Debug, Default, Serialize, Deserialize)]
+/// The `name` a wire manifest records, when the file can be read.
+fn manifest_name(path: &Path) -> Option<String> {
+    let v: Value = serde_json::from_slice(&fs::read(path).ok()?).ok()?;
+    v.get("name")?.as_str().map(str::to_string)
+}
+
+/// The key an entry is filed under: the lowercased id for a pulled package (the Hub's ids are
+/// case-insensitive, and `tt` looks them up lowercased), the name as given for a staged one.
+fn key(id: &str, source: Source) -> String {
+    match source {
+        Source::Pulled => id.to_lowercase(),
+        Source::Staged => id.to_string(),
+    }
+}
+
+/// Both files' contents, entries kept as raw JSON so unknown ones survive a rewrite.
+#[derive(Debug, Default)]
 struct Document {
-    format: u32,
-    packages: BTreeMap<String, Entry>,
+    pulled: BTreeMap<String, Value>,
+    staged: BTreeMap<String, Value>,
+    /// Read from an earlier tt-model's single-file format: rewrite both files.
+    legacy: bool,
+}
+
+impl Document {
+    fn map(&mut self, source: Source) -> &mut BTreeMap<String, Value> {
+        match source {
+            Source::Pulled => &mut self.pulled,
+            Source::Staged => &mut self.staged,
+        }
+    }
+
+    fn entries(&self) -> Vec<Entry> {
+        let pulled = self
+            .pulled
+            .values()
+            .filter_map(|v| Entry::from_value(v, Source::Pulled));
+        let staged = self
+            .staged
+            .values()
+            .filter_map(|v| Entry::from_value(v, Source::Staged));
+        let mut all: Vec<Entry> = pulled.chain(staged).collect();
+        all.sort_by(|a, b| a.repo_id.cmp(&b.repo_id));
+        all
+    }
+
+    /// The entry for `id` and the file it is in: a pulled id (case-insensitive) first.
+    fn find(&self, id: &str) -> Option<(Source, Entry)> {
+        [Source::Pulled, Source::Staged].into_iter().find_map(|s| {
+            let map = match s {
+                Source::Pulled => &self.pulled,
+                Source::Staged => &self.staged,
+            };
+            let e = Entry::from_value(map.get(&key(id, s))?, s)?;
+            Some((s, e))
+        })
+    }
 }
 
 /// Why the database could not be read or written.
@@ -115,7 +197,7 @@ pub enum LocalDbError {
     Corrupt {
         /// The database file.
         path: PathBuf,
-        /// What is wrong: the JSON error, or a format newer than this tt-model reads.
+        /// What is wrong: the JSON error, or a value that is not an object.
         detail: String,
     },
     /// The new database could not be written or renamed into place.
@@ -138,50 +220,62 @@ pub enum LocalDbError {
     },
 }
 
-/// A handle on `installed.json`; each call opens, locks and closes it.
+/// A handle on `installed.json` and `staged.json`; each call opens, locks and closes them.
 #[derive(Debug, Clone)]
 pub struct LocalDb {
     path: PathBuf,
 }
 
 impl LocalDb {
-    /// The database under `state_root` (`<root>/installed.json`).
+    /// The database under `state_root` (`<root>/installed.json`, `<root>/staged.json`).
     pub fn under(state_root: &Path) -> Self {
         Self::at(state_root.join(FILE_NAME))
     }
 
-    /// The database at an explicit path.
+    /// The database at an explicit path (`staged.json` is its sibling).
     pub fn at(path: PathBuf) -> Self {
         Self { path }
     }
 
-    /// The database file's path.
+    /// The pulled-packages file's path (`installed.json`).
     pub fn path(&self) -> &Path {
         &self.path
     }
 
+    /// The staged-packages file's path (`staged.json` beside `installed.json`).
+    pub fn staged_path(&self) -> PathBuf {
+        self.path.with_file_name(STAGED_FILE_NAME)
+    }
+
     /// Every entry, sorted by id. A missing file is an empty database. Reads take no lock:
-    /// writers replace the file by rename, so a reader sees the old or the new file whole.
+    /// writers replace the files by rename, so a reader sees the old or the new file whole.
     pub fn all(&self) -> Result<Vec<Entry>, LocalDbError> {
-        Ok(self.read()?.packages.into_values().collect())
+        Ok(self.read_migrating()?.entries())
     }
 
-    /// The entry for `id`.
+    /// The entry for `id` (a pulled id matches in any case).
     pub fn get(&self, id: &str) -> Result<Option<Entry>, LocalDbError> {
-        Ok(self.read()?.packages.remove(id))
+        Ok(self.read_migrating()?.find(id).map(|(_, e)| e))
     }
 
-    /// Adds or replaces the entry for `entry.repo_id`.
+    /// Adds or replaces the entry for `entry.repo_id`, in the file of `entry.source`.
     pub fn record(&self, entry: Entry) -> Result<(), LocalDbError> {
+        let value = serde_json::to_value(&entry).expect("entries serialize");
         self.change(|doc| {
-            doc.packages.insert(entry.repo_id.clone(), entry);
+            doc.map(entry.source)
+                .insert(key(&entry.repo_id, entry.source), value);
         })
     }
 
     /// Removes the entry for `id`, returning it.
     pub fn remove(&self, id: &str) -> Result<Option<Entry>, LocalDbError> {
         let mut removed = None;
-        self.change(|doc| removed = doc.packages.remove(id))?;
+        self.change(|doc| {
+            if let Some((source, e)) = doc.find(id) {
+                doc.map(source).remove(&key(id, source));
+                removed = Some(e);
+            }
+        })?;
         Ok(removed)
     }
 
@@ -195,61 +289,84 @@ impl LocalDb {
     ) -> Result<bool, LocalDbError> {
         let mut found = false;
         self.change(|doc| {
-            if let Some(e) = doc.packages.get_mut(id) {
-                found = true;
-                if digest.is_some() {
-                    e.image_digest = digest.map(str::to_string);
-                }
-                e.image_loaded_id = Some(loaded_id.to_string());
+            let Some((source, mut e)) = doc.find(id) else {
+                return;
+            };
+            found = true;
+            if digest.is_some() {
+                e.image_digest = digest.map(str::to_string);
             }
+            e.image_loaded_id = Some(loaded_id.to_string());
+            let value = serde_json::to_value(&e).expect("entries serialize");
+            doc.map(source).insert(key(id, source), value);
         })?;
         Ok(found)
     }
 
-    /// Read, change and atomically replace, under the exclusive lock.
+    /// Read, change and atomically replace both files, under the exclusive lock.
     fn change(&self, f: impl FnOnce(&mut Document)) -> Result<(), LocalDbError> {
         let _lock = self.lock()?;
         let mut doc = self.read()?;
         f(&mut doc);
-        doc.format = FORMAT;
-        self.write(&doc)
+        self.write(&self.path, &doc.pulled)?;
+        let staged = self.staged_path();
+        if doc.staged.is_empty() && !staged.exists() {
+            return Ok(());
+        }
+        self.write(&staged, &doc.staged)
+    }
+
+    /// [`Self::read`], rewriting an earlier tt-model's file in the current format first so
+    /// that `tt` (which reads `installed.json` itself) sees it as the original writes it. A
+    /// failed rewrite (a read-only state root) still answers from what was read.
+    fn read_migrating(&self) -> Result<Document, LocalDbError> {
+        let doc = self.read()?;
+        if doc.legacy && self.change(|_| {}).is_ok() {
+            return self.read();
+        }
+        Ok(doc)
     }
 
     fn read(&self) -> Result<Document, LocalDbError> {
-        let bytes = match fs::read(&self.path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Document::default()),
-            Err(source) => {
-                return Err(LocalDbError::Read {
-                    path: self.path.clone(),
-                    source,
-                });
-            }
+        let mut doc = Document::default();
+        let Some(top) = read_object(&self.path)? else {
+            doc.staged = read_object(&self.staged_path())?.unwrap_or_default();
+            return Ok(doc);
         };
-        let doc: Document = serde_json::from_slice(&bytes).map_err(|e| LocalDbError::Corrupt {
-            path: self.path.clone(),
-            detail: e.to_string(),
-        })?;
-        if doc.format > FORMAT {
-            return Err(LocalDbError::Corrupt {
-                path: self.path.clone(),
-                detail: format!(
-                    "format {} is newer than this tt-model's {FORMAT}",
-                    doc.format
-                ),
-            });
+        // An earlier tt-model's format: `{"format": N, "packages": {id: entry with source}}`.
+        if let (Some(Value::Number(_)), Some(Value::Object(packages))) =
+            (top.get("format"), top.get("packages"))
+        {
+            doc.legacy = true;
+            for (id, v) in packages {
+                let source = match v.get("source").and_then(Value::as_str) {
+                    Some("staged") => Source::Staged,
+                    _ => Source::Pulled,
+                };
+                let mut v = v.clone();
+                if let Value::Object(m) = &mut v {
+                    m.remove("source");
+                }
+                doc.map(source).insert(key(id, source), v);
+            }
+        } else {
+            doc.pulled = top;
+        }
+        let staged = read_object(&self.staged_path())?.unwrap_or_default();
+        for (k, v) in staged {
+            doc.staged.entry(k).or_insert(v);
         }
         Ok(doc)
     }
 
     /// Temp file in the same directory, fsync, rename: all or nothing.
-    fn write(&self, doc: &Document) -> Result<(), LocalDbError> {
+    fn write(&self, path: &Path, map: &BTreeMap<String, Value>) -> Result<(), LocalDbError> {
         let err = |source| LocalDbError::Write {
-            path: self.path.clone(),
+            path: path.to_path_buf(),
             source,
         };
-        let tmp = self.sibling(&format!(".tmp.{}", std::process::id()));
-        let mut bytes = serde_json::to_vec_pretty(doc).expect("entries serialize");
+        let tmp = sibling(path, &format!(".tmp.{}", std::process::id()));
+        let mut bytes = serde_json::to_vec_pretty(map).expect("entries serialize");
         bytes.push(b'\n');
         let mut file = fs::File::create(&tmp).map_err(err)?;
         let written = file.write_all(&bytes).and_then(|_| file.sync_all());
@@ -257,23 +374,16 @@ impl LocalDb {
             let _ = fs::remove_file(&tmp);
             return Err(err(e));
         }
-        fs::rename(&tmp, &self.path).map_err(|e| {
+        fs::rename(&tmp, path).map_err(|e| {
             let _ = fs::remove_file(&tmp);
             err(e)
         })
     }
 
-    /// `installed.json<suffix>` beside the database.
-    fn sibling(&self, suffix: &str) -> PathBuf {
-        let mut name = self.path.file_name().unwrap_or_default().to_os_string();
-        name.push(suffix);
-        self.path.with_file_name(name)
-    }
-
-    /// A blocking exclusive `flock` on `installed.json.lock` (a stable inode: the database
-    /// itself is replaced by rename). Released when the returned file closes.
+    /// A blocking exclusive `flock` on `installed.json.lock` (a stable inode: the files
+    /// themselves are replaced by rename). Released when the returned file closes.
     fn lock(&self) -> Result<fs::File, LocalDbError> {
-        let path = self.sibling(".lock");
+        let path = sibling(&self.path, ".lock");
         let err = |source| LocalDbError::Lock {
             path: path.clone(),
             source,
@@ -293,98 +403,42 @@ impl LocalDb {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// `<path><suffix>` in the same directory.
+fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(suffix);
+    path.with_file_name(name)
+}
 
-    pub(crate) fn entry(id: &str, image: &str) -> Entry {
-        Entry {
-            repo_id: id.into(),
-            name: id.rsplit('/').next().unwrap().into(),
-            container: true,
-            source: Source::Staged,
-            kind: "http-server".into(),
-            image: image.into(),
-            revision: None,
-            manifest: PathBuf::from(format!("/out/{id}/tt_kernel_manifest.json")),
-            arch: Some("blackhole".into()),
-            image_digest: Some("sha256:aa".into()),
-            image_loaded_id: Some("sha256:aa".into()),
-            profile: "default".into(),
-            profiles: vec!["default".into()],
+/// The JSON object in `path`; `None` when the file does not exist.
+fn read_object(path: &Path) -> Result<Option<BTreeMap<String, Value>>, LocalDbError> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(LocalDbError::Read {
+                path: path.to_path_buf(),
+                source,
+            });
         }
-    }
-
-    #[test]
-    fn record_get_remove_and_a_missing_file() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = LocalDb::under(&dir.path().join("state"));
-        assert!(db.all().unwrap().is_empty(), "no file is an empty database");
-        db.record(entry("acme/b", "img:1")).unwrap();
-        db.record(entry("a", "img:2")).unwrap();
-        let mut changed = entry("a", "img:3");
-        changed.source = Source::Pulled;
-        db.record(changed.clone()).unwrap();
-        let ids: Vec<String> = db.all().unwrap().into_iter().map(|e| e.repo_id).collect();
-        assert_eq!(ids, vec!["a", "acme/b"]);
-        assert_eq!(db.get("a").unwrap(), Some(changed.clone()));
-        assert!(
-            db.set_loaded_id("a", Some("sha256:aa"), "sha256:m")
-                .unwrap()
-        );
-        assert!(!db.set_loaded_id("zz", None, "sha256:m").unwrap());
-        let a = db.get("a").unwrap().unwrap();
-        assert_eq!(a.known_loaded_id(Some("sha256:aa")), Some("sha256:m"));
-        assert_eq!(a.known_loaded_id(Some("sha256:bb")), None, "another build");
-        assert_eq!(
-            db.remove("a").unwrap().map(|e| e.image),
-            Some("img:3".into())
-        );
-        assert_eq!(db.remove("a").unwrap(), None);
-        assert_eq!(db.all().unwrap().len(), 1);
-        let text = fs::read_to_string(db.path()).unwrap();
-        assert!(text.contains("\"source\": \"staged\""), "{text}");
-        let leftovers: Vec<_> = fs::read_dir(dir.path().join("state"))
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains(".tmp"))
-            .collect();
-        assert!(leftovers.is_empty(), "{leftovers:?}");
-    }
-
-    #[test]
-    fn a_corrupt_file_is_reported_and_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = LocalDb::under(dir.path());
-        fs::write(db.path(), b"{ not json").unwrap();
-        let err = db.all().unwrap_err();
-        assert!(matches!(err, LocalDbError::Corrupt { .. }), "{err}");
-        assert!(err.to_string().contains(&db.path().display().to_string()));
-        assert!(db.record(entry("a", "i")).is_err());
-        assert_eq!(
-            fs::read(db.path()).unwrap(),
-            b"{ not json",
-            "not overwritten"
-        );
-    }
-
-    #[test]
-    fn concurrent_records_lose_nothing() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(FILE_NAME);
-        let threads: Vec<_> = (0..8)
-            .map(|t| {
-                let db = LocalDb::at(path.clone());
-                std::thread::spawn(move || {
-                    for i in 0..25 {
-                        db.record(entry(&format!("t{t}/p{i}"), "img:1")).unwrap();
-                    }
-                })
-            })
-            .collect();
-        for t in threads {
-            t.join().unwrap();
-        }
-        assert_eq!(LocalDb::at(path).all().unwrap().len(), 200);
+    };
+    let corrupt = |detail: String| LocalDbError::Corrupt {
+        path: path.to_path_buf(),
+        detail,
+    };
+    match serde_json::from_slice::<Value>(&bytes).map_err(|e| corrupt(e.to_string()))? {
+        Value::Object(m) => Ok(Some(m.into_iter().collect())),
+        other => Err(corrupt(format!(
+            "expected a JSON object keyed by package id, found {}",
+            match other {
+                Value::Array(_) => "an array",
+                Value::Null => "null",
+                _ => "a scalar",
+            }
+        ))),
     }
 }
+
+#[cfg(test)]
+#[path = "localdb_tests.rs"]
+mod tests;

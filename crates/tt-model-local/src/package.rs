@@ -200,19 +200,47 @@ impl Package {
         self.wire.container.health_path()
     }
 
+    /// The health endpoint readiness waits for, or `None` when the ready line alone decides:
+    /// a package of the original's kinds (vLLM, tt-dit-server) that declares no
+    /// `runtime.health_path` is ready when its log says so, as the original judged it; a
+    /// declared path, and our `http-server` kind, are probed.
+    pub fn readiness_probe(&self) -> Option<String> {
+        let c = &self.wire.container;
+        let declared = c.runtime_spec().ok().and_then(|r| r.common.health_path);
+        let ours = c.kind == tt_model_manifest::types::Kind::HttpServer;
+        match declared {
+            Some(path) => Some(path),
+            None if ours || self.ready_line().is_none() => Some(self.health_path()),
+            None => None,
+        }
+    }
+
     /// The manifest selects a runtime that needs no card (`runtime.device: none|cpu`).
     pub fn runs_without_card(&self) -> bool {
         self.wire.container.runs_without_card()
     }
 
     /// The server `profile` runs on `port`: the package's launcher, plus the weights revision
-    /// serve mounted (`TT_MODEL_WEIGHTS_REVISION`, unless the profile's env sets it).
+    /// serve mounted (`TT_MODEL_WEIGHTS_REVISION`, unless the profile's env sets it; for
+    /// `vllm-plugin` also `--revision` after the model id).
     pub fn launch(&self, profile: &Profile, port: u16) -> ServerCommand {
         let mut cmd = wire_launch(&self.wire, &profile.name, &profile.settings, port);
         if let Some(w) = &self.weights {
             cmd.env
                 .entry("TT_MODEL_WEIGHTS_REVISION".into())
                 .or_insert_with(|| w.revision.clone());
+            // `vllm serve <id>` alone loads the branch tip; the pin makes it load the snapshot
+            // serve prefetched and mounted (the original's newest launcher passes it too).
+            let vllm = self.wire.container.kind == tt_model_manifest::types::Kind::VllmPlugin;
+            if vllm
+                && !cmd.argv.iter().any(|a| a == "--revision")
+                && let Some(at) = cmd.argv.iter().position(|a| *a == w.repo_id)
+            {
+                cmd.argv.splice(
+                    at + 1..at + 1,
+                    ["--revision".to_string(), w.revision.clone()],
+                );
+            }
         }
         cmd
     }
@@ -305,6 +333,55 @@ mod tests {
             }
         ));
         assert!(err.to_string().contains("available: one, four"), "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn vllm_gets_the_pinned_revision_and_readiness_follows_the_original() {
+        let dir = std::env::temp_dir().join(format!("tt-model-serve-rev-{}", std::process::id()));
+        let rev = "0123456789abcdef0123456789abcdef01234567";
+        let load = |kind: &str, runtime: serde_json::Value| {
+            Package::load(&write(
+                &dir,
+                serde_json::json!({
+                    "schema_version": "5.1", "name": "q",
+                    "weights": {"repo_id": "Qwen/Qwen3-8B", "revision": rev},
+                    "container": {
+                        "image": {"registry": "hf", "repository": "tt-model/q", "tag": "1"},
+                        "kind": kind, "runtime": runtime,
+                        "serve": {"hardware": "p150", "mesh_device": "P150", "max_num_seqs": 32, "block_size": 64},
+                        "serve_profiles": [{"name": "p150"}], "default_profile": "p150"
+                    }
+                }),
+            ))
+            .unwrap()
+        };
+        let vllm = load("vllm-plugin", serde_json::json!({}));
+        let argv = vllm.launch(vllm.profile(None).unwrap(), 20000).argv;
+        assert_eq!(
+            argv[..5],
+            ["vllm", "serve", "Qwen/Qwen3-8B", "--revision", rev],
+            "{argv:?}"
+        );
+        // No health path declared: the original's kinds are ready by their ready line alone.
+        assert_eq!(vllm.readiness_probe(), None);
+        let declared = load(
+            "vllm-plugin",
+            serde_json::json!({"health_path": "/v1/models"}),
+        );
+        assert_eq!(declared.readiness_probe().as_deref(), Some("/v1/models"));
+        // Our http-server kind is probed at the default path, with or without a ready line.
+        let http = load(
+            "http-server",
+            serde_json::json!({"command": ["/s"], "ready_line": "up"}),
+        );
+        assert_eq!(http.readiness_probe().as_deref(), Some("/health"));
+        let fork = load("vllm-fork", serde_json::json!({"model_dir": "models/q"}));
+        let argv = fork.launch(fork.profile(None).unwrap(), 20000).argv;
+        assert!(
+            !argv.contains(&"--revision".to_string()),
+            "the fork's runner takes none"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

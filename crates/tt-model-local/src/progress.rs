@@ -16,12 +16,22 @@ pub trait Progress: Sync {
     /// A byte transfer labelled `what` (a repo id) starts; the reporter is dropped after
     /// [`Transfer::finish`].
     fn transfer(&self, what: &str) -> Box<dyn Transfer>;
+    /// A step of serve's checklist starts (`key`: `host`, `image`, `weights`, `container`,
+    /// the keys the progress stream shares with tt); nothing by default.
+    fn step_start(&self, _key: &str, _label: &str) {}
+    /// The step `key` finished: [`Progress::done`] by default.
+    fn step_done(&self, _key: &str, message: &str, detail: Option<&str>) {
+        self.done(message, detail);
+    }
 }
 
 /// One byte transfer's reporter.
 pub trait Transfer: DownloadReporter {
     /// The transfer ended (the caller reports the outcome).
     fn finish(&self);
+    /// The transfer's total, for one that has no download plan (an image load); nothing by
+    /// default.
+    fn total(&self, _bytes: u64) {}
 }
 
 /// Reports nothing (tests, and callers that print the outcome themselves).
@@ -41,18 +51,5 @@ impl Progress for Silent {
     }
 }
 
-/// Decimal bytes (`12.1 MB`).
-pub fn human_bytes(n: u64) -> String {
-    let units = ["B", "kB", "MB", "GB", "TB"];
-    let mut v = n as f64;
-    let mut i = 0;
-    while v >= 1000.0 && i < units.len() - 1 {
-        v /= 1000.0;
-        i += 1;
-    }
-    if i == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", units[i])
-    }
-}
+/// Decimal bytes (`12.1 MB`): the workspace's one formatter.
+pub use tt_model_manifest::numfmt::human_bytes;

@@ -72,9 +72,12 @@ impl Local {
 }
 
 /// The state root: `TT_MODEL_HOME`, else `$XDG_CACHE_HOME/tt-model`, else
-/// `~/.cache/tt-model`, with `get` reading the environment.
+/// `~/.cache/tt-model`, with `get` reading the environment. The original's rename shims apply
+/// (`tenstorrent`'s `tt` applies the same ones when it reads our state): `TT_KERNEL_HOME`
+/// stands in for an unset `TT_MODEL_HOME`, and a pre-rename `tt-kernel` directory is used
+/// while no `tt-model` one exists beside it.
 pub fn state_root_from(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> PathBuf {
-    if let Some(h) = get("TT_MODEL_HOME").filter(|v| !v.is_empty()) {
+    if let Some(h) = env_with_legacy(&get, "TT_MODEL_HOME").filter(|v| !v.is_empty()) {
         return PathBuf::from(h);
     }
     // The XDG spec: a relative value is invalid and ignored.
@@ -84,7 +87,55 @@ pub fn state_root_from(get: impl Fn(&str) -> Option<std::ffi::OsString>) -> Path
         .unwrap_or_else(|| {
             PathBuf::from(get("HOME").unwrap_or_else(|| "/root".into())).join(".cache")
         });
-    cache.join("tt-model")
+    data_dir(&cache)
+}
+
+/// The prefix of the tool's environment variables, and the one it had before the rename.
+const ENV_PREFIX: &str = "TT_MODEL_";
+const LEGACY_ENV_PREFIX: &str = "TT_KERNEL_";
+
+/// `name` (a `TT_MODEL_*` variable) as `get` reads it, else its pre-rename `TT_KERNEL_*`
+/// spelling, as the original's `compat.env` does: a set variable wins even when empty.
+pub fn env_with_legacy(
+    get: impl Fn(&str) -> Option<std::ffi::OsString>,
+    name: &str,
+) -> Option<std::ffi::OsString> {
+    get(name).or_else(|| {
+        let rest = name.strip_prefix(ENV_PREFIX)?;
+        get(&format!("{LEGACY_ENV_PREFIX}{rest}"))
+    })
+}
+
+/// Every `TT_KERNEL_*` variable of `vars` whose `TT_MODEL_*` name is not among them, as the
+/// `(TT_MODEL_* name, value)` pairs to set: how the CLI honours the legacy names for every
+/// variable at once (clap's `env =` attributes included) before anything reads them.
+pub fn legacy_env_to_adopt(
+    vars: impl IntoIterator<Item = (std::ffi::OsString, std::ffi::OsString)>,
+) -> Vec<(String, std::ffi::OsString)> {
+    let vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = vars.into_iter().collect();
+    let set = |n: &str| vars.iter().any(|(k, _)| k.to_str() == Some(n));
+    let mut adopt: Vec<(String, std::ffi::OsString)> = vars
+        .iter()
+        .filter_map(|(k, v)| {
+            let rest = k.to_str()?.strip_prefix(LEGACY_ENV_PREFIX)?;
+            let current = format!("{ENV_PREFIX}{rest}");
+            (!rest.is_empty() && !set(&current)).then(|| (current, v.clone()))
+        })
+        .collect();
+    adopt.sort();
+    adopt
+}
+
+/// `<base>/tt-model`, or an existing pre-rename `<base>/tt-kernel` while `tt-model` does not
+/// exist (the original's `compat.data_dir`; creating `tt-model` beside it would orphan the
+/// legacy `installed.json`, so both tools keep agreeing on one directory).
+pub fn data_dir(base: &Path) -> PathBuf {
+    let current = base.join("tt-model");
+    let legacy = base.join("tt-kernel");
+    if !current.exists() && legacy.is_dir() {
+        return legacy;
+    }
+    current
 }
 
 #[cfg(test)]
@@ -118,5 +169,54 @@ mod tests {
             PathBuf::from("/h/.cache/tt-model"),
             "a relative XDG_CACHE_HOME is ignored"
         );
+        assert_eq!(
+            state_root_from(env(&[("TT_KERNEL_HOME", "/k"), ("HOME", "/h")])),
+            PathBuf::from("/k"),
+            "the pre-rename variable stands in"
+        );
+        assert_eq!(
+            state_root_from(env(&[("TT_MODEL_HOME", "/t"), ("TT_KERNEL_HOME", "/k")])),
+            PathBuf::from("/t")
+        );
+    }
+
+    #[test]
+    fn a_pre_rename_directory_is_used_until_a_new_one_exists() {
+        let t = tempfile::tempdir().unwrap();
+        assert_eq!(
+            data_dir(t.path()),
+            t.path().join("tt-model"),
+            "neither exists"
+        );
+        std::fs::create_dir(t.path().join("tt-kernel")).unwrap();
+        assert_eq!(data_dir(t.path()), t.path().join("tt-kernel"));
+        std::fs::create_dir(t.path().join("tt-model")).unwrap();
+        assert_eq!(
+            data_dir(t.path()),
+            t.path().join("tt-model"),
+            "the new one wins"
+        );
+        let xdg = t.path().as_os_str().to_owned();
+        let root = state_root_from(|k| (k == "XDG_CACHE_HOME").then(|| xdg.clone()));
+        assert_eq!(root, t.path().join("tt-model"));
+    }
+
+    #[test]
+    fn legacy_variables_are_adopted_unless_the_new_name_is_set() {
+        let vars = [
+            ("TT_KERNEL_READY_TIMEOUT", "60"),
+            ("TT_KERNEL_HOME", "/k"),
+            ("TT_MODEL_HOME", "/t"),
+            ("TT_KERNEL_", "nothing"),
+            ("PATH", "/bin"),
+        ]
+        .map(|(k, v)| (k.into(), v.into()));
+        assert_eq!(
+            legacy_env_to_adopt(vars),
+            vec![("TT_MODEL_READY_TIMEOUT".to_string(), "60".into())]
+        );
+        let get = |k: &str| (k == "TT_KERNEL_NO_PIN").then(|| "1".into());
+        assert_eq!(env_with_legacy(get, "TT_MODEL_NO_PIN"), Some("1".into()));
+        assert_eq!(env_with_legacy(get, "OTHER"), None);
     }
 }

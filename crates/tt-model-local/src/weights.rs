@@ -80,7 +80,8 @@ pub async fn ensure(
     if no_weights || local_only {
         return match local_status(&cache, &w.repo_id, &w.revision)? {
             LocalStatus::Complete { .. } => {
-                printer.done(
+                printer.step_done(
+                    "weights",
                     &format!("weights {}@{short}", w.repo_id),
                     Some("in the local HF cache"),
                 );
@@ -108,6 +109,7 @@ pub async fn ensure(
     }
     let d = Downloader::new(env);
     let started = std::time::Instant::now();
+    printer.step_start("weights", &format!("weights {}@{short}", w.repo_id));
     let result = async {
         let plan = d.plan(&w.repo_id, &w.revision, &w.allow, &w.ignore).await?;
         d.check_space(&plan)?;
@@ -130,7 +132,8 @@ pub async fn ensure(
                     started.elapsed().as_secs_f64()
                 )
             };
-            printer.done(
+            printer.step_done(
+                "weights",
                 &format!("weights {}@{}", w.repo_id, &plan.commit[..8]),
                 Some(&detail),
             );

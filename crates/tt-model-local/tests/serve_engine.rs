@@ -7,10 +7,9 @@ use std::time::Duration;
 
 use tt_model_engine::Client;
 use tt_model_engine::run_spec::{Chips, HostFacts, RunSpec, ServeRequest, compose};
-use tt_model_engine::wait::{ReadySpec, probe_http};
 use tt_model_local::bootlog::BootTracker;
 use tt_model_local::diagnose::{Cause, diagnose};
-use tt_model_local::watch::{WaitOutcome, wait_ready};
+use tt_model_local::watch::{ReadySpec, WaitOutcome, probe_http, wait_ready};
 
 const IMAGE_REPO: &str = "tt-model-test/busybox-serve";
 const IMAGE_TAG: &str = "1";
@@ -131,10 +130,68 @@ fn ready_spec(port: u16, timeout: Duration) -> ReadySpec {
     ReadySpec {
         ready_line: Some("Application startup complete".into()),
         http_addr: format!("127.0.0.1:{port}"),
-        health_path: "/health".into(),
+        health_path: Some("/health".into()),
         timeout,
         poll: Duration::from_millis(100),
     }
+}
+
+/// A package that declares no health endpoint (the original's kinds) is ready at its ready
+/// line: the server here never listens, and the wait still ends ready.
+#[tokio::test]
+async fn without_a_health_path_the_ready_line_decides() {
+    let c = client_with_image().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let s = spec(
+        "engine-ready-line",
+        port,
+        &[
+            "sh",
+            "-c",
+            "echo 'Application startup complete.'; exec sleep 600",
+        ],
+        tmp.path(),
+    );
+    c.remove_container_force(&s.name).await.unwrap();
+    c.create_and_start(&s, |_| None).await.unwrap();
+    let mut tracker = BootTracker::new("vllm-plugin");
+    let mut events = Vec::new();
+    let ready = ReadySpec {
+        health_path: None,
+        ..ready_spec(port, Duration::from_secs(60))
+    };
+    let out = wait_ready(
+        &c,
+        &s.name,
+        &ready,
+        &mut tracker,
+        |e| events.push(e.clone()),
+        std::future::pending(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(
+            out,
+            WaitOutcome::Ready {
+                log_ready: Some(_),
+                ..
+            }
+        ),
+        "{out:?}"
+    );
+    assert!(
+        !probe_http(
+            &format!("127.0.0.1:{port}"),
+            "/health",
+            Duration::from_secs(1)
+        )
+        .await,
+        "nothing listens: the ready line alone decided"
+    );
+    assert!(!events.contains(&tt_model_local::watch::WaitEvent::HttpReady));
+    c.remove_container_force(&s.name).await.unwrap();
 }
 
 #[tokio::test]

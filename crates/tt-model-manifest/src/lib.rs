@@ -39,6 +39,7 @@ pub mod oci_layout;
 mod parse;
 pub mod profile;
 pub mod schema;
+pub mod shell;
 pub mod sources;
 pub mod timefmt;
 pub mod types;

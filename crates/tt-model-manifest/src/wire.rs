@@ -12,6 +12,7 @@
 mod lenient;
 pub mod serve;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
@@ -256,9 +257,31 @@ pub struct Built {
     /// The Rust binary `runtime.cargo` shipped (a tt-model extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cargo: Option<CargoBuild>,
+    /// The base images by stage (`builder`, `runtime`), pinned to `sha256:` ids or registry
+    /// digests (a tt-model extension).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub base_images: BTreeMap<String, String>,
+    /// sha256 of the build-context tar (a tt-model extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_sha256: Option<String>,
+    /// The git `source.extra_code` roots, each at its resolved commit (a tt-model extension).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_code: Vec<GitPin>,
     /// Keys this version does not know.
     #[serde(flatten)]
     pub extra: IndexMap<String, Value>,
+}
+
+/// A git source pinned to a commit (`built.extra_code[]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GitPin {
+    /// The repository as the manifest gives it.
+    pub repo: String,
+    /// The ref as authored.
+    #[serde(rename = "ref")]
+    pub git_ref: String,
+    /// The full commit sha the ref resolved to.
+    pub sha: String,
 }
 
 /// `built.tt_metal`.

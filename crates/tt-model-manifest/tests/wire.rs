@@ -3,7 +3,7 @@
 
 use crate::common;
 
-use tt_model_manifest::wire::{ComponentBuild, TtMetalBuild, WireBuild, WireError};
+use tt_model_manifest::wire::{ComponentBuild, GitPin, TtMetalBuild, WireBuild, WireError};
 use tt_model_manifest::{Built, ImageRef, Producer, WireManifest};
 
 fn build() -> WireBuild {
@@ -36,6 +36,13 @@ fn build() -> WireBuild {
                 ..ComponentBuild::default()
             }),
             cargo: None,
+            base_images: [("runtime".to_string(), "base@sha256:01".to_string())].into(),
+            context_sha256: Some("02".into()),
+            extra_code: vec![GitPin {
+                repo: "https://example.com/x.git".into(),
+                git_ref: "v1".into(),
+                sha: "03".into(),
+            }],
             extra: Default::default(),
         },
         producer: Producer {
@@ -73,6 +80,21 @@ fn from_manifest_fills_the_container_block() {
     assert_eq!(json["container"]["runtime"]["vllm"]["version"], "0.10.1");
     assert_eq!(json["bundled"], serde_json::Value::Null);
     assert_eq!(json["env"], serde_json::json!({}));
+    // tt-model's extensions of `built`, under the keys and in the order it has always written.
+    let built = &json["container"]["built"];
+    assert_eq!(built["base_images"]["runtime"], "base@sha256:01");
+    assert_eq!(built["context_sha256"], "02");
+    assert_eq!(built["extra_code"][0]["ref"], "v1");
+    let keys: Vec<&str> = built
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(|k| k.as_str())
+        .collect();
+    assert_eq!(
+        keys[keys.len() - 3..],
+        ["base_images", "context_sha256", "extra_code"]
+    );
 }
 
 #[test]

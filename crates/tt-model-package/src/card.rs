@@ -95,7 +95,11 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
         "tenstorrent".to_string(),
         spec.arch.clone(),
         spec.kind.as_str().to_string(),
+        // The tags `tt` finds and classifies bundles by (as the original's card has them).
+        PACKAGE_TAG.to_string(),
+        CONTAINER_TAG.to_string(),
     ]);
+    tags.extend(hardware_tags(spec));
     tags.sort();
     tags.dedup();
     let base_model = if card.base_model.is_empty() {
@@ -144,7 +148,11 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
         text.push('.');
         text
     };
-    let mut glance: Vec<(String, String)> = vec![("Architecture".into(), spec.arch.clone())];
+    // `card.architecture` (how the model is built) when the author wrote it, else the chip's.
+    let architecture = clean(&card)
+        .architecture
+        .unwrap_or_else(|| spec.arch.clone());
+    let mut glance: Vec<(String, String)> = vec![("Architecture".into(), architecture)];
     if let Some(h) = &s.hardware {
         glance.push(("Hardware".into(), h.clone()));
     }
@@ -209,6 +217,35 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
             name: "card.md".into(),
             detail: format!("{e:#}"),
         })
+}
+
+/// Every bundle's tag, which `tt model search` and `tt-model search` filter on.
+const PACKAGE_TAG: &str = "tt-model-cache";
+/// A container bundle's tag (`tt` reads the kind from it).
+const CONTAINER_TAG: &str = "tt-model-container";
+
+/// Each profile's board label (else its mesh preset) as a tag, lowercased as `tt` matches it;
+/// a literal mesh shape (`(1, 4)`) is no tag.
+fn hardware_tags(spec: &PackageSpec) -> Vec<String> {
+    let shared = spec
+        .serve
+        .hardware
+        .as_ref()
+        .or(spec.serve.mesh_device.as_ref());
+    shared
+        .into_iter()
+        .chain(
+            spec.profiles
+                .iter()
+                .filter_map(|p| p.hardware.as_ref().or(p.mesh.as_ref()).or(shared)),
+        )
+        .map(|l| l.trim().to_lowercase())
+        .filter(|t| {
+            !t.is_empty()
+                && t.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        })
+        .collect()
 }
 
 fn default_ready(spec: &PackageSpec) -> String {

@@ -39,6 +39,6 @@ pub async fn package_manifest(
     let log = log_path(&options.log_dir, &spec.name);
     reporter.event(Event::Log(log.clone()));
     let client = tt_model_engine::Client::connect().await?;
-    let wire = |built: &crate::Built| wire_json(&manifest, built);
+    let wire = |packaged: &Packaged| wire_json(&manifest, packaged);
     package(&spec, &wire, &client, options, &log, reporter).await
 }

@@ -28,11 +28,21 @@ pub enum PackageError {
         /// What is wrong, phrased to follow the path (e.g. `does not exist`).
         problem: String,
     },
-    /// The base image is neither in the engine nor pullable.
+    /// The base image is not in the engine and `--pull never` forbids pulling it.
     #[error(
-        "base image `{0}` is not present in the container engine, and no registry is reachable to pull it; build it locally (scripts/make-base-images.sh makes the test bases) or pass `--base-image`"
+        "base image `{0}` is not in the container engine, and `--pull never` forbids pulling it; pull it (drop `--pull never`), build it locally (scripts/make-base-images.sh makes the test bases) or pass `--base-image`"
     )]
     BaseImageMissing(String),
+    /// Pulling a base image failed; `answer` is the engine's or registry's own message.
+    #[error(
+        "pulling base image `{reference}` failed: {answer}; check the name and that `docker login` holds credentials for its registry, or build it locally and pass `--base-image`"
+    )]
+    BaseImagePull {
+        /// The image as the manifest or `--base-image` names it.
+        reference: String,
+        /// What the engine or the registry answered.
+        answer: String,
+    },
     /// A background task (staging, streaming the context, building the Rust binary) panicked
     /// or was cancelled: a bug, with the task's own error as cause.
     #[error("the {task} task did not finish")]
@@ -186,7 +196,8 @@ impl PackageError {
             | PackageError::Git { .. }
             | PackageError::Engine(_)
             | PackageError::Layout(_)
-            | PackageError::BaseImageMissing(_) => ErrorClass::Environment,
+            | PackageError::BaseImageMissing(_)
+            | PackageError::BaseImagePull { .. } => ErrorClass::Environment,
             PackageError::Cancelled => ErrorClass::Cancelled,
         }
     }

@@ -8,13 +8,13 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tt_model_manifest::wire::{TtMetalBuild, WireBuild};
+use tt_model_manifest::wire::WireBuild;
 use tt_model_manifest::{
     CodeRoot, ComponentSource, ImageRef, KindRuntime, Manifest, Producer, VerifyStep, WireManifest,
 };
 
 use crate::error::{FieldError, PackageError};
-use crate::pipeline::Built;
+use crate::pipeline::Packaged;
 use crate::profile::{launch_runtime, serve_default};
 use crate::spec::{
     CardSpec, CargoSpec, Check, ExtraCode, GitRef, MetalSource, PackageSpec, PluginSource,
@@ -196,16 +196,16 @@ fn hostname() -> String {
 pub const UNBUILT_TAG: &str = "unbuilt";
 
 /// The wire manifest JSON for a packaged manifest.
-pub fn wire_json(m: &Manifest, built: &Built) -> Result<String, PackageError> {
-    Ok(wire_manifest(m, Some(built)).to_json())
+pub fn wire_json(m: &Manifest, packaged: &Packaged) -> Result<String, PackageError> {
+    Ok(wire_manifest(m, Some(packaged)).to_json())
 }
 
-/// The one builder of the wire manifest from an authoring manifest: with `built`, what
-/// `package` writes; without, the preview `serve --print` shows of a manifest not packaged
-/// yet (the image `tt-model/<name>:unbuilt`, no digest, no provenance).
-pub fn wire_manifest(m: &Manifest, built: Option<&Built>) -> WireManifest {
+/// The one builder of the wire manifest from an authoring manifest: with what `package`
+/// made, what it writes; without, the preview `serve --print` shows of a manifest not
+/// packaged yet (the image `tt-model/<name>:unbuilt`, no digest, no provenance).
+pub fn wire_manifest(m: &Manifest, packaged: Option<&Packaged>) -> WireManifest {
     let repository = m.image.repository.clone().unwrap_or_else(|| m.name.clone());
-    let Some(built) = built else {
+    let Some(packaged) = packaged else {
         let image = format!(
             "{}/{}:{UNBUILT_TAG}",
             crate::pipeline::IMAGE_REPOSITORY_PREFIX,
@@ -233,27 +233,10 @@ pub fn wire_manifest(m: &Manifest, built: Option<&Built>) -> WireManifest {
             },
         );
     };
+    let built = &packaged.built;
     let (_, tag) = built.image.rsplit_once(':').unwrap_or((&built.image, ""));
     let mut runtime = m.runtime.clone();
     runtime.insert("lock".into(), Value::String("requirements.lock".into()));
-    let f = &built.tt_metal;
-    let mut extra = indexmap::IndexMap::new();
-    extra.insert(
-        "base_images".to_string(),
-        serde_json::to_value(&built.base_images).expect("maps serialize"),
-    );
-    extra.insert(
-        "context_sha256".to_string(),
-        Value::String(built.context_sha256.clone()),
-    );
-    if !built.extra_code.is_empty() {
-        extra.insert(
-            "extra_code".to_string(),
-            serde_json::to_value(&built.extra_code).expect("pins serialize"),
-        );
-    }
-    let vllm = built.vllm.clone();
-    let plugin = built.plugin.clone();
     WireManifest::from_manifest(
         m,
         WireBuild {
@@ -263,35 +246,14 @@ pub fn wire_manifest(m: &Manifest, built: Option<&Built>) -> WireManifest {
                 tag: Some(tag.to_string()),
                 // A registry stores the layout's manifest: pin that (what `docker pull`
                 // takes); an image that travels in the Hub repo is named by its image id.
-                digest: Some(if m.image.registry == "hf" {
+                digest: if m.image.registry == "hf" {
                     built.image_digest.clone()
                 } else {
-                    built.manifest_digest.clone()
-                }),
+                    Some(packaged.manifest_digest.clone())
+                },
             },
             runtime: Some(runtime),
-            built: tt_model_manifest::Built {
-                image: built.image.clone(),
-                image_digest: Some(built.image_digest.clone()),
-                repo: Some(built.repo.clone()),
-                tt_model_version: built.tt_model_version.clone(),
-                created_at: built.created_at.clone(),
-                tt_metal: TtMetalBuild {
-                    sha: f.sha.clone(),
-                    describe: f.describe.clone(),
-                    dirty: f.dirty,
-                    scm_version: Some(f.scm_version.clone()),
-                    mode: Some(f.mode.clone()),
-                    remote: f.remote.clone(),
-                    branch: f.branch.clone(),
-                    pushed: Some(f.pushed),
-                },
-                code_sha256: Some(built.code_sha256.clone()),
-                vllm,
-                plugin,
-                cargo: built.cargo.clone(),
-                extra,
-            },
+            built: built.clone(),
             producer: Producer {
                 tt_kernel_version: built.tt_model_version.clone(),
                 created_at: built.created_at.clone(),

@@ -32,6 +32,33 @@ pub struct MetalFacts {
     pub pushed: bool,
 }
 
+impl From<MetalFacts> for tt_model_manifest::wire::TtMetalBuild {
+    /// `built.tt_metal` as the wire manifest records it. Both sides are spelled out in full
+    /// (no `..`), so a fact added to either type fails to compile until it is mapped here.
+    fn from(facts: MetalFacts) -> Self {
+        let MetalFacts {
+            sha,
+            describe,
+            dirty,
+            scm_version,
+            mode,
+            remote,
+            branch,
+            pushed,
+        } = facts;
+        Self {
+            sha,
+            describe,
+            dirty,
+            scm_version: Some(scm_version),
+            mode: Some(mode),
+            remote,
+            branch,
+            pushed: Some(pushed),
+        }
+    }
+}
+
 /// The version used when no release tag can be found.
 pub const FALLBACK_SCM_VERSION: &str = "0.0.0.dev0";
 
@@ -139,6 +166,23 @@ pub fn scm_version(describe_long: &str, dirty: bool, node: &str) -> Option<Strin
     Some(version)
 }
 
+/// `SOURCE_DATE_EPOCH` for a build of the tree at `root` (whose `HEAD` is `sha`, when known):
+/// the variable's own value when it is set (the reproducible-builds convention: whoever sets
+/// it decides), else the commit time of `sha`, else
+/// [`tt_model_engine::reproducible::FALLBACK_EPOCH`]. Never the time of packaging: the same
+/// inputs must give the same image.
+pub fn source_date_epoch(root: &Path, sha: Option<&str>) -> u64 {
+    if let Some(v) = std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        return v;
+    }
+    sha.and_then(|sha| git(root, &["show", "-s", "--format=%ct", sha]))
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(tt_model_engine::reproducible::FALLBACK_EPOCH)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,6 +248,38 @@ mod tests {
             facts.scm_version.starts_with("0.5.0+g"),
             "{}",
             facts.scm_version
+        );
+    }
+
+    #[test]
+    fn the_epoch_is_the_commit_time_else_the_fallback() {
+        if std::env::var_os("SOURCE_DATE_EPOCH").is_some() {
+            return; // whoever set it decides, by design; nothing here to check against
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .arg("-C")
+                .arg(root)
+                .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+                .args(args)
+                .env("GIT_COMMITTER_DATE", "@1234567890 +0000")
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        git(&["commit", "-q", "--allow-empty", "-m", "one"]);
+        let sha = metal_facts(root).sha.unwrap();
+        assert_eq!(source_date_epoch(root, Some(&sha)), 1_234_567_890);
+        assert_eq!(
+            source_date_epoch(root, None),
+            tt_model_engine::reproducible::FALLBACK_EPOCH
+        );
+        assert_eq!(
+            source_date_epoch(root, Some("0000000000000000000000000000000000000000")),
+            tt_model_engine::reproducible::FALLBACK_EPOCH
         );
     }
 }

@@ -246,6 +246,24 @@ fn py(s: &str) -> String {
     serde_json::to_string(s).expect("strings serialize")
 }
 
+/// The check that OpenMPI ULFM in `dir` is what the runtime image's loader finds: its
+/// `lib` is on `LD_LIBRARY_PATH`, `libmpi.so.40` is there with every dependency resolved, and
+/// no tt-metal library resolves a `libmpi` from elsewhere (a system libmpi without the ULFM
+/// symbols fails at load with `undefined symbol: MPIX_Comm_revoke`). Without `ldd` in the
+/// image only the first two are checked.
+pub fn openmpi_check(dir: &str) -> Check {
+    let lib = crate::shell::quote(&format!("{dir}/lib"));
+    Check::Sh(format!(
+        "lib={lib}; \
+         case \":${{LD_LIBRARY_PATH:-}}:\" in *\":$lib:\"*) ;; *) echo \"$lib is not on LD_LIBRARY_PATH (${{LD_LIBRARY_PATH:-}})\"; exit 1;; esac; \
+         test -e \"$lib/libmpi.so.40\" || {{ echo \"$lib/libmpi.so.40 is missing\"; exit 1; }}; \
+         if command -v ldd >/dev/null 2>&1; then \
+         if ldd \"$lib/libmpi.so.40\" | grep \"not found\"; then echo \"libmpi.so.40 has unresolved dependencies\"; exit 1; fi; \
+         for f in /opt/tt-metal/build/lib/*.so; do [ -e \"$f\" ] || continue; \
+         if ldd \"$f\" | grep libmpi | grep -v \"=> $lib/\"; then echo \"$f resolves libmpi outside $lib\"; exit 1; fi; done; fi"
+    ))
+}
+
 /// The kind's own checks, run before the author's `verify:` entries.
 ///
 /// The torch checks (CPU build, tt-metal's pin) need the pin: torch is installed from

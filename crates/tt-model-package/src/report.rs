@@ -60,6 +60,29 @@ pub enum Event {
     Note(String),
     /// Something suspicious that does not stop the package.
     Warning(String),
+    /// A base image is being pulled: bytes so far, over the layers announced so far.
+    Pulling {
+        /// The image as named (`--base-image` or the default).
+        image: String,
+        /// Bytes downloaded.
+        done: u64,
+        /// Bytes to download.
+        total: u64,
+    },
+    /// A base image was pulled.
+    Pulled {
+        /// The image as named.
+        image: String,
+        /// Compressed bytes downloaded.
+        bytes: u64,
+        /// Layers downloaded (the engine already held the others).
+        layers: usize,
+        /// How long the pull took.
+        took: Duration,
+    },
+    /// Something the inputs did not call for was left out (shown as `○`), e.g. OpenMPI on a
+    /// base that has none.
+    Skipped(String),
     /// The build context is being streamed.
     Context {
         /// Regular files in the context.

@@ -23,17 +23,8 @@ use crate::digest::normal_mode;
 use crate::error::PackageError;
 use crate::stage::{TreeFile, code_ignored};
 
-/// A git source pinned to a commit.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct GitPin {
-    /// The repository as the manifest gives it.
-    pub repo: String,
-    /// The ref as authored (serialized as `ref`).
-    #[serde(rename = "ref")]
-    pub git_ref: String,
-    /// The full commit sha the ref resolved to.
-    pub sha: String,
-}
+/// A git source pinned to a commit: the type `built.extra_code` records.
+pub use tt_model_manifest::wire::GitPin;
 
 fn git_cmd() -> Command {
     let mut c = Command::new("git");

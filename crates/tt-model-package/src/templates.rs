@@ -53,6 +53,9 @@ pub struct RenderOptions {
     pub install_apt: bool,
     /// Whether the build context carries an author's `requirements.lock`.
     pub has_lock: bool,
+    /// OpenMPI ULFM's directory when the builder base carries it: copied into the runtime
+    /// image, its `lib` put on `LD_LIBRARY_PATH` and checked by verify.
+    pub openmpi: Option<String>,
 }
 
 /// The rendered build files, keyed by their path in the build context.
@@ -108,6 +111,9 @@ pub fn render(spec: &PackageSpec, options: &RenderOptions) -> Result<RenderedFil
         .into());
     }
     let mut checks = launcher::kind_checks(spec, options.torch_pin.as_deref());
+    if let Some(dir) = &options.openmpi {
+        checks.push(launcher::openmpi_check(dir));
+    }
     checks.extend(spec.verify.iter().cloned());
     let ctx = context! {
         tool_version => options.tool_version.clone(),
@@ -116,6 +122,7 @@ pub fn render(spec: &PackageSpec, options: &RenderOptions) -> Result<RenderedFil
         python => spec.python.clone(),
         needs_python => spec.needs_python(),
         has_lock => options.has_lock,
+        openmpi => options.openmpi.clone(),
         torch_pin => options.torch_pin.clone(),
         tt_smi_version => launcher::TT_SMI_VERSION,
         tt_vllm_builtin_models => launcher::tt_vllm_builtin_models(spec),

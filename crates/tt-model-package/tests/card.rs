@@ -158,3 +158,46 @@ fn a_card_records_the_shipped_rust_binary() {
     let plain = render_card(&spec, &facts()).unwrap();
     assert!(!plain.contains("runtime binary"), "{plain}");
 }
+
+/// What `tt` relies on: the tags it finds and classifies bundles by (`tt-model-cache`,
+/// `tt-model-container`, arch, kind, every profile's hardware lowercased), the `tt` quickstart
+/// fence before tt-model's own, and the author's `card.architecture` in the glance table.
+#[test]
+fn a_card_carries_the_tags_and_quickstart_tt_reads() {
+    let mut spec = common::vllm_plugin();
+    spec.card = Some(CardSpec {
+        architecture: Some("Llama 3.1 decoder, 8B".into()),
+        ..Default::default()
+    });
+    spec.profiles.push(ProfileSummary {
+        name: "wide".into(),
+        default: false,
+        hardware: Some("P300x2".into()),
+        mesh: None,
+        max_model_len: None,
+    });
+    let card = render_card(&spec, &facts()).unwrap();
+    let front = card.split("\n---\n").next().unwrap();
+    for tag in [
+        "- tt-model-cache\n",
+        "- tt-model-container\n",
+        "- blackhole\n",
+        "- vllm-plugin\n",
+        "- p150x4\n",
+        "- p300x2\n",
+    ] {
+        assert!(front.contains(tag), "{tag} missing from {front}");
+    }
+    let tt = card
+        .find("uv tool install tenstorrent\ntt model pull acme/demo\ntt serve acme/demo\n")
+        .expect(&card);
+    let own = card
+        .find("tt-model pull acme/demo --with-weights\ntt-model serve acme/demo\n")
+        .expect(&card);
+    assert!(tt < own, "the tt fence comes first");
+    assert!(card.contains("Without tt-cli — tt-model alone does the whole job"));
+    assert!(
+        card.contains("| Architecture | Llama 3.1 decoder, 8B |"),
+        "{card}"
+    );
+}

@@ -15,6 +15,7 @@ fn options(has_lock: bool) -> RenderOptions {
         torch_pin: Some("2.7.1".into()),
         install_apt: true,
         has_lock,
+        openmpi: None,
     }
 }
 

@@ -13,12 +13,15 @@
 //! * `2` ([`ExitStatus::Error`]): a usage error (clap's, a missing command, an unreadable
 //!   `lint` input, a command that is not built yet);
 //! * `130` ([`ExitStatus::Interrupted`]): Ctrl-C stopped the command (serve's boot watch
-//!   detaches and says so, the container keeps booting).
+//!   detaches and says so, the container keeps booting);
+//! * a child's own code ([`ExitStatus::Child`]): `curl` exits as the `curl` it ran, as the
+//!   original's does.
 
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 
 pub mod args;
 pub mod commands;
+pub mod events;
 // Only the printer writes to the terminal (it knows about colour, piping and progress bars).
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub mod printer;
@@ -46,6 +49,8 @@ pub enum ExitStatus {
     Error,
     /// Ctrl-C stopped the command (128 + SIGINT).
     Interrupted,
+    /// The exit code of the child the command ran in the foreground (`curl`).
+    Child(u8),
 }
 
 impl From<ExitStatus> for ExitCode {
@@ -55,6 +60,7 @@ impl From<ExitStatus> for ExitCode {
             ExitStatus::Failure => ExitCode::from(1),
             ExitStatus::Error => ExitCode::from(2),
             ExitStatus::Interrupted => ExitCode::from(130),
+            ExitStatus::Child(code) => ExitCode::from(code),
         }
     }
 }
@@ -142,7 +148,23 @@ fn two_commands_hint(argv: &[std::ffi::OsString]) -> Option<String> {
 
 /// Runs the CLI with the process arguments and returns its exit code.
 pub fn main() -> ExitCode {
+    adopt_legacy_names();
     run(std::env::args_os()).into()
+}
+
+/// The original's `tt-kernel` → `tt-model` rename shims: every `TT_KERNEL_*` variable stands
+/// in for its unset `TT_MODEL_*` name, and running as `tt-kernel` says it is deprecated.
+fn adopt_legacy_names() {
+    for (name, value) in tt_model_local::state::legacy_env_to_adopt(std::env::vars_os()) {
+        // SAFETY: called first thing in `main`, before any thread exists, so nothing reads
+        // the environment concurrently.
+        unsafe { std::env::set_var(name, value) };
+    }
+    let argv0 = std::env::args_os().next().unwrap_or_default();
+    if std::path::Path::new(&argv0).file_name() == Some(std::ffi::OsStr::new("tt-kernel")) {
+        printer::Printer::plain(false)
+            .err_raw("! `tt-kernel` is the old name of this tool; run `tt-model` instead\n");
+    }
 }
 
 /// Runs the CLI with explicit arguments (the first is the program name).
@@ -171,7 +193,15 @@ where
             return ExitStatus::Success;
         }
     };
-    let printer = Printer::new(cli.global.verbose, cli.global.no_color);
+    let mut printer = Printer::new(cli.global.verbose, cli.global.no_color);
+    // The progress events are serve's and pull's (tt's contract); any other command keeps its
+    // stdout its own even when the variable is exported.
+    if !matches!(
+        cli.command,
+        Some(args::Commands::Serve(_) | args::Commands::Pull(_))
+    ) {
+        printer = printer.without_events();
+    }
     if cli.global.version {
         printer.out(env!("CARGO_PKG_VERSION"));
         return ExitStatus::Success;

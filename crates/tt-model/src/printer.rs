@@ -8,6 +8,9 @@
 //!   non-empty) or with `--no-color`.
 
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+
+use crate::events::{Event, EventSink, StepState};
 
 /// Why something failed and what to do about it (the original's "diagnosis card").
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -46,12 +49,14 @@ impl Style {
     }
 }
 
-/// Writes status lines (stderr) and results (stdout) with the glyph conventions.
+/// Writes status lines (stderr) and results (stdout) with the glyph conventions, and, when
+/// tt asks for them, the progress events of the same steps ([`crate::events`]).
 #[derive(Debug, Clone)]
 pub struct Printer {
     verbose: bool,
     color_out: bool,
     color_err: bool,
+    events: Option<Arc<EventSink>>,
 }
 
 impl Printer {
@@ -64,6 +69,7 @@ impl Printer {
             verbose,
             color_out: allowed && std::io::stdout().is_terminal(),
             color_err: allowed && std::io::stderr().is_terminal(),
+            events: EventSink::from_env(),
         }
     }
 
@@ -73,6 +79,83 @@ impl Printer {
             verbose,
             color_out: false,
             color_err: false,
+            events: None,
+        }
+    }
+
+    /// This printer, also writing progress events to `sink`.
+    pub fn with_events(mut self, sink: Arc<EventSink>) -> Self {
+        self.events = Some(sink);
+        self
+    }
+
+    /// This printer without progress events.
+    pub fn without_events(mut self) -> Self {
+        self.events = None;
+        self
+    }
+
+    /// The progress events' sink, when tt asked for them.
+    pub fn events(&self) -> Option<&Arc<EventSink>> {
+        self.events.as_ref()
+    }
+
+    fn emit(&self, event: &Event) {
+        if let Some(sink) = &self.events {
+            sink.emit(event);
+        }
+    }
+
+    /// A step of the checklist (`key`: `host`, `image`, `weights`, `container`, …) starts:
+    /// a `start` event; under `-v` also `label…` (the original's verbose step line).
+    pub fn step_start(&self, key: &str, label: &str) {
+        self.emit(&Event::step(key, StepState::Start, Some(label), None));
+        if self.verbose {
+            self.err_line(&format!("{label}…"));
+        }
+    }
+
+    /// `✓ message  detail`, and the step's `done` event.
+    pub fn step_done(&self, key: &str, message: &str, detail: Option<&str>) {
+        self.emit(&Event::step(key, StepState::Done, Some(message), detail));
+        self.done(message, detail);
+    }
+
+    /// Settles step `key` in the stream only, when its human line was already printed (by a
+    /// library, in its own words).
+    pub fn step_end(&self, key: &str, detail: Option<&str>) {
+        self.emit(&Event::step(key, StepState::Done, None, detail));
+    }
+
+    /// `○ message  detail`: the step had nothing to do; a `done` event (tt has no skipped).
+    pub fn step_skipped(&self, key: &str, message: &str, detail: Option<&str>) {
+        self.emit(&Event::step(key, StepState::Done, Some(message), detail));
+        self.skipped(message, detail);
+    }
+
+    /// The step's progress, as an event only (the terminal has its own bars).
+    pub fn step_progress(&self, key: &str, done: u64, total: u64, unit: crate::events::Unit) {
+        self.emit(&Event::Progress {
+            key: Some(key.to_string()),
+            done,
+            total,
+            unit,
+        });
+    }
+
+    /// The container serve started and where it will answer: the event tt follows.
+    pub fn container_event(&self, id: &str, endpoint: &str) {
+        self.emit(&Event::Container {
+            id: id.to_string(),
+            endpoint: endpoint.to_string(),
+        });
+    }
+
+    /// A failure: the open step fails and the diagnosis becomes the `error` event.
+    fn emit_failure(&self, event: Event) {
+        if let Some(sink) = &self.events {
+            sink.fail_active();
+            sink.emit(&event);
         }
     }
 
@@ -100,8 +183,10 @@ impl Printer {
     }
 
     fn err_line(&self, line: &str) {
+        // One write per line: stderr is unbuffered, and tt reads it merged with the events on
+        // stdout, so a line written in pieces could be split by an event.
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "{line}");
+        let _ = err.write_all(format!("{line}\n").as_bytes());
     }
 
     fn glyph_line(&self, glyph: &str, style: Style, message: &str, detail: Option<&str>) {
@@ -140,11 +225,13 @@ impl Printer {
 
     /// `✗ message`: a handled failure without a card.
     pub fn error(&self, message: &str) {
+        self.emit_failure(Event::from_message(message));
         self.glyph_line("✗", Style::Red, message, None);
     }
 
     /// `✗ cause`, then the card: evidence, consequence and `Try:` actions.
     pub fn fail(&self, card: &DiagnosisCard) {
+        self.emit_failure(Event::from_card(card));
         self.glyph_line("✗", Style::Red, &card.cause, None);
         for line in render_card_body(card) {
             self.err_line(&line);
@@ -153,6 +240,7 @@ impl Printer {
 
     /// An unexpected error with its cause chain (`Caused by:`), printed once.
     pub fn error_chain(&self, err: &anyhow::Error) {
+        self.emit_failure(Event::from_chain(err));
         self.glyph_line("✗", Style::Red, &err.to_string(), None);
         for cause in err.chain().skip(1) {
             self.err_line(&format!("  Caused by: {cause}"));

@@ -2,13 +2,31 @@
 //! uploads), a spinner with a message, and byte counts as people read them. Commands draw with
 //! these; libraries report through their own reporter traits and never draw.
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tt_model_hub::DownloadReporter;
 use tt_model_hub::download::DownloadPlan;
 
+use crate::events::{self, ProgressEvents};
+
+/// Whether the live view (spinners, byte bars) may draw: not under `TT_MODEL_NO_PIN` (tt sets
+/// it when it renders our output itself) nor while progress events are written. indicatif
+/// already draws nothing when stderr is not a terminal.
+pub(crate) fn live_view() -> bool {
+    !events::no_pin(std::env::var(events::NO_PIN_ENV).ok().as_deref())
+        && !events::requested(std::env::var(events::PROGRESS_ENV).ok().as_deref())
+}
+
+/// `bar`, hidden when the live view is off.
+fn drawn(bar: ProgressBar) -> ProgressBar {
+    if !live_view() {
+        bar.set_draw_target(ProgressDrawTarget::hidden());
+    }
+    bar
+}
+
 /// A spinner drawn with `template` (indicatif's syntax), ticking steadily.
 pub(crate) fn spinner(template: &str) -> ProgressBar {
-    let bar = ProgressBar::new_spinner();
+    let bar = drawn(ProgressBar::new_spinner());
     bar.set_style(
         ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner()),
     );
@@ -21,7 +39,7 @@ pub use tt_model_local::progress::human_bytes;
 
 /// The one byte-transfer bar style (downloads and uploads), labelled `what`, length unknown yet.
 pub(crate) fn byte_progress_bar(what: &str) -> ProgressBar {
-    let bar = ProgressBar::new(0);
+    let bar = drawn(ProgressBar::new(0));
     bar.set_style(
         ProgressStyle::with_template(
             "  {spinner} {prefix}  ▕{bar:24}▏ {bytes}/{total_bytes}  {bytes_per_sec}  {wide_msg}",
@@ -33,13 +51,18 @@ pub(crate) fn byte_progress_bar(what: &str) -> ProgressBar {
     bar
 }
 
-/// A byte progress bar for a Hub download (weights, a pulled package), sized by the plan.
-pub(crate) struct ByteBar(ProgressBar);
+/// A byte progress bar for a Hub download (weights, a pulled package), sized by the plan, and
+/// the same bytes as `progress` events of a step when tt asked for them.
+pub(crate) struct ByteBar(ProgressBar, Option<ProgressEvents>);
 
 impl ByteBar {
-    /// A bar labelled `what` (a repo id); its length is set when the plan is known.
-    pub(crate) fn new(what: &str) -> Self {
-        Self(byte_progress_bar(what))
+    /// A bar labelled `what` (a repo id; its length is set when the plan is known) whose
+    /// bytes are also step `key`'s progress events.
+    pub(crate) fn for_step(what: &str, key: &str, printer: &crate::printer::Printer) -> Self {
+        let events = printer
+            .events()
+            .map(|sink| ProgressEvents::new(sink.clone(), key));
+        Self(byte_progress_bar(what), events)
     }
 
     /// Removes the bar (the caller prints the outcome).
@@ -51,18 +74,30 @@ impl ByteBar {
 impl DownloadReporter for ByteBar {
     fn planned(&self, plan: &DownloadPlan) {
         self.0.set_length(plan.bytes_to_fetch());
+        if let Some(e) = &self.1 {
+            e.total(plan.bytes_to_fetch());
+        }
     }
     fn file_started(&self, file: &str, _size: Option<u64>, _resumed_from: u64) {
         self.0.set_message(file.to_string());
     }
     fn bytes(&self, n: u64) {
         self.0.inc(n);
+        if let Some(e) = &self.1 {
+            e.add(n);
+        }
     }
 }
 
 impl tt_model_local::progress::Transfer for ByteBar {
     fn finish(&self) {
         ByteBar::finish(self);
+    }
+    fn total(&self, bytes: u64) {
+        self.0.set_length(bytes);
+        if let Some(e) = &self.1 {
+            e.total(bytes);
+        }
     }
 }
 
@@ -81,6 +116,14 @@ impl tt_model_local::Progress for crate::printer::Printer {
         crate::printer::Printer::next(self, hint);
     }
     fn transfer(&self, what: &str) -> Box<dyn tt_model_local::progress::Transfer> {
-        Box::new(ByteBar::new(what))
+        // The library labels a weights download `weights <repo>`: its bytes are that step's.
+        let key = what.split_whitespace().next().unwrap_or(what);
+        Box::new(ByteBar::for_step(what, key, self))
+    }
+    fn step_start(&self, key: &str, label: &str) {
+        crate::printer::Printer::step_start(self, key, label);
+    }
+    fn step_done(&self, key: &str, message: &str, detail: Option<&str>) {
+        crate::printer::Printer::step_done(self, key, message, detail);
     }
 }

@@ -153,9 +153,45 @@ fn usage_errors_exit_2() {
         vec!["nope"],
         vec!["push"],
         vec!["push", ".", "--private", "--publish"],
-        vec!["login", "--token", "hf_x"],
+        // `login --token` is the original's flag now; an unknown login flag is still usage.
+        vec!["login", "--password", "hf_x"],
     ] {
         let o = tt_model(&tmp.0, &[], &args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn info_profiles_curl_version_exit_as_the_original() {
+    let tmp = TempDir::new("exit-c");
+    let hub = ("HF_ENDPOINT", "http://127.0.0.1:9");
+    for (args, code) in [
+        (vec!["version"], 0),
+        (vec!["profiles"], 2),
+        (vec!["info"], 2),
+        (vec!["info", "acme/x", "--arch"], 2),
+        // Handled errors: 1, as `_err` exits.
+        (vec!["profiles", "acme/not-pulled"], 1),
+        (vec!["info", "not-an-id"], 1),
+        (vec!["curl", "two", "words", "--model", "m"], 1),
+        (
+            vec!["curl", "--base-url", "http://127.0.0.1:9", "--model", "m"],
+            1,
+        ),
+        // --print sends nothing: 0 with nothing listening.
+        (
+            vec![
+                "curl",
+                "--base-url",
+                "http://127.0.0.1:9",
+                "--model",
+                "m",
+                "--print",
+            ],
+            0,
+        ),
+    ] {
+        let o = tt_model(&tmp.0, &[hub], &args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}: {}", stderr(&o));
     }
 }

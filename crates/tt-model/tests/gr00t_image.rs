@@ -15,8 +15,8 @@ use common::*;
 use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
 use tt_model_hub::verify::sha256_hex;
 
-const WEIGHTS_REPO: &str = "tt-model-fixtures/gr00t-n1.6-tiny";
-const REVISION: &str = "b0aa383ce258466d68221ea1c3f7838c566fb476";
+pub(crate) const WEIGHTS_REPO: &str = "tt-model-fixtures/gr00t-n1.6-tiny";
+pub(crate) const REVISION: &str = "b0aa383ce258466d68221ea1c3f7838c566fb476";
 const CAMERA: &str = "ego_view_bg_crop_pad_res256_freq20";
 const GROUPS: [&str; 5] = ["left_arm", "right_arm", "left_hand", "right_hand", "waist"];
 
@@ -49,7 +49,7 @@ fn f32_tensor(file: &Path, name: &str) -> (Vec<usize>, Vec<f32>) {
 }
 
 /// The golden case1 observation as a `/predict` body, with the reference's noise.
-fn case1_request() -> serde_json::Value {
+pub(crate) fn case1_request() -> serde_json::Value {
     let case = golden().join("case1");
     let obs: serde_json::Value =
         serde_json::from_slice(&std::fs::read(case.join("observation.json")).unwrap()).unwrap();
@@ -66,7 +66,7 @@ fn case1_request() -> serde_json::Value {
 }
 
 /// NVIDIA's reference physical actions for case1, `{group: [[…] × 16]}`.
-fn case1_actions() -> serde_json::Value {
+pub(crate) fn case1_actions() -> serde_json::Value {
     let taps = golden().join("case1/taps.safetensors");
     let mut m = serde_json::Map::new();
     for g in GROUPS {
@@ -79,7 +79,7 @@ fn case1_actions() -> serde_json::Value {
 
 /// The golden tiny checkpoint as the Hub repo the example pins: the checkpoint files, the
 /// tokenizer under `tokenizer/`, and a demo (the case1 request and its reference actions).
-fn weights_repo() -> FakeRepo {
+pub(crate) fn weights_repo() -> FakeRepo {
     let case = golden().join("case1");
     let mut files = vec![FakeFile::lfs(
         "model.safetensors",
@@ -114,7 +114,7 @@ fn weights_repo() -> FakeRepo {
 }
 
 /// `examples/gr00t-tiny/tt-model.yaml` with its working-directory-relative paths made absolute.
-fn example_yaml(dir: &Path) -> PathBuf {
+pub(crate) fn example_yaml(dir: &Path) -> PathBuf {
     let root = repo_root();
     let text = std::fs::read_to_string(root.join("examples/gr00t-tiny/tt-model.yaml")).unwrap();
     let text = text
@@ -139,7 +139,7 @@ fn example_yaml(dir: &Path) -> PathBuf {
 }
 
 /// One HTTP/1.0 request to 127.0.0.1:`port`: (status, JSON body).
-fn http(port: &str, method: &str, path: &str, body: &[u8]) -> (u16, serde_json::Value) {
+pub(crate) fn http(port: &str, method: &str, path: &str, body: &[u8]) -> (u16, serde_json::Value) {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())).unwrap();
     write!(
         s,
@@ -157,7 +157,7 @@ fn http(port: &str, method: &str, path: &str, body: &[u8]) -> (u16, serde_json::
 }
 
 /// Every action within 1e-4 abs + 1e-4 rel of the golden; returns the largest |d|.
-fn check_actions(got: &serde_json::Value, want: &serde_json::Value) -> f64 {
+pub(crate) fn check_actions(got: &serde_json::Value, want: &serde_json::Value) -> f64 {
     let mut worst = 0f64;
     for g in GROUPS {
         let (a, b) = (got[g].as_array().unwrap(), want[g].as_array().unwrap());

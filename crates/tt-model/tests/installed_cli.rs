@@ -217,6 +217,15 @@ async fn staged_package_is_recorded_listed_healed_and_removed() {
         stderr(&rm)
     );
     assert!(client.image(&image).await.unwrap().is_none());
+    // The engine's own build (`package` keeps it as `<repository>:build` for its cache) goes
+    // with the last user of the image.
+    let (repository, _) = image.rsplit_once(':').expect("a tagged image");
+    let provisional = format!("{repository}:build");
+    assert!(
+        client.image(&provisional).await.unwrap().is_none(),
+        "{provisional} stayed behind: {}",
+        stderr(&rm)
+    );
     assert!(!pulled.exists());
     assert!(db.all().unwrap().is_empty());
     let list = run(&["list"]);

@@ -1,5 +1,5 @@
-//! `login` / `logout` against the Hub-protocol test server: the token is read from stdin (never
-//! argv), checked with `whoami`, stored at `$HF_HOME/token` with mode 0600, never printed; a
+//! `login` / `logout` against the Hub-protocol test server: the token is read from stdin (or
+//! `--token`, the non-interactive form `tt model login --token` runs), checked with `whoami`, stored at `$HF_HOME/token` with mode 0600, never printed; a
 //! token the Hub rejects is not stored; `logout` removes it.
 
 use crate::common;
@@ -67,5 +67,38 @@ async fn login_stores_the_token_privately_and_logout_removes_it() {
         stderr(&again).contains("not logged in"),
         "{}",
         stderr(&again)
+    );
+}
+
+/// `login --token T` (what `tt model login --token T` runs): no prompt, no stdin; the original's
+/// `Logged in as <name>` and exit 0, or exit 1 and nothing stored for a rejected token.
+#[tokio::test(flavor = "multi_thread")]
+async fn login_takes_the_token_as_an_option() {
+    let server = HubServer::start(vec![]).await.unwrap();
+    let tmp = TempDir::new("login-token");
+    let t = tmp.0.clone();
+    let endpoint = server.endpoint();
+    let run = |token: &str| {
+        Command::new(env!("CARGO_BIN_EXE_tt-model"))
+            .args(["login", "--token", token])
+            .env("NO_COLOR", "1")
+            .env("HF_HOME", t.join("hf"))
+            .env("HF_ENDPOINT", &endpoint)
+            .env_remove("HF_TOKEN")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let bad = tokio::task::block_in_place(|| run("hf_wrong"));
+    assert_eq!(bad.status.code(), Some(1), "{}", stderr(&bad));
+    assert!(!t.join("hf/token").exists());
+    let ok = tokio::task::block_in_place(|| run(TEST_TOKEN));
+    let text = format!("{}{}", stdout(&ok), stderr(&ok));
+    assert_eq!(ok.status.code(), Some(0), "{text}");
+    assert!(text.contains("Logged in as tester"), "{text}");
+    assert!(!text.contains(TEST_TOKEN), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(t.join("hf/token")).unwrap(),
+        TEST_TOKEN
     );
 }

@@ -1,7 +1,8 @@
 //! `pull` and `serve <org/name>` against the local Hub-protocol server, with the real engine:
 //! a packaged example is published as a Hub repo (its OCI layout blobs in LFS, as the Python
 //! tool publishes them); `pull` loads the image from it, installs the manifest and records the
-//! package; a second pull finds the image loaded; serve re-pulls the recorded revision when the
+//! package (installed.json in the shape `tt` reads, golden); a second pull finds the image
+//! loaded and `pull --force` loads it again; serve re-pulls the recorded revision when the
 //! image is gone; `serve org/name` of a package that is not installed pulls it first; a
 //! missing repo fails naming it.
 //!
@@ -81,6 +82,23 @@ async fn pull_installs_and_serve_pulls_and_repulls_from_the_hub() {
     );
     let r = json(&run(&["list", "--json"]));
     assert_eq!(row(&r, ID)["ready"], true);
+    // installed.json as `tt` reads it (tenstorrent/modelhub/bundles.py): one flat object keyed
+    // by the lowercased id, the original's fields; golden, with this run's paths and digests
+    // replaced.
+    let text = std::fs::read_to_string(t.join("state/installed.json"))
+        .unwrap()
+        .replace(
+            &installed.canonicalize().unwrap().display().to_string(),
+            "<manifest>",
+        )
+        .replace(&digest, "<digest>")
+        .replace(&image, "<image>");
+    let golden = include_str!("golden/installed-pull-http.json");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&text).unwrap(),
+        serde_json::from_str::<serde_json::Value>(golden).unwrap(),
+        "{text}"
+    );
 
     // ── a second pull finds the recorded build loaded ──
     let again = run(&["pull", ID]);
@@ -93,6 +111,33 @@ async fn pull_installs_and_serve_pulls_and_repulls_from_the_hub() {
     assert!(
         !text.contains("image layout") && !text.contains("loading it from"),
         "{text}"
+    );
+
+    // ── pull --force reinstalls: the layout is fetched and loaded again ──
+    let ndjson = [env[0], ("TT_MODEL_PROGRESS", "ndjson")];
+    let forced = tokio::task::block_in_place(|| tt_model(&t, &ndjson, &["pull", ID, "--force"]));
+    let text = stderr(&forced);
+    assert_eq!(forced.status.code(), Some(0), "{text}");
+    // The image step's bytes, as tt reads them: the layout's download, then its load into
+    // the engine (a second series, counted to its own total).
+    let image_totals: Vec<u64> = String::from_utf8_lossy(&forced.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|v| v["event"] == "progress" && v["key"] == "image")
+        .map(|v| v["total"].as_u64().unwrap())
+        .collect();
+    let mut series = image_totals.clone();
+    series.dedup();
+    assert_eq!(series.len(), 2, "{image_totals:?}");
+    assert!(
+        text.contains(&format!("fetched the image layout of {ID}@fedcba98")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("loaded image {image}")), "{text}");
+    assert_eq!(client.image(&image).await.unwrap().unwrap().id, digest);
+    assert_eq!(
+        db.get(ID).unwrap().unwrap().revision.as_deref(),
+        Some(COMMIT)
     );
 
     // ── serve re-pulls the recorded revision when the image is gone ──

@@ -128,6 +128,20 @@ async fn push_info_pull_serve_publish_and_an_interrupted_push() {
             && !tags.contains(&"tt-model-catalog".to_string()),
         "{tags:?}"
     );
+    // The tags `tt` classifies bundles by: container, arch, kind, each profile's hardware.
+    let mut want = vec![
+        "tt-model-container".to_string(),
+        wire["arch"].as_str().unwrap().to_string(),
+        wire["container"]["kind"].as_str().unwrap().to_string(),
+    ];
+    want.extend(
+        wire["container"]["serve"]["hardware"]
+            .as_str()
+            .map(str::to_lowercase),
+    );
+    for w in &want {
+        assert!(tags.contains(w), "{w} in {tags:?}");
+    }
     let first_bytes = server.bytes_received();
 
     // ── nothing changed: only metadata ──

@@ -21,10 +21,10 @@ exec httpd -f -p "127.0.0.1:${PORT}" -h /tmp/www
 "#;
 
 /// A directory removed on drop (this crate has no tempfile dependency).
-struct TempDir(PathBuf);
+pub(crate) struct TempDir(PathBuf);
 
 impl TempDir {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let p = std::env::temp_dir().join(format!("tt-model-serve-cli-{}-{n}", std::process::id()));
@@ -32,7 +32,7 @@ impl TempDir {
         std::fs::create_dir_all(&p).unwrap();
         TempDir(p)
     }
-    fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.0
     }
 }
@@ -43,7 +43,7 @@ impl Drop for TempDir {
     }
 }
 
-fn docker() -> &'static str {
+pub(crate) fn docker() -> &'static str {
     // The Debian client matches the 20.10 engine; any client negotiates the API down.
     if Path::new("/usr/bin/docker").exists() {
         "/usr/bin/docker"
@@ -53,7 +53,7 @@ fn docker() -> &'static str {
 }
 
 /// Import the busybox test image with the docker CLI if it is missing.
-fn ensure_image() {
+pub(crate) fn ensure_image() {
     let have = Command::new(docker())
         .args(["image", "inspect", IMAGE])
         .output()
@@ -99,13 +99,18 @@ fn ensure_image() {
     assert!(imp.wait().unwrap().success(), "docker import");
 }
 
-struct Env {
-    tmp: TempDir,
-    endpoint: String,
+pub(crate) struct Env {
+    pub(crate) tmp: TempDir,
+    pub(crate) endpoint: String,
 }
 
 impl Env {
-    fn cmd(&self, args: &[&str]) -> Output {
+    pub(crate) fn cmd(&self, args: &[&str]) -> Output {
+        self.cmd_env(args, &[])
+    }
+
+    /// `cmd` with extra environment variables.
+    pub(crate) fn cmd_env(&self, args: &[&str], extra: &[(&str, &str)]) -> Output {
         let t = self.tmp.path();
         let started = Instant::now();
         let out = Command::new(env!("CARGO_BIN_EXE_tt-model"))
@@ -118,6 +123,7 @@ impl Env {
             .env("TT_MODEL_NETWORK", "host")
             .env("TT_MODEL_ALLOC_LOCK", t.join("alloc.lock"))
             .env("NO_COLOR", "1")
+            .envs(extra.iter().copied())
             .output()
             .unwrap();
         eprintln!(
@@ -131,7 +137,7 @@ impl Env {
         out
     }
 
-    fn package(
+    pub(crate) fn package(
         &self,
         name: &str,
         command: serde_json::Value,
@@ -140,7 +146,7 @@ impl Env {
         self.package_with_tag(name, command, weights, "1")
     }
 
-    fn package_with_tag(
+    pub(crate) fn package_with_tag(
         &self,
         name: &str,
         command: serde_json::Value,
@@ -168,7 +174,7 @@ impl Env {
     }
 }
 
-fn text(o: &Output) -> String {
+pub(crate) fn text(o: &Output) -> String {
     format!(
         "{}{}",
         String::from_utf8_lossy(&o.stdout),
@@ -184,7 +190,7 @@ fn http_get(port: u16, path: &str) -> String {
     out
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("0.0.0.0:0")
         .unwrap()
         .local_addr()
@@ -192,7 +198,7 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn weights_repo() -> FakeRepo {
+pub(crate) fn weights_repo() -> FakeRepo {
     FakeRepo::new(
         "acme/tiny",
         vec![

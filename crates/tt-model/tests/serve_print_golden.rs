@@ -102,3 +102,57 @@ fn gr00t_tiny_example_prints_a_cpu_argv() {
     assert!(!line.contains("--cap-add"), "{line}");
     check_golden("serve-print-gr00t-tiny.txt", &line);
 }
+
+/// A published vLLM package pins its weights: `serve --print` shows `vllm serve <id>
+/// --revision <sha>` (the engine loads the snapshot serve mounted, not the branch tip), and
+/// the same pin in `TT_MODEL_WEIGHTS_REVISION`.
+#[test]
+fn a_vllm_package_serves_its_pinned_weights_revision() {
+    let tmp = std::env::temp_dir().join(format!("tt-model-print-vllm-{}", std::process::id()));
+    let dir = tmp.join("out/qwen3-8b");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = serde_json::json!({
+        "schema_version": "5.1",
+        "name": "qwen3-8b",
+        "weights": {"repo_id": "Qwen/Qwen3-8B", "revision": "b968826d9c46dd6066d109eabc6255188de91218"},
+        "container": {
+            "image": {"registry": "hf", "repository": "tt-model/qwen3-8b", "tag": "0.1.0"},
+            "kind": "vllm-plugin",
+            "runtime": {},
+            "serve": {"hardware": "p150", "mesh_device": "P150", "max_num_seqs": 32, "block_size": 64},
+            "serve_profiles": [{"name": "p150"}],
+            "default_profile": "p150"
+        }
+    });
+    let path = dir.join("tt_kernel_manifest.json");
+    std::fs::write(&path, manifest.to_string()).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_tt-model"))
+        .args([
+            "serve",
+            path.to_str().unwrap(),
+            "--print",
+            "--device-id",
+            "0",
+        ])
+        .env("NO_COLOR", "1")
+        .env("TT_MODEL_HOME", tmp.join("state"))
+        .env("HF_HUB_CACHE", tmp.join("hub"))
+        .env_remove("HF_TOKEN")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = normalized(String::from_utf8_lossy(&out.stdout).trim_end(), &tmp);
+    let _ = std::fs::remove_dir_all(&tmp);
+    assert!(
+        line.ends_with(
+            "tt-model/qwen3-8b:0.1.0 vllm serve Qwen/Qwen3-8B --revision \
+             b968826d9c46dd6066d109eabc6255188de91218 --max-num-seqs 32 --block-size 64 --port 20000"
+        ),
+        "{line}"
+    );
+    check_golden("serve-print-vllm-plugin-revision.txt", &line);
+}

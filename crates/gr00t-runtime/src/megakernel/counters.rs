@@ -97,9 +97,15 @@ impl DeviceCounters {
     /// One worker exchange: whether it ran a device program, the payload bytes it sent and
     /// the payload bytes it got back.
     pub fn record_exchange(&self, program: bool, sent: usize, received: usize) {
+        self.record(u64::from(program), sent, received);
+    }
+
+    /// One worker exchange that ran `programs` device programs (a graph runs many in one
+    /// exchange, the count its worker reports), with its payload bytes each way.
+    pub fn record(&self, programs: u64, sent: usize, received: usize) {
         self.with(|s| {
             s.total.add(Traffic {
-                programs: u64::from(program),
+                programs,
                 host_to_device_bytes: sent as u64,
                 device_to_host_bytes: received as u64,
             })

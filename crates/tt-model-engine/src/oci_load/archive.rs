@@ -44,6 +44,22 @@ impl OciLayout {
     }
 }
 
+impl OciLayout {
+    /// About how many bytes [`OciLayout::write_docker_archive`] writes: every blob with its
+    /// tar header and padding, and the end blocks (the small `manifest.json` is left out), as
+    /// the total of a load's progress.
+    pub fn archive_size_hint(&self) -> u64 {
+        let entry = |size: u64| 512 + size.div_ceil(512) * 512;
+        entry(self.config.size)
+            + self
+                .unique_layers()
+                .iter()
+                .map(|l| entry(l.size))
+                .sum::<u64>()
+            + 1024
+    }
+}
+
 pub(super) fn tar_header(size: u64) -> tar::Header {
     let mut h = tar::Header::new_gnu();
     h.set_size(size);
@@ -114,9 +130,10 @@ impl<R: Read> Read for HashingReader<R> {
     }
 }
 
-pub(super) struct CountingWriter<W> {
-    inner: W,
-    n: u64,
+/// A writer that counts the bytes it passes on (the layer rewriter in `reproducible` uses it too).
+pub(crate) struct CountingWriter<W> {
+    pub(crate) inner: W,
+    pub(crate) n: u64,
 }
 
 impl<W: Write> Write for CountingWriter<W> {
@@ -133,6 +150,8 @@ impl<W: Write> Write for CountingWriter<W> {
 /// The write end of the request body: each buffered chunk becomes one body frame.
 pub(super) struct ChannelWriter {
     pub(super) tx: tokio::sync::mpsc::Sender<Result<Bytes, io::Error>>,
+    /// Told how many bytes each write handed to the engine (the load's progress).
+    pub(super) on_bytes: OnBytes,
 }
 
 impl Write for ChannelWriter {
@@ -145,6 +164,7 @@ impl Write for ChannelWriter {
                     "the engine closed the load request",
                 )
             })?;
+        (self.on_bytes)(buf.len() as u64);
         Ok(buf.len())
     }
     fn flush(&mut self) -> io::Result<()> {

@@ -28,6 +28,7 @@ use crate::error::{Cause, EngineError};
 use crate::export::REF_NAME_ANNOTATION;
 
 mod archive;
+pub(crate) use archive::CountingWriter;
 mod layout;
 #[cfg(test)]
 mod tests;
@@ -145,6 +146,9 @@ pub enum LoadError {
     Engine(#[from] EngineError),
 }
 
+/// Told the byte count of each chunk a load streams to the engine.
+pub type OnBytes = Arc<dyn Fn(u64) + Send + Sync>;
+
 /// What a load did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Loaded {
@@ -164,6 +168,18 @@ impl Client {
         layout: &OciLayout,
         reference: &str,
     ) -> Result<Loaded, LoadError> {
+        self.load_oci_layout_with(layout, reference, Arc::new(|_| {}))
+            .await
+    }
+
+    /// [`Client::load_oci_layout`], telling `on_bytes` each chunk of the archive as it is
+    /// handed to the engine (about [`OciLayout::archive_size_hint`] bytes in all).
+    pub async fn load_oci_layout_with(
+        &self,
+        layout: &OciLayout,
+        reference: &str,
+        on_bytes: OnBytes,
+    ) -> Result<Loaded, LoadError> {
         let (tx, mut rx) = tokio::sync::mpsc::channel::<Result<Bytes, io::Error>>(CHANNEL_CHUNKS);
         // The producer's own error wins over the engine's view of the aborted upload.
         let failure: Arc<Mutex<Option<LoadError>>> = Arc::default();
@@ -171,7 +187,13 @@ impl Client {
             let (layout, reference, failure) =
                 (layout.clone(), reference.to_string(), failure.clone());
             tokio::task::spawn_blocking(move || {
-                let writer = BufWriter::with_capacity(CHUNK, ChannelWriter { tx: tx.clone() });
+                let writer = BufWriter::with_capacity(
+                    CHUNK,
+                    ChannelWriter {
+                        tx: tx.clone(),
+                        on_bytes,
+                    },
+                );
                 match layout.write_docker_archive(&reference, writer) {
                     Ok(n) => Some(n),
                     Err(e) => {

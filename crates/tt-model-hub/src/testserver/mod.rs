@@ -14,7 +14,8 @@
 //!   ([`HubServer::claim_repo_commit`] makes them name another commit);
 //! * `GET /api/models/{org}/{name}/tree/{rev}[/{path}][?recursive=true]`: the tree API
 //!   (`[{type, oid, size, path, lfs?}]`);
-//! * `GET /api/models?search=&filter=&author=&limit=` (`list_models`), `GET /api/whoami-v2`.
+//! * `GET /api/models?search=&filter=&author=&limit=&sort=&direction=` (`list_models`, in the
+//!   Hub's orders), `GET /api/whoami-v2`.
 //!
 //! Upload side ([`write`]):
 //! * `POST /api/validate-yaml` (`{content, repoType}` → `{errors, warnings}`, 400 on errors:
@@ -43,6 +44,7 @@
 // the size of an error path does not matter.
 #![allow(clippy::result_large_err)]
 
+mod duplicate;
 mod read;
 pub mod registry;
 pub(crate) mod state;
@@ -62,7 +64,7 @@ use axum::routing::{get, post, put};
 use sha2::{Digest, Sha256};
 
 use crate::verify::{git_blob_id, hex, sha256_hex};
-use state::{Commit, Entry, Repo, Store, entry_for};
+use state::{Commit, Entry, Repo, Store, entry_for, next_seq};
 
 /// A file of a seeded repo.
 #[derive(Debug, Clone)]
@@ -368,6 +370,7 @@ impl HubServer {
                 id: r.commit.clone(),
                 tree,
                 at: now(),
+                seq: next_seq(),
             });
             map.insert(
                 r.id.clone(),
@@ -409,6 +412,10 @@ impl HubServer {
             .route("/{org}/{name}/resolve/{rev}/{*file}", get(read::resolve))
             .route("/cdn-lfs/{org}/{name}/{oid}", get(read::cdn))
             .route("/api/repos/create", post(write::create))
+            .route(
+                "/api/models/{org}/{name}/duplicate",
+                post(duplicate::duplicate),
+            )
             .route("/api/validate-yaml", post(write::validate_yaml))
             .route("/api/models/{org}/{name}/settings", put(write::settings))
             .route(
@@ -539,6 +546,7 @@ impl HubServer {
                 id: head.id.clone(),
                 tree,
                 at: head.at,
+                seq: head.seq,
             }),
         );
         Ok(())

@@ -173,8 +173,11 @@ pub(super) async fn tree(
     axum::Json(out).into_response()
 }
 
-/// `list_models(search=, filter=, author=, limit=)`: public repos (and the caller's private
-/// ones) whose id contains `search` and whose tags include every `filter`, newest first.
+/// `list_models(search=, filter=, author=, limit=, sort=, direction=)`: public repos (and the
+/// caller's private ones) whose id contains `search` and whose tags include every `filter`.
+/// Ordered as the Hub orders them: by `sort` (`lastModified`, `createdAt`; `downloads` and
+/// `likes` are all 0 here), descending unless `direction=1`; without `sort`, in no useful
+/// order (here: oldest repo first), so a client that wants the newest first must ask.
 pub(super) async fn list_models(
     State(s): State<Shared>,
     Query(q): Query<Vec<(String, String)>>,
@@ -192,15 +195,20 @@ pub(super) async fn list_models(
         .and_then(|l| l.parse().ok())
         .unwrap_or(usize::MAX);
     let caller = s.caller(&h);
-    let snapshot: Vec<(String, bool, Option<Arc<Commit>>)> = s
+    // (id, private, head, the repo's first commit: its creation)
+    type Listed = (String, bool, Option<Arc<Commit>>, u64);
+    let snapshot: Vec<Listed> = s
         .repos
         .lock()
         .unwrap()
         .values()
-        .map(|r| (r.id.clone(), r.private, r.head()))
+        .map(|r| {
+            let created = r.commits.values().map(|c| c.seq).min().unwrap_or(0);
+            (r.id.clone(), r.private, r.head(), created)
+        })
         .collect();
     let mut rows = Vec::new();
-    for (id, private, head) in snapshot {
+    for (id, private, head, created) in snapshot {
         let ns = id.split('/').next().unwrap_or("");
         let visible = !private || matches!(&caller, Caller::User(u) if u.can_write(ns));
         if !visible
@@ -214,18 +222,25 @@ pub(super) async fn list_models(
         if !filters.iter().all(|f| tags.contains(f)) {
             continue;
         }
+        let key = match get("sort").as_deref() {
+            Some("lastModified") => c.seq,
+            Some("createdAt") | None => created,
+            // downloads, likes, trendingScore: all 0 here, so creation breaks the tie.
+            Some(_) => 0,
+        };
         rows.push((
-            c.at,
+            (key, created),
             json!({
                 "_id": id, "id": id, "modelId": id, "private": private, "downloads": 0, "likes": 0,
                 "tags": tags, "lastModified": iso8601(c.at), "sha": c.id,
             }),
         ));
     }
-    rows.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then_with(|| a.1["id"].as_str().cmp(&b.1["id"].as_str()))
-    });
+    rows.sort_by_key(|r| r.0);
+    let descending = get("sort").is_some() && get("direction").as_deref() != Some("1");
+    if descending {
+        rows.reverse();
+    }
     axum::Json(
         rows.into_iter()
             .take(limit)

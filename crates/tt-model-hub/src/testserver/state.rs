@@ -57,6 +57,16 @@ pub(crate) struct Commit {
     pub tree: BTreeMap<String, Entry>,
     /// Seconds since the epoch.
     pub at: u64,
+    /// Commits in the order they were made ([`next_seq`]): what orders two commits of the
+    /// same second, as the real Hub's millisecond timestamps do.
+    pub seq: u64,
+}
+
+/// The next commit sequence number (process-wide, increasing).
+pub(crate) fn next_seq() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static SEQ: AtomicU64 = AtomicU64::new(1);
+    SEQ.fetch_add(1, Ordering::Relaxed)
 }
 
 /// A repo: its visibility, its commits, its branches and the LFS objects uploaded to it

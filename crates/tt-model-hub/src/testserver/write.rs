@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use sha2::Digest as _;
 use tokio::io::AsyncWriteExt as _;
 
-use super::state::{self, Commit, Entry, Op, Repo, apply, commit_id, entry_for};
+use super::state::{self, Commit, Entry, Op, Repo, apply, commit_id, entry_for, next_seq};
 use super::{Shared, error, now};
 use crate::verify::hex;
 
@@ -106,6 +106,7 @@ pub(super) async fn create(
                     id: cid.clone(),
                     tree,
                     at,
+                    seq: next_seq(),
                 }),
             )]),
             branches: HashMap::from([("main".to_string(), cid)]),
@@ -504,6 +505,7 @@ pub(super) async fn commit(
             id: cid.clone(),
             tree,
             at,
+            seq: next_seq(),
         }),
     );
     r.branches.insert(rev.clone(), cid.clone());

@@ -488,13 +488,8 @@ pub(crate) fn is_app_target(app: &str) -> bool {
     module.split('.').all(ident) && attr.split('.').all(ident)
 }
 
-/// A POSIX-ish environment variable name.
-pub(crate) fn is_env_name(name: &str) -> bool {
-    name.chars()
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
+/// A POSIX environment variable name (the check the package's scripts rely on too).
+pub(crate) use crate::shell::is_env_name;
 
 /// The `{name}` placeholders in `arg` (`{{`/`}}` are literal braces).
 fn placeholders(arg: &str) -> Vec<String> {

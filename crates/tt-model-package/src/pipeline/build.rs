@@ -1,14 +1,21 @@
-//! Build: the image labels, and the context streamed to the engine under a provisional tag.
+//! Build: the image labels, the context streamed to the engine under a provisional tag, and
+//! the engine's image made reproducible (`tt_model_engine::reproducible`): same inputs, same
+//! image id, cold or warm.
 
 use super::*;
 
-/// Build's result: the image under its provisional tag, and the context it was built from.
+use tt_model_engine::reproducible::{Reproduce, recorded_build_id};
+
+/// Build's result: the reproducible image, and the context it was built from.
 pub(super) struct ImageBuilt {
+    /// The normalised image's id (what ships, what verify runs).
     pub(super) id: String,
     pub(super) repository: String,
-    pub(super) provisional: String,
     pub(super) final_tag: String,
     pub(super) context_sha256: String,
+    /// Bytes of the normalised OCI layout Build wrote into the staging directory's `image/`;
+    /// `None` when the engine's build was the previous output's and its result was reused.
+    pub(super) exported: Option<u64>,
 }
 
 /// The labels every packaged image carries (what `list` and `rm` find it by).
@@ -58,6 +65,8 @@ pub(super) async fn build(
     );
     build_args.insert("SCM_VERSION".to_string(), r.facts.scm_version.clone());
     build_args.insert("TT_MODEL_KIND".to_string(), spec.kind.as_str().to_string());
+    let epoch = crate::git::source_date_epoch(&r.metal_root, r.facts.sha.as_deref());
+    build_args.insert("SOURCE_DATE_EPOCH".to_string(), epoch.to_string());
     if let Some(dir) = &spec.runtime.extra_models_dir {
         build_args.insert(
             "EXTRA_MODELS_DIR".to_string(),
@@ -124,13 +133,59 @@ pub(super) async fn build(
             &r.metal_root,
         ))?;
     log.line(&format!("image {id} (context {})", context.sha256));
+    let (raw, previous) = (id, previous_output(&files.out_dir));
+    // A build served whole from the layer cache is the engine image the previous output was
+    // made from: its normalised twin is the previous output's image, still in the engine.
+    let reusable = match &previous {
+        Some(prev) if recorded_build_id(&files.out_dir.join("image")).as_ref() == Some(&raw) => {
+            client.image(prev).await?.is_some()
+        }
+        _ => false,
+    };
+    let (id, exported) = match previous.clone() {
+        Some(prev) if reusable => {
+            log.line(&format!("{raw} is the previous build: its image is {prev}"));
+            (prev, None)
+        }
+        _ => {
+            let started = Instant::now();
+            let done = client
+                .reproducible_image(&Reproduce {
+                    built: raw.clone(),
+                    base: r.runtime_pin.clone(),
+                    epoch,
+                    dest: files.tmp.path().join("image"),
+                    repository: repository.clone(),
+                })
+                .await
+                .map_err(PackageError::Layout)?;
+            let line = format!(
+                "reproducible: {} layers normalised to SOURCE_DATE_EPOCH={epoch} ({} times clamped) in {:.1} s: {raw} → {}",
+                done.layers_rewritten,
+                done.clamped,
+                started.elapsed().as_secs_f64(),
+                done.id
+            );
+            log.line(&line);
+            phases.event(Event::Note(line));
+            if previous.as_ref() == Some(&done.id) {
+                // A fresh build (another engine build id) of the same inputs gave the same
+                // image: the package's digest is proven, not merely cached.
+                phases.event(Event::Note(format!(
+                    "reproduced: {} is the previous package's image, bit for bit",
+                    done.id
+                )));
+            }
+            (done.id, Some(done.bytes))
+        }
+    };
     let short = id.trim_start_matches("sha256:");
     let final_tag = format!("{repository}:{}", &short[..short.len().min(12)]);
     Ok(ImageBuilt {
         id,
         repository,
-        provisional,
         final_tag,
         context_sha256: context.sha256,
+        exported,
     })
 }

@@ -22,36 +22,47 @@ pub(super) async fn export(
     run.client
         .tag_image(&image.id, &image.repository, &short)
         .await?;
-    if image.provisional != image.final_tag {
-        run.client.remove_image(&image.provisional).await?;
-    }
+    // The provisional tag stays on the engine's own build: the normalised image is its twin
+    // (other id), and untagging the build would let the engine delete its intermediate images,
+    // the classic builder's layer cache.
     let tmp = files.tmp;
     let out_dir = files.out_dir;
     let image_dir = tmp.path().join("image");
-    let reused_export = if verified.reuse {
-        fs::rename(out_dir.join("image"), &image_dir)
-            .map_err(PackageError::io("Reusing", out_dir.join("image")))?;
-        run.phases.event(Event::Exported {
-            bytes: 0,
-            reused: true,
-        });
-        true
-    } else {
-        let export = run
-            .client
-            .export_oci_layout(&image.id, &image_dir, &image.final_tag)
-            .await?;
-        if export.config_digest != image.id {
-            run.phases.event(Event::Warning(format!(
-                "the exported config digest {} differs from the image id {}",
-                export.config_digest, image.id
-            )));
+    let reused_export = match image.exported {
+        // Build wrote the normalised layout into the staging directory already.
+        Some(bytes) => {
+            run.phases.event(Event::Exported {
+                bytes,
+                reused: false,
+            });
+            false
         }
-        run.phases.event(Event::Exported {
-            bytes: export.bytes,
-            reused: false,
-        });
-        false
+        None if verified.reuse => {
+            fs::rename(out_dir.join("image"), &image_dir)
+                .map_err(PackageError::io("Reusing", out_dir.join("image")))?;
+            run.phases.event(Event::Exported {
+                bytes: 0,
+                reused: true,
+            });
+            true
+        }
+        None => {
+            let export = run
+                .client
+                .export_oci_layout(&image.id, &image_dir, &image.final_tag)
+                .await?;
+            if export.config_digest != image.id {
+                run.phases.event(Event::Warning(format!(
+                    "the exported config digest {} differs from the image id {}",
+                    export.config_digest, image.id
+                )));
+            }
+            run.phases.event(Event::Exported {
+                bytes: export.bytes,
+                reused: false,
+            });
+            false
+        }
     };
     // The layout (new or reused) names its manifest: a registry push stores it as is.
     let manifest_digest = tt_model_engine::oci_load::OciLayout::open(&image_dir)
@@ -62,49 +73,52 @@ pub(super) async fn export(
         None => freeze_lock(run.client, spec, &image.id).await?.into_bytes(),
     };
     write(&tmp.path().join("requirements.lock"), &lock_text)?;
-    let built = Built {
-        image: image.final_tag,
-        image_digest: image.id,
-        manifest_digest,
-        repo: spec.repo.clone(),
-        tt_model_version: run.options.tool_version.clone(),
-        created_at: utc_now(),
-        tt_metal: r.facts.clone(),
-        code_sha256: files.code.digest.clone(),
-        base_images: r.base_images.clone(),
-        context_sha256: image.context_sha256,
-        cargo: files.cargo.map(|c| c.facts),
-        vllm: r.fetched.vllm.as_ref().map(|(_, b)| b.clone()),
-        plugin: r.fetched.plugin.as_ref().map(|(_, b)| b.clone()),
-        extra_code: r.fetched.extra_pins.clone(),
-    };
+    let created_at = utc_now();
     let card = render_card(
         spec,
         &CardFacts {
             tool_version: run.options.tool_version.clone(),
-            created_at: built.created_at.clone(),
-            code_sha256: built.code_sha256.clone(),
+            created_at: created_at.clone(),
+            code_sha256: files.code.digest.clone(),
             metal_sha: r.facts.sha.clone(),
             metal_remote: r.facts.remote.clone(),
             metal_dirty: r.facts.dirty,
-            cargo: built.cargo.clone(),
-            base_images: built.base_images.clone(),
+            cargo: files.cargo.as_ref().map(|c| c.facts.clone()),
+            base_images: r.base_images.clone(),
         },
     )?;
     write(&tmp.path().join("README.md"), card.as_bytes())?;
-    let wire_json = wire(&built)?;
+    let packaged = Packaged {
+        // Filled once, in the wire manifest's own type: what is returned is what is recorded.
+        built: Built {
+            image: image.final_tag,
+            image_digest: Some(image.id),
+            repo: Some(spec.repo.clone()),
+            tt_model_version: run.options.tool_version.clone(),
+            created_at,
+            tt_metal: r.facts.clone().into(),
+            code_sha256: Some(files.code.digest),
+            vllm: r.fetched.vllm.as_ref().map(|(_, b)| b.clone()),
+            plugin: r.fetched.plugin.as_ref().map(|(_, b)| b.clone()),
+            cargo: files.cargo.map(|c| c.facts),
+            base_images: r.base_images.clone(),
+            context_sha256: Some(image.context_sha256),
+            extra_code: r.fetched.extra_pins.clone(),
+            extra: Default::default(),
+        },
+        manifest_digest,
+        out_dir,
+        verify_checks: verified.checks,
+        reused_export,
+        ignored: files.code.ignored,
+    };
+    let wire_json = wire(&packaged)?;
     write(
         &tmp.path().join(tt_model_manifest::wire::MANIFEST_NAME),
         wire_json.as_bytes(),
     )?;
-    swap_into_place(tmp, &out_dir)?;
-    Ok(Packaged {
-        out_dir,
-        built,
-        verify_checks: verified.checks,
-        reused_export,
-        ignored: files.code.ignored,
-    })
+    swap_into_place(tmp, &packaged.out_dir)?;
+    Ok(packaged)
 }
 
 pub(super) fn write(path: &Path, bytes: &[u8]) -> Result<(), PackageError> {

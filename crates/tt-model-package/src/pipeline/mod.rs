@@ -25,12 +25,14 @@ use crate::spec::{MetalSource, PackageSpec};
 use crate::stage::{check_metal_tree, read_torch_pin, stage_code, walk_metal};
 use crate::templates::{DOCKERFILE, RenderOptions, render};
 
+mod base;
 mod build;
 mod export;
 mod resolve;
 mod staging;
 mod verify;
 
+pub use base::{OPENMPI_DIR, PullPolicy};
 use build::{ImageBuilt, build};
 use export::export;
 use resolve::{Resolved, resolve};
@@ -87,41 +89,15 @@ pub struct PackageOptions {
     pub build_network: Option<String>,
     /// Ignore the layer cache.
     pub no_cache: bool,
+    /// When a base image is pulled (`--pull`).
+    pub pull: PullPolicy,
+    /// The registry credentials base-image pulls send (the CLI reads the Docker config).
+    pub credentials: tt_model_engine::pull::CredentialSource,
 }
 
-/// The `built` provenance block.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Built {
-    /// The final tag, `tt-model/<name>:<12 hex>`.
-    pub image: String,
-    /// The engine's image id, `sha256:…`.
-    pub image_digest: String,
-    /// The OCI manifest digest of the exported layout (what a registry stores it as).
-    pub manifest_digest: String,
-    /// The Hub repo (`org/name`).
-    pub repo: String,
-    /// The tt-model version that packaged it.
-    pub tt_model_version: String,
-    /// When it was packaged, UTC, `YYYY-MM-DDTHH:MM:SSZ` ([`utc_now`]).
-    pub created_at: String,
-    /// Git facts of the tt-metal tree that was packaged.
-    pub tt_metal: MetalFacts,
-    /// Tree digest of the shipped `code/` ([`crate::digest`]), `sha256:<hex>`.
-    pub code_sha256: String,
-    /// Base images by stage, pinned (`sha256:` ids or registry digests).
-    pub base_images: BTreeMap<String, String>,
-    /// SHA-256 of the build-context tar.
-    pub context_sha256: String,
-    /// The `runtime.cargo` binary shipped in the image.
-    pub cargo: Option<tt_model_manifest::wire::CargoBuild>,
-    /// The vLLM source (`vllm.path` with its commit and dirty flag, the fork's repo at its
-    /// resolved commit).
-    pub vllm: Option<tt_model_manifest::wire::ComponentBuild>,
-    /// The plugin source (`plugin.path` or `{repo, ref}` at its resolved commit).
-    pub plugin: Option<tt_model_manifest::wire::ComponentBuild>,
-    /// Git `extra_code` roots, each at its resolved commit.
-    pub extra_code: Vec<crate::sources::GitPin>,
-}
+/// The `built` provenance block: the pipeline fills the wire manifest's own type, so what
+/// `package` returns and what `tt_kernel_manifest.json` records are one value.
+pub use tt_model_manifest::Built;
 
 /// What `package` produced.
 #[derive(Debug, Clone)]
@@ -130,6 +106,8 @@ pub struct Packaged {
     pub out_dir: PathBuf,
     /// The provenance recorded in the wire manifest.
     pub built: Built,
+    /// The OCI manifest digest of the exported layout (what a registry stores it as).
+    pub manifest_digest: String,
     /// Verify checks the image passed (this run, or the previous one when verify was skipped).
     pub verify_checks: usize,
     /// The image was the one the previous output already held, so verify was skipped and its OCI
@@ -139,9 +117,9 @@ pub struct Packaged {
     pub ignored: Vec<String>,
 }
 
-/// Builds the wire manifest JSON from the `built` block (supplied by the caller, which owns
+/// Builds the wire manifest JSON from what was packaged (supplied by the caller, which owns
 /// the authoring manifest).
-pub type WireFn<'a> = dyn Fn(&Built) -> Result<String, PackageError> + Send + Sync + 'a;
+pub type WireFn<'a> = dyn Fn(&Packaged) -> Result<String, PackageError> + Send + Sync + 'a;
 
 /// The default dev base image for a Ubuntu release.
 pub fn default_dev_image(ubuntu: &str) -> String {

@@ -1,14 +1,8 @@
-//! Resolve: fetch and pin every source, read the tt-metal tree's facts, pin the base images.
+//! Resolve: fetch and pin every source, read the tt-metal tree's facts, pin the base images
+//! (pulled when missing, [`super::base`]).
 
+use super::base::{OPENMPI_DIR, base_has_openmpi, pin_base, recorded};
 use super::*;
-
-/// Resolves an image reference to the engine's pinned id, refusing one that is missing.
-pub(super) async fn pin_image(client: &Client, reference: &str) -> Result<String, PackageError> {
-    match client.image(reference).await? {
-        Some(facts) => Ok(facts.pinned_ref()),
-        None => Err(PackageError::BaseImageMissing(reference.to_string())),
-    }
-}
 
 /// Resolve's result: sources fetched and pinned, the tt-metal facts, the base images pinned.
 pub(super) struct Resolved {
@@ -22,6 +16,9 @@ pub(super) struct Resolved {
     pub(super) dev_pin: String,
     pub(super) runtime_pin: String,
     pub(super) base_images: BTreeMap<String, String>,
+    /// OpenMPI ULFM's directory when the builder base carries it: the runtime image gets a
+    /// copy, on `LD_LIBRARY_PATH`.
+    pub(super) openmpi: Option<String>,
 }
 
 /// Resolve: fetch and pin every source, read the tt-metal tree's facts, pin both base images.
@@ -82,17 +79,29 @@ pub(super) async fn resolve(
             format!("ubuntu:{}", spec.ubuntu),
         ),
     };
-    let dev_pin = pin_image(run.client, &dev_ref).await?;
-    let runtime_pin = pin_image(run.client, &runtime_ref).await?;
+    let dev_pin = pin_base(&dev_ref, run).await?;
+    let runtime_pin = if runtime_ref == dev_ref {
+        dev_pin.clone()
+    } else {
+        pin_base(&runtime_ref, run).await?
+    };
     let mut base_images = BTreeMap::new();
-    base_images.insert("builder".to_string(), format!("{dev_ref}@{dev_pin}"));
-    base_images.insert(
-        "runtime".to_string(),
-        format!("{runtime_ref}@{runtime_pin}"),
-    );
+    base_images.insert("builder".to_string(), recorded(&dev_ref, &dev_pin));
+    base_images.insert("runtime".to_string(), recorded(&runtime_ref, &runtime_pin));
     run.phases.event(Event::Note(format!(
         "base image {dev_ref} pinned to {dev_pin}"
     )));
+    let openmpi = if base_has_openmpi(&dev_pin, run).await? {
+        run.phases.event(Event::Note(format!(
+            "OpenMPI ULFM: {OPENMPI_DIR} from {dev_ref} goes into the runtime image, on LD_LIBRARY_PATH"
+        )));
+        Some(OPENMPI_DIR.to_string())
+    } else {
+        run.phases.event(Event::Skipped(format!(
+            "OpenMPI ULFM: {dev_ref} has no {OPENMPI_DIR}; the runtime image carries none"
+        )));
+        None
+    };
     match &facts.sha {
         Some(sha) => run.phases.event(Event::Note(format!(
             "tt-metal {} ({}{})",
@@ -115,5 +124,6 @@ pub(super) async fn resolve(
         dev_pin,
         runtime_pin,
         base_images,
+        openmpi,
     })
 }

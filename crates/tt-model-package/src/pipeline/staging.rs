@@ -80,6 +80,7 @@ pub(super) async fn stage(r: &Resolved, run: &mut Run<'_, '_>) -> Result<Staged,
             torch_pin: r.torch_pin.clone(),
             install_apt: run.options.base_image.is_none(),
             has_lock: lock_bytes.is_some(),
+            openmpi: r.openmpi.clone(),
         },
     )?;
     let mut ctx = ContextBuilder::new();
@@ -174,11 +175,11 @@ pub(super) async fn build_cargo_binary(
     let out = out?;
     let f = &out.facts;
     run.phases.event(Event::Note(format!(
-        "{} {} → {} ({:.1} MB, static, {}{}, sha256 {})",
+        "{} {} → {} ({}, static, {}{}, sha256 {})",
         f.bin,
         f.version,
         f.path,
-        f.bytes as f64 / 1e6,
+        tt_model_manifest::numfmt::human_bytes(f.bytes),
         f.rustc,
         if f.workspace_dirty {
             ", dirty workspace"

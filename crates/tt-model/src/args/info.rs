@@ -2,13 +2,18 @@
 
 use clap::Args;
 
-/// Show what a published package is: kind, arch, hardware, image, weights, card, visibility.
+/// Print a published package's manifest (JSON), then its compatibility with this machine.
 #[derive(Debug, Args)]
 pub struct InfoArgs {
     /// `org/name[@revision]`.
     #[arg(value_name = "ID")]
     pub id: String,
-    /// Print JSON instead of text.
+    /// Judge against this arch (`blackhole`, `wormhole_b0`, or a board such as `p150`) instead of
+    /// this machine's card.
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<String>,
+    /// Print a summary as JSON instead (kind, hardware, image, weights, card, visibility,
+    /// listing, compatibility).
     #[arg(long)]
     pub json: bool,
 }

@@ -7,12 +7,14 @@ use std::fmt::Write as _;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
+mod curl;
 mod info;
 mod lint;
 mod list;
 mod login;
 mod logs;
 mod package;
+mod profiles;
 mod ps;
 mod publish;
 mod pull;
@@ -22,13 +24,17 @@ mod schema;
 mod search;
 mod serve;
 mod stop;
+mod version;
+mod whitelist;
 
+pub use curl::CurlArgs;
 pub use info::InfoArgs;
 pub use lint::{LintArgs, LintFormat};
 pub use list::ListArgs;
 pub use login::{LoginArgs, LogoutArgs};
 pub use logs::LogsArgs;
-pub use package::PackageArgs;
+pub use package::{PackageArgs, PullArg};
+pub use profiles::ProfilesArgs;
 pub use ps::PsArgs;
 pub use publish::{PublishArgs, UnpublishArgs};
 pub use pull::PullArgs;
@@ -38,6 +44,8 @@ pub use schema::SchemaArgs;
 pub use search::SearchArgs;
 pub use serve::{PrintFormat, ServeArgs};
 pub use stop::StopArgs;
+pub use version::VersionArgs;
+pub use whitelist::{UnwhitelistArgs, WhitelistArgs};
 
 /// Package ML models for Tenstorrent hardware into container images, and serve them.
 #[derive(Debug, Parser)]
@@ -75,14 +83,26 @@ pub const GLOBAL_HEADING: &str = "Global options";
 /// models", "Environment", "Maintenance"), in order, with the commands each lists; `ps` joins
 /// its run-time siblings, `lint` and `schema` the authoring side, `logout` its `login`.
 pub const PANELS: &[(&str, &[&str])] = &[
-    ("Run a model", &["serve", "stop", "logs", "ps"]),
-    ("Get models", &["pull", "info", "search", "list"]),
+    ("Run a model", &["serve", "curl", "stop", "logs", "ps"]),
+    (
+        "Get models",
+        &["pull", "info", "search", "list", "profiles"],
+    ),
     (
         "Publish models",
-        &["package", "push", "publish", "unpublish", "lint", "schema"],
+        &[
+            "package",
+            "push",
+            "publish",
+            "unpublish",
+            "whitelist",
+            "unwhitelist",
+            "lint",
+            "schema",
+        ],
     ),
     ("Environment", &["login", "logout"]),
-    ("Maintenance", &["rm"]),
+    ("Maintenance", &["rm", "version"]),
 ];
 
 /// The parser `tt-model` runs: [`Cli`]'s, with the top-level help grouped into [`PANELS`]
@@ -145,15 +165,25 @@ pub enum Commands {
     Push(PushArgs),
     /// Download a container package and load its image.
     Pull(PullArgs),
-    /// Show what a published package is: kind, arch, hardware, image, weights, card, visibility.
+    /// Print a published package's manifest (JSON), then its compatibility with this machine.
     Info(InfoArgs),
+    /// Show a package's serve profiles, the default marked (pick one with `serve --profile`).
+    Profiles(ProfilesArgs),
+    /// Send a chat completion to the model being served (any other `--key value` goes into the body).
+    Curl(CurlArgs),
+    /// Print the tt-model version (the same as `--version`).
+    Version(VersionArgs),
     /// Search the Hub for packages (`--catalog`: only those listed in the catalog).
     Search(SearchArgs),
     /// List a pushed package in the community catalog (refused while its card is incomplete).
     Publish(PublishArgs),
     /// Remove a package from the community catalog.
     Unpublish(UnpublishArgs),
-    /// Store a Hugging Face token (read from stdin or a prompt, never from the command line).
+    /// Reviewers: copy a listed package into `Tenstorrent/`, recording the review, and list the copy.
+    Whitelist(WhitelistArgs),
+    /// Reviewers: remove a reviewed `Tenstorrent/` copy from the catalog (the repo stays).
+    Unwhitelist(UnwhitelistArgs),
+    /// Store a Hugging Face token (`--token`, standard input or a prompt), checked against the Hub.
     Login(LoginArgs),
     /// Remove the stored Hugging Face token.
     Logout(LogoutArgs),

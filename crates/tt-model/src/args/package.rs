@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 /// Build a container package from an authoring manifest.
 ///
@@ -32,4 +32,24 @@ pub struct PackageArgs {
     /// Rebuild every layer instead of reusing the engine's layer cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// When to pull the base images through the engine (credentials from the Docker config,
+    /// as `docker login` stores them): `missing` pulls only what the engine lacks, `always`
+    /// refreshes them, `never` refuses a base the engine lacks.
+    #[arg(long, value_name = "WHEN", value_enum, default_value = "missing")]
+    pub pull: PullArg,
+}
+
+/// `--pull`'s values (described in the flag's help; doc comments here would switch the whole
+/// help page to clap's long layout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PullArg {
+    // Never pull; a base the engine lacks is an error.
+    #[allow(missing_docs)]
+    Never,
+    // Pull only a base the engine lacks.
+    #[allow(missing_docs)]
+    Missing,
+    // Pull every base before building.
+    #[allow(missing_docs)]
+    Always,
 }

@@ -11,4 +11,8 @@ pub struct PullArgs {
     /// Also download the weights (the default is image and manifest only).
     #[arg(long)]
     pub with_weights: bool,
+    /// Reinstall even when the package is already there: download everything again and load
+    /// the image even when the engine has that build.
+    #[arg(long)]
+    pub force: bool,
 }

@@ -61,10 +61,25 @@ pub struct ServeArgs {
     /// Never touch the Hub.
     #[arg(long)]
     pub local_only: bool,
+    /// Skip the advisory check for a newer published revision (one Hub request, bounded by
+    /// 3 s, silent when offline); `--refresh` still asks.
+    #[arg(long)]
+    pub no_update_check: bool,
+    /// The original's compatibility override for v5/v6 bundles; a container package has none
+    /// (accepted, and said so).
+    #[arg(long)]
+    pub force: bool,
+    /// The original's arch override for v5/v6 bundles; a container package is judged by its
+    /// image (accepted, and said so).
+    #[arg(long, value_name = "ARCH")]
+    pub arch: Option<String>,
+    /// Deprecated: watching the boot is the default (kept so old command lines still parse).
+    #[arg(long, hide = true)]
+    pub follow: bool,
     /// Publish the port on all interfaces instead of 127.0.0.1.
     #[arg(long)]
     pub expose: bool,
-    /// Readiness deadline: seconds, or with a unit (`90s`, `45m`, `2h`). Default 30m.
+    /// Readiness deadline: seconds, or with a unit (`90s`, `45m`, `2h`). Default 4h.
     #[arg(
         long,
         value_name = "DURATION",

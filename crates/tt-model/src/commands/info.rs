@@ -1,16 +1,20 @@
-//! `tt-model info <org/name[@rev]> [--json]`: what a published package is, read from the Hub
-//! without downloading it: kind, arch, hardware, image (size of its layout, digest), weights
-//! pin, card summary, visibility, catalog listing, commit.
+//! `tt-model info <org/name[@rev]> [--arch A] [--json]`: a published package read from the Hub
+//! without downloading it. As the original: the manifest (`tt_kernel_manifest.json`, pretty
+//! JSON) on stdout, an empty line, then the verdict against this machine (`✓ compatible …`, or
+//! `! compatibility issues` and one `[FATAL]`/`[warn] field: bundle='…' local='…'` line each).
+//! `tt model info` parses exactly that: the JSON object first, the rest as the verdict text, so
+//! nothing else may reach stdout. `--json` is ours: a summary (kind, arch, hardware, image and
+//! its size, weights pin, card, visibility, listing, commit) with the verdict as an object.
 
 use serde_json::{Value, json};
 use tt_model_hub::card_tags::CATALOG_TAG;
 use tt_model_local::Local;
+use tt_model_local::compat::{self, CompatibilityReport, EnvSource};
 use tt_model_manifest::WireManifest;
 
 use super::hub;
 use crate::args::InfoArgs;
 use crate::printer::Printer;
-use crate::progress::human_bytes;
 use crate::{ExitStatus, UserError};
 use tt_model_local::state::WIRE_MANIFEST;
 use tt_model_local::target;
@@ -99,75 +103,58 @@ pub fn run(args: &InfoArgs, printer: &Printer, local: &Local) -> anyhow::Result<
             "the published {WIRE_MANIFEST} of {id} cannot be read: {e}"
         ))
     })?;
-    let f = facts(&meta, &wire);
+    let report = compat::compare(&wire, &compat::detect_here(args.arch.as_deref()));
     if args.json {
+        let mut f = facts(&meta, &wire);
+        f["compatibility"] = serde_json::to_value(&report)?;
         printer.out(&serde_json::to_string_pretty(&f)?);
         return Ok(ExitStatus::Success);
     }
-    let s = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        Value::Null => "-".into(),
-        other => other.to_string(),
-    };
-    let lines = [
-        ("package", format!("{} ({})", s(&f["id"]), s(&f["name"]))),
-        ("commit", s(&f["commit"])),
-        ("kind", s(&f["kind"])),
-        ("arch", s(&f["arch"])),
-        (
-            "hardware",
-            f["hardware"]
-                .as_array()
-                .map(|a| a.iter().map(s).collect::<Vec<_>>().join(", "))
-                .unwrap_or_default(),
-        ),
-        (
-            "image",
-            format!(
-                "{} · {} · {}",
-                s(&f["image"]),
-                s(&f["image_digest"]),
-                human_bytes(f["image_bytes"].as_u64().unwrap_or(0))
-            ),
-        ),
-        (
-            "weights",
-            f["weights"]
-                .as_object()
-                .map(|w| format!("{}@{}", s(&w["repo"]), s(&w["revision"])))
-                .unwrap_or_else(|| "-".into()),
-        ),
-        ("card", s(&f["card"]["summary"])),
-        (
-            "card gate",
-            match (
-                f["card"]["performance"].as_bool(),
-                f["card"]["limitations"].as_bool(),
-            ) {
-                (Some(true), Some(true)) => "performance and limitations given".to_string(),
-                _ => "incomplete: performance or limitations missing (publish is refused)"
-                    .to_string(),
-            },
-        ),
-        (
-            "visibility",
-            if f["private"] == true {
-                "private".into()
-            } else {
-                "public".into()
-            },
-        ),
-        (
-            "listed",
-            if f["listed"] == true {
-                "yes (community catalog)".into()
-            } else {
-                "no".into()
-            },
-        ),
-    ];
-    for (k, v) in lines {
-        printer.out(&format!("{k:<11} {v}"));
+    printer.out_raw(&wire.to_json());
+    printer.out("");
+    for line in verdict_lines(&report, wire.container.runs_without_card()) {
+        printer.out(&line);
     }
     Ok(ExitStatus::Success)
+}
+
+/// The verdict as the original prints it after the manifest; `cardless`: the package's runtime
+/// needs no Tenstorrent device, said when no card was there to judge against.
+pub(crate) fn verdict_lines(report: &CompatibilityReport, cardless: bool) -> Vec<String> {
+    if !report.compatible {
+        let mut lines = vec!["  ! compatibility issues".to_string()];
+        for i in &report.issues {
+            let tag = if i.fatal { "FATAL" } else { "warn" };
+            lines.push(format!(
+                "    [{tag}] {}: bundle={} local={}",
+                i.field,
+                py_repr(&i.expected),
+                py_repr(&i.detected)
+            ));
+        }
+        return lines;
+    }
+    if report.local.source != EnvSource::None {
+        return vec!["✓ compatible with the local environment".into()];
+    }
+    // The original says "compatible" here too, having judged nothing; say what was not judged.
+    if cardless {
+        return vec![
+            "✓ compatible with the local environment (its runtime needs no Tenstorrent card)"
+                .into(),
+        ];
+    }
+    vec![
+        "○ no Tenstorrent card detected, so arch and chip count were not judged (--arch <arch> judges against one)"
+            .into(),
+    ]
+}
+
+/// A string as Python's `repr` writes it (`'blackhole'`), as the original's verdict lines do.
+fn py_repr(s: &str) -> String {
+    if s.contains('\'') && !s.contains('"') {
+        format!("\"{s}\"")
+    } else {
+        format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'"))
+    }
 }

@@ -1,7 +1,7 @@
 //! `tt-model login` / `logout`: the token store `huggingface_hub` uses (`$HF_HOME/token`).
 //!
-//! The token comes from standard input when it is not a terminal, else from a prompt with echo
-//! off; never from argv. It is checked with `whoami` before it is stored (mode 0600, temp file +
+//! The token comes from `--token` when given (the original's non-interactive form, which `tt`
+//! uses), else from standard input when it is not a terminal, else from a prompt with echo off. It is checked with `whoami` before it is stored (mode 0600, temp file +
 //! rename), and never printed.
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -67,9 +67,11 @@ fn store(path: &Path, token: &str) -> anyhow::Result<()> {
 }
 
 /// Runs `tt-model login`.
-pub fn login(_args: &LoginArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
+pub fn login(args: &LoginArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let stdin = std::io::stdin();
-    let raw = if stdin.is_terminal() {
+    let raw = if let Some(t) = &args.token {
+        t.clone()
+    } else if stdin.is_terminal() {
         read_hidden("Hugging Face token (input hidden): ")?
     } else {
         let mut line = String::new();

@@ -9,6 +9,7 @@ use crate::ExitStatus;
 use crate::args::Commands;
 use crate::printer::Printer;
 
+mod curl;
 mod hub;
 mod info;
 pub(crate) mod lint;
@@ -16,6 +17,7 @@ mod list;
 mod login;
 mod logs;
 mod package;
+mod profiles;
 mod ps;
 mod publish;
 mod pull;
@@ -25,6 +27,8 @@ mod schema;
 mod search;
 mod serve;
 mod stop;
+mod version;
+mod whitelist;
 
 /// Runs the chosen command; `local` is the state root and Hub settings, resolved once.
 pub fn dispatch(command: Commands, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
@@ -41,9 +45,14 @@ pub fn dispatch(command: Commands, printer: &Printer, local: &Local) -> anyhow::
         Commands::Push(args) => push::run(&args, printer, local),
         Commands::Pull(args) => pull::run(&args, printer, local),
         Commands::Info(args) => info::run(&args, printer, local),
+        Commands::Profiles(args) => profiles::run(&args, printer, local),
+        Commands::Curl(args) => curl::run(&args, printer, local),
+        Commands::Version(_) => version::run(printer),
         Commands::Search(args) => search::run(&args, printer, local),
         Commands::Publish(args) => publish::publish(&args, printer, local),
         Commands::Unpublish(args) => publish::unpublish(&args, printer, local),
+        Commands::Whitelist(args) => whitelist::whitelist(&args, printer, local),
+        Commands::Unwhitelist(args) => whitelist::unwhitelist(&args, printer, local),
         Commands::Login(args) => login::login(&args, printer, local),
         Commands::Logout(args) => login::logout(&args, printer, local),
     }

@@ -9,13 +9,17 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use indicatif::ProgressBar;
-use tt_model_package::{Event, PackageError, PackageOptions, Phase, Reporter, package_manifest};
+use tt_model_engine::pull::{CredentialSource, RegistryAuth};
+use tt_model_package::{
+    Event, PackageError, PackageOptions, Phase, PullPolicy, Reporter, package_manifest,
+};
 
 use tt_model_local::Local;
 
 use crate::ExitStatus;
-use crate::args::PackageArgs;
+use crate::args::{PackageArgs, PullArg};
 use crate::printer::Printer;
+use crate::progress::human_bytes;
 use crate::report::PackageFailed;
 
 /// Where build logs go: `build/` under the one state root every command uses
@@ -116,11 +120,35 @@ impl Reporter for CliReporter<'_> {
                 let printer = self.printer;
                 self.say(|| printer.warn(&w));
             }
-            Event::Context { files, bytes } => {
+            Event::Pulling { image, done, total } => {
                 self.bar.set_message(format!(
-                    "context: {files} files, {:.1} MB",
-                    bytes as f64 / 1e6
+                    "pulling {image}: {} / {}",
+                    human_bytes(done),
+                    human_bytes(total)
                 ));
+            }
+            Event::Pulled {
+                image,
+                bytes,
+                layers,
+                took,
+            } => {
+                let printer = self.printer;
+                let detail = format!(
+                    "{} in {layers} layer{}, {:.1}s",
+                    human_bytes(bytes),
+                    if layers == 1 { "" } else { "s" },
+                    took.as_secs_f64()
+                );
+                self.say(|| printer.done(&format!("pulled {image}"), Some(&detail)));
+            }
+            Event::Skipped(what) => {
+                let printer = self.printer;
+                self.say(|| printer.skipped(&what, None));
+            }
+            Event::Context { files, bytes } => {
+                self.bar
+                    .set_message(format!("context: {files} files, {}", human_bytes(bytes)));
             }
             Event::BuildStep {
                 index,
@@ -154,12 +182,27 @@ impl Reporter for CliReporter<'_> {
                 let text = if reused {
                     "image/ reused: the image id is unchanged".to_string()
                 } else {
-                    format!("image/ written ({:.1} MB OCI layout)", bytes as f64 / 1e6)
+                    format!("image/ written ({} OCI layout)", human_bytes(bytes))
                 };
                 self.say(|| printer.note(&text));
             }
         }
     }
+}
+
+/// Base-image pulls send what `docker login` stored for the registry (the Docker config
+/// convention `push` uses too), read when a pull needs it.
+fn docker_config_credentials() -> CredentialSource {
+    CredentialSource::new(|host| {
+        tt_model_hub::registry::credentials::for_host(host)
+            .map(|found| {
+                found.map(|c| RegistryAuth {
+                    username: c.username,
+                    password: c.secret,
+                })
+            })
+            .map_err(|e| e.to_string())
+    })
 }
 
 /// Runs `tt-model package`.
@@ -176,6 +219,12 @@ pub fn run(args: &PackageArgs, printer: &Printer, local: &Local) -> anyhow::Resu
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         build_network: args.build_network.clone(),
         no_cache: args.no_cache,
+        pull: match args.pull {
+            PullArg::Never => PullPolicy::Never,
+            PullArg::Missing => PullPolicy::Missing,
+            PullArg::Always => PullPolicy::Always,
+        },
+        credentials: docker_config_credentials(),
     };
     let mut reporter = CliReporter::new(printer, args.container.clone());
     // The bar is shared (cheap clone) so the Ctrl-C handler can print above it while the
@@ -211,7 +260,9 @@ pub fn run(args: &PackageArgs, printer: &Printer, local: &Local) -> anyhow::Resu
                 &format!("Packaged {}", done.built.image),
                 Some(&format!("{:.1}s", started.elapsed().as_secs_f64())),
             );
-            printer.note(&format!("code/ {}", done.built.code_sha256));
+            if let Some(code) = &done.built.code_sha256 {
+                printer.note(&format!("code/ {code}"));
+            }
             printer.note(&format!("full log: {}", log.display()));
             // Installed = listed by `tt-model list`; serve uses the entry to judge the image.
             let manifest = done.out_dir.join(tt_model_local::state::WIRE_MANIFEST);

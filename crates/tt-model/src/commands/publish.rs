@@ -21,22 +21,6 @@ use tt_model_local::state::WIRE_MANIFEST;
 
 const NOTHING: &str = "nothing was made public and the listing is unchanged";
 
-async fn meta_of(client: &HubClient, id: &str) -> anyhow::Result<RepoMeta> {
-    client
-        .repo_meta(id)
-        .await
-        .map_err(hub::consequence(NOTHING))?
-        .ok_or_else(|| {
-            anyhow::Error::new(tt_model_hub::HubError::NotFound {
-                repo: id.to_string(),
-                revision: "main".into(),
-                endpoint: client.env.endpoint.clone(),
-                status: 404,
-            })
-            .context(crate::HubConsequence(NOTHING.into()))
-        })
-}
-
 /// Writes the README with the catalog tag `on`/off as one commit on the head read; `false`
 /// when it already was so.
 async fn set_listed(client: &HubClient, meta: &RepoMeta, on: bool) -> anyhow::Result<bool> {
@@ -81,7 +65,7 @@ pub fn publish(args: &PublishArgs, printer: &Printer, local: &Local) -> anyhow::
     let client = hub::client(local, true)?;
     let rt = crate::runtime()?;
     rt.block_on(async {
-        let meta = meta_of(&client, id).await?;
+        let meta = hub::meta_of(&client, id, NOTHING).await?;
         // The manifest, failing closed.
         if meta.siblings.iter().any(|s| s.rfilename == WIRE_MANIFEST) {
             let bytes = client.read_file(id, &meta.sha, WIRE_MANIFEST).await.map_err(|e| {
@@ -132,7 +116,7 @@ pub fn unpublish(
     let client = hub::client(local, true)?;
     let rt = crate::runtime()?;
     rt.block_on(async {
-        let meta = meta_of(&client, id).await?;
+        let meta = hub::meta_of(&client, id, NOTHING).await?;
         if set_listed(&client, &meta, false).await? {
             printer.done(
                 &format!("delisted {id}"),

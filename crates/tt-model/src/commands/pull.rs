@@ -10,6 +10,9 @@
 //! 3. Install the manifest as `pulled/<org>__<name>/tt_kernel_manifest.json` (temp file +
 //!    rename, only after the image is in) and record the package in `installed.json`.
 //! 4. Drop the downloaded layout; `--with-weights` then fetches the weights as serve does.
+//!
+//! `--force` reinstalls whatever is there: a partial download of the package is discarded, and
+//! the image layout is downloaded and loaded even when the engine already has the build.
 
 use std::path::{Path, PathBuf};
 
@@ -29,7 +32,7 @@ use tt_model_local::{Local, host, image, installed, target};
 /// Runs `tt-model pull`.
 pub fn run(args: &PullArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     crate::block_on(async {
-        pull(local, &args.id, args.with_weights, printer).await?;
+        pull_with(local, &args.id, args.with_weights, args.force, printer).await?;
         printer.next(&format!("tt-model serve {}", args.id));
         Ok(ExitStatus::Success)
     })
@@ -77,6 +80,34 @@ pub(crate) async fn pull(
     with_weights: bool,
     printer: &Printer,
 ) -> anyhow::Result<Package> {
+    pull_with(local, target_id, with_weights, false, printer).await
+}
+
+/// [`pull`], reinstalling what is already there with `force`.
+pub(crate) async fn pull_with(
+    local: &Local,
+    target_id: &str,
+    with_weights: bool,
+    force: bool,
+    printer: &Printer,
+) -> anyhow::Result<Package> {
+    pull_checked(local, target_id, with_weights, force, printer, async |_| {
+        Ok(())
+    })
+    .await
+}
+
+/// [`pull_with`], with `check` run on the fetched manifest before the image is downloaded:
+/// serve's chip pre-check, so a first serve that cannot get its chips downloads no image
+/// (the original checks capacity before any download too).
+pub(crate) async fn pull_checked(
+    local: &Local,
+    target_id: &str,
+    with_weights: bool,
+    force: bool,
+    printer: &Printer,
+    check: impl AsyncFnOnce(&Package) -> anyhow::Result<()>,
+) -> anyhow::Result<Package> {
     let (id, rev) = target::split_repo(target_id).ok_or_else(|| {
         UserError(format!(
             "{target_id} is not a package id: expected <org>/<name>[@<revision>]"
@@ -90,10 +121,15 @@ pub(crate) async fn pull(
     env.hub_cache = pull_cache(local);
     let endpoint = env.endpoint.clone();
     let dl = Downloader::new(env);
-    let fetch = |rev: String, allow: Vec<String>, ignore: Vec<String>| {
+    if force {
+        // Nothing half-downloaded is resumed: every file comes from the Hub again.
+        drop_download(&dl, &id, printer);
+    }
+    // `key`: the progress stream's step the bytes belong to.
+    let fetch = |rev: String, allow: Vec<String>, ignore: Vec<String>, key: &'static str| {
         let (dl, id, endpoint) = (&dl, &id, &endpoint);
         async move {
-            let bar = ByteBar::new(id);
+            let bar = ByteBar::for_step(id, key, printer);
             let snap = dl.snapshot(id, &rev, &allow, &ignore, &bar).await;
             bar.finish();
             snap.map_err(|e| {
@@ -101,10 +137,12 @@ pub(crate) async fn pull(
             })
         }
     };
-    let snap = fetch(rev, vec![], vec![LAYOUT_DIR.into()]).await?;
+    printer.step_start("bundle", &format!("fetching {id}"));
+    let snap = fetch(rev, vec![], vec![LAYOUT_DIR.into()], "bundle").await?;
     let commit = snap.commit.clone();
     let short = &commit[..commit.len().min(8)];
-    printer.done(
+    printer.step_done(
+        "bundle",
         &format!("fetched {id}@{short}"),
         Some(&format!(
             "{} files · {} downloaded",
@@ -120,6 +158,7 @@ pub(crate) async fn pull(
         .into());
     }
     let pkg = Package::load(&fetched)?;
+    check(&pkg).await?;
 
     // 2. The image: already loaded (by the recorded digest), or fetched and loaded from the
     //    repo's layout at the same commit.
@@ -130,13 +169,18 @@ pub(crate) async fn pull(
         .ok()
         .flatten()
         .and_then(|e| e.known_loaded_id(digest.as_deref()).map(str::to_string));
+    printer.step_start("image", &format!("image {}", pkg.image));
     let layout = match judge(
         client.image(&pkg.image).await?,
         digest.as_deref(),
         known.as_deref(),
     ) {
-        ImageState::Matches(_) => {
-            printer.done(&format!("image {} already loaded", pkg.image), None);
+        ImageState::Matches(_) if !force => {
+            printer.step_done(
+                "image",
+                &format!("image {} already loaded", pkg.image),
+                None,
+            );
             None
         }
         _ if pkg.wire().container.image.in_registry() => {
@@ -144,7 +188,8 @@ pub(crate) async fn pull(
             Some(registry::pull_layout(pkg.wire(), &under, printer).await?)
         }
         _ => {
-            let image_snap = fetch(commit.clone(), vec![LAYOUT_DIR.into()], vec![]).await?;
+            let image_snap =
+                fetch(commit.clone(), vec![LAYOUT_DIR.into()], vec![], "image").await?;
             printer.done(
                 &format!("fetched the image layout of {id}@{short}"),
                 Some(&format!(
@@ -164,16 +209,11 @@ pub(crate) async fn pull(
             Some(dir)
         }
     };
-    let loaded = match image::ensure_from(
-        local,
-        &client,
-        &pkg,
-        layout.as_deref(),
-        Via::Pull { id: &id },
-        printer,
-    )
-    .await
-    {
+    let via = Via::Pull { id: &id };
+    let loaded = match match layout.as_deref() {
+        Some(dir) if force => image::reload_from(local, &client, &pkg, dir, via, printer).await,
+        dir => image::ensure_from(local, &client, &pkg, dir, via, printer).await,
+    } {
         Ok(l) => l,
         Err(e) => {
             // A blob that failed to load must not be trusted by the next pull.
@@ -183,6 +223,10 @@ pub(crate) async fn pull(
         }
     };
     drop_layout(local, layout.as_deref(), printer);
+    if layout.is_some() {
+        // The load's own line was printed by the library; the stream settles the step.
+        printer.step_end("image", Some(loaded.short_id()));
+    }
 
     // 3. Install: the manifest, then the database entry.
     let pkg = installed::install_pulled(local, &id, &fetched, &commit, &loaded.id)?;

@@ -165,8 +165,12 @@ async fn push(args: &PushArgs, printer: &Printer, local: &Local) -> anyhow::Resu
     // The files: the README repointed and carrying the listing decided above.
     let readme = card_tags::repoint_quickstart(&readme, &repo);
     let readme = card_tags::with_tag(&readme, card_tags::CATALOG_TAG, listing.listed());
-    // Every package carries the package tag (`search` finds packages by it).
-    let readme = card_tags::with_tag(&readme, card_tags::PACKAGE_TAG, true);
+    // Every package carries the package tag (`search` finds packages by it), and the tags `tt`
+    // classifies bundles by (container, arch, kind, hardware), even when its card was rendered
+    // by a tt-model that did not write them.
+    let readme = card_tags::package_tags(&wire)
+        .iter()
+        .fold(readme, |r, t| card_tags::with_tag(&r, t, true));
     let files = package_files(dir, readme, !in_registry)?;
     let blobs: Vec<&LocalFile> = files
         .iter()

@@ -166,6 +166,26 @@ async fn remove(
                 Err(e) => printer.warn(&format!("image {image} kept: {e}")),
             }
         }
+        // `package` keeps the engine's own build under `<repository>:build` (the layers the
+        // next build reuses from cache; the shipped image is its reproducible rewrite): a
+        // package that is removed takes that cache with it.
+        let provisional = image
+            .rsplit_once(':')
+            .filter(|(r, t)| r.starts_with("tt-model/") && !t.contains('/'))
+            .map(|(repository, _)| format!("{repository}:build"))
+            .filter(|p| *p != image);
+        if sharer.is_none()
+            && let Some(provisional) = provisional
+            && client.image(&provisional).await?.is_some()
+        {
+            match client.remove_image(&provisional).await {
+                Ok(()) => printer.done(
+                    &format!("removed build cache {provisional}"),
+                    Some("the engine's own build, kept for the next package"),
+                ),
+                Err(e) => printer.warn(&format!("build cache {provisional} kept: {e}")),
+            }
+        }
     }
     // A pulled package's manifest directory goes too; a staged one is the user's.
     let pulled = local.root().join("pulled");

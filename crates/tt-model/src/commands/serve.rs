@@ -14,8 +14,9 @@ pub(crate) mod watch;
 use std::time::Instant;
 
 use tt_model_engine::run_spec;
+use tt_model_local::host::{self, CardFacts};
 use tt_model_local::package::{self, Package};
-use tt_model_local::{Local, host, target};
+use tt_model_local::{Local, target};
 
 use crate::ExitStatus;
 use crate::args::{PrintFormat, ServeArgs};
@@ -28,7 +29,12 @@ pub fn run(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::Result
 
 /// The package the target names: a staged or pulled one, an authoring manifest for
 /// `--print`, or a Hub package installed first; refreshed with `--refresh`.
-async fn resolve(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::Result<Package> {
+async fn resolve(
+    args: &ServeArgs,
+    facts: &CardFacts,
+    printer: &Printer,
+    local: &Local,
+) -> anyhow::Result<Package> {
     let resolved = if args.print.is_some() {
         target::resolve_for_print(local, &args.target)
     } else {
@@ -44,7 +50,9 @@ async fn resolve(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::
                 && target::is_unpulled_repo(local, &args.target) =>
         {
             printer.note(&format!("{} is not installed: pulling it", args.target));
-            super::pull::pull(local, &args.target, false, printer).await?
+            // The chips are judged on the fetched manifest, before the image is downloaded.
+            let check = async |pkg: &Package| start::precheck(args, pkg, facts).await;
+            super::pull::pull_checked(local, &args.target, false, false, printer, check).await?
         }
         r => r?,
     };
@@ -57,11 +65,21 @@ async fn resolve(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::
 
 async fn serve(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let t0 = Instant::now();
-    let pkg = resolve(args, printer, local).await?;
-    let settings = plan::settings(args, &pkg)?;
+    // The original's v5/v6 overrides: a container package has nothing they change.
+    for (flag, given) in [("--force", args.force), ("--arch", args.arch.is_some())] {
+        if given {
+            printer.skipped(
+                flag,
+                Some("applies only to the original's v5/v6 bundles; a container package has no such override"),
+            );
+        }
+    }
     let mounts_text = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     let dev_root = std::path::Path::new(run_spec::DEV_TENSTORRENT);
     let facts = host::card_facts(dev_root, &mounts_text);
+    let pkg = resolve(args, &facts, printer, local).await?;
+    refresh::advise(args, &pkg, local, printer).await;
+    let settings = plan::settings(args, &pkg)?;
 
     if args.print == Some(PrintFormat::K8s) {
         printer.out_raw(&fleet::fleet_yaml(args, &pkg, &settings)?);

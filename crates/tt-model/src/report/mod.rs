@@ -128,8 +128,17 @@ pub fn hub_card(
         H::Io { .. } => vec!["check that the HF cache (HF_HUB_CACHE) is writable".into()],
         _ => vec!["retry: the bad file was deleted and is fetched again".into()],
     };
+    // A missing repo is the common case: a short cause (tt quotes it in one sentence), the
+    // Hub's full answer first among the evidence.
+    let (cause, evidence) = match e {
+        H::NotFound { repo, revision, .. } => (
+            format!("the Hub has no {repo}@{revision}"),
+            std::iter::once(e.to_string()).chain(evidence).collect(),
+        ),
+        _ => (format!("the Hub: {e}"), evidence),
+    };
     DiagnosisCard {
-        cause: format!("the Hub: {e}"),
+        cause,
         evidence,
         consequence: Some("nothing was installed".into()),
         actions,

@@ -3,16 +3,13 @@
 //!
 //! * Boot: open the device, upload the arena's bytes as they are (one arena tile per DRAM page,
 //!   pages interleaved over the banks: `tt_blackhole::dram::interleaved`), no conversion.
-//! * Every matmul of the plan's schedule is one device program over the compute cores the plan
-//!   gives the weight (`tt_blackhole::plan::compute_coord` of each work unit): our reader
-//!   streams the unit's weight tiles from the arena buffer in arena order, our compute kernel
-//!   multiplies on the FPU (fp32 destination), our writer stores the fp32 partials; the K
-//!   pieces of split columns are added in piece order on the host, then bias and the bf16
-//!   pack ([`finish_matmul`]), exactly as the emulator does.
-//! * The SFPU work (SiLU, LayerNorm, attention's softmax, GELU) runs on the host between device
-//!   phases ([`SfpuPlacement::Host`], the only placement this build has: our SFPU library
-//!   (`super::sfpu`) runs and is tested on the simulator, but no block piece of the forward
-//!   uses it yet); `/info` names it in the stage.
+//! * A denoising step runs on the device whole (`super::graph`): one exchange per step runs
+//!   every block's programs over device tensors (matmuls from the arena as the plan splits
+//!   them, the K pieces summed on the device, LayerNorm/AdaLN, attention, GELU, residual adds
+//!   with our SFPU library), so only the step's tokens and SiLU(temb) go in and the stream
+//!   after the last block comes back. The cross blocks' K/V are computed once per observation
+//!   ([`SfpuPlacement::Device`]). [`TtDevice::matmul_raw`] (one matmul, partials read back) is
+//!   kept for the matmul tests.
 //! * Every exchange is counted where it happens ([`TtDevice::stats`]: programs, bytes each way,
 //!   per step and forward; `crate::megakernel::counters`), for `predict --stats-json` and `/info`.
 
@@ -26,11 +23,16 @@ use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs};
 use tt_blackhole::dims::{DitDims, WeightKind};
 use tt_blackhole::plan::{CoreRole, MegakernelPlan, build_plan, compute_coord};
 
+use super::graph::CrossKeys;
 use super::watchdog::Liveness;
 use super::worker::{TtnnWorker, WorkerConfig, WorkerError};
 use crate::megakernel::counters::{DeviceCounters, DeviceStats};
-use crate::megakernel::emulator::{StepMatmul, finish_matmul, recut_plan, run_step_with};
+use crate::megakernel::emulator::{StepMatmul, finish_matmul, recut_plan};
 use crate::model::dit::DitWeights;
+use steps::ObservationKey;
+
+/// The step graphs' runs over a [`DeviceSteps`] (constants, observation, step).
+mod steps;
 
 /// Our device kernels (C++, JIT-compiled by tt-metal on first use), shipped in the binary.
 pub const READER_KERNEL: &str = include_str!("kernels/reader_share.cpp");
@@ -39,16 +41,18 @@ pub const COMPUTE_KERNEL: &str = include_str!("kernels/matmul_share.cpp");
 /// The writer kernel: stores each work unit's fp32 partials for the host to sum.
 pub const WRITER_KERNEL: &str = include_str!("kernels/writer_partials.cpp");
 
-/// Where the SFPU steps (SiLU, LayerNorm, softmax, GELU) run. A compile-time choice: only
-/// `Host` exists in this build.
+/// Where the SFPU steps (LayerNorm, softmax, GELU) run. A compile-time choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SfpuPlacement {
-    /// On the host between device phases (the forward's SFPU steps are not on the device yet).
+    /// On the host between device phases (the per-matmul path before issue 24).
     Host,
+    /// On the device, inside the step's programs (our SFPU library); only SiLU(temb), one
+    /// vector per step shared by every block, is still computed on the host.
+    Device,
 }
 
 /// This build's placement.
-pub const SFPU: SfpuPlacement = SfpuPlacement::Host;
+pub const SFPU: SfpuPlacement = SfpuPlacement::Device;
 
 /// The name of the arena buffer on the device.
 const ARENA: &str = "arena";
@@ -73,6 +77,9 @@ pub struct DeviceInfo {
 pub struct MatmulTimes {
     /// (kind, calls, total program time)
     pub by_kind: Vec<(WeightKind, usize, Duration)>,
+    /// Programs of the step graphs by label (`matmul FfUp`, `relayout`, ...): (label, programs,
+    /// total time as the worker measured it, synchronisation included).
+    pub graph: Vec<(String, u64, Duration)>,
 }
 
 impl MatmulTimes {
@@ -85,6 +92,20 @@ impl MatmulTimes {
             None => self.by_kind.push((kind, 1, d)),
         }
     }
+}
+
+/// One matmul's program as the plan cuts it ([`TtDevice::matmul_spec`]).
+pub(crate) struct MatmulSpec {
+    /// The worker's matmul fields (units, CBs, kernels, arena place), without `op`.
+    pub header: serde_json::Value,
+    /// The weight's K and N.
+    pub k: usize,
+    /// See `k`.
+    pub n: usize,
+    /// Output tile columns.
+    pub nt: usize,
+    /// K pieces of the split columns (the partials hold this many row blocks).
+    pub k_split: usize,
 }
 
 /// An open device holding the arena: the worker, and what it said when it opened.
@@ -109,6 +130,8 @@ pub struct TtDevice {
     times: Mutex<MatmulTimes>,
     /// Programs and bytes of every exchange, per step and forward ([`TtDevice::stats`]).
     counters: DeviceCounters,
+    /// Whether the graphs' device-lifetime tensors (biases, constants) are on this worker.
+    constants: Mutex<bool>,
 }
 
 /// One observation's view of the device: the plan cut for its context length, the model's
@@ -121,6 +144,9 @@ pub struct DeviceSteps<'a> {
     weights: &'a DitWeights,
     /// A step failed: the forward is not reported as the last one.
     failed: AtomicBool,
+    /// The observation whose cross K/V are on the device (its context and masks), and its key
+    /// counts.
+    observation: Mutex<Option<(ObservationKey, CrossKeys)>>,
 }
 
 /// Error text for the `DitDevice` seam (String errors).
@@ -170,6 +196,7 @@ impl TtDevice {
             index: index.clone(),
             times: Mutex::new(MatmulTimes::default()),
             counters,
+            constants: Mutex::new(false),
         })
     }
 
@@ -218,6 +245,7 @@ impl TtDevice {
         *lock(&self.liveness) = Some(worker.liveness());
         *lock(&self.worker) = Some(worker);
         *lock(&self.lost) = None;
+        *lock(&self.constants) = false;
         self.counters.record_exchange(false, arena.len(), 0);
         self.reopened.fetch_add(1, Ordering::SeqCst);
         Ok(())
@@ -250,10 +278,27 @@ impl TtDevice {
         let answer = self.exchange(header, payload);
         // Counted when the worker answered: a failed op may have sent its payload but ran
         // no program the forward can use (and such a forward is not reported).
-        if let Ok((_, back)) = &answer {
+        if let Ok((ans, back)) = &answer {
             let op = header["op"].as_str().unwrap_or("");
-            self.counters
-                .record_exchange(runs_program(op), payload.len(), back.len());
+            // A graph runs many programs in one exchange: its worker counts them as it launches.
+            let programs = match op {
+                "graph" => ans["programs"].as_u64().unwrap_or(0),
+                _ => u64::from(runs_program(op)),
+            };
+            self.counters.record(programs, payload.len(), back.len());
+            if let (Some(by), Ok(mut t)) = (ans["by_label"].as_object(), self.times.lock()) {
+                for (label, v) in by {
+                    let (n, ms) = (v[0].as_u64().unwrap_or(0), v[1].as_f64().unwrap_or(0.0));
+                    let d = Duration::from_secs_f64(ms / 1e3);
+                    match t.graph.iter_mut().find(|(l, _, _)| l == label) {
+                        Some(e) => {
+                            e.1 += n;
+                            e.2 += d;
+                        }
+                        None => t.graph.push((label.clone(), n, d)),
+                    }
+                }
+            }
         }
         answer
     }
@@ -296,33 +341,21 @@ impl TtDevice {
         self.times.lock().map(|t| t.clone()).unwrap_or_default()
     }
 
-    /// The device program of one matmul: work units → cores, runtime args and CB sizes from the
-    /// plan. Returns the fp32 product `[m, n]` before bias, K pieces added in piece order.
-    pub fn matmul_raw(
+    /// What one matmul's device program needs, from the plan: work units → cores (runtime args),
+    /// CB sizes, the weight's place in the arena, our kernels. `m` is the activation's rows.
+    pub(crate) fn matmul_spec(
         &self,
         plan: &MegakernelPlan,
         block: usize,
         kind: WeightKind,
-        x: &[f32],
         m: usize,
-    ) -> Result<Vec<f32>, DitRunError> {
+    ) -> Result<MatmulSpec, DitRunError> {
         let e = self
             .index
             .entry(block, kind)
             .ok_or_else(|| DitRunError::Arena(format!("no block {block} {kind:?}")))?;
         let [k, n] = e.kn_shape;
         let [kt, nt] = e.tiles;
-        if x.len() != m * k {
-            return Err(DitRunError::Input(format!(
-                "matmul {kind:?}: x has {} values, want {m}x{k}",
-                x.len()
-            )));
-        }
-        if m == 0 {
-            // No rows (a cross block whose text or image mask is empty): the product is empty,
-            // as on the emulator; no program runs.
-            return Ok(Vec::new());
-        }
         let class = plan.class(block, kind);
         let split = &class.split;
         let mt = m.div_ceil(32);
@@ -365,9 +398,8 @@ impl TtDevice {
                 "piece": if split.k_split > 1 { u.core % split.k_split } else { 0 },
             }));
         }
-        let xbytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
         let header = json!({
-            "op": "matmul", "arena": ARENA, "m": m, "k": k, "kt": kt, "nt": nt,
+            "arena": ARENA, "m": m, "mt": mt, "k": k, "kt": kt, "nt": nt,
             "k_split": split.k_split, "units": units,
             "weight_dtype": self.index.dtype.to_string(), "weight_page": self.index.tile_bytes,
             "cbs": {"act": act_pages, "weights": w_pages, "out": out_pages},
@@ -375,18 +407,54 @@ impl TtDevice {
             "math_fidelity": tt_blackhole::plan::roofline::KERNEL_FIDELITY.name(),
             "kernels": {"reader": READER_KERNEL, "compute": COMPUTE_KERNEL, "writer": WRITER_KERNEL},
         });
+        Ok(MatmulSpec {
+            header,
+            k,
+            n,
+            nt,
+            k_split: split.k_split,
+        })
+    }
+
+    /// The device program of one matmul: work units → cores, runtime args and CB sizes from the
+    /// plan. Returns the fp32 product `[m, n]` before bias, K pieces added in piece order.
+    pub fn matmul_raw(
+        &self,
+        plan: &MegakernelPlan,
+        block: usize,
+        kind: WeightKind,
+        x: &[f32],
+        m: usize,
+    ) -> Result<Vec<f32>, DitRunError> {
+        let spec = self.matmul_spec(plan, block, kind, m)?;
+        let (k, n, nt) = (spec.k, spec.n, spec.nt);
+        if x.len() != m * k {
+            return Err(DitRunError::Input(format!(
+                "matmul {kind:?}: x has {} values, want {m}x{k}",
+                x.len()
+            )));
+        }
+        if m == 0 {
+            // No rows (a cross block whose text or image mask is empty): the product is empty,
+            // as on the emulator; no program runs.
+            return Ok(Vec::new());
+        }
+        let mt = m.div_ceil(32);
+        let xbytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut header = spec.header;
+        header["op"] = json!("matmul");
         let (ans, out) = self.call(&header, &xbytes)?;
         if let Some(ms) = ans["program_ms"].as_f64()
             && let Ok(mut t) = self.times.lock()
         {
             t.add(kind, Duration::from_secs_f64(ms / 1e3));
         }
-        let (rows, cols) = (mt * 32, nt * 32);
-        if out.len() != split.k_split * rows * cols * 4 {
+        let (rows, cols, k_split) = (mt * 32, nt * 32, spec.k_split);
+        if out.len() != k_split * rows * cols * 4 {
             return Err(DitRunError::Device(format!(
                 "matmul {kind:?}: device returned {} bytes, want {}",
                 out.len(),
-                split.k_split * rows * cols * 4
+                k_split * rows * cols * 4
             )));
         }
         let at = |s: usize, r: usize, c: usize| {
@@ -394,7 +462,7 @@ impl TtDevice {
             f32::from_le_bytes([out[i], out[i + 1], out[i + 2], out[i + 3]])
         };
         let mut y = vec![0f32; m * n];
-        for s in 0..split.k_split {
+        for s in 0..k_split {
             for r in 0..m {
                 for c in 0..n {
                     y[r * n + c] += at(s, r, c);
@@ -406,11 +474,18 @@ impl TtDevice {
 }
 
 /// Whether the worker op `op` runs a device program (the others move data or manage the
-/// device: `open`, `upload`, `readback`, `free`, `close`).
+/// device: `open`, `upload`, `put`, `readback`, `free`, `close`); a `graph` runs several.
 pub fn runs_program(op: &str) -> bool {
     matches!(
         op,
-        "matmul" | "eltwise" | "layernorm" | "softmax" | "bias_act" | "residual" | "attention"
+        "matmul"
+            | "eltwise"
+            | "layernorm"
+            | "softmax"
+            | "bias_act"
+            | "residual"
+            | "attention"
+            | "graph"
     )
 }
 
@@ -481,6 +556,7 @@ impl<'a> DeviceSteps<'a> {
             plan,
             weights,
             failed: AtomicBool::new(false),
+            observation: Mutex::new(None),
         })
     }
 }
@@ -526,8 +602,19 @@ impl DitDevice for DeviceSteps<'_> {
 
     /// One denoising step; what its exchanges moved is the step's window of the counters.
     fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
+        // The device's constants and the observation's cross K/V first, outside the step.
+        let keys = self
+            .ensure_constants()
+            .and_then(|()| self.ensure_observation(inputs));
+        let keys = match keys {
+            Ok(k) => k,
+            Err(e) => {
+                self.failed.store(true, Ordering::SeqCst);
+                return Err(e);
+            }
+        };
         let before = self.dev.counters.total();
-        let out = run_step_with(self, self.weights, &self.plan, inputs);
+        let out = self.run_step_graph(inputs, keys);
         match &out {
             Ok(_) => self
                 .dev

@@ -15,6 +15,7 @@
 
 pub mod attention;
 pub mod backend;
+pub(crate) mod graph;
 pub mod rows;
 pub mod sfpu;
 pub mod watchdog;
@@ -24,6 +25,8 @@ pub use backend::{DeviceInfo, DeviceSteps, MatmulTimes, SFPU, SfpuPlacement, TtD
 pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerError};
 #[cfg(test)]
 mod attention_tests;
+#[cfg(test)]
+mod graph_tests;
 #[cfg(test)]
 mod rows_tests;
 #[cfg(test)]

@@ -9,7 +9,7 @@
 //! * [`softmax`] (`kernels/softmax_rows.cpp`): attention's row softmax with max subtraction:
 //!   row max by `reduce_tile`, exp on the SFPU, row sum by `reduce_tile`, its reciprocal on the
 //!   SFPU, the scaling as a broadcast. Tested against f64.
-//! * [`bias_act`] (`kernels/bias_act_rows.cpp`): the end of a matmul, `ACT(bf16(x + bias))`
+//! * [`bias_act`] (`kernels/bias_act_rows.cpp`, read by `kernels/reader_finish.cpp`): the end of a matmul, `ACT(bf16(x + bias))`
 //!   with ACT the FF-up's GELU or nothing, all on the SFPU in fp32 (x and the bias unpacked
 //!   straight to the fp32 DST). Tested against the emulator's `finish_matmul` + `gelu_tanh`.
 //! * [`residual`] (`kernels/residual_rows.cpp`): the residual add `x + o` of the fp32 stream,
@@ -215,7 +215,7 @@ pub fn bias_act(
     let header = json!({
         "op": "bias_act", "rows": padded, "d": n, "cores": cores.max(1),
         "kernels": {
-            "reader": READER_ROWS_KERNEL, "writer": WRITER_TILES_KERNEL,
+            "reader": super::graph::READER_FINISH_KERNEL, "writer": WRITER_TILES_KERNEL,
             "compute": compose_compute(BIAS_ACT_KERNEL, &[("GR00T_ACT_ROW", row)]),
         },
     });

@@ -73,8 +73,8 @@ fn worker_without_ttnn_or_python_fails_clearly() {
 
 /// The counters' program classification (`backend::runs_program`) agrees with the worker
 /// itself: an op counts as a device program exactly when its body launches one
-/// (`ttnn.generic_op`, directly or through `_row_program`), so a new worker op cannot go
-/// uncounted or be counted wrongly.
+/// (`ttnn.generic_op`, directly or through a `_…_program` / `_…_on_device` builder; a `graph`
+/// reports how many it launched), so a new worker op cannot go uncounted or be counted wrongly.
 #[test]
 fn every_worker_op_is_classified_as_the_worker_runs_it() {
     let src = super::worker::WORKER_SOURCE;
@@ -84,7 +84,9 @@ fn every_worker_op_is_classified_as_the_worker_runs_it() {
             continue;
         };
         let body = chunk.split_once('\n').map_or("", |(_, b)| b);
-        let launches = body.contains("generic_op(") || body.contains("_row_program(");
+        let launches = body.contains("generic_op(")
+            || body.contains("_program(")
+            || body.contains("_on_device(");
         assert_eq!(
             super::backend::runs_program(name),
             launches,
@@ -99,6 +101,8 @@ fn every_worker_op_is_classified_as_the_worker_runs_it() {
         "matmul",
         "layernorm",
         "attention",
+        "put",
+        "graph",
         "close",
     ] {
         assert!(ops.iter().any(|o| o == op), "no op_{op} in {ops:?}");
@@ -124,6 +128,10 @@ while True:
     print("request", h["op"], file=sys.stderr, flush=True)
     if h["op"] == "hang":
         time.sleep(3600)
+    if h["op"] == "progress":
+        for _ in range(6):
+            time.sleep(0.25)
+            print("gr00t-worker: program done", file=sys.stderr, flush=True)
     a = json.dumps({"ok": True, "echo": h}).encode()
     out.write(struct.pack("<I", len(a)) + a + struct.pack("<Q", 0))
     out.flush()
@@ -162,6 +170,25 @@ fn a_worker_that_never_answers_is_killed_at_the_deadline() {
     // The next call fails at once: the pipe is closed.
     let err = w.call(&serde_json::json!({"op": "ping"}), &[]).unwrap_err();
     assert!(matches!(err, WorkerError::Exited { .. }), "{err}");
+}
+
+/// A long exchange that reports progress (a graph, after each of its programs) lives past the
+/// deadline as long as each stretch without progress is shorter than it; the progress lines are
+/// not kept as the worker's output.
+#[test]
+fn progress_restarts_the_deadline() {
+    let mut w = echo_worker(Duration::from_millis(600));
+    w.call(&serde_json::json!({"op": "open"}), &[]).unwrap();
+    let t = Instant::now();
+    let (ans, _) = w.call(&serde_json::json!({"op": "progress"}), &[]).unwrap();
+    assert_eq!(ans["echo"]["op"], "progress");
+    assert!(
+        t.elapsed() >= Duration::from_millis(1500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(w.liveness().is_alive());
+    assert!(!w.stderr_tail().contains(super::worker::PROGRESS_LINE));
 }
 
 /// A stopped worker (SIGSTOP) is a hang too: killed at the deadline, even mid-upload of a

@@ -25,6 +25,7 @@ import numpy as np  # noqa: E402
 import ttnn  # noqa: E402
 
 DTYPES = {"bfp8_b": ttnn.bfloat8_b, "bfp4_b": ttnn.bfloat4_b, "bf16": ttnn.bfloat16}
+ACT_DTYPES = {"bf16": ttnn.bfloat16, "f32": ttnn.float32}
 
 
 def read_exact(n):
@@ -106,11 +107,23 @@ class Worker:
         mt = (m + 31) // 32
         x = np.zeros((mt * 32, kt * 32), dtype=np.float32)
         x[:m, :k] = np.frombuffer(payload, dtype=np.float32).reshape(m, k)
-        arena = self.buffers[h["arena"]]
         t0 = time.time()
         act = ttnn.Tensor(x, ttnn.bfloat16, self.dev, ttnn.TILE_LAYOUT, ttnn.DRAM_MEMORY_CONFIG)
         out = ttnn.allocate_tensor_on_device(ttnn.Shape([k_split * mt * 32, nt * 32]), ttnn.float32,
                                              ttnn.TILE_LAYOUT, self.dev, ttnn.DRAM_MEMORY_CONFIG)
+        t1 = time.time()
+        self._matmul_program(h, act, out, mt)
+        t2 = time.time()
+        got = np.ascontiguousarray(ttnn.from_device(out).to_numpy(), dtype=np.float32)
+        ttnn.deallocate(act)
+        ttnn.deallocate(out)
+        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
+
+    def _matmul_program(self, h, act, out, mt):
+        """One matmul program: act [mt * 32, kt * 32] bf16 tiles times the arena weight h describes (units
+        per core from the plan) into the fp32 partials out [k_split * mt * 32, nt * 32]."""
+        kt, nt = h["kt"], h["nt"]
+        arena = self.buffers[h["arena"]]
         units = h["units"]
         cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(u["x"], u["y"]), ttnn.CoreCoord(u["x"], u["y"]))
                                    for u in units])
@@ -147,14 +160,8 @@ class Worker:
             runtime_args=cp, config=ttnn.ComputeConfigDescriptor(
                 math_fidelity=getattr(ttnn.MathFidelity, h["math_fidelity"]), fp32_dest_acc_en=True))
         prog = ttnn.ProgramDescriptor(kernels=[reader, writer, compute], semaphores=[], cbs=cbs)
-        t1 = time.time()
-        res = ttnn.generic_op([act, out], prog)
+        ttnn.generic_op([act, out], prog)
         ttnn.synchronize_device(self.dev)
-        t2 = time.time()
-        got = np.ascontiguousarray(ttnn.from_device(res).to_numpy(), dtype=np.float32)
-        ttnn.deallocate(act)
-        ttnn.deallocate(out)
-        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
     def op_eltwise(self, h, payload):
         """One tile-streaming program of our kernels (an SFPU op of the library, compiled as the Rust side
@@ -240,15 +247,67 @@ class Worker:
         return self._row_program(h, s, None, {4: n // 32, 6: 1, 7: 1})
 
     def op_bias_act(self, h, payload):
-        """The end of a matmul on the device (our bias_act_rows.cpp): payload x [rows, n] (the fp32 sums),
-        bias [n] f32. Returns ACT(bf16(x + bias)) [rows, n] (bf16 values, as f32)."""
+        """The end of a matmul on the device (our bias_act_rows.cpp, read by reader_finish.cpp): payload x
+        [rows, n] (the fp32 sums), bias [n] f32. Returns ACT(bf16(x + bias)) [rows, n] (bf16 values, as f32)."""
         rows, n = h["rows"], h["d"]
         if rows % 32 or n % 32 or len(payload) != (rows * n + n) * 4:
             raise RuntimeError(f"bias_act: {len(payload)} bytes for x [{rows}, {n}], bias [{n}]")
         v = np.frombuffer(payload, dtype=np.float32)
-        x, bias = v[:rows * n].reshape(rows, n), v[rows * n:]
-        return self._row_program(h, x, (bias, bias), {2: n // 32, 3: n // 32}, replicate=True,
-                                 unpack_to_dest=(0, 2))
+        t0 = time.time()
+        put = lambda a: ttnn.Tensor(np.ascontiguousarray(a), ttnn.float32, self.dev, ttnn.TILE_LAYOUT,
+                                    ttnn.DRAM_MEMORY_CONFIG)
+        tx, tb = put(v[:rows * n].reshape(rows, n)), put(np.tile(v[rows * n:][None, :], (32, 1)))
+        out = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, n]), ttnn.bfloat16, ttnn.TILE_LAYOUT, self.dev,
+                                             ttnn.DRAM_MEMORY_CONFIG)
+        t1 = time.time()
+        self._finish_on_device({**h, "mt": rows // 32, "nt": n // 32, "k_split": 1, "out_f32": False}, tx, tb, out)
+        t2 = time.time()
+        got = np.ascontiguousarray(ttnn.to_dtype(ttnn.from_device(out), ttnn.float32).to_numpy(), dtype=np.float32)
+        for t in (tx, tb, out):
+            ttnn.deallocate(t)
+        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
+
+    def _finish_on_device(self, st, tx, tb, out):
+        """The end of a matmul on device tensors: the fp32 partials tx [k_split * mt tile rows, nt tiles], the
+        replicated bias tb [32, nt * 32] -> out [mt * 32, nt * 32]. Units of up to st["unit_tiles"] output
+        tiles of one tile row, one per core over the grid (row-major), so a core's L1 holds only its
+        unit's bias."""
+        mt, nt, pieces = st["mt"], st["nt"], st["k_split"]
+        grid = self.dev.compute_with_storage_grid_size()
+        per_row = -(-nt // max(1, min(st.get("unit_tiles", nt), nt)))
+        per_row = min(per_row, max(1, (grid.x * grid.y) // mt))
+        cw_max = -(-nt // per_row)
+        units = [(r, c0, min(cw_max, nt - c0)) for r in range(mt) for c0 in range(0, nt, cw_max)]
+        cores, rd, cp, wr = [], ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
+        for i, (r, c0, cw) in enumerate(units):
+            x_, y_ = i % grid.x, i // grid.x
+            rd[x_][y_] = [tx.buffer_address(), tb.buffer_address(), nt, r, c0, cw, pieces, mt]
+            cp[x_][y_] = [cw, pieces]
+            wr[x_][y_] = [out.buffer_address(), r * nt + c0, cw]
+            cores.append(ttnn.CoreRange(ttnn.CoreCoord(x_, y_), ttnn.CoreCoord(x_, y_)))
+        cores = ttnn.CoreRangeSet(cores)
+        f32 = ttnn.float32
+        out_fmt = (f32, 4096) if st["out_f32"] else (ttnn.bfloat16, 2048)
+        cbs = [ttnn.CBDescriptor(total_size=n * fmt[1], core_ranges=cores, format_descriptors=[
+            ttnn.CBFormatDescriptor(buffer_index=i, data_format=fmt[0], page_size=fmt[1])])
+            for i, fmt, n in ((0, (f32, 4096), 2 * pieces), (2, (f32, 4096), cw_max), (16, out_fmt, 2))]
+        src = ttnn.KernelDescriptor.SourceType.SOURCE_CODE
+        k = st["kernels"]
+        acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
+        cfg = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
+        cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32 if i in (0, 2)
+                                   else ttnn.UnpackToDestMode.Default for i in range(64)]
+        prog = ttnn.ProgramDescriptor(kernels=[
+            ttnn.KernelDescriptor(kernel_source=k["reader"], source_type=src, core_ranges=cores,
+                                  compile_time_args=acc(tx) + acc(tb), runtime_args=rd,
+                                  config=ttnn.ReaderConfigDescriptor()),
+            ttnn.KernelDescriptor(kernel_source=k["writer"], source_type=src, core_ranges=cores,
+                                  compile_time_args=acc(out), runtime_args=wr, config=ttnn.WriterConfigDescriptor()),
+            ttnn.KernelDescriptor(kernel_source=k["compute"], source_type=src, core_ranges=cores,
+                                  compile_time_args=[], runtime_args=cp, config=cfg),
+        ], semaphores=[], cbs=cbs)
+        ttnn.generic_op([tx, tb, out], prog)
+        ttnn.synchronize_device(self.dev)
 
     def op_residual(self, h, payload):
         """The residual add on the device (our residual_rows.cpp): payload x [rows, d] and o [rows, d] f32.
@@ -284,6 +343,23 @@ class Worker:
         out_dt = ttnn.float32 if out_f32 else ttnn.bfloat16
         out = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, d]), out_dt, ttnn.TILE_LAYOUT, self.dev,
                                              ttnn.DRAM_MEMORY_CONFIG)
+        t1 = time.time()
+        self._rows_on_device(h, tx, ts, tg, tb, out, wt, row_tiles, wt if vecs else 0, work_cbs,
+                             unpack_to_dest=unpack_to_dest, pair=pair is not None, out_f32=out_f32)
+        t2 = time.time()
+        host = ttnn.from_device(out)
+        if not out_f32:  # a bf16 host tensor's to_numpy is an object array: widen it first (exact)
+            host = ttnn.to_dtype(host, ttnn.float32)
+        got = np.ascontiguousarray(host.to_numpy(), dtype=np.float32)
+        for t in {id(t): t for t in (tx, ts, tg, tb, out)}.values():
+            ttnn.deallocate(t)
+        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
+
+    def _rows_on_device(self, h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, unpack_to_dest=(),
+                        pair=False, out_f32=False, b_first=0):
+        """The program of a row kernel on device tensors: x tx (fp32, row_tiles tile rows of wt tiles), the
+        scaler tile ts, the vectors tg / tb (vec_tiles tiles each, b from page b_first) or, with pair, the
+        second matrix in tg; the output out (bf16, or fp32 with out_f32)."""
         n_cores = max(1, min(h["cores"], row_tiles, self.dev.compute_with_storage_grid_size().x))
         per, extra = divmod(row_tiles, n_cores)
         runs, first = [], 0
@@ -295,7 +371,7 @@ class Worker:
         rd, cp, wr = ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
         for c, f, n in runs:
             rd[c][0] = [tx.buffer_address(), ts.buffer_address(), tg.buffer_address(), tb.buffer_address(), wt, f, n,
-                        wt if vecs else 0, 1 if pair is not None else 0]
+                        vec_tiles, 1 if pair else 0, b_first]
             cp[c][0] = [wt, n]
             wr[c][0] = [out.buffer_address(), f * wt, n * wt]
         f32, bf16 = (ttnn.float32, 4096), (ttnn.bfloat16, 2048)
@@ -320,17 +396,8 @@ class Worker:
             ttnn.KernelDescriptor(kernel_source=k["compute"], source_type=src, core_ranges=cores,
                                   compile_time_args=[], runtime_args=cp, config=cfg),
         ], semaphores=[], cbs=cbs)
-        t1 = time.time()
         ttnn.generic_op([tx, ts, tg, tb, out], prog)
         ttnn.synchronize_device(self.dev)
-        t2 = time.time()
-        host = ttnn.from_device(out)
-        if not out_f32:  # a bf16 host tensor's to_numpy is an object array: widen it first (exact)
-            host = ttnn.to_dtype(host, ttnn.float32)
-        got = np.ascontiguousarray(host.to_numpy(), dtype=np.float32)
-        for t in {id(t): t for t in (tx, ts, tg, tb, out)}.values():
-            ttnn.deallocate(t)
-        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
     def op_attention(self, h, payload):
         """Attention per head on the device (our attention_head.cpp): payload q [heads, mp, dp], k and v
@@ -355,6 +422,18 @@ class Worker:
         ts, tm = put(scaler, ttnn.float32), put(mrow, ttnn.float32)
         out = ttnn.allocate_tensor_on_device(ttnn.Shape([heads * mp, dp]), ttnn.bfloat16, ttnn.TILE_LAYOUT,
                                              self.dev, ttnn.DRAM_MEMORY_CONFIG)
+        t1 = time.time()
+        self._attention_on_device(h, tq, tk, tv, ts, tm, out)
+        t2 = time.time()
+        got = np.ascontiguousarray(ttnn.to_dtype(ttnn.from_device(out), ttnn.float32).to_numpy(), dtype=np.float32)
+        for t in (tq, tk, tv, ts, tm, out):
+            ttnn.deallocate(t)
+        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
+
+    def _attention_on_device(self, h, tq, tk, tv, ts, tm, out):
+        """The attention program on device tensors: q [heads * mp, dp], k and v [heads * np, dp] (bf16), the
+        scaler tile ts, the key mask tm (fp32, [32, np], row 0), the output out [heads * mp, dp] (bf16)."""
+        heads, mp, np_, dp = h["heads"], h["mp"], h["np"], h["dp"]
         mt, nt, dt = mp // 32, np_ // 32, dp // 32
         grid = self.dev.compute_with_storage_grid_size()
         n_cores = max(1, min(h["cores"], heads, grid.x))
@@ -391,14 +470,130 @@ class Worker:
                                   compile_time_args=[], runtime_args=cp, config=ttnn.ComputeConfigDescriptor(
                                       math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)),
         ], semaphores=[], cbs=cbs)
-        t1 = time.time()
         ttnn.generic_op([tq, tk, tv, ts, tm, out], prog)
         ttnn.synchronize_device(self.dev)
-        t2 = time.time()
-        got = np.ascontiguousarray(ttnn.to_dtype(ttnn.from_device(out), ttnn.float32).to_numpy(), dtype=np.float32)
-        for t in (tq, tk, tv, ts, tm, out):
-            ttnn.deallocate(t)
-        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
+
+    def _alloc(self, name, rows, cols, dtype):
+        """A named device tensor [rows, cols] (TILE, DRAM), replacing one of the same name."""
+        old = self.buffers.pop(name, None)
+        if old is not None:
+            ttnn.deallocate(old)
+        t = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, cols]), ACT_DTYPES[dtype], ttnn.TILE_LAYOUT, self.dev,
+                                           ttnn.DRAM_MEMORY_CONFIG)
+        self.buffers[name] = t
+        return t
+
+    def _put(self, specs, payload):
+        """Named device tensors from f32 payload values, one [rows, cols] block per spec, in order."""
+        v, at = np.frombuffer(payload, dtype=np.float32), 0
+        for t in specs:
+            r, c = t.get("real", (t["rows"], t["cols"]))  # the values sent; zero-padded here to whole tiles
+            n = r * c
+            if at + n > len(v):
+                raise RuntimeError(f"put {t['name']}: the payload ends at {len(v)} values, want {at + n}")
+            old = self.buffers.pop(t["name"], None)
+            if old is not None:
+                ttnn.deallocate(old)
+            x = np.zeros((t["rows"], t["cols"]), np.float32)
+            x[:r, :c] = v[at:at + n].reshape(r, c)
+            self.buffers[t["name"]] = ttnn.Tensor(x, ACT_DTYPES[t["dtype"]], self.dev, ttnn.TILE_LAYOUT,
+                                                  ttnn.DRAM_MEMORY_CONFIG)
+            at += n
+        if at != len(v):
+            raise RuntimeError(f"put: {len(v)} payload values, the specs take {at}")
+
+    def op_put(self, h, payload):
+        """Named device tensors kept for later graphs (constants, one observation's context): h["tensors"]
+        [{name, rows, cols, dtype}], the payload their f32 values in order. No program runs."""
+        t = time.time()
+        self._put(h["tensors"], payload)
+        return {"ms": (time.time() - t) * 1e3}, b""
+
+    def op_graph(self, h, payload):
+        """A sequence of our device programs over named device tensors, the activations never leaving the
+        device between them: h["inputs"] are put first (as op_put), then each of h["steps"] runs one
+        program (kind "matmul", "rows", "relayout" or "attention"; its output allocated under its name),
+        then h["outputs"] ([name, rows, cols]) are read back (f32, the real rows and columns, in order) and the names in h["free"] released. Answers the
+        number of programs launched (what the Rust side counts), and per step label its programs and time."""
+        t0 = time.time()
+        self._put(h["inputs"], payload)
+        b = self.buffers
+        times, launched = {}, 0
+        sources = h.get("sources", {})
+        for st in h["steps"]:
+            kind = st["kind"]
+            if "kernels" in st:  # kernel sources are sent once per graph, named by its steps
+                st = {**st, "kernels": {r: sources.get(n, n) for r, n in st["kernels"].items()}}
+            if "kernel" in st:
+                st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
+            t1 = time.time()
+            if kind == "matmul":
+                mt = st["mt"]
+                out = self._alloc(st["out"], st["k_split"] * mt * 32, st["nt"] * 32, "f32")
+                self._matmul_program(st, b[st["act"]], out, mt)
+            elif kind == "rows":
+                out = self._alloc(st["out"], st["row_tiles"] * 32, st["wt"] * 32, "f32" if st["out_f32"] else "bf16")
+                sc = b[st["scaler"]]
+                self._rows_on_device(st, b[st["x"]], sc, b[st.get("g") or st["scaler"]], b[st.get("b") or st["scaler"]],
+                                     out, st["wt"], st["row_tiles"], st["vec_tiles"],
+                                     {int(i): n for i, n in st["work_cbs"].items()},
+                                     unpack_to_dest=tuple(st["unpack_to_dest"]), pair=st["pair"],
+                                     out_f32=st["out_f32"], b_first=st["b_first"])
+            elif kind == "finish":
+                out = self._alloc(st["out"], st["mt"] * 32, st["nt"] * 32, "f32" if st["out_f32"] else "bf16")
+                self._finish_on_device(st, b[st["x"]], b[st["bias"]], out)
+            elif kind == "relayout":
+                out = self._alloc(st["dst"], st["rows"] * 32, st["dst_w"] * 32, st["dtype"])
+                self._relayout_on_device(st, b[st["src"]], out)
+            elif kind == "attention":
+                out = self._alloc(st["out"], st["heads"] * st["mp"], st["dp"], "bf16")
+                self._attention_on_device(st, b[st["q"]], b[st["k"]], b[st["v"]], b[st["scaler"]], b[st["mask"]], out)
+            else:
+                raise RuntimeError(f"graph: unknown step kind {kind!r}")
+            launched += 1
+            print("gr00t-worker: program done", file=sys.stderr, flush=True)  # the host's deadline restarts
+            n, ms = times.get(st.get("label", kind), (0, 0.0))
+            times[st.get("label", kind)] = (n + 1, ms + (time.time() - t1) * 1e3)
+        outs = []
+        for o in h["outputs"]:  # [name, rows, cols]: the real rows and columns of the tensor
+            host = ttnn.from_device(b[o[0]])
+            if host.dtype != ttnn.float32:  # a bf16 host tensor's to_numpy is an object array: widen it (exact)
+                host = ttnn.to_dtype(host, ttnn.float32)
+            outs.append(np.ascontiguousarray(host.to_numpy()[:o[1], :o[2]], dtype=np.float32).tobytes())
+        for name in h.get("free", []):
+            t = b.pop(name, None)
+            if t is not None:
+                ttnn.deallocate(t)
+        return {"programs": launched, "by_label": times, "total_ms": (time.time() - t0) * 1e3}, b"".join(outs)
+
+    def _relayout_on_device(self, st, src, dst):
+        """Our relayout_tiles.cpp (data movement only) from src to dst: the dst tile rows shared over
+        st["cores"] cores of the grid's first row, each core given every segment progression."""
+        rows, dst_w, elem = st["rows"], st["dst_w"], 4 if st["dtype"] == "f32" else 2
+        n_cores = max(1, min(st["cores"], rows, self.dev.compute_with_storage_grid_size().x))
+        per, extra = divmod(rows, n_cores)
+        flat = [w for p in st["progs"] for w in p]
+        cores, rd, first = [], ttnn.RuntimeArgs(), 0
+        for c in range(n_cores):
+            count = per + (1 if c < extra else 0)
+            rd[c][0] = [src.buffer_address(), dst.buffer_address(), st["src_w"], dst_w, elem, first, count,
+                        len(st["progs"])] + flat
+            cores.append(ttnn.CoreRange(ttnn.CoreCoord(c, 0), ttnn.CoreCoord(c, 0)))
+            first += count
+        cores = ttnn.CoreRangeSet(cores)
+        page = 1024 * elem
+        fmt = ACT_DTYPES[st["dtype"]]
+        cbs = [ttnn.CBDescriptor(total_size=n * page, core_ranges=cores, format_descriptors=[
+            ttnn.CBFormatDescriptor(buffer_index=i, data_format=fmt, page_size=page)])
+            for i, n in ((0, (per + (1 if extra else 0)) * dst_w), (1, st["span"]))]
+        acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
+        prog = ttnn.ProgramDescriptor(kernels=[
+            ttnn.KernelDescriptor(kernel_source=st["kernel"], source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE,
+                                  core_ranges=cores, compile_time_args=acc(src) + acc(dst), runtime_args=rd,
+                                  config=ttnn.ReaderConfigDescriptor()),
+        ], semaphores=[], cbs=cbs)
+        ttnn.generic_op([src, dst], prog)
+        ttnn.synchronize_device(self.dev)
 
     def op_close(self, h, _):
         if self.dev is not None:

@@ -67,6 +67,16 @@ impl Liveness {
         self.0.pid
     }
 
+    /// The worker reported progress within its exchange (a `graph` finished one of its
+    /// programs): the armed deadline starts again from now, so a long graph is bounded per
+    /// program, not as a whole.
+    pub fn progress(&self) {
+        let mut w = lock(&self.0.watch);
+        if let (Some(_), Some((_, limit))) = (w.deadline, w.armed_for.as_ref()) {
+            w.deadline = Some(Instant::now() + *limit);
+        }
+    }
+
     /// Why the worker is gone, worded as the call that met it would have been (a missed
     /// deadline or an exit, with the worker's last lines); `None` while it runs.
     pub fn loss(&self) -> Option<WorkerError> {

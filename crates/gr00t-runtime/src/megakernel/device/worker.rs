@@ -24,6 +24,9 @@ use super::watchdog::{Liveness, Watchdog};
 /// The worker's Python source, shipped inside the binary.
 pub const WORKER_SOURCE: &str = include_str!("ttnn_worker.py");
 
+/// What the worker writes to its stderr after each program of a graph (not kept in the tail).
+pub const PROGRESS_LINE: &str = "gr00t-worker: program done";
+
 /// Lines of the worker's stderr kept for error messages.
 const STDERR_TAIL: usize = 40;
 
@@ -196,11 +199,25 @@ impl TtnnWorker {
         };
         let stderr_tail = Arc::new(Mutex::new(VecDeque::new()));
         let tail = Arc::clone(&stderr_tail);
-        // Drain stderr (tt-metal logs a lot; a full pipe would stall the worker), keep the end.
+        let child = Arc::new(Mutex::new(child));
+        let watchdog =
+            Watchdog::start(Arc::clone(&child), Arc::clone(&stderr_tail)).map_err(|source| {
+                WorkerError::Spawn {
+                    python: python.clone(),
+                    source,
+                }
+            })?;
+        let live = watchdog.liveness();
+        // Drain stderr (tt-metal logs a lot; a full pipe would stall the worker), keep the end;
+        // the worker's progress lines (one per program of a graph) restart the deadline.
         std::thread::Builder::new()
             .name("ttnn-worker-stderr".into())
             .spawn(move || {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if line == PROGRESS_LINE {
+                        live.progress();
+                        continue;
+                    }
                     if let Ok(mut t) = tail.lock() {
                         if t.len() == STDERR_TAIL {
                             t.pop_front();
@@ -212,14 +229,6 @@ impl TtnnWorker {
             .map_err(|source| WorkerError::Spawn {
                 python: python.clone(),
                 source,
-            })?;
-        let child = Arc::new(Mutex::new(child));
-        let watchdog =
-            Watchdog::start(Arc::clone(&child), Arc::clone(&stderr_tail)).map_err(|source| {
-                WorkerError::Spawn {
-                    python: python.clone(),
-                    source,
-                }
             })?;
         Ok(TtnnWorker {
             child,
@@ -285,7 +294,8 @@ impl TtnnWorker {
     }
 
     /// One request, one answer, within the exchange deadline (`open` and `upload` within the
-    /// boot deadline). `header` must carry `"op"`.
+    /// boot deadline; a `graph` restarts the deadline at each program it finishes, its
+    /// [`PROGRESS_LINE`]s). `header` must carry `"op"`.
     pub fn call(
         &mut self,
         header: &Value,

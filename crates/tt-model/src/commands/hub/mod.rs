@@ -31,6 +31,28 @@ pub(crate) fn consequence(what: &str) -> impl FnOnce(tt_model_hub::HubError) -> 
     move |e| anyhow::Error::new(e).context(HubConsequence(what.to_string()))
 }
 
+/// The repo's metadata; a missing repo is the Hub's not-found error, with what it means for the
+/// repo (`nothing`: what did not happen) as the card's consequence.
+pub(crate) async fn meta_of(
+    client: &HubClient,
+    id: &str,
+    nothing: &str,
+) -> anyhow::Result<tt_model_hub::hub::RepoMeta> {
+    client
+        .repo_meta(id)
+        .await
+        .map_err(consequence(nothing))?
+        .ok_or_else(|| {
+            anyhow::Error::new(tt_model_hub::HubError::NotFound {
+                repo: id.to_string(),
+                revision: "main".into(),
+                endpoint: client.env.endpoint.clone(),
+                status: 404,
+            })
+            .context(HubConsequence(nothing.into()))
+        })
+}
+
 /// A byte progress bar for an upload.
 pub(crate) struct UploadBar(ProgressBar);
 

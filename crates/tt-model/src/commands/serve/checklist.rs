@@ -1,6 +1,7 @@
 //! The boot checklist on the terminal: finished phases print once (`✓ label  detail  time`),
 //! the active one is a live spinner row with real progress; a piped run prints each finished
-//! row once, without escapes. `-v` also streams the container's log lines.
+//! row once, without escapes. `-v` also streams the container's log lines. Each phase is also
+//! a step of the progress stream (its key is the boot phase's), through the same printer calls.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -45,6 +46,12 @@ fn elapsed(d: Duration) -> String {
     }
 }
 
+/// A boot phase's key in the progress stream: `boot-<phase>`, apart from the host steps (the
+/// boot's `weights` is loading them, not serve's download).
+fn stream_key(phase: &str) -> String {
+    format!("boot-{phase}")
+}
+
 impl<'p> Checklist<'p> {
     pub fn new(printer: &'p Printer, kind: &str) -> Self {
         let spinner = crate::progress::spinner("{spinner} {msg}  {elapsed}");
@@ -87,6 +94,9 @@ impl<'p> Checklist<'p> {
     pub fn on_event(&mut self, e: &WaitEvent) {
         match e {
             WaitEvent::Boot(BootEvent::Started(k)) => {
+                let label = self.labels.get(k).copied().unwrap_or(k);
+                self.spinner
+                    .suspend(|| self.printer.step_start(&stream_key(k), label));
                 self.active = Some(k);
                 self.progress = None;
                 self.started.insert(k, Instant::now());
@@ -103,12 +113,20 @@ impl<'p> Checklist<'p> {
                     detail = format!("{detail}  {}", elapsed(t)).trim().to_string();
                 }
                 self.spinner
-                    .suspend(|| self.printer.done(label, Some(&detail)));
+                    .suspend(|| self.printer.step_done(&stream_key(k), label, Some(&detail)));
                 if self.active == Some(*k) {
                     self.active = None;
                 }
             }
             WaitEvent::Boot(BootEvent::Progress { done, total, .. }) => {
+                if let Some(k) = self.active {
+                    self.printer.step_progress(
+                        &stream_key(k),
+                        *done,
+                        *total,
+                        crate::events::Unit::Count,
+                    );
+                }
                 self.progress = Some((*done, *total))
             }
             WaitEvent::Boot(BootEvent::Detail { key, detail }) => {

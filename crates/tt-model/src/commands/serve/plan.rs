@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use tt_model_engine::labels;
 use tt_model_engine::run_spec::{Chips, RunSpec, ServeRequest, compose};
-use tt_model_engine::wait::{DEFAULT_READY_TIMEOUT, ReadySpec};
 use tt_model_local::host::{self, CardFacts};
 use tt_model_local::package::{Package, Profile};
+use tt_model_local::watch::{DEFAULT_READY_TIMEOUT, ReadySpec};
 use tt_model_local::{Local, devices};
 
 use crate::UserError;
@@ -139,7 +139,7 @@ pub(crate) fn request(
         ready: ReadySpec {
             ready_line: pkg.ready_line(),
             http_addr: format!("127.0.0.1:{port}"),
-            health_path: pkg.health_path(),
+            health_path: pkg.readiness_probe(),
             timeout: s.timeout,
             poll: Duration::from_millis(250),
         },

@@ -78,3 +78,55 @@ pub(crate) async fn refresh(
         }
     }
 }
+
+/// The original's update advisory: a pulled, unpinned package whose Hub tip moved since it
+/// was installed gets one `!` line naming both revisions and the command that updates it. One
+/// request bounded by [`REFRESH_TIMEOUT`]; offline, slow or failing, it says nothing (a serve
+/// must not depend on the Hub). Not under `--local-only`, `--no-update-check`, `--refresh`
+/// (which asks anyway) or `--print`.
+pub(crate) async fn advise(args: &ServeArgs, pkg: &Package, local: &Local, printer: &Printer) {
+    if args.local_only || args.no_update_check || args.refresh || args.print.is_some() {
+        return;
+    }
+    let Some((id, installed_rev)) = installed::pulled_revision(local, pkg) else {
+        return;
+    };
+    if matches!(target::split_repo(&args.target), Some((_, Some(_)))) {
+        return;
+    }
+    let dl = tt_model_hub::Downloader::new(local.hub().clone());
+    let latest = tokio::time::timeout(REFRESH_TIMEOUT, dl.resolve_revision(&id, "main")).await;
+    if let Some(line) = advisory(&id, &installed_rev, latest.ok().and_then(Result::ok)) {
+        printer.warn(&line);
+    }
+}
+
+/// The advisory for `installed` against the Hub's `latest` (none when unknown or the same).
+fn advisory(id: &str, installed: &str, latest: Option<String>) -> Option<String> {
+    let latest = latest.filter(|l| l != installed)?;
+    let short = |r: &str| r[..r.len().min(8)].to_string();
+    Some(format!(
+        "There is an update to {id} (installed {}, latest {}). You should consider pulling:  tt-model serve {id} --refresh",
+        short(installed),
+        short(&latest)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::advisory;
+
+    #[test]
+    fn the_advisory_names_both_revisions_and_is_silent_otherwise() {
+        let a = "a".repeat(40);
+        let b = "b".repeat(40);
+        assert_eq!(
+            advisory("acme/x", &a, Some(b)).as_deref(),
+            Some(
+                "There is an update to acme/x (installed aaaaaaaa, latest bbbbbbbb). You should consider pulling:  tt-model serve acme/x --refresh"
+            )
+        );
+        assert_eq!(advisory("acme/x", &a, Some(a.clone())), None, "up to date");
+        assert_eq!(advisory("acme/x", &a, None), None, "offline");
+    }
+}

@@ -49,6 +49,7 @@ pub(crate) async fn start(
     let state_dir = local.package_state_dir(&pkg.name);
 
     // Preflight.
+    printer.step_start("host", "checking the host");
     let client = host::engine().await?;
     let rootless = client.is_rootless().await.unwrap_or(false);
     if card {
@@ -60,7 +61,8 @@ pub(crate) async fn start(
         "no Tenstorrent device (runs on CPU)".to_string()
     };
     let rl = if rootless { " (rootless)" } else { "" };
-    printer.done(
+    printer.step_done(
+        "host",
         "host ready",
         Some(&format!(
             "docker {}{rl} · {card_detail}",
@@ -71,7 +73,32 @@ pub(crate) async fn start(
         printer.note("serving without a Tenstorrent device: the container gets no /dev/tenstorrent and no hugepages");
     }
 
+    // One container per package and profile.
+    let name = container_name(&pkg.name, &profile.name);
+    if let Some(info) = client.container(&name).await? {
+        if info.running {
+            return Err(UserError(format!(
+                "{name} is already running. Stop it first:  tt-model stop {}",
+                args.target
+            ))
+            .into());
+        }
+        client.remove_container_force(&name).await?;
+        printer.note(&format!(
+            "removed a stopped container {name} ({})",
+            info.status
+        ));
+    }
+
+    // The chips, before any download (image or weights): a full card is refused now, not
+    // after the bytes, as the original's capacity pre-check does. The allocation itself
+    // happens under the lock below.
+    if card {
+        choose_chips(&client, s, facts, needed, rootless).await?;
+    }
+
     // Image: the recorded build, healed from the staged OCI layout when missing or stale.
+    printer.step_start("image", &format!("image {}", pkg.image));
     let image = match image::ensure(local, &client, pkg, printer).await {
         Ok(facts) => facts,
         // A pulled package whose image is gone: re-pull the recorded revision (never the tip).
@@ -92,24 +119,11 @@ pub(crate) async fn start(
             None => return Err(e.into()),
         },
     };
-    printer.done(&format!("image {}", pkg.image), Some(image.short_id()));
-
-    // One container per package and profile.
-    let name = container_name(&pkg.name, &profile.name);
-    if let Some(info) = client.container(&name).await? {
-        if info.running {
-            return Err(UserError(format!(
-                "{name} is already running. Stop it first:  tt-model stop {}",
-                args.target
-            ))
-            .into());
-        }
-        client.remove_container_force(&name).await?;
-        printer.note(&format!(
-            "removed a stopped container {name} ({})",
-            info.status
-        ));
-    }
+    printer.step_done(
+        "image",
+        &format!("image {}", pkg.image),
+        Some(image.short_id()),
+    );
 
     // Weights.
     let outcome =
@@ -172,15 +186,18 @@ pub(crate) async fn start(
         printer.note(&spec.to_shell());
     }
     let t_create = Instant::now();
+    printer.step_start("container", "starting the container");
     client
         .create_and_start(&spec, |k| std::env::var(k).ok())
         .await?;
     drop(lock);
+    printer.container_event(&name, &endpoint_for_events(pkg, port));
     let chips_text = match &chips {
         Chips::Ids(ids) => format!("chips {}", labels::format_devices(ids)),
         _ => "no device".into(),
     };
-    printer.done(
+    printer.step_done(
+        "container",
         "container started",
         Some(&format!(
             "{name} · {chips_text} · {:.1}s",
@@ -193,6 +210,36 @@ pub(crate) async fn start(
         port,
         plan,
     })
+}
+
+/// The chip pre-check of a first serve, which the auto-pull runs on the fetched manifest before
+/// it downloads the image: the settings, the card and free chips, judged as [`start`] judges
+/// them (no lock: the allocation itself happens in [`start`]).
+pub(crate) async fn precheck(
+    args: &ServeArgs,
+    pkg: &Package,
+    facts: &CardFacts,
+) -> anyhow::Result<()> {
+    let s = plan::settings(args, pkg)?;
+    if !s.card {
+        return Ok(());
+    }
+    host::require_card(facts)?;
+    let client = host::engine().await?;
+    let rootless = client.is_rootless().await.unwrap_or(false);
+    choose_chips(&client, &s, facts, s.profile.chip_count(), rootless).await?;
+    Ok(())
+}
+
+/// Where the container answers, for the `container` event: on loopback (a published port is
+/// there with or without `--expose`), with `/v1` for an OpenAI server, as tt's contract has it.
+pub(crate) fn endpoint_for_events(pkg: &Package, port: u16) -> String {
+    let v1 = if pkg.kind.starts_with("vllm") {
+        "/v1"
+    } else {
+        ""
+    };
+    format!("http://127.0.0.1:{port}{v1}")
 }
 
 /// The chips to give the container: free ones (no running container claims them), the ones

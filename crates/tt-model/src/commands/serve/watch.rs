@@ -88,10 +88,10 @@ pub(crate) async fn watch(
                 &format!("{} ready", args.target),
                 Some(&format!("{:.1}s", total.as_secs_f64())),
             );
-            let by = if log_ready.is_some() {
-                "ready line + health endpoint"
-            } else {
-                "health endpoint"
+            let by = match (log_ready.is_some(), plan.ready.health_path.is_some()) {
+                (true, true) => "ready line + health endpoint",
+                (true, false) => "ready line",
+                _ => "health endpoint",
             };
             printer.note(&format!("endpoint: {endpoint}  (ready by {by})"));
             printer.note(&format!("try: curl {endpoint}{}", pkg.health_path()));

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// The end of a matmul on the device: y = ACT(bf16(x + bias)) for whole tile rows of a matmul's fp32 sums
-// x [rows, n] (Wt = n / 32 tiles), bias per column, packed to bf16. ACT is GR00T_ACT_ROW: the FF-up's
-// GELU (gr00t_sfpu::gelu_tanh_row) or gr00t_sfpu::no_act. All on the SFPU in fp32: x and the bias tile
-// (the bias replicated over its 32 rows) are unpacked straight to the fp32 DST (no 19-bit FPU operands),
-// so this is the emulator's finish_matmul + gelu_tanh + pack, op for op.
-// The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and defines GR00T_ACT_ROW. Runtime args: Wt, tile rows
-// on this core. CBs (fp32): 0 x (Wt), 1 the reader's scaler tile (unused), 2 bias (Wt), 3 unused (Wt);
-// 16 y (bf16).
+// The end of a matmul on the device: y = ACT(bf16(x + bias)) for one unit of cw output tiles (one tile
+// row, a run of columns) of a matmul's fp32 sums x, bias per column, packed to bf16 (or kept fp32 when the
+// host gives CB 16 an fp32 format: the values are bf16 all the same, for the residual add that reads them
+// next). x is the sum of the matmul's K pieces (the plan's split columns), added in piece order on the
+// SFPU in fp32, as the plan's piece-0 core adds them. ACT is GR00T_ACT_ROW: the FF-up's GELU
+// (gr00t_sfpu::gelu_tanh_row) or gr00t_sfpu::no_act. All on the SFPU in fp32: the partials and the bias
+// tile (the bias replicated over its 32 rows) are unpacked straight to the fp32 DST (no 19-bit FPU
+// operands), so this is the emulator's finish_matmul + gelu_tanh + pack, op for op.
+// The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and defines GR00T_ACT_ROW. Read by reader_finish.cpp.
+// Runtime args: cw, K pieces (1: no split). CBs (fp32): 0 the partials of one output tile (pieces),
+// 2 bias (cw); 16 y.
 #include <cstdint>
 #include "api/compute/common.h"
 #include "api/compute/compute_kernel_hw_startup.h"
@@ -22,34 +25,32 @@ inline void bias_act_row() { bias_round_act_row<GR00T_ACT_ROW>(); }
 #endif
 
 void kernel_main() {
-    const uint32_t wt_count = get_arg_val<uint32_t>(0);
-    const uint32_t row_tiles = get_arg_val<uint32_t>(1);
-    constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_bias = 2, cb_unused = 3, cb_y = 16;
-    DataflowBuffer dfb_x(cb_x), dfb_scaler(cb_scaler), dfb_bias(cb_bias), dfb_unused(cb_unused), dfb_y(cb_y);
+    const uint32_t cw = get_arg_val<uint32_t>(0);
+    const uint32_t pieces = get_arg_val<uint32_t>(1);
+    constexpr uint32_t cb_x = 0, cb_bias = 2, cb_y = 16;
+    DataflowBuffer dfb_x(cb_x), dfb_bias(cb_bias), dfb_y(cb_y);
 
     compute_kernel_hw_startup(cb_x, cb_y);
     copy_init(cb_x);
     MATH((_llk_math_eltwise_unary_sfpu_init_once_()));
-    dfb_scaler.wait_front(1);
-    dfb_bias.wait_front(wt_count);
-    dfb_unused.wait_front(wt_count);
-    for (uint32_t r = 0; r < row_tiles; ++r) {
-        dfb_x.wait_front(wt_count);
-        for (uint32_t wt = 0; wt < wt_count; ++wt) {
-            tile_regs_acquire();
-            copy_tile(cb_x, wt, 0);
-            copy_tile(cb_bias, wt, 1);
-            MATH((gr00t_sfpu::tile<gr00t_sfpu::bias_act_row>(0)));
-            tile_regs_commit();
-            dfb_y.reserve_back(1);
-            tile_regs_wait();
-            pack_tile(0, cb_y);
-            tile_regs_release();
-            dfb_y.push_back(1);
+    dfb_bias.wait_front(cw);
+    for (uint32_t t = 0; t < cw; ++t) {
+        dfb_x.wait_front(pieces);
+        tile_regs_acquire();
+        copy_tile(cb_x, 0, 0);
+        for (uint32_t p = 1; p < pieces; ++p) {
+            copy_tile(cb_x, p, 1);
+            MATH((gr00t_sfpu::tile<gr00t_sfpu::add_next_tile_row>(0)));
         }
-        dfb_x.pop_front(wt_count);
+        copy_tile(cb_bias, t, 1);
+        MATH((gr00t_sfpu::tile<gr00t_sfpu::bias_act_row>(0)));
+        tile_regs_commit();
+        dfb_y.reserve_back(1);
+        tile_regs_wait();
+        pack_tile(0, cb_y);
+        tile_regs_release();
+        dfb_y.push_back(1);
+        dfb_x.pop_front(pieces);
     }
-    dfb_scaler.pop_front(1);
-    dfb_bias.pop_front(wt_count);
-    dfb_unused.pop_front(wt_count);
+    dfb_bias.pop_front(cw);
 }

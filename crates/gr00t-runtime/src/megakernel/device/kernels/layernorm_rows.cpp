@@ -12,7 +12,9 @@
 // 3. Four broadcast passes on the FPU over the row's tiles: x - mean (column broadcast), * rstd
 //    (column), * g (row broadcast), + b (row), the last packed to the bf16 output.
 // The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and defines GR00T_LN_INV_D (1/D) and GR00T_LN_EPS
-// as fp32 literals. Runtime args: Wt, tile rows on this core.
+// as fp32 literals. With GR00T_LN_ONE_PLUS_G defined, g is the AdaLN scale itself (as the device's AdaLN
+// matmul leaves it) and the modulation is (h * scale + h) + shift: one more FPU pass, through CB 8.
+// Runtime args: Wt, tile rows on this core.
 // CBs (fp32 unless said): 0 x (Wt), 1 the reduce scaler (1 tile of ones), 2 g (Wt), 3 b (Wt),
 // 4 and 5 work (Wt each), 6 mean (1), 7 rstd (1), 16 y (bf16).
 #include <cstdint>
@@ -57,7 +59,7 @@ inline void ln_stats_keep_mean_row() {
 
 namespace {
 constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_g = 2, cb_b = 3, cb_w0 = 4, cb_w1 = 5, cb_mean = 6, cb_rstd = 7,
-                   cb_y = 16;
+                   cb_w2 = 8, cb_y = 16;
 
 // One pass over the row's Wt tiles: DST 0 = op(wt), packed to `out` one tile at a time.
 template <typename Op>
@@ -127,13 +129,26 @@ void kernel_main() {
         dfb_w1.wait_front(wt_count);
         mul_bcast_rows_init(cb_w1, cb_g);
         pass(wt_count, dfb_w0, cb_w0, [&](uint32_t wt) { mul_tiles_bcast_rows(cb_w1, cb_g, wt, wt, 0); });
-        dfb_w1.pop_front(wt_count);
+#ifdef GR00T_LN_ONE_PLUS_G
         dfb_w0.wait_front(wt_count);
-        add_bcast_rows_init(cb_w0, cb_b);
-        pack_reconfig_data_format(cb_y);
-        pass(wt_count, dfb_y, cb_y, [&](uint32_t wt) { add_tiles_bcast_rows(cb_w0, cb_b, wt, wt, 0); });
-        pack_reconfig_data_format(cb_w0);
+        DataflowBuffer dfb_w2(cb_w2);
+        add_init(cb_w0, cb_w1, false);
+        pass(wt_count, dfb_w2, cb_w2, [&](uint32_t wt) { add_tiles(cb_w0, cb_w1, wt, wt, 0); });
         dfb_w0.pop_front(wt_count);
+        dfb_w1.pop_front(wt_count);
+        constexpr uint32_t cb_h = cb_w2;
+        DataflowBuffer& dfb_h = dfb_w2;
+#else
+        dfb_w1.pop_front(wt_count);
+        constexpr uint32_t cb_h = cb_w0;
+        DataflowBuffer& dfb_h = dfb_w0;
+#endif
+        dfb_h.wait_front(wt_count);
+        add_bcast_rows_init(cb_h, cb_b);
+        pack_reconfig_data_format(cb_y);
+        pass(wt_count, dfb_y, cb_y, [&](uint32_t wt) { add_tiles_bcast_rows(cb_h, cb_b, wt, wt, 0); });
+        pack_reconfig_data_format(cb_w0);
+        dfb_h.pop_front(wt_count);
         dfb_mean.pop_front(1);
         dfb_rstd.pop_front(1);
     }

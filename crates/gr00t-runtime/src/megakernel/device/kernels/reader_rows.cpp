@@ -4,7 +4,8 @@
 // per tile row of this core, the row's Wt tiles of x (CB 0) and, when pair_rows is 1, the same tiles of
 // a second matrix held in g (CB 2: the residual add's other operand). All fp32 interleaved TILE tensors.
 // Runtime args: x, scaler, g, b addresses (unused ones may repeat another); Wt; first tile row; tile
-// rows; vec_tiles; pair_rows. Compile-time args: the four tensors' accessor args, in that order.
+// rows; vec_tiles; pair_rows; b's first page (b may be the second half of g's tensor: the AdaLN matmul's
+// [scale | shift] row). Compile-time args: the four tensors' accessor args, in that order.
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
@@ -21,6 +22,7 @@ void kernel_main() {
     const uint32_t row_tiles = get_arg_val<uint32_t>(6);
     const uint32_t vec_tiles = get_arg_val<uint32_t>(7);
     const uint32_t pair_rows = get_arg_val<uint32_t>(8);
+    const uint32_t b_first = get_arg_val<uint32_t>(9);
     constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_g = 2, cb_b = 3;
     constexpr auto x_args = TensorAccessorArgs<0>();
     constexpr auto s_args = TensorAccessorArgs<x_args.next_compile_time_args_offset()>();
@@ -43,7 +45,7 @@ void kernel_main() {
         dfb_b.reserve_back(vec_tiles);
         for (uint32_t wt = 0; wt < vec_tiles; ++wt) {
             noc.async_read(g, dfb_g, page, {.page_id = wt}, {.offset_bytes = wt * page});
-            noc.async_read(b, dfb_b, page, {.page_id = wt}, {.offset_bytes = wt * page});
+            noc.async_read(b, dfb_b, page, {.page_id = b_first + wt}, {.offset_bytes = wt * page});
         }
         noc.async_read_barrier();
         dfb_g.push_back(vec_tiles);

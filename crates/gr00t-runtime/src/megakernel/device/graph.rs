@@ -1,0 +1,516 @@
+//! The DiT blocks on the device with their activations kept there: a denoising step is one
+//! worker exchange (`op: graph`) that runs every block's programs back to back over named
+//! device tensors, the residual stream included, so only the step's tokens and SiLU(temb) go
+//! in and the last block's stream comes back.
+//!
+//! Per block (the emulator's `run_step_with`, op for op): the AdaLN matmul and its end
+//! (`kernels/bias_act_rows.cpp`: the K pieces summed, the bias, bf16) → its `[scale | shift]`
+//! row relaid as whole-tile vectors (`kernels/relayout_tiles.cpp`) → LayerNorm with the AdaLN
+//! modulation (`kernels/layernorm_rows.cpp`, `GR00T_LN_ONE_PLUS_G`) → Q (and K, V for a self
+//! block) → the per-head layout → attention per head (`kernels/attention_head.cpp`) → back to
+//! `[tokens, D]` → the output projection → the residual add (`kernels/residual_rows.cpp`) → the
+//! plain LayerNorm → FF-up with GELU → FF-down → the residual add.
+//!
+//! The cross blocks' K and V depend only on the observation's context: [`observation_graph`]
+//! computes them once per observation into device tensors the steps read.
+//!
+//! Tensor names: `c/…` live as long as the device (the scaler tile, the plain LayerNorm's
+//! vectors, the biases), `o/…` one observation, `t/…` one step (released at its end).
+
+use serde_json::{Value, json};
+use tt_blackhole::bf16::round_to_bf16;
+use tt_blackhole::device::DitRunError;
+use tt_blackhole::dims::WeightKind;
+use tt_blackhole::plan::MegakernelPlan;
+
+use super::attention::{ATTENTION_KERNEL, READER_ATTENTION_KERNEL};
+use super::backend::TtDevice;
+use super::rows::{BIAS_ACT_KERNEL, LAYERNORM_KERNEL, READER_ROWS_KERNEL, RESIDUAL_KERNEL};
+use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
+use crate::model::dit::{BlockKind, DitWeights};
+
+/// The column relayout between tensors (data movement only).
+pub const RELAYOUT_KERNEL: &str = include_str!("kernels/relayout_tiles.cpp");
+/// The reader of a matmul's end: a unit's bias, then each output tile's K-piece partials.
+pub const READER_FINISH_KERNEL: &str = include_str!("kernels/reader_finish.cpp");
+
+/// A score's value for a key that may not be attended: its weight is 0.
+const MASKED: f32 = -1.0e30;
+/// LayerNorm's epsilon in the DiT (`norm1`, `norm3`: eps 1e-5, no affine).
+const LN_EPS: f32 = 1e-5;
+/// Output tiles per core in a matmul's end (bounds the bias a core holds in L1).
+const FINISH_UNIT_TILES: usize = 16;
+/// Cores of the grid's first row the row programs and attention share their work over.
+const ROW_CORES: usize = 8;
+
+fn tiles(n: usize) -> usize {
+    n.div_ceil(32)
+}
+
+/// A named device tensor with its values, for `put` and a graph's inputs.
+pub(crate) struct Upload {
+    specs: Vec<Value>,
+    values: Vec<f32>,
+}
+
+impl Upload {
+    pub(crate) fn new() -> Self {
+        Upload {
+            specs: Vec::new(),
+            values: Vec::new(),
+        }
+    }
+
+    /// `values` `[rows, cols]` (whole tiles) as `name`, stored as `dtype` ("f32" or "bf16").
+    fn add(&mut self, name: &str, rows: usize, cols: usize, dtype: &str, values: &[f32]) {
+        debug_assert_eq!(values.len(), rows * cols);
+        self.specs
+            .push(json!({"name": name, "rows": rows, "cols": cols, "dtype": dtype}));
+        self.values.extend_from_slice(values);
+    }
+
+    /// `x` `[rows, cols]` as a `[rows_p, cols_p]` tensor: only the real values are sent, the
+    /// worker zero-pads them.
+    #[allow(clippy::too_many_arguments)]
+    fn add_padded(
+        &mut self,
+        name: &str,
+        x: &[f32],
+        rows: usize,
+        cols: usize,
+        rows_p: usize,
+        cols_p: usize,
+        dtype: &str,
+    ) {
+        debug_assert_eq!(x.len(), rows * cols);
+        self.specs.push(
+            json!({"name": name, "rows": rows_p, "cols": cols_p, "dtype": dtype,
+                               "real": [rows, cols]}),
+        );
+        self.values.extend_from_slice(x);
+    }
+
+    pub(crate) fn specs(&self) -> &[Value] {
+        &self.specs
+    }
+
+    pub(crate) fn bytes(&self) -> Vec<u8> {
+        self.values.iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+}
+
+/// The device-lifetime constants: the reduce scaler tile, the plain LayerNorm's g (1 on the
+/// real columns) and b (0), every block's biases replicated over 32 rows (bf16 values, as they
+/// sit in L1; zero past the real columns, so padding columns stay 0 through every op).
+pub(crate) fn constants(dev: &TtDevice, w: &DitWeights) -> Result<Upload, DitRunError> {
+    let mut up = Upload::new();
+    let mut scaler = vec![0f32; 32 * 32];
+    scaler[..32].fill(1.0);
+    scaler[16 * 32..17 * 32].fill(1.0);
+    up.add("c/scaler", 32, 32, "f32", &scaler);
+    let (d, dw) = (w.dim, tiles(w.dim) * 32);
+    let mut ones = vec![0f32; 32 * dw];
+    ones[..d].fill(1.0);
+    up.add("c/ones", 32, dw, "f32", &ones);
+    up.add("c/zeros", 32, dw, "f32", &vec![0f32; 32 * dw]);
+    for (i, b) in w.blocks.iter().enumerate() {
+        for (kind, lin) in [
+            (WeightKind::AdaNorm, &b.ada),
+            (WeightKind::Q, &b.q),
+            (WeightKind::K, &b.k),
+            (WeightKind::V, &b.v),
+            (WeightKind::Out, &b.out),
+            (WeightKind::FfUp, &b.ff1),
+            (WeightKind::FfDown, &b.ff2),
+        ] {
+            let e = dev
+                .index
+                .entry(i, kind)
+                .ok_or_else(|| DitRunError::Arena(format!("no block {i} {kind:?}")))?;
+            let cols = e.tiles[1] * 32;
+            let mut row = vec![0f32; cols];
+            if let Some(bias) = &lin.b {
+                for (r, v) in row.iter_mut().zip(bias) {
+                    *r = round_to_bf16(*v);
+                }
+            }
+            let rep: Vec<f32> = (0..32).flat_map(|_| row.iter().copied()).collect();
+            up.add(&bias_name(i, kind), 32, cols, "f32", &rep);
+        }
+    }
+    Ok(up)
+}
+
+fn bias_name(block: usize, kind: WeightKind) -> String {
+    format!("c/bias/{block}/{kind:?}")
+}
+
+/// The key mask row (0: may attend; [`MASKED`]: padding or masked out) as `[32, np]`, row 0.
+fn mask_tile(keep: &[bool], np: usize) -> Vec<f32> {
+    let mut m = vec![0f32; 32 * np];
+    for (j, v) in m[..np].iter_mut().enumerate() {
+        *v = if keep.get(j).copied().unwrap_or(false) {
+            0.0
+        } else {
+            MASKED
+        };
+    }
+    m
+}
+
+/// One graph under construction: its steps and the kernel sources they name.
+pub(crate) struct Graph<'a> {
+    dev: &'a TtDevice,
+    plan: &'a MegakernelPlan,
+    steps: Vec<Value>,
+    sources: serde_json::Map<String, Value>,
+}
+
+impl<'a> Graph<'a> {
+    pub(crate) fn new(dev: &'a TtDevice, plan: &'a MegakernelPlan) -> Self {
+        Graph {
+            dev,
+            plan,
+            steps: Vec::new(),
+            sources: serde_json::Map::new(),
+        }
+    }
+
+    /// A kernel source, sent once per graph and named by its steps.
+    fn source(&mut self, name: &str, src: impl FnOnce() -> String) -> String {
+        if !self.sources.contains_key(name) {
+            self.sources.insert(name.to_string(), Value::String(src()));
+        }
+        name.to_string()
+    }
+
+    /// `out` = ACT(bf16(act · W(block, kind) + bias)): the matmul program (fp32 partials per K
+    /// piece) and its end (`out_f32`: kept as fp32 for the residual add). `m`: real rows of
+    /// `act` (its tile rows are read).
+    #[allow(clippy::too_many_arguments)]
+    fn matmul(
+        &mut self,
+        block: usize,
+        kind: WeightKind,
+        act: &str,
+        m: usize,
+        out: &str,
+        gelu: bool,
+        out_f32: bool,
+    ) -> Result<(), DitRunError> {
+        let spec = self.dev.matmul_spec(self.plan, block, kind, m)?;
+        let mut mm = spec.header;
+        mm["kind"] = json!("matmul");
+        mm["act"] = json!(act);
+        mm["out"] = json!("t/partials");
+        mm["label"] = json!(format!("matmul {kind:?}"));
+        let names = [
+            self.source("mm_reader", || super::backend::READER_KERNEL.into()),
+            self.source("mm_compute", || super::backend::COMPUTE_KERNEL.into()),
+            self.source("mm_writer", || super::backend::WRITER_KERNEL.into()),
+        ];
+        mm["kernels"] = json!({"reader": names[0], "compute": names[1], "writer": names[2]});
+        self.steps.push(mm);
+        let (act_name, act_row) = if gelu {
+            ("finish_gelu", "gr00t_sfpu::gelu_tanh_row")
+        } else {
+            ("finish", "gr00t_sfpu::no_act")
+        };
+        let compute = self.source(act_name, || {
+            compose_compute(BIAS_ACT_KERNEL, &[("GR00T_ACT_ROW", act_row)])
+        });
+        let reader = self.source("finish_reader", || READER_FINISH_KERNEL.into());
+        let writer = self.source("writer_tiles", || WRITER_TILES_KERNEL.into());
+        self.steps.push(json!({
+            "kind": "finish", "x": "t/partials", "bias": bias_name(block, kind), "out": out,
+            "mt": tiles(m), "nt": spec.nt, "k_split": spec.k_split, "out_f32": out_f32,
+            "unit_tiles": FINISH_UNIT_TILES, "label": format!("finish {kind:?}"),
+            "kernels": {"reader": reader, "compute": compute, "writer": writer},
+        }));
+        Ok(())
+    }
+
+    /// LayerNorm of the fp32 stream `x` (`row_tiles` tile rows, width `d`): with `ada`, the
+    /// AdaLN modulation from the `[scale | shift]` vectors tensor `ada`; else the plain norm.
+    fn layernorm(&mut self, x: &str, d: usize, row_tiles: usize, ada: Option<&str>, out: &str) {
+        let wt = tiles(d);
+        let float = |v: f32| format!("__builtin_bit_cast(float, {:#010x}u)", v.to_bits());
+        let (name, g, b, b_first) = match ada {
+            Some(t) => ("ln_ada", t, t, wt),
+            None => ("ln_plain", "c/ones", "c/zeros", 0),
+        };
+        let compute = self.source(name, || {
+            let mut defs = vec![
+                ("GR00T_LN_INV_D", float(1.0 / d as f32)),
+                ("GR00T_LN_EPS", float(LN_EPS)),
+            ];
+            if ada.is_some() {
+                defs.push(("GR00T_LN_ONE_PLUS_G", "1".into()));
+            }
+            let defs: Vec<(&str, &str)> = defs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            compose_compute(LAYERNORM_KERNEL, &defs)
+        });
+        let reader = self.source("reader_rows", || READER_ROWS_KERNEL.into());
+        let writer = self.source("writer_tiles", || WRITER_TILES_KERNEL.into());
+        self.steps.push(json!({
+            "kind": "rows", "x": x, "scaler": "c/scaler", "g": g, "b": b, "b_first": b_first,
+            "out": out, "out_f32": false, "wt": wt, "row_tiles": row_tiles, "vec_tiles": wt,
+            "label": name,
+            "work_cbs": {"2": wt, "3": wt, "4": wt, "5": wt, "6": 1, "7": 1, "8": wt},
+            "unpack_to_dest": [], "pair": false, "cores": ROW_CORES,
+            "kernels": {"reader": reader, "compute": compute, "writer": writer},
+        }));
+    }
+
+    /// `out` = `x` + `o` (fp32 stream, `o` the bf16 values of a sub-layer kept as fp32).
+    fn residual(&mut self, x: &str, o: &str, wt: usize, row_tiles: usize, out: &str) {
+        let compute = self.source("residual", || compose_compute(RESIDUAL_KERNEL, &[]));
+        let reader = self.source("reader_rows", || READER_ROWS_KERNEL.into());
+        let writer = self.source("writer_tiles", || WRITER_TILES_KERNEL.into());
+        self.steps.push(json!({
+            "kind": "rows", "x": x, "scaler": "c/scaler", "g": o, "b": o, "b_first": 0,
+            "out": out, "out_f32": true, "wt": wt, "row_tiles": row_tiles, "vec_tiles": 0,
+            "label": "residual",
+            "work_cbs": {"2": wt}, "unpack_to_dest": [0, 2], "pair": true, "cores": ROW_CORES,
+            "kernels": {"reader": reader, "compute": compute, "writer": writer},
+        }));
+    }
+
+    /// Segments of columns from `src` to `dst` (`rows` tile rows, `dst_w` tiles wide): each
+    /// progression `[count, dr0, drs, dc0, dcs, sr0, srs, sc0, scs, len]` (see the kernel).
+    #[allow(clippy::too_many_arguments)]
+    fn relayout(
+        &mut self,
+        src: &str,
+        src_w: usize,
+        dst: &str,
+        rows: usize,
+        dst_w: usize,
+        dtype: &str,
+        progs: Vec<[usize; 10]>,
+    ) {
+        let span = progs.iter().map(|p| tiles(p[9]) + 1).max().unwrap_or(1);
+        let kernel = self.source("relayout", || RELAYOUT_KERNEL.into());
+        self.steps.push(json!({
+            "kind": "relayout", "src": src, "dst": dst, "rows": rows, "src_w": src_w,
+            "dst_w": dst_w, "dtype": dtype, "progs": progs, "span": span, "cores": ROW_CORES,
+            "kernel": kernel,
+        }));
+    }
+
+    /// `[rows, heads·hd]` (bf16, `mt` tile rows) → `[heads·mt tile rows, dt]`, head by head.
+    fn split_heads(&mut self, src: &str, dst: &str, mt: usize, heads: usize, hd: usize) {
+        let (src_w, dt) = (tiles(heads * hd), tiles(hd));
+        let progs = (0..mt)
+            .map(|i| [heads, i, mt, 0, 0, i, 0, 0, hd, hd])
+            .collect();
+        self.relayout(src, src_w, dst, heads * mt, dt, "bf16", progs);
+    }
+
+    /// The inverse of [`Graph::split_heads`].
+    fn merge_heads(&mut self, src: &str, dst: &str, mt: usize, heads: usize, hd: usize) {
+        let (src_w, dw) = (tiles(hd), tiles(heads * hd));
+        let progs = (0..mt)
+            .map(|i| [heads, i, 0, 0, hd, i, mt, 0, 0, hd])
+            .collect();
+        self.relayout(src, src_w, dst, mt, dw, "bf16", progs);
+    }
+
+    fn attention(&mut self, q: &str, k: &str, v: &str, mask: &str, mt: usize, nt: usize) {
+        let dims = &self.plan.dims;
+        let (heads, hd) = (dims.num_heads, dims.head_dim);
+        let scale = (hd as f32).powf(-0.5);
+        let compute = self.source("attention", || {
+            compose_compute(
+                ATTENTION_KERNEL,
+                &[(
+                    "GR00T_ATTN_SCALE",
+                    &format!("__builtin_bit_cast(float, {:#010x}u)", scale.to_bits()),
+                )],
+            )
+        });
+        let reader = self.source("reader_attention", || READER_ATTENTION_KERNEL.into());
+        let writer = self.source("writer_tiles", || WRITER_TILES_KERNEL.into());
+        self.steps.push(json!({
+            "kind": "attention", "q": q, "k": k, "v": v, "scaler": "c/scaler", "mask": mask,
+            "out": "t/oh", "heads": heads, "mp": mt * 32, "np": nt * 32, "dp": tiles(hd) * 32,
+            "cores": ROW_CORES,
+            "kernels": {"reader": reader, "compute": compute, "writer": writer},
+        }));
+    }
+
+    /// The worker's request: `inputs` put first, then the steps; `outputs` read back; every
+    /// `t/` tensor released at the end.
+    /// `outputs`: (name, real rows, real columns).
+    pub(crate) fn request(self, inputs: &Upload, outputs: &[(&str, usize, usize)]) -> Value {
+        let mut free: Vec<String> = self
+            .steps
+            .iter()
+            .filter_map(|s| s["out"].as_str().or(s["dst"].as_str()))
+            .chain(inputs.specs.iter().filter_map(|s| s["name"].as_str()))
+            .filter(|n| n.starts_with("t/"))
+            .map(str::to_string)
+            .collect();
+        free.sort();
+        free.dedup();
+        json!({
+            "op": "graph", "inputs": inputs.specs, "steps": self.steps, "outputs": outputs,
+            "free": free, "sources": self.sources,
+        })
+    }
+
+    /// How many programs the graph launches (each step is one).
+    pub(crate) fn programs(&self) -> usize {
+        self.steps.len()
+    }
+}
+
+/// Rows of `x` (`[rows, d]`) where `mask` is true, and how many.
+fn select_rows(x: &[f32], d: usize, mask: &[bool]) -> (Vec<f32>, usize) {
+    let mut out = Vec::new();
+    for (row, _) in x.chunks_exact(d).zip(mask).filter(|(_, k)| **k) {
+        out.extend(row.iter().map(|v| round_to_bf16(*v)));
+    }
+    let n = out.len() / d.max(1);
+    (out, n)
+}
+
+/// Key rows each cross kind attends (text, image), from the observation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct CrossKeys {
+    pub text: usize,
+    pub image: usize,
+}
+
+/// The observation's graph: its context rows (bf16) and key masks put on the device, every
+/// cross block's K and V computed there once, in the per-head layout the steps read.
+pub(crate) fn observation_graph<'a>(
+    dev: &'a TtDevice,
+    plan: &'a MegakernelPlan,
+    w: &DitWeights,
+    context: &[f32],
+    text_mask: &[bool],
+    image_mask: &[bool],
+) -> Result<(Graph<'a>, Upload, CrossKeys), DitRunError> {
+    let dims = &plan.dims;
+    let (cross, heads, hd) = (dims.cross_dim, dims.num_heads, dims.head_dim);
+    let cw = tiles(cross) * 32;
+    let mut up = Upload::new();
+    let mut g = Graph::new(dev, plan);
+    let mut keys = CrossKeys::default();
+    let self_np = tiles(dims.sa_tokens) * 32;
+    up.add(
+        "o/mask/self",
+        32,
+        self_np,
+        "f32",
+        &mask_tile(&vec![true; dims.sa_tokens], self_np),
+    );
+    for (which, mask) in [("text", text_mask), ("image", image_mask)] {
+        let (rows, n) = select_rows(context, cross, mask);
+        let np = tiles(n.max(1)) * 32;
+        up.add_padded(&format!("o/ctx/{which}"), &rows, n, cross, np, cw, "bf16");
+        up.add(
+            &format!("o/mask/{which}"),
+            32,
+            np,
+            "f32",
+            &mask_tile(&vec![true; n], np),
+        );
+        if which == "text" {
+            keys.text = n;
+        } else {
+            keys.image = n;
+        }
+    }
+    for (i, b) in w.blocks.iter().enumerate() {
+        let (which, n) = match b.kind {
+            BlockKind::SelfAttn => continue,
+            BlockKind::CrossText => ("text", keys.text),
+            BlockKind::CrossImage => ("image", keys.image),
+        };
+        if n == 0 {
+            continue; // no keys: the block's attention gives 0 without K and V
+        }
+        let ctx = format!("o/ctx/{which}");
+        for (kind, name) in [(WeightKind::K, "k"), (WeightKind::V, "v")] {
+            g.matmul(i, kind, &ctx, n, "t/kv", false, false)?;
+            g.split_heads("t/kv", &format!("o/{name}/{i}"), tiles(n), heads, hd);
+        }
+    }
+    Ok((g, up, keys))
+}
+
+/// One denoising step's graph: `tokens` `[sa_tokens, D]` (fp32 stream) and SiLU(temb) (bf16
+/// values) in, the name of the stream after the last block out.
+pub(crate) fn step_graph<'a>(
+    dev: &'a TtDevice,
+    plan: &'a MegakernelPlan,
+    w: &DitWeights,
+    tokens: &[f32],
+    act: &[f32],
+    keys: CrossKeys,
+) -> Result<(Graph<'a>, Upload, String), DitRunError> {
+    let dims = &plan.dims;
+    let (d, heads, hd) = (dims.width(), dims.num_heads, dims.head_dim);
+    let m = tokens.len() / d;
+    let (mt, wt) = (tiles(m), tiles(d));
+    let mut up = Upload::new();
+    up.add_padded("t/x0", tokens, m, d, mt * 32, wt * 32, "f32");
+    up.add_padded("t/temb", act, 1, d, 32, wt * 32, "bf16");
+    let mut g = Graph::new(dev, plan);
+    let mut x = "t/x0".to_string();
+    for (i, b) in w.blocks.iter().enumerate() {
+        let (xa, xb) = (format!("t/x{}", 2 * i + 1), format!("t/x{}", 2 * i + 2));
+        g.matmul(i, WeightKind::AdaNorm, "t/temb", 1, "t/ada", false, true)?;
+        // [scale | shift] (2D columns) → scale and shift, each whole tiles, zero-padded.
+        g.relayout(
+            "t/ada",
+            tiles(2 * d),
+            "t/gb",
+            1,
+            2 * wt,
+            "f32",
+            vec![[2, 0, 0, 0, wt * 32, 0, 0, 0, d, d]],
+        );
+        g.layernorm(&x, d, mt, Some("t/gb"), "t/h");
+        g.matmul(i, WeightKind::Q, "t/h", m, "t/q", false, false)?;
+        g.split_heads("t/q", "t/qh", mt, heads, hd);
+        let (k, v, mask, n) = match b.kind {
+            BlockKind::SelfAttn => {
+                for (kind, name) in [(WeightKind::K, "t/kh"), (WeightKind::V, "t/vh")] {
+                    g.matmul(i, kind, "t/h", m, "t/kv", false, false)?;
+                    g.split_heads("t/kv", name, mt, heads, hd);
+                }
+                ("t/kh".into(), "t/vh".into(), "o/mask/self".to_string(), m)
+            }
+            BlockKind::CrossText => (
+                format!("o/k/{i}"),
+                format!("o/v/{i}"),
+                "o/mask/text".into(),
+                keys.text,
+            ),
+            BlockKind::CrossImage => (
+                format!("o/k/{i}"),
+                format!("o/v/{i}"),
+                "o/mask/image".into(),
+                keys.image,
+            ),
+        };
+        if n == 0 {
+            // Attention over no keys is 0 (the emulator's), a zero-filled relayout.
+            g.relayout("t/q", wt, "t/a", mt, wt, "bf16", Vec::new());
+        } else {
+            g.attention("t/qh", &k, &v, &mask, mt, tiles(n));
+            g.merge_heads("t/oh", "t/a", mt, heads, hd);
+        }
+        g.matmul(i, WeightKind::Out, "t/a", m, "t/o", false, true)?;
+        g.residual(&x, "t/o", wt, mt, &xa);
+        g.layernorm(&xa, d, mt, None, "t/h");
+        g.matmul(i, WeightKind::FfUp, "t/h", m, "t/f", true, false)?;
+        g.matmul(i, WeightKind::FfDown, "t/f", m, "t/o", false, true)?;
+        g.residual(&xa, "t/o", wt, mt, &xb);
+        x = xb;
+    }
+    Ok((g, up, x))
+}

@@ -1,0 +1,125 @@
+//! The on-device step graph (`super::graph`) on the simulated p150a against the emulator: full
+//! size blocks (D = 1536, 32 heads of 48, FF 6144, 51 tokens, the GR1 prompt's 116 context
+//! tokens), random weights, one denoising step's blocks with the activations kept on the device.
+//! `#[ignore]`d like every `sim_*` test; `scripts/device-sim-tests.sh` runs it.
+
+use std::time::Instant;
+
+use tt_blackhole::ArenaDtype;
+use tt_blackhole::arena::{arena_layout, build_arena_bytes};
+use tt_blackhole::device::{DeviceKind, DitDevice, DitStepInputs};
+use tt_blackhole::dims::DitDims;
+
+use super::{DeviceSteps, TtDevice};
+use crate::config::Gr00tConfig;
+use crate::megakernel::emulator::ArenaBytes;
+use crate::megakernel::tests::pcc;
+use crate::megakernel::{CheckpointTensors, Emulator, dit_dims};
+use crate::model::dit::{BlockKind, DitWeights};
+use crate::weights::{DType, RandomWeights};
+
+/// A deterministic uniform value in [-1, 1).
+fn rand(seed: &mut u64) -> f32 {
+    *seed = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+}
+
+/// Block 0 (cross-attention to the text keys) at full size, one step through the device graph
+/// vs the emulator's `run_step`: PCC ≥ 0.9999 and the largest
+/// absolute difference of the fp32 stream bounded (the stream is O(1); the emulator computes
+/// LayerNorm and the softmax in full fp32, the device's FPU passes operands through 19 bits).
+#[test]
+#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
+fn sim_full_size_blocks_on_device_match_emulator() {
+    assert!(
+        std::env::var_os("TT_METAL_SIMULATOR").is_some(),
+        "TT_METAL_SIMULATOR is not set (source the simulator's env.sh, or run \
+         scripts/device-sim-tests.sh)"
+    );
+    let mut cfg = Gr00tConfig::default();
+    cfg.diffusion_model_cfg.num_layers = 1;
+    cfg.action_horizon = DitDims::FULL.sa_tokens - 1;
+    let ctx = DitDims::FULL.ctx_tokens;
+    let dims = dit_dims(&cfg, ctx);
+    assert_eq!(
+        (dims.width(), dims.head_dim, dims.ff_inner),
+        (1536, 48, 6144)
+    );
+    let random = RandomWeights {
+        seed: 24,
+        dtype: DType::F32,
+    };
+    let weights = DitWeights::load(&random, &cfg).unwrap();
+    assert_eq!(weights.blocks[0].kind, BlockKind::CrossText);
+    let dtype = ArenaDtype::Bfp8B;
+    let layout = arena_layout(&dims, dtype);
+    let source = CheckpointTensors {
+        weights: &random,
+        layout: &layout,
+    };
+    let (index, arena) = build_arena_bytes(&layout, &source).unwrap();
+    let mut seed = 5u64;
+    let mut draw = |n: usize| (0..n).map(|_| rand(&mut seed)).collect::<Vec<f32>>();
+    let d = dims.width();
+    let (tokens, temb, context) = (
+        draw(dims.sa_tokens * d),
+        draw(d),
+        draw(ctx * dims.cross_dim),
+    );
+    // The prompt's text keys first, its image keys after (what the Eagle backbone emits).
+    let text_mask: Vec<bool> = (0..ctx).map(|j| j < 40).collect();
+    let image_mask: Vec<bool> = text_mask.iter().map(|t| !t).collect();
+    let inputs = DitStepInputs {
+        tokens: &tokens,
+        temb: &temb,
+        context: &context,
+        text_mask: &text_mask,
+        image_mask: &image_mask,
+    };
+    let owned = ArenaBytes::Owned(arena.clone());
+    let emu = Emulator::new(&weights, &index, &owned, &dims).unwrap();
+    let want = emu.run_step(&inputs).unwrap();
+
+    let t = Instant::now();
+    let dev = TtDevice::open(DeviceKind::Simulator, &index, &arena).unwrap();
+    let open_s = t.elapsed().as_secs_f64();
+    let steps = DeviceSteps::new(&dev, &weights, &dims).unwrap();
+    let t = Instant::now();
+    let got = steps.run_blocks(&inputs).unwrap();
+    let wall_s = t.elapsed().as_secs_f64();
+    drop(steps);
+    let stats = dev.stats().expect("a finished forward");
+    let step = stats.per_step[0];
+    let before_step = stats.cumulative.traffic;
+
+    assert_eq!(got.len(), want.len());
+    assert!(got.iter().all(|v| v.is_finite()));
+    let p = pcc(&got, &want);
+    let max_err = got
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max);
+    let scale = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+    eprintln!(
+        "full-size block 0 on the device: PCC {p:.8} vs the emulator, max |err| {max_err:.4e} \
+         (stream max |x| {scale:.3}); open + upload {open_s:.1} s, the constants, the cross K/V \
+         and the step {wall_s:.1} s; the step: {} programs, {} B in, {} B out; since open: {:?}",
+        step.programs, step.host_to_device_bytes, step.device_to_host_bytes, before_step
+    );
+    for (label, n, t) in dev.times().graph {
+        eprintln!("  {label}: {n} programs, {:.2} s", t.as_secs_f64());
+    }
+    assert!(p >= 0.9999, "PCC {p} vs the emulator");
+    assert!(max_err <= 0.05, "max |err| {max_err} vs the emulator");
+    // The step: 18 programs for a cross block (its K/V are the observation's, not the step's);
+    // the stream and SiLU(temb) in, the stream out.
+    assert_eq!(step.programs, 18);
+    // The observation's K and V: a matmul, its end and the per-head relayout each.
+    assert_eq!(before_step.programs, 18 + 6);
+    let m = dims.sa_tokens;
+    assert_eq!(step.device_to_host_bytes, (m * d * 4) as u64);
+    assert_eq!(step.host_to_device_bytes, ((m + 1) * d * 4) as u64);
+}
