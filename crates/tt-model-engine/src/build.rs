@@ -1,11 +1,12 @@
 //! Image builds: a context byte stream in, our own [`BuildEvent`]s out, an image id back.
 //!
-//! We drive the engine's classic builder (`version=1`). dockerd 20.10's BuildKit answers the
-//! same endpoint with base64 protobuf trace records that bollard can only decode with its
-//! heavy `buildkit` feature (gRPC session); the classic builder streams plain text, keys its
-//! cache on content (mtimes do not matter), runs `RUN` steps without a bridge network, and
-//! needs no session. The price is no `RUN --mount=type=cache`, which the generated
-//! Dockerfiles therefore do not use.
+//! Packages are built by the engine's classic builder (`version=1`) through bollard: it
+//! streams plain text, keys its cache on content (mtimes do not matter) and accepts a base
+//! pinned by local image id (`FROM sha256:…`, which BuildKit resolves against a registry).
+//! The price is no `RUN --mount=type=cache`, which the generated Dockerfiles therefore do not
+//! use yet; [`crate::buildkit`] is the same request through BuildKit, with cache mounts, for
+//! the tt-metal build's compiler cache (issue 27). `RUN` steps get the engine's default
+//! (bridge) network unless the request names one (`none` for a hermetic build).
 //!
 //! Failure reporting follows the daemon's protocol: a failing step arrives as an error item
 //! inside an HTTP-200 stream, so the first error ends the build and carries the last output

@@ -13,8 +13,8 @@ use futures_util::StreamExt;
 
 use crate::client::Client;
 use crate::error::EngineError;
-use crate::labels;
 use crate::run_spec::{DEV_TENSTORRENT, HUGEPAGES_1G, RunSpec};
+use tt_model_oci::labels;
 
 /// What we read back about a container.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

@@ -11,18 +11,20 @@
 //! error as the source of an [`EngineError`].
 //!
 //! Modules: `client`, `error` (the connection and its failures); `build`, `images`, `export`,
-//! `oneshot`, `archive`, `pull` (packaging: build, judge, export, verify and freeze
-//! containers, base images pulled);
-//! `oci_load` (the inverse of `export`); `reproducible` (a build's image normalised so the same
-//! inputs give the same id); `run_spec`, `containers`, `labels`, `logs` (serving:
-//! compose, create/inspect/stop, our labels, log streams). Readiness (the log and the health
-//! probe together) is `tt-model-local`'s boot watch, built on `logs` and `containers`.
+//! `oneshot`, `pull` (packaging: build, judge, export, verify and freeze containers, base
+//! images pulled); `oci_load` (the inverse of `export`); `reproducible` (a build's image
+//! exported and normalised so the same inputs give the same id); `run_spec`, `containers`,
+//! `logs` (serving: compose, create/inspect/stop, log streams). The formats those calls read
+//! and write (OCI layouts, docker-archives, the layer and config normalisation, our label keys)
+//! are `tt-model-oci`'s, which makes no engine call. Readiness (the log and the health probe
+//! together) is `tt-model-local`'s boot watch, built on `logs` and `containers`.
+//! `buildkit` runs `build`'s builds through BuildKit instead, for `RUN --mount=type=cache`.
 // A library reports through its return values and its callers' printers, never the terminal.
 #![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![warn(missing_docs)]
 
-pub mod archive;
 pub mod build;
+pub mod buildkit;
 pub mod client;
 pub mod error;
 pub mod export;
@@ -35,7 +37,6 @@ pub mod reproducible;
 pub mod testing;
 // serving
 pub mod containers;
-pub mod labels;
 pub mod logs;
 pub mod run_spec;
 

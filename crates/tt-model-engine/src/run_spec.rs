@@ -17,7 +17,7 @@ use bollard::models::{
 
 use tt_model_manifest::shell::quote as shell_quote;
 
-use crate::labels;
+use tt_model_oci::labels;
 
 /// In-container path of the hub cache mount.
 pub const HUB_CACHE_IN_CONTAINER: &str = "/hf-hub";

@@ -2,5 +2,6 @@
 //! One binary links the dependency graph once instead of once per file (CI builds in a
 //! fraction of the time); run one file's tests with `cargo test --test integration <module>::`.
 
+mod buildkit_engine;
 mod oci_load_engine;
 mod serve_run_spec;

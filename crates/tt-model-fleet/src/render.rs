@@ -15,8 +15,8 @@ use k8s_openapi::api::core::v1::{PodTemplateSpec, Service, ServicePort, ServiceS
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use tt_model_engine::labels;
 use tt_model_engine::run_spec::RunSpec;
+use tt_model_oci::labels;
 
 use crate::names::{dns_label, label_value};
 use crate::options::{DEFAULT_RESOURCE_PREFIX, FleetOptions};

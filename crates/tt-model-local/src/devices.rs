@@ -10,8 +10,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use tt_model_engine::labels;
 use tt_model_engine::run_spec::{DEV_TENSTORRENT, HUGEPAGES_1G};
+use tt_model_oci::labels;
 
 /// The engine's view of one running container, as the claim rules read it.
 pub use tt_model_engine::containers::ContainerClaim;

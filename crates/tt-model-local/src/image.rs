@@ -10,7 +10,8 @@ use std::path::Path;
 
 use tt_model_engine::Client;
 use tt_model_engine::images::{ImageFacts, ImageState, judge};
-use tt_model_engine::oci_load::{LoadError, OciLayout};
+use tt_model_engine::oci_load::LoadError;
+use tt_model_oci::OciLayout;
 
 use crate::installed;
 use crate::localdb::{Entry, Source};
@@ -170,16 +171,17 @@ async fn heal(
         problem(pkg, &state),
         layout_dir.display()
     ));
-    let refused =
-        |e: LoadError| LocalError::refused("image", format!("{e}.\n{}", remedies(&pkg.name, via)));
-    let layout = OciLayout::open(layout_dir).map_err(refused)?;
+    let refused = |e: &dyn std::fmt::Display| {
+        LocalError::refused("image", format!("{e}.\n{}", remedies(&pkg.name, via)))
+    };
+    let layout = OciLayout::open(layout_dir).map_err(|e| refused(&e))?;
     if let Some(d) = digest {
-        layout.expect(d).map_err(refused)?;
+        layout.expect(d).map_err(|e| refused(&e))?;
     }
     // The archive's bytes as the image step's progress (tt's `progress` events too).
     let bar: std::sync::Arc<dyn crate::progress::Transfer> =
         printer.transfer(&format!("image {}", pkg.image)).into();
-    bar.total(layout.archive_size_hint());
+    bar.total(layout.archive_size(&pkg.image));
     let on_bytes = {
         let bar = bar.clone();
         std::sync::Arc::new(move |n| bar.bytes(n))
@@ -192,7 +194,7 @@ async fn heal(
         Ok(l) => l,
         // The engine being unreachable is not the layout's fault: keep the error chain.
         Err(e @ (LoadError::Request { .. } | LoadError::Engine(_))) => return Err(e.into()),
-        Err(e) => return Err(refused(e)),
+        Err(e) => return Err(refused(&e)),
     };
     let hex = loaded.id.trim_start_matches("sha256:");
     printer.done(

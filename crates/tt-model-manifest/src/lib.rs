@@ -35,7 +35,6 @@ pub mod field_error;
 pub mod glob;
 pub mod node;
 pub mod numfmt;
-pub mod oci_layout;
 mod parse;
 pub mod profile;
 pub mod schema;

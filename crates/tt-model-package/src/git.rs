@@ -169,7 +169,7 @@ pub fn scm_version(describe_long: &str, dirty: bool, node: &str) -> Option<Strin
 /// `SOURCE_DATE_EPOCH` for a build of the tree at `root` (whose `HEAD` is `sha`, when known):
 /// the variable's own value when it is set (the reproducible-builds convention: whoever sets
 /// it decides), else the commit time of `sha`, else
-/// [`tt_model_engine::reproducible::FALLBACK_EPOCH`]. Never the time of packaging: the same
+/// [`tt_model_oci::reproducible::FALLBACK_EPOCH`]. Never the time of packaging: the same
 /// inputs must give the same image.
 pub fn source_date_epoch(root: &Path, sha: Option<&str>) -> u64 {
     if let Some(v) = std::env::var("SOURCE_DATE_EPOCH")
@@ -180,7 +180,7 @@ pub fn source_date_epoch(root: &Path, sha: Option<&str>) -> u64 {
     }
     sha.and_then(|sha| git(root, &["show", "-s", "--format=%ct", sha]))
         .and_then(|t| t.parse().ok())
-        .unwrap_or(tt_model_engine::reproducible::FALLBACK_EPOCH)
+        .unwrap_or(tt_model_oci::reproducible::FALLBACK_EPOCH)
 }
 
 #[cfg(test)]
@@ -275,11 +275,11 @@ mod tests {
         assert_eq!(source_date_epoch(root, Some(&sha)), 1_234_567_890);
         assert_eq!(
             source_date_epoch(root, None),
-            tt_model_engine::reproducible::FALLBACK_EPOCH
+            tt_model_oci::reproducible::FALLBACK_EPOCH
         );
         assert_eq!(
             source_date_epoch(root, Some("0000000000000000000000000000000000000000")),
-            tt_model_engine::reproducible::FALLBACK_EPOCH
+            tt_model_oci::reproducible::FALLBACK_EPOCH
         );
     }
 }

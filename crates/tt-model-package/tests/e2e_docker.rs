@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use tt_model_engine::Client;
 use tt_model_manifest::WireManifest;
-use tt_model_package::pipeline::labels;
+use tt_model_oci::labels;
 use tt_model_package::report::{Event, Recorder};
 use tt_model_package::{PackageError, PackageOptions, Packaged, package_manifest};
 
@@ -129,7 +129,7 @@ async fn minimal_http_packages_verifies_and_repackages_as_a_no_op() {
         .unwrap()
         .expect("the tagged image exists");
     assert_eq!(facts.id, image_digest);
-    assert_eq!(facts.labels[labels::NAME], "minimal-http");
+    assert_eq!(facts.labels[labels::PACKAGE], "minimal-http");
     assert_eq!(facts.labels[labels::KIND], "http-server");
     assert_eq!(facts.labels[labels::REPO], "acme/minimal-http");
     assert_eq!(facts.labels[labels::WEIGHTS], "acme/minimal-http-weights");

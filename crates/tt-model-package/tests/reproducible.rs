@@ -122,8 +122,7 @@ async fn two_no_cache_packages_give_one_digest_and_a_cached_one_too() {
     let wire =
         std::fs::read_to_string(out.path().join("minimal-http/tt_kernel_manifest.json")).unwrap();
     assert!(wire.contains(&digest), "{wire}");
-    let layout =
-        tt_model_engine::oci_load::OciLayout::open(&out.path().join("minimal-http/image")).unwrap();
+    let layout = tt_model_oci::OciLayout::open(&out.path().join("minimal-http/image")).unwrap();
     assert_eq!(layout.image_id(), digest);
     assert_eq!(
         client.image(&digest).await.unwrap().expect("loaded").id,

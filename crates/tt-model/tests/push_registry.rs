@@ -190,7 +190,7 @@ async fn push_to_a_registry_pull_by_digest_serve_and_refuse_a_corrupt_blob() {
     //    (and the new config), the Hub the changed file (and the manifest that pins the image) ──
     assert!(run(&c, &["rm", ID]).status.success());
     let blobs = |staged: &std::path::Path| -> std::collections::BTreeSet<String> {
-        let l = tt_model_engine::oci_load::OciLayout::open(&staged.join("image")).unwrap();
+        let l = tt_model_oci::OciLayout::open(&staged.join("image")).unwrap();
         std::iter::once(&l.config)
             .chain(&l.layers)
             .map(|b| b.digest.clone())
@@ -236,7 +236,7 @@ async fn push_to_a_registry_pull_by_digest_serve_and_refuse_a_corrupt_blob() {
 
     // ── a blob corrupted in the registry: refused at pull, naming it; nothing loaded ──
     client.remove_image(&image).await.unwrap();
-    let layout = tt_model_engine::oci_load::OciLayout::open(&staged.join("image")).unwrap();
+    let layout = tt_model_oci::OciLayout::open(&staged.join("image")).unwrap();
     let layer = layout.layers.last().unwrap();
     let stored = registry.blob_path(&layer.digest);
     std::fs::write(&stored, vec![0u8; layer.size as usize]).unwrap();
@@ -344,10 +344,10 @@ fn hex(bytes: &[u8]) -> String {
 async fn measure_registry_512mb() {
     use std::sync::Arc;
     use std::time::Instant;
-    use tt_model_engine::oci_load::OciLayout;
     use tt_model_hub::registry::push::{BlobFile, ImageToPush, push_image};
     use tt_model_hub::registry::{Registry, RegistryTarget, pull};
     use tt_model_hub::upload::Quiet;
+    use tt_model_oci::OciLayout;
 
     let Some(client) = engine().await else { return };
     let tmp = TempDir::new("registry-512");

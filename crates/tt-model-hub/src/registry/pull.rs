@@ -9,7 +9,7 @@ use std::str::FromStr as _;
 
 use oci_spec::image::{Descriptor, Digest, DigestAlgorithm, ImageManifest, MediaType};
 
-use tt_model_manifest::oci_layout::LayoutWriteError;
+use tt_model_oci::index::LayoutWriteError;
 
 use super::client::Registry;
 use super::error::RegistryError;
@@ -87,14 +87,10 @@ pub async fn pull_layout(
         manifest.len() as u64,
         Digest::from_str(digest).map_err(spec)?,
     );
-    tt_model_manifest::oci_layout::write_index(tmp.path(), entry, ref_name).map_err(
-        |e| match e {
-            LayoutWriteError::Spec(e) => spec(e),
-            LayoutWriteError::Io { path, source } => {
-                RegistryError::io("Cannot write", path)(source)
-            }
-        },
-    )?;
+    tt_model_oci::index::write_index(tmp.path(), entry, ref_name).map_err(|e| match e {
+        LayoutWriteError::Spec(e) => spec(e),
+        LayoutWriteError::Io { path, source } => RegistryError::io("Cannot write", path)(source),
+    })?;
     let done = tmp.keep();
     std::fs::rename(&done, dest).map_err(|e| {
         let _ = std::fs::remove_dir_all(&done);

@@ -124,7 +124,7 @@ pub(super) async fn base_has_openmpi(
             format!("if [ -d {OPENMPI_DIR}/lib ]; then echo present; else echo absent; fi"),
         ],
         network_mode: Some("none".into()),
-        label: Some((labels::NAME.to_string(), "base-probe".into())),
+        label: Some((labels::PACKAGE.to_string(), "base-probe".into())),
         ..Default::default()
     };
     let out = run.client.run_to_completion(&probe).await?;

@@ -4,7 +4,8 @@
 
 use super::*;
 
-use tt_model_engine::reproducible::{Reproduce, recorded_build_id};
+use tt_model_engine::reproducible::Reproduce;
+use tt_model_oci::reproducible::recorded_build_id;
 
 /// Build's result: the reproducible image, and the context it was built from.
 pub(super) struct ImageBuilt {
@@ -22,7 +23,7 @@ pub(super) struct ImageBuilt {
 pub(super) fn image_labels(r: &Resolved, code_digest: &str) -> BTreeMap<String, String> {
     let spec = &r.spec;
     let mut image_labels = BTreeMap::new();
-    image_labels.insert(labels::NAME.to_string(), spec.name.clone());
+    image_labels.insert(labels::PACKAGE.to_string(), spec.name.clone());
     image_labels.insert(labels::REPO.to_string(), spec.repo.clone());
     image_labels.insert(labels::WEIGHTS.to_string(), spec.weights.clone());
     image_labels.insert(labels::ARCH.to_string(), spec.arch.clone());

@@ -65,8 +65,8 @@ pub(super) async fn export(
         }
     };
     // The layout (new or reused) names its manifest: a registry push stores it as is.
-    let manifest_digest = tt_model_engine::oci_load::OciLayout::open(&image_dir)
-        .map_err(PackageError::Layout)?
+    let manifest_digest = tt_model_oci::OciLayout::open(&image_dir)
+        .map_err(|e| PackageError::Layout(e.into()))?
         .manifest_digest;
     let lock_text = match files.lock_bytes {
         Some(bytes) => bytes,

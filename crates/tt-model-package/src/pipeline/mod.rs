@@ -15,6 +15,7 @@ use std::time::Instant;
 use tt_model_engine::Client;
 use tt_model_engine::build::{BuildEvent, BuildRequest};
 use tt_model_engine::oneshot::OneShot;
+use tt_model_oci::labels;
 
 use crate::card::{CardFacts, render_card};
 use crate::context::ContextBuilder;
@@ -39,33 +40,6 @@ use resolve::{Resolved, resolve};
 use staging::{Staged, StagedFiles, stage};
 pub use verify::{RUNTIME_USER, freeze_run, verify_run};
 use verify::{Verified, freeze_lock, verify};
-
-/// The label keys put on every packaged image. The package name and the kind are the keys
-/// containers carry too ([`tt_model_engine::labels`], their one definition): a container
-/// inherits its image's labels, so `ps` reads the kind of any container of a package.
-pub mod labels {
-    /// The server kind (`kind:`), under the `tt.model.kind` key `ps` and other tools read
-    /// from containers (which inherit their image's labels).
-    pub use tt_model_engine::labels::KIND;
-    /// The server kind again, under the key the Python original writes on its images
-    /// (`org.tenstorrent.tt-model.kind`): tools that inspect images built by either tool
-    /// read this one. Two keys for one fact, on purpose: each is another tool's contract.
-    pub const ORIGINAL_KIND: &str = "org.tenstorrent.tt-model.kind";
-    /// The package slug (`name:`); what `list` and `rm` find packaged images by.
-    pub use tt_model_engine::labels::PACKAGE as NAME;
-    /// The Hub repo, `org/name`.
-    pub const REPO: &str = "org.tenstorrent.tt-model.repo";
-    /// The primary weights id.
-    pub const WEIGHTS: &str = "org.tenstorrent.tt-model.weights";
-    /// The architecture (`arch:`).
-    pub const ARCH: &str = "org.tenstorrent.tt-model.arch";
-    /// The serve profile names, comma-separated, in manifest order.
-    pub const PROFILES: &str = "org.tenstorrent.tt-model.profiles";
-    /// Tree digest of the shipped `code/`, `sha256:<hex>`.
-    pub const CODE_SHA256: &str = "org.tenstorrent.tt-model.code-sha256";
-    /// The tt-metal commit; the label is absent when the tree has no git facts.
-    pub const TT_METAL_SHA: &str = "org.tenstorrent.tt-model.tt-metal-sha";
-}
 
 /// The image repository every package is tagged under.
 pub const IMAGE_REPOSITORY_PREFIX: &str = "tt-model";

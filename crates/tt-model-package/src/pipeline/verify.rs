@@ -79,7 +79,7 @@ pub fn verify_run(image: &str, name: &str) -> OneShot {
         user: Some(RUNTIME_USER.into()),
         env: vec![],
         network_mode: Some("none".into()),
-        label: Some((labels::NAME.to_string(), format!("{name}-verify"))),
+        label: Some((labels::PACKAGE.to_string(), format!("{name}-verify"))),
     }
 }
 

@@ -3,7 +3,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tt_model_engine::containers::ContainerInfo;
-use tt_model_engine::labels;
+use tt_model_oci::labels;
 
 use crate::ExitStatus;
 use crate::args::PsArgs;

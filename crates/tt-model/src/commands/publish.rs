@@ -8,7 +8,7 @@
 //! visibility.
 
 use tt_model_hub::card_tags::{self, CATALOG_TAG};
-use tt_model_hub::hub::{CommitOp, HubClient, RepoMeta};
+use tt_model_hub::hub::{HubClient, RepoMeta};
 use tt_model_local::Local;
 use tt_model_manifest::{WireError, WireManifest};
 use tt_model_package::publish;
@@ -24,15 +24,7 @@ const NOTHING: &str = "nothing was made public and the listing is unchanged";
 /// Writes the README with the catalog tag `on`/off as one commit on the head read; `false`
 /// when it already was so.
 async fn set_listed(client: &HubClient, meta: &RepoMeta, on: bool) -> anyhow::Result<bool> {
-    let readme = if meta.siblings.iter().any(|s| s.rfilename == "README.md") {
-        let bytes = client
-            .read_file(&meta.id, &meta.sha, "README.md")
-            .await
-            .map_err(hub::consequence(NOTHING))?;
-        String::from_utf8_lossy(&bytes).into_owned()
-    } else {
-        String::new()
-    };
+    let readme = hub::readme_of(client, meta, NOTHING).await?;
     let next = card_tags::with_tag(&readme, CATALOG_TAG, on);
     if next == readme {
         return Ok(false);
@@ -42,19 +34,7 @@ async fn set_listed(client: &HubClient, meta: &RepoMeta, on: bool) -> anyhow::Re
     } else {
         "Remove the package from the community catalog"
     };
-    client
-        .commit(
-            &meta.id,
-            "main",
-            summary,
-            Some(&meta.sha),
-            &[CommitOp::File {
-                path: "README.md".into(),
-                content: next.into_bytes(),
-            }],
-        )
-        .await
-        .map_err(hub::consequence(NOTHING))?;
+    hub::write_readme(client, meta, summary, next, NOTHING).await?;
     Ok(true)
 }
 

@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
+use tt_model_engine::Client;
 use tt_model_engine::containers::ContainerInfo;
-use tt_model_engine::{Client, labels};
 use tt_model_local::devices;
+use tt_model_oci::labels;
 
 use crate::ExitStatus;
 use crate::args::StopArgs;

@@ -11,7 +11,6 @@
 //! keeps the repo.
 
 use tt_model_hub::card_tags::{self, CATALOG_TAG};
-use tt_model_hub::hub::{CommitOp, HubClient, RepoMeta};
 use tt_model_hub::review::{self, ORG, Review};
 use tt_model_local::Local;
 use tt_model_local::state::WIRE_MANIFEST;
@@ -23,39 +22,6 @@ use crate::printer::Printer;
 use crate::{ExitStatus, UserError};
 
 const NOTHING: &str = "no copy was made or changed";
-
-async fn readme_of(client: &HubClient, meta: &RepoMeta) -> anyhow::Result<String> {
-    if !meta.siblings.iter().any(|s| s.rfilename == "README.md") {
-        return Ok(String::new());
-    }
-    let bytes = client
-        .read_file(&meta.id, &meta.sha, "README.md")
-        .await
-        .map_err(hub::consequence(NOTHING))?;
-    Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-async fn write_readme(
-    client: &HubClient,
-    meta: &RepoMeta,
-    summary: &str,
-    text: String,
-) -> anyhow::Result<()> {
-    client
-        .commit(
-            &meta.id,
-            "main",
-            summary,
-            Some(&meta.sha),
-            &[CommitOp::File {
-                path: "README.md".into(),
-                content: text.into_bytes(),
-            }],
-        )
-        .await
-        .map_err(hub::consequence(NOTHING))?;
-    Ok(())
-}
 
 /// The copy's id: the weights repo's name under `Tenstorrent/`.
 pub(crate) fn copy_id(weights_repo: &str) -> String {
@@ -118,7 +84,7 @@ pub fn whitelist(
             printer.done(&format!("copied {source} → {target}"), Some("server-side"));
         } else {
             let existing = hub::meta_of(&client, &target, NOTHING).await?;
-            match review::read(&readme_of(&client, &existing).await?) {
+            match review::read(&hub::readme_of(&client, &existing, NOTHING).await?) {
                 Some(r) if r.source.eq_ignore_ascii_case(&source) => {
                     printer.skipped(
                         &format!("{target} is already the copy of {source}"),
@@ -147,13 +113,14 @@ pub fn whitelist(
             reviewer: reviewer.clone(),
             reviewed_at: tt_model_manifest::timefmt::utc_now(),
         };
-        let card = review::annotate(&readme_of(&client, &copy).await?, &record);
+        let card = review::annotate(&hub::readme_of(&client, &copy, NOTHING).await?, &record);
         let card = card_tags::with_tag(&card, CATALOG_TAG, true);
-        write_readme(
+        hub::write_readme(
             &client,
             &copy,
             &format!("Review of {source} by {reviewer}"),
             card,
+            NOTHING,
         )
         .await?;
         printer.done(
@@ -186,17 +153,18 @@ pub fn unwhitelist(
     let client = hub::client(local, true)?;
     crate::block_on(async {
         let meta = hub::meta_of(&client, id, NOTHING).await?;
-        let readme = readme_of(&client, &meta).await?;
+        let readme = hub::readme_of(&client, &meta, NOTHING).await?;
         let next = card_tags::with_tag(&readme, CATALOG_TAG, false);
         if next == readme {
             printer.skipped(&format!("{id} is not listed"), Some("nothing to do"));
             return Ok(ExitStatus::Success);
         }
-        write_readme(
+        hub::write_readme(
             &client,
             &meta,
             "Remove the reviewed copy from the community catalog",
             next,
+            NOTHING,
         )
         .await?;
         printer.done(

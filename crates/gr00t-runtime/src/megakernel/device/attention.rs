@@ -1,18 +1,24 @@
 //! Attention per head on the device, one program for all heads (`kernels/attention_head.cpp`,
-//! read by `kernels/reader_attention.cpp`, with our SFPU library): `softmax(scale·QKᵀ + mask)·V`
-//! per head, Q/K/V as bf16 tiles with the head dim zero-padded to whole tiles, the scores and
+//! read by `kernels/reader_attention.cpp`, written by `kernels/writer_merge_heads.cpp`, with our
+//! SFPU library): `softmax(scale·QKᵀ + mask)·V` per head, Q/K/V read from the projections'
+//! `[rows, heads·hd]` layout (the head split and merge are in the reader and writer, not
+//! programs of their own), in L1 as bf16 tiles with the head dim zero-padded, the scores and
 //! the softmax statistics in fp32, P and the output packed to bf16. Tested against the
 //! emulator's `flash_attention` and f64.
 
 use serde_json::json;
 
-use super::sfpu::{EltwiseRun, SfpuError, WRITER_TILES_KERNEL, compose_compute};
+use super::sfpu::{EltwiseRun, SfpuError, compose_compute};
 use super::worker::TtnnWorker;
 
 /// The compute kernel (the library is pasted in, the scale a compile-time constant).
 pub const ATTENTION_KERNEL: &str = include_str!("kernels/attention_head.cpp");
-/// Its reader: the scaler tile and the key mask once, then each head's Q, K and V tiles.
+/// Its reader: the scaler tile and the key mask once, then each head's Q, K and V tiles, cut out
+/// of the projections' `[rows, heads·hd]` tensors on the way into L1.
 pub const READER_ATTENTION_KERNEL: &str = include_str!("kernels/reader_attention.cpp");
+/// Its writer: each head's output tiles put back into the `[rows, heads·hd]` layout on the way
+/// out (a core owns whole output tiles).
+pub const WRITER_MERGE_KERNEL: &str = include_str!("kernels/writer_merge_heads.cpp");
 
 /// What a masked-out or padding key's score gets: its weight is 0.
 const MASKED: f32 = -1.0e30;
@@ -63,15 +69,13 @@ pub fn attention(
         });
     }
     let pad = |n: usize| n.div_ceil(32) * 32;
-    let (mp, np, dp) = (pad(mq), pad(mk), pad(hd));
-    // Per head, rows padded, head dim zero-padded: [heads, rows, dp].
-    let per_head = |x: &[f32], rows: usize, rows_p: usize| {
-        let mut out = vec![0f32; heads * rows_p * dp];
-        for h in 0..heads {
-            for r in 0..rows {
-                let src = &x[r * d + h * hd..r * d + (h + 1) * hd];
-                out[(h * rows_p + r) * dp..(h * rows_p + r) * dp + hd].copy_from_slice(src);
-            }
+    let (mp, np, dw) = (pad(mq), pad(mk), pad(d));
+    // The projections' own layout, rows and columns zero-padded: [rows_p, dw] (the reader cuts
+    // the heads out on the device).
+    let padded = |x: &[f32], rows: usize, rows_p: usize| {
+        let mut out = vec![0f32; rows_p * dw];
+        for r in 0..rows {
+            out[r * dw..r * dw + d].copy_from_slice(&x[r * d..(r + 1) * d]);
         }
         out
     };
@@ -83,9 +87,9 @@ pub fn attention(
         .collect();
     let mut payload = Vec::new();
     for x in [
-        per_head(q, mq, mp),
-        per_head(k, mk, np),
-        per_head(v, mk, np),
+        padded(q, mq, mp),
+        padded(k, mk, np),
+        padded(v, mk, np),
         mask,
     ] {
         for val in x {
@@ -101,11 +105,11 @@ pub fn attention(
         )],
     );
     let header = json!({
-        "op": "attention", "heads": heads, "mp": mp, "np": np, "dp": dp, "cores": cores.max(1),
-        "kernels": {"reader": READER_ATTENTION_KERNEL, "writer": WRITER_TILES_KERNEL, "compute": compute},
+        "op": "attention", "heads": heads, "mp": mp, "np": np, "hd": hd, "cores": cores.max(1),
+        "kernels": {"reader": READER_ATTENTION_KERNEL, "writer": WRITER_MERGE_KERNEL, "compute": compute},
     });
     let (ans, out) = worker.call(&header, &payload)?;
-    let want = heads * mp * dp * 4;
+    let want = mp * dw * 4;
     if out.len() != want {
         return Err(SfpuError::Reply {
             op: "attention".into(),
@@ -113,16 +117,11 @@ pub fn attention(
             want,
         });
     }
-    let at = |h: usize, r: usize, c: usize| {
-        let i = ((h * mp + r) * dp + c) * 4;
-        f32::from_le_bytes([out[i], out[i + 1], out[i + 2], out[i + 3]])
-    };
     let mut values = vec![0f32; mq * d];
-    for r in 0..mq {
-        for h in 0..heads {
-            for c in 0..hd {
-                values[r * d + h * hd + c] = at(h, r, c);
-            }
+    for (r, row) in values.chunks_exact_mut(d).enumerate() {
+        for (c, v) in row.iter_mut().enumerate() {
+            let i = (r * dw + c) * 4;
+            *v = f32::from_le_bytes([out[i], out[i + 1], out[i + 2], out[i + 3]]);
         }
     }
     Ok(EltwiseRun {

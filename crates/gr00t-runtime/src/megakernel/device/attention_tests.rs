@@ -55,12 +55,28 @@ fn reference(q: &[f32], k: &[f32], v: &[f32], s: AttentionShape, keep: &[bool]) 
 #[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
 fn sim_attention_per_head_matches_emulator() {
     let dims = DitDims::FULL;
-    let shape = AttentionShape {
-        mq: dims.sa_tokens,
-        mk: dims.ctx_tokens,
-        heads: dims.num_heads,
-        hd: dims.head_dim,
-    };
+    let mut w = open_sim("sim_attention_per_head_matches_emulator");
+    // The full size (hd = 48: the reader and writer move whole faces), then the tiny config's
+    // hd = 10 (heads share tiles: element by element, one core owns the shared output tiles).
+    for shape in [
+        AttentionShape {
+            mq: dims.sa_tokens,
+            mk: dims.ctx_tokens,
+            heads: dims.num_heads,
+            hd: dims.head_dim,
+        },
+        AttentionShape {
+            mq: 25,
+            mk: 40,
+            heads: 4,
+            hd: 10,
+        },
+    ] {
+        check_attention(&mut w, shape);
+    }
+}
+
+fn check_attention(w: &mut crate::megakernel::device::worker::TtnnWorker, shape: AttentionShape) {
     let d = shape.heads * shape.hd;
     let mut seed = 0xa77eu64;
     let mut bf16s = |n: usize| -> Vec<f32> {
@@ -73,11 +89,10 @@ fn sim_attention_per_head_matches_emulator() {
         bf16s(shape.mk * d),
         bf16s(shape.mk * d),
     );
-    let mut w = open_sim("sim_attention_per_head_matches_emulator");
     // Every key, then a key mask (a text cross block attends to part of the context).
     let keep_some: Vec<bool> = (0..shape.mk).map(|j| j % 3 != 1).collect();
     for mask in [None, Some(&keep_some[..])] {
-        let run = attention(&mut w, &q, &k, &v, shape, mask, 8)
+        let run = attention(w, &q, &k, &v, shape, mask, 8)
             .unwrap_or_else(|e| panic!("attention on the device: {e}"));
         let keep = mask.map_or_else(|| vec![true; shape.mk], <[bool]>::to_vec);
         let f64_ref = reference(&q, &k, &v, shape, &keep);

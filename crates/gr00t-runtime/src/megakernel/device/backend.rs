@@ -77,7 +77,7 @@ pub struct DeviceInfo {
 pub struct MatmulTimes {
     /// (kind, calls, total program time)
     pub by_kind: Vec<(WeightKind, usize, Duration)>,
-    /// Programs of the step graphs by label (`matmul FfUp`, `relayout`, ...): (label, programs,
+    /// Programs of the step graphs by label (`matmul FfUp`, `matmul Q+K+V`, ...): (label, programs,
     /// total time as the worker measured it, synchronisation included).
     pub graph: Vec<(String, u64, Duration)>,
 }

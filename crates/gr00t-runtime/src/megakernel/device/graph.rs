@@ -3,13 +3,16 @@
 //! device tensors, the residual stream included, so only the step's tokens and SiLU(temb) go
 //! in and the last block's stream comes back.
 //!
-//! Per block (the emulator's `run_step_with`, op for op): the AdaLN matmul and its end
-//! (`kernels/bias_act_rows.cpp`: the K pieces summed, the bias, bf16) → its `[scale | shift]`
-//! row relaid as whole-tile vectors (`kernels/relayout_tiles.cpp`) → LayerNorm with the AdaLN
-//! modulation (`kernels/layernorm_rows.cpp`, `GR00T_LN_ONE_PLUS_G`) → Q (and K, V for a self
-//! block) → the per-head layout → attention per head (`kernels/attention_head.cpp`) → back to
-//! `[tokens, D]` → the output projection → the residual add (`kernels/residual_rows.cpp`) → the
-//! plain LayerNorm → FF-up with GELU → FF-down → the residual add.
+//! First every block's AdaLN (it depends on SiLU(temb) alone): one matmul program and one end
+//! (`kernels/bias_act_rows.cpp`: the K pieces summed, the bias) for all blocks. Then per block
+//! (the emulator's `run_step_with`, op for op): LayerNorm with the AdaLN modulation
+//! (`kernels/layernorm_rows.cpp`, `GR00T_LN_ONE_PLUS_G`; its reader splits the `[scale | shift]`
+//! row) → Q (and K, V for a self block, in the same program) → attention per head
+//! (`kernels/attention_head.cpp`; its reader cuts the heads out of the `[tokens, D]`
+//! projections, its writer puts them back) → the output projection → the residual add
+//! (`kernels/residual_rows.cpp`) → the plain LayerNorm → FF-up with GELU → FF-down → the
+//! residual add. No program only moves data: 2 programs, then 13 per block (106 for the tiny
+//! config's 8 blocks; 168 when relayouts and one matmul per program made them 24 and 18).
 //!
 //! The cross blocks' K and V depend only on the observation's context: [`observation_graph`]
 //! computes them once per observation into device tensors the steps read.
@@ -23,7 +26,7 @@ use tt_blackhole::device::DitRunError;
 use tt_blackhole::dims::WeightKind;
 use tt_blackhole::plan::MegakernelPlan;
 
-use super::attention::{ATTENTION_KERNEL, READER_ATTENTION_KERNEL};
+use super::attention::{ATTENTION_KERNEL, READER_ATTENTION_KERNEL, WRITER_MERGE_KERNEL};
 use super::backend::TtDevice;
 use super::rows::{BIAS_ACT_KERNEL, LAYERNORM_KERNEL, READER_ROWS_KERNEL, RESIDUAL_KERNEL};
 use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
@@ -33,6 +36,8 @@ use crate::model::dit::{BlockKind, DitWeights};
 pub const RELAYOUT_KERNEL: &str = include_str!("kernels/relayout_tiles.cpp");
 /// The reader of a matmul's end: a unit's bias, then each output tile's K-piece partials.
 pub const READER_FINISH_KERNEL: &str = include_str!("kernels/reader_finish.cpp");
+/// The writer of a matmul's end: runs of tiles, into one output tensor or several.
+pub const WRITER_RUNS_KERNEL: &str = include_str!("kernels/writer_runs.cpp");
 
 /// A score's value for a key that may not be attended: its weight is 0.
 const MASKED: f32 = -1.0e30;
@@ -184,26 +189,44 @@ impl<'a> Graph<'a> {
         name.to_string()
     }
 
-    /// `out` = ACT(bf16(act · W(block, kind) + bias)): the matmul program (fp32 partials per K
-    /// piece) and its end (`out_f32`: kept as fp32 for the residual add). `m`: real rows of
-    /// `act` (its tile rows are read).
-    #[allow(clippy::too_many_arguments)]
-    fn matmul(
+    /// For each job `(block, kind, act, m, out)`: `out` = ACT(bf16(act · W(block, kind) + bias)),
+    /// `m` the real rows of `act` (its tile rows are read). The jobs are independent: one matmul
+    /// program does them all (fp32 partials per K piece, each job its own), one program ends
+    /// them all (`out_f32`: kept as fp32 for the residual add).
+    fn matmuls(
         &mut self,
-        block: usize,
-        kind: WeightKind,
-        act: &str,
-        m: usize,
-        out: &str,
+        jobs: &[(usize, WeightKind, &str, usize, String)],
         gelu: bool,
         out_f32: bool,
     ) -> Result<(), DitRunError> {
-        let spec = self.dev.matmul_spec(self.plan, block, kind, m)?;
-        let mut mm = spec.header;
+        let (mut mm_jobs, mut ends, mut kinds) = (Vec::new(), Vec::new(), Vec::<String>::new());
+        let mut mm = Value::Null;
+        for (j, (block, kind, act, m, out)) in jobs.iter().enumerate() {
+            let spec = self.dev.matmul_spec(self.plan, *block, *kind, *m)?;
+            let partials = format!("t/partials/{j}");
+            let mut h = spec.header;
+            h["act"] = json!(act);
+            h["out"] = json!(partials);
+            ends.push(json!({
+                "x": partials, "bias": bias_name(*block, *kind), "out": out,
+                "mt": tiles(*m), "nt": spec.nt, "k_split": spec.k_split,
+            }));
+            if mm.is_null() {
+                mm = h.clone(); // the arena, dtypes and fidelity every job shares
+                if let Some(o) = mm.as_object_mut() {
+                    o.remove("units");
+                }
+            }
+            mm_jobs.push(h);
+            let k = format!("{kind:?}");
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+        let kinds = kinds.join("+");
         mm["kind"] = json!("matmul");
-        mm["act"] = json!(act);
-        mm["out"] = json!("t/partials");
-        mm["label"] = json!(format!("matmul {kind:?}"));
+        mm["jobs"] = json!(mm_jobs);
+        mm["label"] = json!(format!("matmul {kinds}"));
         let names = [
             self.source("mm_reader", || super::backend::READER_KERNEL.into()),
             self.source("mm_compute", || super::backend::COMPUTE_KERNEL.into()),
@@ -220,25 +243,45 @@ impl<'a> Graph<'a> {
             compose_compute(BIAS_ACT_KERNEL, &[("GR00T_ACT_ROW", act_row)])
         });
         let reader = self.source("finish_reader", || READER_FINISH_KERNEL.into());
-        let writer = self.source("writer_tiles", || WRITER_TILES_KERNEL.into());
+        let writer = self.source("writer_runs", || WRITER_RUNS_KERNEL.into());
         self.steps.push(json!({
-            "kind": "finish", "x": "t/partials", "bias": bias_name(block, kind), "out": out,
-            "mt": tiles(m), "nt": spec.nt, "k_split": spec.k_split, "out_f32": out_f32,
-            "unit_tiles": FINISH_UNIT_TILES, "label": format!("finish {kind:?}"),
+            "kind": "finish", "jobs": ends, "out_f32": out_f32,
+            "unit_tiles": FINISH_UNIT_TILES, "label": format!("finish {kinds}"),
             "kernels": {"reader": reader, "compute": compute, "writer": writer},
         }));
         Ok(())
     }
 
+    /// One matmul and its end: [`Graph::matmuls`] with one job.
+    #[allow(clippy::too_many_arguments)]
+    fn matmul(
+        &mut self,
+        block: usize,
+        kind: WeightKind,
+        act: &str,
+        m: usize,
+        out: &str,
+        gelu: bool,
+        out_f32: bool,
+    ) -> Result<(), DitRunError> {
+        self.matmuls(&[(block, kind, act, m, out.to_string())], gelu, out_f32)
+    }
+
     /// LayerNorm of the fp32 stream `x` (`row_tiles` tile rows, width `d`): with `ada`, the
-    /// AdaLN modulation from the `[scale | shift]` vectors tensor `ada`; else the plain norm.
+    /// AdaLN modulation from the AdaLN matmul's `[scale | shift]` row `ada` as it is (the reader
+    /// splits it); else the plain norm.
     fn layernorm(&mut self, x: &str, d: usize, row_tiles: usize, ada: Option<&str>, out: &str) {
         let wt = tiles(d);
         let float = |v: f32| format!("__builtin_bit_cast(float, {:#010x}u)", v.to_bits());
-        let (name, g, b, b_first) = match ada {
-            Some(t) => ("ln_ada", t, t, wt),
+        let (name, g, b, b_col) = match ada {
+            Some(t) => ("ln_ada", t, t, d),
             None => ("ln_plain", "c/ones", "c/zeros", 0),
         };
+        let mut work = json!({"2": wt, "3": wt, "4": wt, "5": wt, "6": 1, "7": 1, "8": wt});
+        if b_col % 32 != 0 {
+            // The scratch the reader copies the shift's tiles through (tiny D; D = 1536 has none).
+            work["9"] = json!(wt + 1);
+        }
         let compute = self.source(name, || {
             let mut defs = vec![
                 ("GR00T_LN_INV_D", float(1.0 / d as f32)),
@@ -253,10 +296,9 @@ impl<'a> Graph<'a> {
         let reader = self.source("reader_rows", || READER_ROWS_KERNEL.into());
         let writer = self.source("writer_tiles", || WRITER_TILES_KERNEL.into());
         self.steps.push(json!({
-            "kind": "rows", "x": x, "scaler": "c/scaler", "g": g, "b": b, "b_first": b_first,
-            "out": out, "out_f32": false, "wt": wt, "row_tiles": row_tiles, "vec_tiles": wt,
-            "label": name,
-            "work_cbs": {"2": wt, "3": wt, "4": wt, "5": wt, "6": 1, "7": 1, "8": wt},
+            "kind": "rows", "x": x, "scaler": "c/scaler", "g": g, "b": b, "b_col": b_col,
+            "vec_len": d, "out": out, "out_f32": false, "wt": wt, "row_tiles": row_tiles,
+            "vec_tiles": wt, "label": name, "work_cbs": work,
             "unpack_to_dest": [], "pair": false, "cores": ROW_CORES,
             "kernels": {"reader": reader, "compute": compute, "writer": writer},
         }));
@@ -268,7 +310,7 @@ impl<'a> Graph<'a> {
         let reader = self.source("reader_rows", || READER_ROWS_KERNEL.into());
         let writer = self.source("writer_tiles", || WRITER_TILES_KERNEL.into());
         self.steps.push(json!({
-            "kind": "rows", "x": x, "scaler": "c/scaler", "g": o, "b": o, "b_first": 0,
+            "kind": "rows", "x": x, "scaler": "c/scaler", "g": o, "b": o, "b_col": 0, "vec_len": 0,
             "out": out, "out_f32": true, "wt": wt, "row_tiles": row_tiles, "vec_tiles": 0,
             "label": "residual",
             "work_cbs": {"2": wt}, "unpack_to_dest": [0, 2], "pair": true, "cores": ROW_CORES,
@@ -298,25 +340,19 @@ impl<'a> Graph<'a> {
         }));
     }
 
-    /// `[rows, heads·hd]` (bf16, `mt` tile rows) → `[heads·mt tile rows, dt]`, head by head.
-    fn split_heads(&mut self, src: &str, dst: &str, mt: usize, heads: usize, hd: usize) {
-        let (src_w, dt) = (tiles(heads * hd), tiles(hd));
-        let progs = (0..mt)
-            .map(|i| [heads, i, mt, 0, 0, i, 0, 0, hd, hd])
-            .collect();
-        self.relayout(src, src_w, dst, heads * mt, dt, "bf16", progs);
-    }
-
-    /// The inverse of [`Graph::split_heads`].
-    fn merge_heads(&mut self, src: &str, dst: &str, mt: usize, heads: usize, hd: usize) {
-        let (src_w, dw) = (tiles(hd), tiles(heads * hd));
-        let progs = (0..mt)
-            .map(|i| [heads, i, 0, 0, hd, i, mt, 0, 0, hd])
-            .collect();
-        self.relayout(src, src_w, dst, mt, dw, "bf16", progs);
-    }
-
-    fn attention(&mut self, q: &str, k: &str, v: &str, mask: &str, mt: usize, nt: usize) {
+    /// `out` = attention per head over the projections' `[rows, heads·hd]` tensors (`mt` query
+    /// tile rows, `nt` key tile rows): the heads are split in the reader, merged in the writer.
+    #[allow(clippy::too_many_arguments)]
+    fn attention(
+        &mut self,
+        q: &str,
+        k: &str,
+        v: &str,
+        mask: &str,
+        mt: usize,
+        nt: usize,
+        out: &str,
+    ) {
         let dims = &self.plan.dims;
         let (heads, hd) = (dims.num_heads, dims.head_dim);
         let scale = (hd as f32).powf(-0.5);
@@ -330,10 +366,10 @@ impl<'a> Graph<'a> {
             )
         });
         let reader = self.source("reader_attention", || READER_ATTENTION_KERNEL.into());
-        let writer = self.source("writer_tiles", || WRITER_TILES_KERNEL.into());
+        let writer = self.source("writer_merge_heads", || WRITER_MERGE_KERNEL.into());
         self.steps.push(json!({
             "kind": "attention", "q": q, "k": k, "v": v, "scaler": "c/scaler", "mask": mask,
-            "out": "t/oh", "heads": heads, "mp": mt * 32, "np": nt * 32, "dp": tiles(hd) * 32,
+            "out": out, "heads": heads, "mp": mt * 32, "np": nt * 32, "hd": hd,
             "cores": ROW_CORES,
             "kernels": {"reader": reader, "compute": compute, "writer": writer},
         }));
@@ -346,6 +382,10 @@ impl<'a> Graph<'a> {
         let mut free: Vec<String> = self
             .steps
             .iter()
+            .flat_map(|s| {
+                let jobs = s["jobs"].as_array().map_or(&[][..], Vec::as_slice);
+                std::iter::once(s).chain(jobs)
+            })
             .filter_map(|s| s["out"].as_str().or(s["dst"].as_str()))
             .chain(inputs.specs.iter().filter_map(|s| s["name"].as_str()))
             .filter(|n| n.starts_with("t/"))
@@ -393,7 +433,7 @@ pub(crate) fn observation_graph<'a>(
     image_mask: &[bool],
 ) -> Result<(Graph<'a>, Upload, CrossKeys), DitRunError> {
     let dims = &plan.dims;
-    let (cross, heads, hd) = (dims.cross_dim, dims.num_heads, dims.head_dim);
+    let cross = dims.cross_dim;
     let cw = tiles(cross) * 32;
     let mut up = Upload::new();
     let mut g = Graph::new(dev, plan);
@@ -423,20 +463,23 @@ pub(crate) fn observation_graph<'a>(
             keys.image = n;
         }
     }
+    // Every cross block's K and V: independent matmuls, one program (and one for their ends).
+    let mut jobs = Vec::new();
     for (i, b) in w.blocks.iter().enumerate() {
-        let (which, n) = match b.kind {
+        let (ctx, n) = match b.kind {
             BlockKind::SelfAttn => continue,
-            BlockKind::CrossText => ("text", keys.text),
-            BlockKind::CrossImage => ("image", keys.image),
+            BlockKind::CrossText => ("o/ctx/text", keys.text),
+            BlockKind::CrossImage => ("o/ctx/image", keys.image),
         };
         if n == 0 {
             continue; // no keys: the block's attention gives 0 without K and V
         }
-        let ctx = format!("o/ctx/{which}");
         for (kind, name) in [(WeightKind::K, "k"), (WeightKind::V, "v")] {
-            g.matmul(i, kind, &ctx, n, "t/kv", false, false)?;
-            g.split_heads("t/kv", &format!("o/{name}/{i}"), tiles(n), heads, hd);
+            jobs.push((i, kind, ctx, n, format!("o/{name}/{i}")));
         }
+    }
+    if !jobs.is_empty() {
+        g.matmuls(&jobs, false, false)?;
     }
     Ok((g, up, keys))
 }
@@ -452,7 +495,7 @@ pub(crate) fn step_graph<'a>(
     keys: CrossKeys,
 ) -> Result<(Graph<'a>, Upload, String), DitRunError> {
     let dims = &plan.dims;
-    let (d, heads, hd) = (dims.width(), dims.num_heads, dims.head_dim);
+    let d = dims.width();
     let m = tokens.len() / d;
     let (mt, wt) = (tiles(m), tiles(d));
     let mut up = Upload::new();
@@ -460,49 +503,41 @@ pub(crate) fn step_graph<'a>(
     up.add_padded("t/temb", act, 1, d, 32, wt * 32, "bf16");
     let mut g = Graph::new(dev, plan);
     let mut x = "t/x0".to_string();
+    // Every block's AdaLN depends on SiLU(temb) alone: one program for all (and one for the ends).
+    let ada: Vec<_> = (0..w.blocks.len())
+        .map(|i| (i, WeightKind::AdaNorm, "t/temb", 1, format!("t/ada/{i}")))
+        .collect();
+    g.matmuls(&ada, false, true)?;
     for (i, b) in w.blocks.iter().enumerate() {
         let (xa, xb) = (format!("t/x{}", 2 * i + 1), format!("t/x{}", 2 * i + 2));
-        g.matmul(i, WeightKind::AdaNorm, "t/temb", 1, "t/ada", false, true)?;
-        // [scale | shift] (2D columns) → scale and shift, each whole tiles, zero-padded.
-        g.relayout(
-            "t/ada",
-            tiles(2 * d),
-            "t/gb",
-            1,
-            2 * wt,
-            "f32",
-            vec![[2, 0, 0, 0, wt * 32, 0, 0, 0, d, d]],
-        );
-        g.layernorm(&x, d, mt, Some("t/gb"), "t/h");
-        g.matmul(i, WeightKind::Q, "t/h", m, "t/q", false, false)?;
-        g.split_heads("t/q", "t/qh", mt, heads, hd);
+        g.layernorm(&x, d, mt, Some(&format!("t/ada/{i}")), "t/h");
         let (k, v, mask, n) = match b.kind {
             BlockKind::SelfAttn => {
-                for (kind, name) in [(WeightKind::K, "t/kh"), (WeightKind::V, "t/vh")] {
-                    g.matmul(i, kind, "t/h", m, "t/kv", false, false)?;
-                    g.split_heads("t/kv", name, mt, heads, hd);
-                }
-                ("t/kh".into(), "t/vh".into(), "o/mask/self".to_string(), m)
+                // Q, K and V all read h: one program (and one for the ends).
+                let qkv = [
+                    (WeightKind::Q, "t/q"),
+                    (WeightKind::K, "t/k"),
+                    (WeightKind::V, "t/v"),
+                ]
+                .map(|(kind, name)| (i, kind, "t/h", m, name.to_string()));
+                g.matmuls(&qkv, false, false)?;
+                ("t/k".into(), "t/v".into(), "o/mask/self".to_string(), m)
             }
-            BlockKind::CrossText => (
-                format!("o/k/{i}"),
-                format!("o/v/{i}"),
-                "o/mask/text".into(),
-                keys.text,
-            ),
-            BlockKind::CrossImage => (
-                format!("o/k/{i}"),
-                format!("o/v/{i}"),
-                "o/mask/image".into(),
-                keys.image,
-            ),
+            BlockKind::CrossText | BlockKind::CrossImage => {
+                g.matmul(i, WeightKind::Q, "t/h", m, "t/q", false, false)?;
+                let (mask, n) = if b.kind == BlockKind::CrossText {
+                    ("o/mask/text", keys.text)
+                } else {
+                    ("o/mask/image", keys.image)
+                };
+                (format!("o/k/{i}"), format!("o/v/{i}"), mask.to_string(), n)
+            }
         };
         if n == 0 {
             // Attention over no keys is 0 (the emulator's), a zero-filled relayout.
             g.relayout("t/q", wt, "t/a", mt, wt, "bf16", Vec::new());
         } else {
-            g.attention("t/qh", &k, &v, &mask, mt, tiles(n));
-            g.merge_heads("t/oh", "t/a", mt, heads, hd);
+            g.attention("t/q", &k, &v, &mask, mt, tiles(n), "t/a");
         }
         g.matmul(i, WeightKind::Out, "t/a", m, "t/o", false, true)?;
         g.residual(&x, "t/o", wt, mt, &xa);

@@ -215,7 +215,7 @@ pub fn bias_act(
     let header = json!({
         "op": "bias_act", "rows": padded, "d": n, "cores": cores.max(1),
         "kernels": {
-            "reader": super::graph::READER_FINISH_KERNEL, "writer": WRITER_TILES_KERNEL,
+            "reader": super::graph::READER_FINISH_KERNEL, "writer": super::graph::WRITER_RUNS_KERNEL,
             "compute": compose_compute(BIAS_ACT_KERNEL, &[("GR00T_ACT_ROW", row)]),
         },
     });

@@ -28,6 +28,19 @@ DTYPES = {"bfp8_b": ttnn.bfloat8_b, "bfp4_b": ttnn.bfloat4_b, "bf16": ttnn.bfloa
 ACT_DTYPES = {"bf16": ttnn.bfloat16, "f32": ttnn.float32}
 
 
+def padded_args(per_core):
+    """Runtime args {(x, y): [words]} of a kernel whose per-core length varies (a program of several jobs or
+    units) as ttnn.RuntimeArgs, every core's padded with zeros to the longest, and that length: ttnn's
+    program cache keys a program by its descriptor without the runtime args, and on a hit writes the new
+    args into the cached vectors, which must be as long. The caller adds the length to the kernel's
+    compile-time args (the key), so programs whose args differ in length are different programs."""
+    n = max(len(v) for v in per_core.values())
+    ra = ttnn.RuntimeArgs()
+    for (x_, y_), v in per_core.items():
+        ra[x_][y_] = v + [0] * (n - len(v))
+    return ra, n
+
+
 def read_exact(n):
     buf = bytearray()
     while len(buf) < n:
@@ -122,12 +135,21 @@ class Worker:
     def _matmul_program(self, h, act, out, mt):
         """One matmul program: act [mt * 32, kt * 32] bf16 tiles times the arena weight h describes (units
         per core from the plan) into the fp32 partials out [k_split * mt * 32, nt * 32]."""
-        kt, nt = h["kt"], h["nt"]
+        self._matmul_jobs(h, [(h, act, out, mt)])
+
+    def _matmul_jobs(self, h, jobs):
+        """One program for several independent matmuls ("jobs": (header, act, out, mt) each, as
+        _matmul_program's): a core that holds units of several does them in turn, so they cost one launch.
+        The kernels, dtypes and fidelity are h's (every job's are the same); the CBs the largest any job's
+        plan gives."""
         arena = self.buffers[h["arena"]]
-        units = h["units"]
-        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(u["x"], u["y"]), ttnn.CoreCoord(u["x"], u["y"]))
-                                   for u in units])
-        cb = h["cbs"]  # pages per CB, from the plan
+        per_core = {}  # (x, y) -> [(job header, unit, act, out, mt)]
+        for jh, act, out, mt in jobs:
+            for u in jh["units"]:
+                per_core.setdefault((u["x"], u["y"]), []).append((jh, u, act, out, mt))
+        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(x_, y_), ttnn.CoreCoord(x_, y_))
+                                   for x_, y_ in per_core])
+        cb = {k: max(jh["cbs"][k] for jh, *_ in jobs) for k in ("act", "weights", "out")}  # pages per CB
         wdt = DTYPES[h["weight_dtype"]]
         cbs = [
             ttnn.CBDescriptor(total_size=cb["act"] * 2048, core_ranges=cores, format_descriptors=[
@@ -137,30 +159,36 @@ class Worker:
             ttnn.CBDescriptor(total_size=cb["out"] * 4096, core_ranges=cores, format_descriptors=[
                 ttnn.CBFormatDescriptor(buffer_index=2, data_format=ttnn.float32, page_size=4096)]),
         ]
-        rd, cp, wr = ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
-        for u in units:
-            x_, y_ = u["x"], u["y"]
-            rd[x_][y_] = [act.buffer_address(), arena.buffer_address(), u["first_tile"], u["n_count"],
-                          u["k_start"], u["k_count"], mt, kt]
-            cp[x_][y_] = [u["n_count"], u["k_count"], mt]
-            wr[x_][y_] = [out.buffer_address(), u["piece"], u["n_start"], u["n_count"], mt, nt]
+        rd, cp, wr = ({xy: [arena.buffer_address(), len(work), cb["act"], cb["weights"]] + [
+            v for jh, u, act, out, mt in work
+            for v in (act.buffer_address(), u["first_tile"], u["n_count"], u["k_start"], u["k_count"], mt, jh["kt"])]
+            for xy, work in per_core.items()},
+            {xy: [len(work), cb["act"], cb["weights"]] + [v for _, u, _, _, mt in work
+                                                         for v in (u["n_count"], u["k_count"], mt)]
+             for xy, work in per_core.items()},
+            {xy: [len(work)] + [v for jh, u, _, out, mt in work
+                                for v in (out.buffer_address(), u["piece"], u["n_start"], u["n_count"], mt, jh["nt"])]
+             for xy, work in per_core.items()})
+        (rd, rd_n), (cp, cp_n), (wr, wr_n) = padded_args(rd), padded_args(cp), padded_args(wr)
         src = ttnn.KernelDescriptor.SourceType.SOURCE_CODE
         k = h["kernels"]
+        _, act0, out0, _ = jobs[0]
         reader = ttnn.KernelDescriptor(
             kernel_source=k["reader"], source_type=src, core_ranges=cores,
-            compile_time_args=list(ttnn.TensorAccessorArgs(act).get_compile_time_args())
-            + list(ttnn.TensorAccessorArgs(arena).get_compile_time_args()),
+            compile_time_args=list(ttnn.TensorAccessorArgs(act0).get_compile_time_args())
+            + list(ttnn.TensorAccessorArgs(arena).get_compile_time_args()) + [rd_n],
             runtime_args=rd, config=ttnn.ReaderConfigDescriptor())
         writer = ttnn.KernelDescriptor(
             kernel_source=k["writer"], source_type=src, core_ranges=cores,
-            compile_time_args=list(ttnn.TensorAccessorArgs(out).get_compile_time_args()),
+            compile_time_args=list(ttnn.TensorAccessorArgs(out0).get_compile_time_args()) + [wr_n],
             runtime_args=wr, config=ttnn.WriterConfigDescriptor())
         compute = ttnn.KernelDescriptor(
-            kernel_source=k["compute"], source_type=src, core_ranges=cores, compile_time_args=[],
+            kernel_source=k["compute"], source_type=src, core_ranges=cores, compile_time_args=[cp_n],
             runtime_args=cp, config=ttnn.ComputeConfigDescriptor(
                 math_fidelity=getattr(ttnn.MathFidelity, h["math_fidelity"]), fp32_dest_acc_en=True))
         prog = ttnn.ProgramDescriptor(kernels=[reader, writer, compute], semaphores=[], cbs=cbs)
-        ttnn.generic_op([act, out], prog)
+        tensors = {id(t): t for _, a_, o_, _ in jobs for t in (a_, o_)}
+        ttnn.generic_op(list(tensors.values()), prog)
         ttnn.synchronize_device(self.dev)
 
     def op_eltwise(self, h, payload):
@@ -269,44 +297,65 @@ class Worker:
 
     def _finish_on_device(self, st, tx, tb, out):
         """The end of a matmul on device tensors: the fp32 partials tx [k_split * mt tile rows, nt tiles], the
-        replicated bias tb [32, nt * 32] -> out [mt * 32, nt * 32]. Units of up to st["unit_tiles"] output
-        tiles of one tile row, one per core over the grid (row-major), so a core's L1 holds only its
-        unit's bias."""
-        mt, nt, pieces = st["mt"], st["nt"], st["k_split"]
+        replicated bias tb [32, nt * 32] -> out [mt * 32, nt * 32]."""
+        self._finish_jobs(st, [(st, tx, tb, out)])
+
+    def _finish_jobs(self, st, jobs):
+        """One program ending several matmuls (jobs: (header with mt, nt, k_split; partials; bias; out)).
+        Units of up to st["unit_tiles"] output tiles of one tile row; the units of all jobs dealt over the
+        grid's cores (row-major) in turn, a core doing its units one after the other, so a core's L1 holds
+        only one unit's bias. The kernels and out_f32 are st's (every job's are the same)."""
         grid = self.dev.compute_with_storage_grid_size()
-        per_row = -(-nt // max(1, min(st.get("unit_tiles", nt), nt)))
-        per_row = min(per_row, max(1, (grid.x * grid.y) // mt))
-        cw_max = -(-nt // per_row)
-        units = [(r, c0, min(cw_max, nt - c0)) for r in range(mt) for c0 in range(0, nt, cw_max)]
-        cores, rd, cp, wr = [], ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
-        for i, (r, c0, cw) in enumerate(units):
-            x_, y_ = i % grid.x, i // grid.x
-            rd[x_][y_] = [tx.buffer_address(), tb.buffer_address(), nt, r, c0, cw, pieces, mt]
-            cp[x_][y_] = [cw, pieces]
-            wr[x_][y_] = [out.buffer_address(), r * nt + c0, cw]
-            cores.append(ttnn.CoreRange(ttnn.CoreCoord(x_, y_), ttnn.CoreCoord(x_, y_)))
-        cores = ttnn.CoreRangeSet(cores)
+        n_grid = grid.x * grid.y
+        units = []  # (job, r, c0, cw)
+        for job in jobs:
+            jh = job[0]
+            mt, nt = jh["mt"], jh["nt"]
+            per_row = -(-nt // max(1, min(st.get("unit_tiles", nt), nt)))
+            per_row = min(per_row, max(1, n_grid // mt))
+            cw = -(-nt // per_row)
+            units += [(job, r, c0, min(cw, nt - c0)) for r in range(mt) for c0 in range(0, nt, cw)]
+        per_core = {}
+        for i, u in enumerate(units):
+            per_core.setdefault((i % n_grid % grid.x, i % n_grid // grid.x), []).append(u)
+        cw_max = max(u[3] for u in units)
+        pieces_max = max(job[0]["k_split"] for job in jobs)
+        rd = {xy: [len(work)] + [
+            v for (jh, tx, tb, _), r, c0, cw in work
+            for v in (tx.buffer_address(), tb.buffer_address(), jh["nt"], r, c0, cw, jh["k_split"], jh["mt"])]
+            for xy, work in per_core.items()}
+        cp = {xy: [len(work)] + [v for (jh, *_), _, _, cw in work for v in (cw, jh["k_split"])]
+              for xy, work in per_core.items()}
+        wr = {xy: [len(work)] + [v for (jh, _, _, out), r, c0, cw in work
+                                 for v in (out.buffer_address(), r * jh["nt"] + c0, cw)]
+              for xy, work in per_core.items()}
+        (rd, rd_n), (cp, cp_n), (wr, wr_n) = padded_args(rd), padded_args(cp), padded_args(wr)
+        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(x_, y_), ttnn.CoreCoord(x_, y_))
+                                   for x_, y_ in per_core])
         f32 = ttnn.float32
         out_fmt = (f32, 4096) if st["out_f32"] else (ttnn.bfloat16, 2048)
         cbs = [ttnn.CBDescriptor(total_size=n * fmt[1], core_ranges=cores, format_descriptors=[
             ttnn.CBFormatDescriptor(buffer_index=i, data_format=fmt[0], page_size=fmt[1])])
-            for i, fmt, n in ((0, (f32, 4096), 2 * pieces), (2, (f32, 4096), cw_max), (16, out_fmt, 2))]
+            for i, fmt, n in ((0, (f32, 4096), 2 * pieces_max), (2, (f32, 4096), cw_max), (16, out_fmt, 2))]
         src = ttnn.KernelDescriptor.SourceType.SOURCE_CODE
         k = st["kernels"]
         acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
         cfg = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
         cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32 if i in (0, 2)
                                    else ttnn.UnpackToDestMode.Default for i in range(64)]
+        _, tx0, tb0, out0 = jobs[0]
         prog = ttnn.ProgramDescriptor(kernels=[
             ttnn.KernelDescriptor(kernel_source=k["reader"], source_type=src, core_ranges=cores,
-                                  compile_time_args=acc(tx) + acc(tb), runtime_args=rd,
+                                  compile_time_args=acc(tx0) + acc(tb0) + [rd_n], runtime_args=rd,
                                   config=ttnn.ReaderConfigDescriptor()),
             ttnn.KernelDescriptor(kernel_source=k["writer"], source_type=src, core_ranges=cores,
-                                  compile_time_args=acc(out), runtime_args=wr, config=ttnn.WriterConfigDescriptor()),
+                                  compile_time_args=acc(out0) + [wr_n], runtime_args=wr,
+                                  config=ttnn.WriterConfigDescriptor()),
             ttnn.KernelDescriptor(kernel_source=k["compute"], source_type=src, core_ranges=cores,
-                                  compile_time_args=[], runtime_args=cp, config=cfg),
+                                  compile_time_args=[cp_n], runtime_args=cp, config=cfg),
         ], semaphores=[], cbs=cbs)
-        ttnn.generic_op([tx, tb, out], prog)
+        tensors = {id(t): t for _, a_, b_, o_ in jobs for t in (a_, b_, o_)}
+        ttnn.generic_op(list(tensors.values()), prog)
         ttnn.synchronize_device(self.dev)
 
     def op_residual(self, h, payload):
@@ -356,9 +405,10 @@ class Worker:
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
     def _rows_on_device(self, h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, unpack_to_dest=(),
-                        pair=False, out_f32=False, b_first=0):
+                        pair=False, out_f32=False, b_col=0, vec_len=0):
         """The program of a row kernel on device tensors: x tx (fp32, row_tiles tile rows of wt tiles), the
-        scaler tile ts, the vectors tg / tb (vec_tiles tiles each, b from page b_first) or, with pair, the
+        scaler tile ts, the vectors tg / tb (vec_tiles tiles each, vec_len real columns, b from column b_col of
+        its tensor's row 0: the reader splits the AdaLN [scale | shift] row) or, with pair, the
         second matrix in tg; the output out (bf16, or fp32 with out_f32)."""
         n_cores = max(1, min(h["cores"], row_tiles, self.dev.compute_with_storage_grid_size().x))
         per, extra = divmod(row_tiles, n_cores)
@@ -371,7 +421,7 @@ class Worker:
         rd, cp, wr = ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
         for c, f, n in runs:
             rd[c][0] = [tx.buffer_address(), ts.buffer_address(), tg.buffer_address(), tb.buffer_address(), wt, f, n,
-                        vec_tiles, 1 if pair else 0, b_first]
+                        vec_tiles, 1 if pair else 0, b_col, vec_len]
             cp[c][0] = [wt, n]
             wr[c][0] = [out.buffer_address(), f * wt, n * wt]
         f32, bf16 = (ttnn.float32, 4096), (ttnn.bfloat16, 2048)
@@ -400,17 +450,19 @@ class Worker:
         ttnn.synchronize_device(self.dev)
 
     def op_attention(self, h, payload):
-        """Attention per head on the device (our attention_head.cpp): payload q [heads, mp, dp], k and v
-        [heads, np, dp] (head dim zero-padded to dp, rows padded), mask [np] (0 or -1e30) as f32; heads
-        shared over h["cores"] cores. Returns o [heads, mp, dp] (bf16 values, as f32)."""
-        heads, mp, np_, dp = h["heads"], h["mp"], h["np"], h["dp"]
-        nq, nk = heads * mp * dp, heads * np_ * dp
-        if mp % 32 or np_ % 32 or dp % 32 or len(payload) != (nq + 2 * nk + np_) * 4:
-            raise RuntimeError(f"attention: {len(payload)} bytes for {heads} heads of [{mp}|{np_}, {dp}]")
+        """Attention per head on the device (our attention_head.cpp, its reader cutting the heads out and its
+        writer putting them back): payload q [mp, dw], k and v [np, dw] (dw = heads * hd zero-padded to whole
+        tiles, rows padded), mask [np] (0 or -1e30) as f32; heads shared over h["cores"] cores. Returns o
+        [mp, dw] (bf16 values, as f32)."""
+        heads, mp, np_, hd = h["heads"], h["mp"], h["np"], h["hd"]
+        dw = -(-heads * hd // 32) * 32
+        nq, nk = mp * dw, np_ * dw
+        if mp % 32 or np_ % 32 or len(payload) != (nq + 2 * nk + np_) * 4:
+            raise RuntimeError(f"attention: {len(payload)} bytes for {heads} heads of {hd}, [{mp}|{np_}, {dw}]")
         v = np.frombuffer(payload, dtype=np.float32)
-        q = v[:nq].reshape(heads * mp, dp)
-        k = v[nq:nq + nk].reshape(heads * np_, dp)
-        vv = v[nq + nk:nq + 2 * nk].reshape(heads * np_, dp)
+        q = v[:nq].reshape(mp, dw)
+        k = v[nq:nq + nk].reshape(np_, dw)
+        vv = v[nq + nk:nq + 2 * nk].reshape(np_, dw)
         mask = v[nq + 2 * nk:]
         scaler = np.zeros((32, 32), np.float32)
         scaler[0, :] = scaler[16, :] = 1.0
@@ -420,7 +472,7 @@ class Worker:
                                          ttnn.DRAM_MEMORY_CONFIG)
         tq, tk, tv = put(q, ttnn.bfloat16), put(k, ttnn.bfloat16), put(vv, ttnn.bfloat16)
         ts, tm = put(scaler, ttnn.float32), put(mrow, ttnn.float32)
-        out = ttnn.allocate_tensor_on_device(ttnn.Shape([heads * mp, dp]), ttnn.bfloat16, ttnn.TILE_LAYOUT,
+        out = ttnn.allocate_tensor_on_device(ttnn.Shape([mp, dw]), ttnn.bfloat16, ttnn.TILE_LAYOUT,
                                              self.dev, ttnn.DRAM_MEMORY_CONFIG)
         t1 = time.time()
         self._attention_on_device(h, tq, tk, tv, ts, tm, out)
@@ -431,29 +483,36 @@ class Worker:
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
     def _attention_on_device(self, h, tq, tk, tv, ts, tm, out):
-        """The attention program on device tensors: q [heads * mp, dp], k and v [heads * np, dp] (bf16), the
-        scaler tile ts, the key mask tm (fp32, [32, np], row 0), the output out [heads * mp, dp] (bf16)."""
-        heads, mp, np_, dp = h["heads"], h["mp"], h["np"], h["dp"]
-        mt, nt, dt = mp // 32, np_ // 32, dp // 32
+        """The attention program on device tensors: q [mp, dw], k and v [np, dw] (bf16, dw = heads * hd padded
+        to whole tiles: the projections' own layout), the scaler tile ts, the key mask tm (fp32, [32, np],
+        row 0), the output out [mp, dw] (bf16). The reader splits the heads, the writer merges them; a core
+        owns whole output tiles, so the heads go out in runs whose columns start on a tile boundary."""
+        heads, mp, np_, hd = h["heads"], h["mp"], h["np"], h["hd"]
+        mt, nt, dt, w = mp // 32, np_ // 32, -(-hd // 32), -(-heads * hd // 32)
+        starts = [g for g in range(heads) if g * hd % 32 == 0]  # runs of heads that own whole tiles
         grid = self.dev.compute_with_storage_grid_size()
-        n_cores = max(1, min(h["cores"], heads, grid.x))
-        per, extra = divmod(heads, n_cores)
+        n_cores = max(1, min(h["cores"], len(starts), grid.x))
+        per, extra = divmod(len(starts), n_cores)
         runs, first = [], 0
         for c in range(n_cores):
             count = per + (1 if c < extra else 0)
-            runs.append((c, first, count))
+            h0 = starts[first]
+            h1 = starts[first + count] if first + count < len(starts) else heads
+            c0, c1 = h0 * hd // 32, -(-h1 * hd // 32)
+            runs.append((c, h0, h1 - h0, c0, c1 - c0))
             first += count
-        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(c, 0), ttnn.CoreCoord(c, 0)) for c, _, _ in runs])
+        cw_max = max(r[4] for r in runs)
+        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(c, 0), ttnn.CoreCoord(c, 0)) for c, *_ in runs])
         rd, cp, wr = ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
-        for c, f, n in runs:
+        for c, f, n, c0, cw in runs:
             rd[c][0] = [tq.buffer_address(), tk.buffer_address(), tv.buffer_address(), ts.buffer_address(),
-                        tm.buffer_address(), f, n, mt, nt, dt]
+                        tm.buffer_address(), f, n, mt, nt, dt, hd, w, w]
             cp[c][0] = [n, mt, nt, dt]
-            wr[c][0] = [out.buffer_address(), f * mt * dt, n * mt * dt]
+            wr[c][0] = [out.buffer_address(), f, n, mt, dt, hd, w, c0, cw]
         f32, bf16 = (ttnn.float32, 4096), (ttnn.bfloat16, 2048)
-        cb_pages = {0: (bf16, mt * dt), 1: (f32, 1), 2: (bf16, nt * dt), 3: (bf16, nt * dt), 5: (f32, nt),
-                    8: (f32, nt), 9: (f32, nt), 10: (f32, nt), 11: (f32, 1), 12: (f32, 1), 13: (bf16, nt),
-                    16: (bf16, 2)}
+        cb_pages = {0: (bf16, mt * dt), 1: (f32, 1), 2: (bf16, nt * dt), 3: (bf16, nt * dt), 4: (bf16, 1),
+                    5: (f32, nt), 6: (bf16, dt + 1), 8: (f32, nt), 9: (f32, nt), 10: (f32, nt), 11: (f32, 1),
+                    12: (f32, 1), 13: (bf16, nt), 16: (bf16, 2), 17: (bf16, mt * cw_max)}
         cbs = [ttnn.CBDescriptor(total_size=n * fmt[1], core_ranges=cores, format_descriptors=[
             ttnn.CBFormatDescriptor(buffer_index=i, data_format=fmt[0], page_size=fmt[1])])
             for i, (fmt, n) in cb_pages.items()]
@@ -527,10 +586,10 @@ class Worker:
             if "kernel" in st:
                 st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
             t1 = time.time()
-            if kind == "matmul":
-                mt = st["mt"]
-                out = self._alloc(st["out"], st["k_split"] * mt * 32, st["nt"] * 32, "f32")
-                self._matmul_program(st, b[st["act"]], out, mt)
+            if kind == "matmul":  # h["jobs"]: independent matmuls sharing the program
+                jobs = [(j, b[j["act"]], self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
+                         j["mt"]) for j in st["jobs"]]
+                self._matmul_jobs(st, jobs)
             elif kind == "rows":
                 out = self._alloc(st["out"], st["row_tiles"] * 32, st["wt"] * 32, "f32" if st["out_f32"] else "bf16")
                 sc = b[st["scaler"]]
@@ -538,15 +597,17 @@ class Worker:
                                      out, st["wt"], st["row_tiles"], st["vec_tiles"],
                                      {int(i): n for i, n in st["work_cbs"].items()},
                                      unpack_to_dest=tuple(st["unpack_to_dest"]), pair=st["pair"],
-                                     out_f32=st["out_f32"], b_first=st["b_first"])
-            elif kind == "finish":
-                out = self._alloc(st["out"], st["mt"] * 32, st["nt"] * 32, "f32" if st["out_f32"] else "bf16")
-                self._finish_on_device(st, b[st["x"]], b[st["bias"]], out)
+                                     out_f32=st["out_f32"], b_col=st["b_col"], vec_len=st["vec_len"])
+            elif kind == "finish":  # st["jobs"]: the ends of a matmul step's jobs
+                dt_ = "f32" if st["out_f32"] else "bf16"
+                jobs = [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_))
+                        for j in st["jobs"]]
+                self._finish_jobs(st, jobs)
             elif kind == "relayout":
                 out = self._alloc(st["dst"], st["rows"] * 32, st["dst_w"] * 32, st["dtype"])
                 self._relayout_on_device(st, b[st["src"]], out)
             elif kind == "attention":
-                out = self._alloc(st["out"], st["heads"] * st["mp"], st["dp"], "bf16")
+                out = self._alloc(st["out"], st["mp"], -(-st["heads"] * st["hd"] // 32) * 32, "bf16")
                 self._attention_on_device(st, b[st["q"]], b[st["k"]], b[st["v"]], b[st["scaler"]], b[st["mask"]], out)
             else:
                 raise RuntimeError(f"graph: unknown step kind {kind!r}")

@@ -1,12 +1,13 @@
 //! What the Hub commands (`push`, `publish`, `unpublish`, `login`, `logout`, `info`, `search`)
 //! share: the client for `HF_ENDPOINT` and the token, the byte bar of an upload, the local
-//! record of a push, and the README edit that lists or delists a package.
+//! record of a push, and the README read and written by the commands that list, delist or review
+//! a package.
 
 pub(crate) mod record;
 pub(crate) mod registry;
 
 use indicatif::ProgressBar;
-use tt_model_hub::hub::HubClient;
+use tt_model_hub::hub::{CommitOp, HubClient, RepoMeta};
 use tt_model_hub::upload::UploadReporter;
 
 use tt_model_local::Local;
@@ -51,6 +52,48 @@ pub(crate) async fn meta_of(
             })
             .context(HubConsequence(nothing.into()))
         })
+}
+
+/// The repo's README.md at the head `meta` was read at; empty when it has none.
+/// `nothing`: what did not happen, for the card of a failed read.
+pub(crate) async fn readme_of(
+    client: &HubClient,
+    meta: &RepoMeta,
+    nothing: &str,
+) -> anyhow::Result<String> {
+    if !meta.siblings.iter().any(|s| s.rfilename == "README.md") {
+        return Ok(String::new());
+    }
+    let bytes = client
+        .read_file(&meta.id, &meta.sha, "README.md")
+        .await
+        .map_err(consequence(nothing))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// Writes `text` as README.md in one commit on `main`, on top of the head `meta` was read at
+/// (a concurrent change fails the commit instead of being overwritten).
+pub(crate) async fn write_readme(
+    client: &HubClient,
+    meta: &RepoMeta,
+    summary: &str,
+    text: String,
+    nothing: &str,
+) -> anyhow::Result<()> {
+    client
+        .commit(
+            &meta.id,
+            "main",
+            summary,
+            Some(&meta.sha),
+            &[CommitOp::File {
+                path: "README.md".into(),
+                content: text.into_bytes(),
+            }],
+        )
+        .await
+        .map_err(consequence(nothing))?;
+    Ok(())
 }
 
 /// A byte progress bar for an upload.

@@ -10,12 +10,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tt_model_engine::oci_load::OciLayout;
 use tt_model_hub::registry::push::{BlobFile, ImageToPush, PushReport, push_image};
 use tt_model_hub::registry::{Registry, RegistryTarget, pull};
 use tt_model_local::Local;
 use tt_model_local::blob_index::BlobIndex;
 use tt_model_manifest::WireManifest;
+use tt_model_oci::OciLayout;
 
 use super::UploadBar;
 use crate::UserError;

@@ -20,6 +20,9 @@ pub struct Checklist<'p> {
     started: HashMap<&'static str, Instant>,
     progress: Option<(u64, u64)>,
     active: Option<&'static str>,
+    /// Whether readiness also waits on a health endpoint after the ready line (the original's
+    /// kinds without a declared `health_path` are ready by the line alone).
+    probes_health: bool,
 }
 
 /// `▕████░░░░▏ 12/32 · 38%`, percentage recomputed from the counts.
@@ -53,7 +56,7 @@ fn stream_key(phase: &str) -> String {
 }
 
 impl<'p> Checklist<'p> {
-    pub fn new(printer: &'p Printer, kind: &str) -> Self {
+    pub fn new(printer: &'p Printer, kind: &str, probes_health: bool) -> Self {
         let spinner = crate::progress::spinner("{spinner} {msg}  {elapsed}");
         Checklist {
             printer,
@@ -66,6 +69,7 @@ impl<'p> Checklist<'p> {
             started: HashMap::new(),
             progress: None,
             active: None,
+            probes_health,
         }
     }
 
@@ -139,10 +143,12 @@ impl<'p> Checklist<'p> {
             }
             WaitEvent::LogReady => {
                 if self.printer.verbose() {
-                    self.spinner.suspend(|| {
-                        self.printer
-                            .note("ready line seen; probing the health endpoint")
-                    });
+                    let note = if self.probes_health {
+                        "ready line seen; probing the health endpoint"
+                    } else {
+                        "ready line seen"
+                    };
+                    self.spinner.suspend(|| self.printer.note(note));
                 }
             }
             WaitEvent::HttpReady => {}

@@ -5,12 +5,12 @@
 
 use std::time::Duration;
 
-use tt_model_engine::labels;
 use tt_model_engine::run_spec::{Chips, RunSpec, ServeRequest, compose};
 use tt_model_local::host::{self, CardFacts};
 use tt_model_local::package::{Package, Profile};
 use tt_model_local::watch::{DEFAULT_READY_TIMEOUT, ReadySpec};
 use tt_model_local::{Local, devices};
+use tt_model_oci::labels;
 
 use crate::UserError;
 use crate::args::ServeArgs;

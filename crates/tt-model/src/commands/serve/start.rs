@@ -5,12 +5,12 @@
 use std::time::{Duration, Instant};
 
 use tt_model_engine::Client;
-use tt_model_engine::labels;
 use tt_model_engine::run_spec::{self, Chips, compose, container_name};
 use tt_model_local::devices::{self, AllocLock, ChipError};
 use tt_model_local::host::{self, CardFacts};
 use tt_model_local::package::Package;
 use tt_model_local::{Local, image, installed, weights};
+use tt_model_oci::labels;
 
 use super::plan::{self, Plan, Settings};
 use crate::UserError;

@@ -59,7 +59,7 @@ pub(crate) async fn watch(
 
     // Readiness.
     let mut tracker = BootTracker::new(&pkg.kind);
-    let mut list = checklist::Checklist::new(printer, &pkg.kind);
+    let mut list = checklist::Checklist::new(printer, &pkg.kind, plan.ready.health_path.is_some());
     let t_wait = Instant::now();
     let cancel = async {
         let _ = tokio::signal::ctrl_c().await;

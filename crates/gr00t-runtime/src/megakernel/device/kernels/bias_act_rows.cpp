@@ -8,7 +8,7 @@
 // tile (the bias replicated over its 32 rows) are unpacked straight to the fp32 DST (no 19-bit FPU
 // operands), so this is the emulator's finish_matmul + gelu_tanh + pack, op for op.
 // The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and defines GR00T_ACT_ROW. Read by reader_finish.cpp.
-// Runtime args: cw, K pieces (1: no split). CBs (fp32): 0 the partials of one output tile (pieces),
+// Runtime args: units; per unit cw, K pieces (1: no split). CBs (fp32): 0 the partials of one output tile (pieces),
 // 2 bias (cw); 16 y.
 #include <cstdint>
 #include "api/compute/common.h"
@@ -25,32 +25,35 @@ inline void bias_act_row() { bias_round_act_row<GR00T_ACT_ROW>(); }
 #endif
 
 void kernel_main() {
-    const uint32_t cw = get_arg_val<uint32_t>(0);
-    const uint32_t pieces = get_arg_val<uint32_t>(1);
+    const uint32_t units = get_arg_val<uint32_t>(0);
     constexpr uint32_t cb_x = 0, cb_bias = 2, cb_y = 16;
     DataflowBuffer dfb_x(cb_x), dfb_bias(cb_bias), dfb_y(cb_y);
 
     compute_kernel_hw_startup(cb_x, cb_y);
     copy_init(cb_x);
     MATH((_llk_math_eltwise_unary_sfpu_init_once_()));
-    dfb_bias.wait_front(cw);
-    for (uint32_t t = 0; t < cw; ++t) {
-        dfb_x.wait_front(pieces);
-        tile_regs_acquire();
-        copy_tile(cb_x, 0, 0);
-        for (uint32_t p = 1; p < pieces; ++p) {
-            copy_tile(cb_x, p, 1);
-            MATH((gr00t_sfpu::tile<gr00t_sfpu::add_next_tile_row>(0)));
+    for (uint32_t u = 0; u < units; ++u) {
+        const uint32_t cw = get_arg_val<uint32_t>(1 + u * 2);
+        const uint32_t pieces = get_arg_val<uint32_t>(2 + u * 2);
+        dfb_bias.wait_front(cw);
+        for (uint32_t t = 0; t < cw; ++t) {
+            dfb_x.wait_front(pieces);
+            tile_regs_acquire();
+            copy_tile(cb_x, 0, 0);
+            for (uint32_t p = 1; p < pieces; ++p) {
+                copy_tile(cb_x, p, 1);
+                MATH((gr00t_sfpu::tile<gr00t_sfpu::add_next_tile_row>(0)));
+            }
+            copy_tile(cb_bias, t, 1);
+            MATH((gr00t_sfpu::tile<gr00t_sfpu::bias_act_row>(0)));
+            tile_regs_commit();
+            dfb_y.reserve_back(1);
+            tile_regs_wait();
+            pack_tile(0, cb_y);
+            tile_regs_release();
+            dfb_y.push_back(1);
+            dfb_x.pop_front(pieces);
         }
-        copy_tile(cb_bias, t, 1);
-        MATH((gr00t_sfpu::tile<gr00t_sfpu::bias_act_row>(0)));
-        tile_regs_commit();
-        dfb_y.reserve_back(1);
-        tile_regs_wait();
-        pack_tile(0, cb_y);
-        tile_regs_release();
-        dfb_y.push_back(1);
-        dfb_x.pop_front(pieces);
+        dfb_bias.pop_front(cw);
     }
-    dfb_bias.pop_front(cw);
 }

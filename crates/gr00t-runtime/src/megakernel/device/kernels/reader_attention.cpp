@@ -1,14 +1,98 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reader of attention_head.cpp (RISCV_1): once, the reduce scaler tile (CB 1) and the key mask (CB 5,
 // nt fp32 tiles, the mask in row 0); then, per head of this core, its Q tiles (CB 0, mt*dt) and its K and V
-// tiles (CBs 2 and 3, nt*dt each), from [heads * rows, dp] bf16 TILE tensors (head h's tiles are the
-// contiguous pages h*rows_tiles*dt ..). Runtime args: q, k, v, scaler, mask addresses; first head; heads;
-// mt; nt; dt. Compile-time args: the five tensors' accessor args, in that order.
+// tiles (CBs 2 and 3, nt*dt each), cut out of the projections' own [rows, heads * hd] bf16 TILE tensors
+// here, on the way into L1: the head split is part of the read, not a program of its own (no DRAM round
+// trip through a per-head tensor). Head h's columns h*hd .. h*hd + hd land at columns 0 .. hd of its dt
+// tiles, the rest of those tiles zero (the padding attention relies on: it adds nothing to Q K^T).
+//
+// Two ways to move a head's columns, the relayout's: when hd and h*hd are whole faces (multiples of 16:
+// the full-size hd = 48), each 16 x 16 face is one NoC read straight from DRAM into its place; otherwise
+// (the tiny config's hd = 10) the source tiles are read into a scratch CB and copied element by element
+// in the tile's face order.
+// Runtime args: q, k, v, scaler, mask addresses; first head; heads; mt; nt; dt; hd; q's width and k / v's
+// width (tiles). Compile-time args: the five tensors' accessor args, in that order.
+// CBs besides the compute kernel's: 4 one zero page (bf16), 6 the scratch (tiles(hd) + 1 bf16 pages).
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
 #include "api/dataflow/dataflow_buffer.h"
 #include "api/tensor/noc_traits.h"
+
+namespace {
+// Element (r, c) of a 32x32 tile: 4 faces of 16x16, row-major within a face, faces in row-major order.
+inline uint32_t tile_offset(uint32_t r, uint32_t c) {
+    return (((r >> 4) << 1) + (c >> 4)) * 256 + ((r & 15) << 4) + (c & 15);
+}
+
+// Columns sc .. sc + n of the bf16 tiles at src (tile after tile, as one wide tile row) to columns
+// dc .. dc + n of those at dst, all 32 rows. Per chunk of up to 32 copies the offsets are computed
+// once, so the per-element work is a load and a store (the simulated RISC-V is slow).
+inline void copy_columns(uint32_t src, uint32_t sc, uint32_t dst, uint32_t dc, uint32_t n) {
+    uint32_t so[32], dof[32];
+    // Even columns and an even count (hd = 10): two bf16 at a time, as one 32-bit word (a pair never
+    // straddles a face), half the L1 accesses.
+    const uint32_t step = ((sc | dc | n) & 1) == 0 ? 2 : 1;
+    volatile uint16_t* sp = reinterpret_cast<volatile uint16_t*>(src);
+    volatile uint16_t* dp = reinterpret_cast<volatile uint16_t*>(dst);
+    volatile uint32_t* sw = reinterpret_cast<volatile uint32_t*>(src);
+    volatile uint32_t* dw = reinterpret_cast<volatile uint32_t*>(dst);
+    for (uint32_t j0 = 0; j0 < n; j0 += 32 * step) {
+        const uint32_t len = (n - j0 < 32 * step ? n - j0 : 32 * step) / step;
+        for (uint32_t j = 0; j < len; ++j) {
+            const uint32_t s = sc + j0 + j * step, d = dc + j0 + j * step;
+            so[j] = ((s >> 5) * 1024 + tile_offset(0, s & 31)) / step;
+            dof[j] = ((d >> 5) * 1024 + tile_offset(0, d & 31)) / step;
+        }
+        for (uint32_t r = 0; r < 32; ++r) {
+            const uint32_t rb = tile_offset(r, 0) / step;
+            if (step == 2) {
+                for (uint32_t j = 0; j < len; ++j) {
+                    dw[rb + dof[j]] = sw[rb + so[j]];
+                }
+            } else {
+                for (uint32_t j = 0; j < len; ++j) {
+                    dp[rb + dof[j]] = sp[rb + so[j]];
+                }
+            }
+        }
+    }
+}
+
+// Head h of src ([rows tile rows, src_w tiles], bf16) into dst_l1: rows * dt pages, tile row by tile row.
+template <typename Accessor>
+void gather_head(const Accessor& src, uint32_t src_w, uint32_t rows, uint32_t h, uint32_t hd, uint32_t dt,
+                 uint32_t dst_l1, uint32_t zero_l1, uint32_t scratch_l1) {
+    constexpr uint32_t page = 2048, face = page / 4;
+    const uint64_t zero = get_noc_addr(my_x[noc_index], my_y[noc_index], zero_l1);
+    for (uint32_t t = 0; t < rows * dt; ++t) {
+        noc_async_read(zero, dst_l1 + t * page, page);
+    }
+    noc_async_read_barrier();  // the zeros land before the head's columns do
+    const uint32_t sc = h * hd;
+    const bool faces = ((sc | hd) & 15) == 0;
+    const uint32_t t0 = sc >> 5, t1 = (sc + hd - 1) >> 5;
+    for (uint32_t i = 0; i < rows; ++i) {
+        const uint32_t dbase = dst_l1 + i * dt * page;
+        if (faces) {
+            for (uint32_t g = 0; g < hd; g += 16) {
+                const uint32_t s = sc + g;
+                for (uint32_t half = 0; half < 2; ++half) {
+                    const uint64_t from = src.get_noc_addr(i * src_w + (s >> 5), (half * 2 + ((s >> 4) & 1)) * face);
+                    noc_async_read(from, dbase + (g >> 5) * page + (half * 2 + ((g >> 4) & 1)) * face, face);
+                }
+            }
+            continue;
+        }
+        for (uint32_t t = t0; t <= t1; ++t) {
+            noc_async_read_page(i * src_w + t, src, scratch_l1 + (t - t0) * page);
+        }
+        noc_async_read_barrier();
+        copy_columns(scratch_l1, sc - (t0 << 5), dbase, 0, hd);
+    }
+    noc_async_read_barrier();
+}
+}  // namespace
 
 void kernel_main() {
     const uint32_t q_addr = get_arg_val<uint32_t>(0);
@@ -21,7 +105,10 @@ void kernel_main() {
     const uint32_t mt = get_arg_val<uint32_t>(7);
     const uint32_t nt = get_arg_val<uint32_t>(8);
     const uint32_t dt = get_arg_val<uint32_t>(9);
-    constexpr uint32_t cb_q = 0, cb_scaler = 1, cb_k = 2, cb_v = 3, cb_mask = 5;
+    const uint32_t hd = get_arg_val<uint32_t>(10);
+    const uint32_t q_w = get_arg_val<uint32_t>(11);
+    const uint32_t kv_w = get_arg_val<uint32_t>(12);
+    constexpr uint32_t cb_q = 0, cb_scaler = 1, cb_k = 2, cb_v = 3, cb_zero = 4, cb_mask = 5, cb_scratch = 6;
     constexpr auto q_args = TensorAccessorArgs<0>();
     constexpr auto k_args = TensorAccessorArgs<q_args.next_compile_time_args_offset()>();
     constexpr auto v_args = TensorAccessorArgs<k_args.next_compile_time_args_offset()>();
@@ -32,10 +119,16 @@ void kernel_main() {
     const auto v = TensorAccessor(v_args, v_addr);
     const auto s = TensorAccessor(s_args, s_addr);
     const auto m = TensorAccessor(m_args, m_addr);
-    const uint32_t bpage = get_local_cb_interface(cb_q).fifo_page_size;
     const uint32_t fpage = get_local_cb_interface(cb_scaler).fifo_page_size;
     Noc noc;
     DataflowBuffer dfb_q(cb_q), dfb_s(cb_scaler), dfb_k(cb_k), dfb_v(cb_v), dfb_m(cb_mask);
+    DataflowBuffer dfb_zero(cb_zero), dfb_scratch(cb_scratch);
+    const uint32_t zero_l1 = dfb_zero.get_write_ptr();
+    const uint32_t scratch_l1 = dfb_scratch.get_write_ptr();
+    volatile uint32_t* z = reinterpret_cast<volatile uint32_t*>(zero_l1);
+    for (uint32_t i = 0; i < 2048 / 4; ++i) {
+        z[i] = 0;
+    }
     dfb_s.reserve_back(1);
     noc.async_read(s, dfb_s, fpage, {.page_id = 0}, {.offset_bytes = 0});
     dfb_m.reserve_back(nt);
@@ -47,19 +140,13 @@ void kernel_main() {
     dfb_m.push_back(nt);
     for (uint32_t h = first_head; h < first_head + heads; ++h) {
         dfb_q.reserve_back(mt * dt);
-        for (uint32_t t = 0; t < mt * dt; ++t) {
-            noc.async_read(q, dfb_q, bpage, {.page_id = h * mt * dt + t}, {.offset_bytes = t * bpage});
-        }
-        noc.async_read_barrier();
+        gather_head(q, q_w, mt, h, hd, dt, dfb_q.get_write_ptr(), zero_l1, scratch_l1);
         dfb_q.push_back(mt * dt);
         dfb_k.reserve_back(nt * dt);
-        dfb_v.reserve_back(nt * dt);
-        for (uint32_t t = 0; t < nt * dt; ++t) {
-            noc.async_read(k, dfb_k, bpage, {.page_id = h * nt * dt + t}, {.offset_bytes = t * bpage});
-            noc.async_read(v, dfb_v, bpage, {.page_id = h * nt * dt + t}, {.offset_bytes = t * bpage});
-        }
-        noc.async_read_barrier();
+        gather_head(k, kv_w, nt, h, hd, dt, dfb_k.get_write_ptr(), zero_l1, scratch_l1);
         dfb_k.push_back(nt * dt);
+        dfb_v.reserve_back(nt * dt);
+        gather_head(v, kv_w, nt, h, hd, dt, dfb_v.get_write_ptr(), zero_l1, scratch_l1);
         dfb_v.push_back(nt * dt);
     }
 }

@@ -4,13 +4,24 @@
 // per tile row of this core, the row's Wt tiles of x (CB 0) and, when pair_rows is 1, the same tiles of
 // a second matrix held in g (CB 2: the residual add's other operand). All fp32 interleaved TILE tensors.
 // Runtime args: x, scaler, g, b addresses (unused ones may repeat another); Wt; first tile row; tile
-// rows; vec_tiles; pair_rows; b's first page (b may be the second half of g's tensor: the AdaLN matmul's
-// [scale | shift] row). Compile-time args: the four tensors' accessor args, in that order.
+// rows; vec_tiles; pair_rows; b's first column in row 0 of its tensor; the vectors' real length. b may be
+// the second half of g's tensor: the AdaLN matmul's [scale | shift] row, so the AdaLN split is part of
+// this read, not a program of its own. When b's first column is a whole tile (D = 1536) its tiles are
+// read as pages; otherwise (the tiny config's D = 40) the tiles holding row 0 of b are read into the
+// scratch CB 9 and row 0 is copied element by element into b's zeroed tiles, and the columns of g's last
+// tile past its length (the shift's first values) are zeroed. Only row 0 of a vector tile is read: the
+// compute kernel uses it as a row broadcast. Compile-time args: the four tensors' accessor args, in
+// that order.
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
 #include "api/dataflow/dataflow_buffer.h"
 #include "api/tensor/noc_traits.h"
+
+namespace {
+// Column c of a tile's row 0: face 0 (columns 0-15) or face 1 (16-31), each 256 elements.
+inline uint32_t row0(uint32_t c) { return ((c >> 4) << 8) + (c & 15); }
+}  // namespace
 
 void kernel_main() {
     const uint32_t x_addr = get_arg_val<uint32_t>(0);
@@ -22,8 +33,9 @@ void kernel_main() {
     const uint32_t row_tiles = get_arg_val<uint32_t>(6);
     const uint32_t vec_tiles = get_arg_val<uint32_t>(7);
     const uint32_t pair_rows = get_arg_val<uint32_t>(8);
-    const uint32_t b_first = get_arg_val<uint32_t>(9);
-    constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_g = 2, cb_b = 3;
+    const uint32_t b_col = get_arg_val<uint32_t>(9);
+    const uint32_t vec_len = get_arg_val<uint32_t>(10);
+    constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_g = 2, cb_b = 3, cb_scratch = 9;
     constexpr auto x_args = TensorAccessorArgs<0>();
     constexpr auto s_args = TensorAccessorArgs<x_args.next_compile_time_args_offset()>();
     constexpr auto g_args = TensorAccessorArgs<s_args.next_compile_time_args_offset()>();
@@ -43,9 +55,32 @@ void kernel_main() {
     if (vec_tiles > 0) {
         dfb_g.reserve_back(vec_tiles);
         dfb_b.reserve_back(vec_tiles);
+        const bool split = (b_col & 31) != 0;
         for (uint32_t wt = 0; wt < vec_tiles; ++wt) {
             noc.async_read(g, dfb_g, page, {.page_id = wt}, {.offset_bytes = wt * page});
-            noc.async_read(b, dfb_b, page, {.page_id = b_first + wt}, {.offset_bytes = wt * page});
+            if (!split) {
+                noc.async_read(b, dfb_b, page, {.page_id = (b_col >> 5) + wt}, {.offset_bytes = wt * page});
+            }
+        }
+        if (split) {
+            DataflowBuffer dfb_scratch(cb_scratch);
+            const uint32_t scratch = dfb_scratch.get_write_ptr();
+            const uint32_t t0 = b_col >> 5, t1 = (b_col + vec_len - 1) >> 5;
+            for (uint32_t t = t0; t <= t1; ++t) {
+                noc_async_read_page(t, b, scratch + (t - t0) * page);
+            }
+            noc.async_read_barrier();
+            volatile uint32_t* gl = reinterpret_cast<volatile uint32_t*>(dfb_g.get_write_ptr());
+            volatile uint32_t* bl = reinterpret_cast<volatile uint32_t*>(dfb_b.get_write_ptr());
+            volatile uint32_t* sl = reinterpret_cast<volatile uint32_t*>(scratch);
+            const uint32_t words = page / 4;  // fp32 tiles: one word per element
+            for (uint32_t c = vec_len; c < vec_tiles * 32; ++c) {
+                gl[(c >> 5) * words + row0(c & 31)] = 0;
+            }
+            for (uint32_t c = 0; c < vec_tiles * 32; ++c) {
+                const uint32_t s = b_col + c - (t0 << 5);
+                bl[(c >> 5) * words + row0(c & 31)] = c < vec_len ? sl[(s >> 5) * words + row0(s & 31)] : 0;
+            }
         }
         noc.async_read_barrier();
         dfb_g.push_back(vec_tiles);

@@ -7,6 +7,15 @@
 //    interleaved over the banks as uploaded), in arena order: column by column, K fastest, which is the
 //    order `tt_blackhole::split` stored them in. One column strip (k_count tiles) per CB 1 push; the
 //    CB holds two strips, so the next strip streams while the FPU works on this one.
+// A program may hold several matmuls ("jobs": the AdaLN of every block, a self block's Q, K and V, the
+// observation's cross K and V; independent, the same activation dtype, the same output dtype): the core
+// does its share of each in turn, so they cost one launch, not one each.
+// A reservation must not run past the end of its CB (the kernels index a block as contiguous pages), and
+// jobs' blocks differ in size: before a block that would, both sides skip the CB's last pages (the reader
+// pushes them unwritten, the compute kernel pops them unread), so every block starts contiguous.
+// Runtime args: the arena address; jobs; CB 0's and CB 1's pages; per job 7 words: act address, absolute
+// arena page of the share's first tile, n_count, k_start, k_count, m_tiles, act_kt. Compile-time args: an activation's accessor
+// args (every job's activation is an interleaved bf16 TILE tensor), the arena's.
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
@@ -14,19 +23,14 @@
 #include "api/tensor/noc_traits.h"
 
 void kernel_main() {
-    const uint32_t act_addr = get_arg_val<uint32_t>(0);
-    const uint32_t arena_addr = get_arg_val<uint32_t>(1);
-    const uint32_t first_tile = get_arg_val<uint32_t>(2);  // absolute arena page of the share's first tile
-    const uint32_t n_count = get_arg_val<uint32_t>(3);
-    const uint32_t k_start = get_arg_val<uint32_t>(4);
-    const uint32_t k_count = get_arg_val<uint32_t>(5);
-    const uint32_t m_tiles = get_arg_val<uint32_t>(6);
-    const uint32_t act_kt = get_arg_val<uint32_t>(7);
+    const uint32_t arena_addr = get_arg_val<uint32_t>(0);
+    const uint32_t jobs = get_arg_val<uint32_t>(1);
+    const uint32_t act_cb_pages = get_arg_val<uint32_t>(2);
+    const uint32_t w_cb_pages = get_arg_val<uint32_t>(3);
 
     constexpr uint32_t cb_act = 0, cb_w = 1;
     constexpr auto act_args = TensorAccessorArgs<0>();
     constexpr auto arena_args = TensorAccessorArgs<act_args.next_compile_time_args_offset()>();
-    const auto act = TensorAccessor(act_args, act_addr);
     const auto arena = TensorAccessor(arena_args, arena_addr);
     const uint32_t act_page = get_local_cb_interface(cb_act).fifo_page_size;
     const uint32_t w_page = get_local_cb_interface(cb_w).fifo_page_size;
@@ -34,24 +38,45 @@ void kernel_main() {
     Noc noc;
     DataflowBuffer dfb_act(cb_act);
     DataflowBuffer dfb_w(cb_w);
-
-    dfb_act.reserve_back(m_tiles * k_count);
-    for (uint32_t m = 0; m < m_tiles; ++m) {
-        for (uint32_t k = 0; k < k_count; ++k) {
-            noc.async_read(act, dfb_act, act_page, {.page_id = m * act_kt + k_start + k},
-                           {.offset_bytes = (m * k_count + k) * act_page});
+    uint32_t act_at = 0, w_at = 0;  // pages pushed so far, modulo the CB's pages
+    const auto fit = [](DataflowBuffer& dfb, uint32_t& at, uint32_t n, uint32_t pages) {
+        if (at + n > pages) {
+            dfb.reserve_back(pages - at);
+            dfb.push_back(pages - at);
+            at = 0;
         }
-    }
-    noc.async_read_barrier();
-    dfb_act.push_back(m_tiles * k_count);
+        at = (at + n) % pages;
+    };
 
-    uint32_t page = first_tile;
-    for (uint32_t n = 0; n < n_count; ++n) {
-        dfb_w.reserve_back(k_count);
-        for (uint32_t k = 0; k < k_count; ++k, ++page) {
-            noc.async_read(arena, dfb_w, w_page, {.page_id = page}, {.offset_bytes = k * w_page});
+    for (uint32_t j = 0; j < jobs; ++j) {
+        const uint32_t a = 4 + j * 7;
+        const auto act = TensorAccessor(act_args, get_arg_val<uint32_t>(a));
+        const uint32_t first_tile = get_arg_val<uint32_t>(a + 1);
+        const uint32_t n_count = get_arg_val<uint32_t>(a + 2);
+        const uint32_t k_start = get_arg_val<uint32_t>(a + 3);
+        const uint32_t k_count = get_arg_val<uint32_t>(a + 4);
+        const uint32_t m_tiles = get_arg_val<uint32_t>(a + 5);
+        const uint32_t act_kt = get_arg_val<uint32_t>(a + 6);
+        fit(dfb_act, act_at, m_tiles * k_count, act_cb_pages);
+        dfb_act.reserve_back(m_tiles * k_count);
+        for (uint32_t m = 0; m < m_tiles; ++m) {
+            for (uint32_t k = 0; k < k_count; ++k) {
+                noc.async_read(act, dfb_act, act_page, {.page_id = m * act_kt + k_start + k},
+                               {.offset_bytes = (m * k_count + k) * act_page});
+            }
         }
         noc.async_read_barrier();
-        dfb_w.push_back(k_count);
+        dfb_act.push_back(m_tiles * k_count);
+
+        uint32_t page = first_tile;
+        for (uint32_t n = 0; n < n_count; ++n) {
+            fit(dfb_w, w_at, k_count, w_cb_pages);
+            dfb_w.reserve_back(k_count);
+            for (uint32_t k = 0; k < k_count; ++k, ++page) {
+                noc.async_read(arena, dfb_w, w_page, {.page_id = page}, {.offset_bytes = k * w_page});
+            }
+            noc.async_read_barrier();
+            dfb_w.push_back(k_count);
+        }
     }
 }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Column relayout between two interleaved TILE tensors on the device (RISCV_1, no compute kernel): the
-// block's activations change layout between ops without leaving the device. Uses: a projection's
-// [rows, heads * hd] output -> the per-head [heads * rows, dp] layout attention reads (head dim
-// zero-padded to whole tiles), the per-head output back to [rows, heads * hd], and the AdaLN matmul's
-// [1, 2D] row -> its scale and shift vectors as whole tiles. hd and D need not be whole tiles (the tiny
+// block's activations change layout between ops without leaving the device. The step graph's head split
+// and merge and its AdaLN split now ride in the attention and LayerNorm readers and writers; this program
+// is left for the zero-filled attention output of a cross kind with no keys (no segments) and for
+// relayouts a later graph may want. hd and D need not be whole tiles (the tiny
 // config's hd = 10, D = 40), so the general copy is per element, in the tile's face order. A segment
 // whose columns and length are whole faces (multiples of 16: the full-size hd = 48 and D = 1536) is
 // copied face by face instead, each 16 x 16 face one NoC read straight from DRAM into its place (a

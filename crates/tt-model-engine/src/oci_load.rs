@@ -11,46 +11,18 @@
 //! archive's `manifest.json` (written last) is sent, so the engine never loads it. After the
 //! load, the image the engine reports under the tag must be the layout's image.
 
-use std::fs;
-use std::io::{self, BufWriter, Read, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, BufWriter, Write};
 use std::sync::{Arc, Mutex};
 
 use bollard::query_parameters::ImportImageOptions;
 use bytes::Bytes;
 use futures_util::StreamExt;
-use oci_spec::image::{Arch, Descriptor, DigestAlgorithm, ImageIndex, ImageManifest, MediaType};
-use sha2::{Digest, Sha256};
 
-use crate::archive::ArchiveImage;
 use crate::client::Client;
 use crate::error::{Cause, EngineError};
-use crate::export::REF_NAME_ANNOTATION;
 
-mod archive;
-pub(crate) use archive::CountingWriter;
-mod layout;
-#[cfg(test)]
-mod tests;
+use tt_model_oci::layout::{LayoutError, OciLayout};
 
-use archive::ChannelWriter;
-pub use layout::{Blob, OciLayout};
-
-/// The Docker v2 schema 2 manifest and manifest list: loadable like their OCI counterparts.
-const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
-const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
-
-/// Whether a descriptor names an image manifest we can load (OCI or Docker v2 schema 2).
-fn is_image_manifest(m: &MediaType) -> bool {
-    matches!(m, MediaType::ImageManifest)
-        || matches!(m, MediaType::Other(o) if o == DOCKER_MANIFEST)
-}
-
-/// Whether a descriptor names an index, followed one level down to a linux/amd64 (or the
-/// only) manifest.
-fn is_index(m: &MediaType) -> bool {
-    matches!(m, MediaType::ImageIndex) || matches!(m, MediaType::Other(o) if o == DOCKER_LIST)
-}
 /// Bytes per chunk sent to the engine; the channel holds a few, bounding memory.
 const CHUNK: usize = 1 << 20;
 const CHANNEL_CHUNKS: usize = 4;
@@ -59,61 +31,9 @@ const CHANNEL_CHUNKS: usize = 4;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum LoadError {
-    /// The directory has no `oci-layout` file.
-    #[error("`{path}` is not an OCI image layout (no oci-layout file)")]
-    NotALayout {
-        /// The directory given as the layout.
-        path: PathBuf,
-    },
-    /// A layout file could not be read.
-    #[error("Cannot read `{path}`")]
-    Read {
-        /// The file that could not be read (`<archive stream>` for the stream sent to the engine).
-        path: PathBuf,
-        /// The I/O error.
-        #[source]
-        source: io::Error,
-    },
-    /// The layout's JSON is not what the OCI spec says.
-    #[error("The OCI layout at `{path}` is malformed: {detail}")]
-    BadLayout {
-        /// The layout directory.
-        path: PathBuf,
-        /// What is wrong with it.
-        detail: String,
-    },
-    /// A blob's size on disk differs from its descriptor.
-    #[error("Blob {digest} in `{path}` is {found} bytes; its descriptor says {expected}")]
-    BlobSize {
-        /// The blob file.
-        path: PathBuf,
-        /// The blob's digest, `sha256:<hex>`.
-        digest: String,
-        /// Size in bytes according to its descriptor.
-        expected: u64,
-        /// Size in bytes of the file.
-        found: u64,
-    },
-    /// A blob's bytes do not hash to its digest (a truncated or corrupt download).
-    #[error("Blob {digest} in `{path}` is corrupt: its bytes hash to {found}")]
-    BlobDigest {
-        /// The blob file.
-        path: PathBuf,
-        /// The digest that names the blob, `sha256:<hex>`.
-        digest: String,
-        /// The digest its bytes hash to.
-        found: String,
-    },
-    /// The layout holds another image than the one the package records.
-    #[error("The OCI layout at `{path}` holds image {found}, but the package records {expected}")]
-    LayoutMismatch {
-        /// The layout directory.
-        path: PathBuf,
-        /// The image digest the package records.
-        expected: String,
-        /// The layout's config digest (its image id on the classic store).
-        found: String,
-    },
+    /// The layout is unreadable, malformed, corrupt or another image than expected.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
     /// The load request failed (engine unreachable, connection dropped).
     #[error("Loading image `{reference}` into the engine failed")]
     Request {
@@ -173,7 +93,7 @@ impl Client {
     }
 
     /// [`Client::load_oci_layout`], telling `on_bytes` each chunk of the archive as it is
-    /// handed to the engine (about [`OciLayout::archive_size_hint`] bytes in all).
+    /// handed to the engine ([`OciLayout::archive_size`] bytes in all).
     pub async fn load_oci_layout_with(
         &self,
         layout: &OciLayout,
@@ -200,7 +120,7 @@ impl Client {
                         // An error item aborts the request body, so the engine sees a
                         // truncated archive without manifest.json and loads nothing.
                         let _ = tx.blocking_send(Err(io::Error::other(e.to_string())));
-                        *failure.lock().expect("not poisoned") = Some(e);
+                        *failure.lock().expect("not poisoned") = Some(e.into());
                         None
                     }
                 }
@@ -256,5 +176,30 @@ impl Client {
                 found: other.map_or_else(|| "absent".to_string(), |f| f.id),
             }),
         }
+    }
+}
+
+/// The write end of the request body: each buffered chunk becomes one body frame.
+struct ChannelWriter {
+    tx: tokio::sync::mpsc::Sender<Result<Bytes, io::Error>>,
+    /// Told how many bytes each write handed to the engine (the load's progress).
+    on_bytes: OnBytes,
+}
+
+impl Write for ChannelWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.tx
+            .blocking_send(Ok(Bytes::copy_from_slice(buf)))
+            .map_err(|_| {
+                io::Error::new(
+                    io::ErrorKind::BrokenPipe,
+                    "the engine closed the load request",
+                )
+            })?;
+        (self.on_bytes)(buf.len() as u64);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }

@@ -1,7 +1,92 @@
 //! An OCI image layout read and checked: its index, the chosen image manifest, and every
 //! blob it names (present, of its descriptor's size, the small ones hashed at open).
 
-use super::*;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use oci_spec::image::{Arch, Descriptor, DigestAlgorithm, ImageIndex, ImageManifest, MediaType};
+use sha2::{Digest, Sha256};
+
+use crate::index::REF_NAME_ANNOTATION;
+
+/// The Docker v2 schema 2 manifest and manifest list: loadable like their OCI counterparts.
+const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+
+/// Whether a descriptor names an image manifest we can load (OCI or Docker v2 schema 2).
+fn is_image_manifest(m: &MediaType) -> bool {
+    matches!(m, MediaType::ImageManifest)
+        || matches!(m, MediaType::Other(o) if o == DOCKER_MANIFEST)
+}
+
+/// Whether a descriptor names an index, followed one level down to a linux/amd64 (or the
+/// only) manifest.
+fn is_index(m: &MediaType) -> bool {
+    matches!(m, MediaType::ImageIndex) || matches!(m, MediaType::Other(o) if o == DOCKER_LIST)
+}
+
+/// Why a layout could not be read, or is not what it claims.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LayoutError {
+    /// The directory has no `oci-layout` file.
+    #[error("`{path}` is not an OCI image layout (no oci-layout file)")]
+    NotALayout {
+        /// The directory given as the layout.
+        path: PathBuf,
+    },
+    /// A layout file could not be read.
+    #[error("Cannot read `{path}`")]
+    Read {
+        /// The file that could not be read (`<archive stream>` for a docker-archive being
+        /// written).
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: io::Error,
+    },
+    /// The layout's JSON is not what the OCI spec says.
+    #[error("The OCI layout at `{path}` is malformed: {detail}")]
+    BadLayout {
+        /// The layout directory.
+        path: PathBuf,
+        /// What is wrong with it.
+        detail: String,
+    },
+    /// A blob's size on disk differs from its descriptor.
+    #[error("Blob {digest} in `{path}` is {found} bytes; its descriptor says {expected}")]
+    BlobSize {
+        /// The blob file.
+        path: PathBuf,
+        /// The blob's digest, `sha256:<hex>`.
+        digest: String,
+        /// Size in bytes according to its descriptor.
+        expected: u64,
+        /// Size in bytes of the file.
+        found: u64,
+    },
+    /// A blob's bytes do not hash to its digest (a truncated or corrupt download).
+    #[error("Blob {digest} in `{path}` is corrupt: its bytes hash to {found}")]
+    BlobDigest {
+        /// The blob file.
+        path: PathBuf,
+        /// The digest that names the blob, `sha256:<hex>`.
+        digest: String,
+        /// The digest its bytes hash to.
+        found: String,
+    },
+    /// The layout holds another image than the one the package records.
+    #[error("The OCI layout at `{path}` holds image {found}, but the package records {expected}")]
+    LayoutMismatch {
+        /// The layout directory.
+        path: PathBuf,
+        /// The image digest the package records.
+        expected: String,
+        /// The layout's config digest (its image id on the classic store).
+        found: String,
+    },
+}
 
 /// One content-addressed blob of a layout.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,7 +100,7 @@ pub struct Blob {
 }
 
 impl Blob {
-    pub(super) fn hex(&self) -> &str {
+    pub(crate) fn hex(&self) -> &str {
         self.digest.strip_prefix("sha256:").unwrap_or(&self.digest)
     }
 }
@@ -40,26 +125,27 @@ pub struct OciLayout {
 impl OciLayout {
     /// Reads `dir/oci-layout`, `index.json` and the image manifest, and checks that every
     /// blob exists with its descriptor's size (contents are hashed while loading).
-    pub fn open(dir: &Path) -> Result<Self, LoadError> {
+    pub fn open(dir: &Path) -> Result<Self, LayoutError> {
         if !dir.join("oci-layout").is_file() {
-            return Err(LoadError::NotALayout {
+            return Err(LayoutError::NotALayout {
                 path: dir.to_path_buf(),
             });
         }
-        let bad = |detail: String| LoadError::BadLayout {
+        let bad = |detail: String| LayoutError::BadLayout {
             path: dir.to_path_buf(),
             detail,
         };
         let index_path = dir.join("index.json");
-        let index_bytes = fs::read(&index_path).map_err(|source| LoadError::Read {
+        let index_bytes = fs::read(&index_path).map_err(|source| LayoutError::Read {
             path: index_path.clone(),
             source,
         })?;
-        let index =
-            ImageIndex::from_reader(index_bytes.as_slice()).map_err(|e| LoadError::BadLayout {
+        let index = ImageIndex::from_reader(index_bytes.as_slice()).map_err(|e| {
+            LayoutError::BadLayout {
                 path: index_path,
                 detail: e.to_string(),
-            })?;
+            }
+        })?;
         let (manifest_desc, ref_name) = choose_manifest(dir, &index, 0)?;
         let manifest_blob = descriptor(dir, &manifest_desc)?;
         // The manifest names every other blob, so it is trusted only once its bytes match
@@ -97,11 +183,11 @@ impl OciLayout {
     }
 
     /// Refuses when the layout holds another image than `expected`.
-    pub fn expect(&self, expected: &str) -> Result<(), LoadError> {
+    pub fn expect(&self, expected: &str) -> Result<(), LayoutError> {
         if self.is_image(expected) {
             Ok(())
         } else {
-            Err(LoadError::LayoutMismatch {
+            Err(LayoutError::LayoutMismatch {
                 path: self.dir.clone(),
                 expected: expected.to_string(),
                 found: self.config.digest.clone(),
@@ -110,7 +196,7 @@ impl OciLayout {
     }
 
     /// Layer blobs without repeats, in first-use order.
-    pub(super) fn unique_layers(&self) -> Vec<&Blob> {
+    pub(crate) fn unique_layers(&self) -> Vec<&Blob> {
         let mut out: Vec<&Blob> = Vec::new();
         for l in &self.layers {
             if !out.iter().any(|o| o.digest == l.digest) {
@@ -122,12 +208,12 @@ impl OciLayout {
 }
 
 /// Picks the image manifest descriptor from an index (following a nested index once).
-pub(super) fn choose_manifest(
+pub(crate) fn choose_manifest(
     dir: &Path,
     index: &ImageIndex,
     depth: usize,
-) -> Result<(Descriptor, Option<String>), LoadError> {
-    let bad = |detail: String| LoadError::BadLayout {
+) -> Result<(Descriptor, Option<String>), LayoutError> {
+    let bad = |detail: String| LayoutError::BadLayout {
         path: dir.to_path_buf(),
         detail,
     };
@@ -164,10 +250,10 @@ pub(super) fn choose_manifest(
 }
 
 /// A descriptor's digest, size and blob path (sha256 blobs only).
-pub(super) fn descriptor(dir: &Path, d: &Descriptor) -> Result<Blob, LoadError> {
+pub(crate) fn descriptor(dir: &Path, d: &Descriptor) -> Result<Blob, LayoutError> {
     let digest = d.digest();
     if *digest.algorithm() != DigestAlgorithm::Sha256 {
-        return Err(LoadError::BadLayout {
+        return Err(LayoutError::BadLayout {
             path: dir.to_path_buf(),
             detail: format!("unsupported digest `{digest}` (sha256 only)"),
         });
@@ -180,15 +266,15 @@ pub(super) fn descriptor(dir: &Path, d: &Descriptor) -> Result<Blob, LoadError> 
 }
 
 /// A whole blob's bytes, refused unless they have its descriptor's size and digest.
-pub(super) fn read_verified(blob: &Blob) -> Result<Vec<u8>, LoadError> {
+pub(crate) fn read_verified(blob: &Blob) -> Result<Vec<u8>, LayoutError> {
     check_size(blob)?;
-    let bytes = fs::read(&blob.path).map_err(|source| LoadError::Read {
+    let bytes = fs::read(&blob.path).map_err(|source| LayoutError::Read {
         path: blob.path.clone(),
         source,
     })?;
     let found = format!("sha256:{}", hex::encode(Sha256::digest(&bytes)));
     if found != blob.digest {
-        return Err(LoadError::BlobDigest {
+        return Err(LayoutError::BlobDigest {
             path: blob.path.clone(),
             digest: blob.digest.clone(),
             found,
@@ -198,15 +284,15 @@ pub(super) fn read_verified(blob: &Blob) -> Result<Vec<u8>, LoadError> {
 }
 
 /// Follows symlinks: the size that counts is the target's.
-pub(super) fn check_size(blob: &Blob) -> Result<(), LoadError> {
+pub(crate) fn check_size(blob: &Blob) -> Result<(), LayoutError> {
     let found = fs::metadata(&blob.path)
-        .map_err(|source| LoadError::Read {
+        .map_err(|source| LayoutError::Read {
             path: blob.path.clone(),
             source,
         })?
         .len();
     if found != blob.size {
-        return Err(LoadError::BlobSize {
+        return Err(LayoutError::BlobSize {
             path: blob.path.clone(),
             digest: blob.digest.clone(),
             expected: blob.size,

@@ -1,33 +1,29 @@
-//! Bit-reproducible images: the same inputs give the same image id, built cold or warm.
+//! A build's image normalised so that the same inputs give the same bytes: each layer tar
+//! ([`layer`]) and the image config ([`config`]) rewritten for one epoch (the tree's commit
+//! time, `SOURCE_DATE_EPOCH`), and a whole exported layout rewritten with them
+//! ([`normalize_layout`]). The engine crate exports the built image, calls this, and loads the
+//! result back (`tt_model_engine::reproducible`, whose header says why after the fact).
 //!
-//! We build with the classic builder ([`crate::build`]), which stamps every build with its
-//! wall-clock time (the config's `created` and history, the mtimes of what `RUN` steps write)
-//! and with its throwaway containers' ids. BuildKit's `SOURCE_DATE_EPOCH` rewrite needs
-//! BuildKit 0.13, which dockerd 20.10 does not carry, so we do what it does after the fact:
-//! the built image is exported as an OCI layout, each layer the build added is normalised
-//! ([`layer`]), the config with it ([`config`]), and the result is loaded back into the engine.
 //! The base image's layers are never rewritten: they are already fixed, and rewriting them
-//! would stop the image from sharing them with the base.
-//!
-//! The layout written here is the package's `image/`, so the export phase need not save the
-//! image again. Its index records the engine's id of the image it was made from
-//! ([`BUILD_ID_ANNOTATION`]): a re-package whose build is served from the layer cache (the
-//! same raw id) reuses the previous result instead of rewriting it again.
+//! would stop the image from sharing them with the base. The layout's index records the
+//! engine's id of the image it was made from ([`BUILD_ID_ANNOTATION`]): a re-package whose
+//! build is served from the layer cache (the same raw id) reuses the previous result.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
 use std::io::{BufReader, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use sha2::{Digest, Sha256};
 
-use crate::client::Client;
-use crate::error::EngineError;
-use crate::export::{Stored, WriteImageError, write_image};
-use crate::oci_load::{LoadError, OciLayout};
+use crate::convert::{ImageError, Stored, write_image};
+use crate::layout::OciLayout;
 
 pub mod config;
 pub mod layer;
+
+#[cfg(test)]
+mod layout_tests;
 
 /// The index annotation naming the engine's image a reproducible layout was made from.
 pub const BUILD_ID_ANNOTATION: &str = "org.tenstorrent.tt-model.build-id";
@@ -36,25 +32,10 @@ pub const BUILD_ID_ANNOTATION: &str = "org.tenstorrent.tt-model.build-id";
 /// can hold (Python wheels built under `SOURCE_DATE_EPOCH` refuse anything earlier).
 pub const FALLBACK_EPOCH: u64 = 315_532_800;
 
-/// What to make reproducible.
-#[derive(Debug, Clone)]
-pub struct Reproduce {
-    /// The built image (its id, as the build returned it).
-    pub built: String,
-    /// The base image of its final stage: its layers are kept as they are.
-    pub base: String,
-    /// `SOURCE_DATE_EPOCH`: seconds since 1970 that later times are clamped to.
-    pub epoch: u64,
-    /// Where the normalised OCI layout goes (must not exist, or be empty).
-    pub dest: PathBuf,
-    /// The repository the result is tagged in; the tag is the first 12 hex digits of its id.
-    pub repository: String,
-}
-
-/// What [`Client::reproducible_image`] made.
+/// What [`normalize_layout`] made (and the engine crate's `reproducible_image`, which loads it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Reproduced {
-    /// The normalised image's id (its config digest), now loaded in the engine, untagged.
+    /// The normalised image's id (its config digest).
     pub id: String,
     /// The tag the layout names it by, `<repository>:<12 hex>`.
     pub reference: String,
@@ -68,51 +49,6 @@ pub struct Reproduced {
     pub clamped: u64,
 }
 
-impl Client {
-    /// Exports `request.built`, normalises it for `request.epoch` into `request.dest` and
-    /// loads the result. The layout names it `<repository>:<12 hex of its id>`, but the engine
-    /// gets it untagged: the caller tags it once it passed its checks, so a failed package
-    /// leaves no tag on an image no package records.
-    pub async fn reproducible_image(&self, request: &Reproduce) -> Result<Reproduced, LoadError> {
-        let base_layers = self.diff_ids(&request.base).await?;
-        self.export_oci_layout(&request.built, &request.dest, "")
-            .await?;
-        let (dest, built, epoch, repository) = (
-            request.dest.clone(),
-            request.built.clone(),
-            request.epoch,
-            request.repository.clone(),
-        );
-        let done = tokio::task::spawn_blocking(move || {
-            normalize_layout(&dest, &base_layers, epoch, &built, |id| {
-                let hex = id.trim_start_matches("sha256:");
-                format!("{repository}:{}", &hex[..hex.len().min(12)])
-            })
-        })
-        .await
-        .map_err(|e| EngineError::BadArchive {
-            reference: request.built.clone(),
-            detail: format!("the normalising task failed: {e}"),
-        })??;
-        let layout = OciLayout::open(&request.dest)?;
-        self.load_oci_layout(&layout, "").await?;
-        Ok(done)
-    }
-
-    /// The uncompressed layer digests of an image, base first.
-    pub async fn diff_ids(&self, reference: &str) -> Result<Vec<String>, EngineError> {
-        let inspect = self
-            .docker()
-            .inspect_image(reference)
-            .await
-            .map_err(|source| EngineError::InspectImage {
-                reference: reference.to_string(),
-                source,
-            })?;
-        Ok(inspect.root_fs.and_then(|r| r.layers).unwrap_or_default())
-    }
-}
-
 /// Rewrites the OCI layout at `dir` (an export of the image `built`) in place: every layer
 /// past the common prefix with `base_layers` normalised, the config normalised to match, a new
 /// manifest, and the index naming it as `ref_name(config digest)` with the build id. Blobs no
@@ -123,14 +59,11 @@ pub fn normalize_layout(
     epoch: u64,
     built: &str,
     ref_name: impl FnOnce(&str) -> String,
-) -> Result<Reproduced, LoadError> {
-    let bad = |detail: String| EngineError::BadArchive {
-        reference: built.to_string(),
-        detail,
-    };
+) -> Result<Reproduced, ImageError> {
+    let bad = |detail: String| ImageError::Malformed(format!("image {built}: {detail}"));
     let io = |path: &Path| {
         let path = path.to_path_buf();
-        move |source| EngineError::Write { path, source }
+        move |source| ImageError::Write { path, source }
     };
     let layout = OciLayout::open(dir)?;
     let blobs = dir.join("blobs").join("sha256");
@@ -193,10 +126,7 @@ pub fn normalize_layout(
     let reference = ref_name(&config.digest);
     let annotations = BTreeMap::from([(BUILD_ID_ANNOTATION.to_string(), built.to_string())]);
     let (manifest_digest, manifest_size) =
-        write_image(dir, &config, &layers, &reference, annotations).map_err(|e| match e {
-            WriteImageError::Spec(detail) => bad(detail),
-            WriteImageError::Io(e) => e,
-        })?;
+        write_image(dir, &config, &layers, &reference, annotations)?;
     // Drop what the new manifest no longer names (the raw layers, config and manifest).
     let live: HashSet<&str> = layers
         .iter()
@@ -249,6 +179,3 @@ impl<W: Write> Write for Hashing<W> {
         self.inner.flush()
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -1,17 +1,25 @@
 //! The docker-archive dockerd 20.10 loads, written on the fly from a layout's blobs: each
 //! blob hashed as it is copied, `manifest.json` last.
 
-use super::*;
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+use sha2::{Digest, Sha256};
+
+use crate::archive::ArchiveImage;
+use crate::layout::{Blob, LayoutError, OciLayout};
 
 impl OciLayout {
-    /// empty or pinned by digest). Blobs are hashed as they are copied; `manifest.json` comes
-    /// last, so a corrupt blob ends the archive before the engine could load it. Returns the
-    /// bytes written.
+    /// Writes this image to `out` as a docker-archive whose `manifest.json` tags it
+    /// `reference` (no tag when `reference` is empty or pinned by digest). Blobs are hashed as
+    /// they are copied; `manifest.json` comes last, so a corrupt blob ends the archive before
+    /// the engine could load it. Returns the bytes written ([`OciLayout::archive_size`]).
     pub fn write_docker_archive<W: Write>(
         &self,
         reference: &str,
         out: W,
-    ) -> Result<u64, LoadError> {
+    ) -> Result<u64, LayoutError> {
         let mut counted = CountingWriter { inner: out, n: 0 };
         let mut tar = tar::Builder::new(&mut counted);
         let config_name = format!("{}.json", self.config.hex());
@@ -19,21 +27,7 @@ impl OciLayout {
         for layer in self.unique_layers() {
             append_blob(&mut tar, layer, &format!("{}/layer.tar", layer.hex()))?;
         }
-        let tags: Vec<&str> = if reference.is_empty() || reference.contains('@') {
-            vec![]
-        } else {
-            vec![reference]
-        };
-        let manifest = [ArchiveImage {
-            config: config_name,
-            repo_tags: tags.into_iter().map(str::to_string).collect(),
-            layers: self
-                .layers
-                .iter()
-                .map(|l| format!("{}/layer.tar", l.hex()))
-                .collect(),
-        }];
-        let bytes = serde_json::to_vec(&manifest).expect("the archive manifest serializes");
+        let bytes = self.archive_manifest(reference);
         let mut header = tar_header(bytes.len() as u64);
         tar.append_data(&mut header, "manifest.json", bytes.as_slice())
             .map_err(stream_err)?;
@@ -45,10 +39,27 @@ impl OciLayout {
 }
 
 impl OciLayout {
-    /// About how many bytes [`OciLayout::write_docker_archive`] writes: every blob with its
-    /// tar header and padding, and the end blocks (the small `manifest.json` is left out), as
-    /// the total of a load's progress.
-    pub fn archive_size_hint(&self) -> u64 {
+    /// The archive's `manifest.json` for `reference`: the config and layer file names, and
+    /// the tag (none when `reference` is empty or pinned by digest).
+    fn archive_manifest(&self, reference: &str) -> Vec<u8> {
+        let tagged = !(reference.is_empty() || reference.contains('@'));
+        let manifest = [ArchiveImage {
+            config: format!("{}.json", self.config.hex()),
+            repo_tags: tagged.then(|| reference.to_string()).into_iter().collect(),
+            layers: self
+                .layers
+                .iter()
+                .map(|l| format!("{}/layer.tar", l.hex()))
+                .collect(),
+        }];
+        serde_json::to_vec(&manifest).expect("the archive manifest serializes")
+    }
+
+    /// The bytes [`OciLayout::write_docker_archive`] writes for `reference`, exactly: every
+    /// blob and `manifest.json` with its tar header and padding, and the two end blocks (the
+    /// entry names are under 100 bytes, so no long-name records). The total of a load's
+    /// progress.
+    pub fn archive_size(&self, reference: &str) -> u64 {
         let entry = |size: u64| 512 + size.div_ceil(512) * 512;
         entry(self.config.size)
             + self
@@ -56,11 +67,13 @@ impl OciLayout {
                 .iter()
                 .map(|l| entry(l.size))
                 .sum::<u64>()
+            + entry(self.archive_manifest(reference).len() as u64)
             + 1024
     }
 }
 
-pub(super) fn tar_header(size: u64) -> tar::Header {
+/// A regular file's tar header: `size` bytes, mode 0644, mtime 0.
+pub fn tar_header(size: u64) -> tar::Header {
     let mut h = tar::Header::new_gnu();
     h.set_size(size);
     h.set_mode(0o644);
@@ -70,20 +83,20 @@ pub(super) fn tar_header(size: u64) -> tar::Header {
 }
 
 /// A write failure of the archive: the receiving side went away, or a blob read failed.
-pub(super) fn stream_err(source: io::Error) -> LoadError {
-    LoadError::Read {
+pub(crate) fn stream_err(source: io::Error) -> LayoutError {
+    LayoutError::Read {
         path: PathBuf::from("<archive stream>"),
         source,
     }
 }
 
 /// Copies one blob into the archive under `name`, hashing it on the way.
-pub(super) fn append_blob<W: Write>(
+pub(crate) fn append_blob<W: Write>(
     tar: &mut tar::Builder<W>,
     blob: &Blob,
     name: &str,
-) -> Result<(), LoadError> {
-    let read_err = |source| LoadError::Read {
+) -> Result<(), LayoutError> {
+    let read_err = |source| LayoutError::Read {
         path: blob.path.clone(),
         source,
     };
@@ -97,7 +110,7 @@ pub(super) fn append_blob<W: Write>(
     tar.append_data(&mut header, name, &mut reader)
         .map_err(stream_err)?;
     if reader.n != blob.size {
-        return Err(LoadError::BlobSize {
+        return Err(LayoutError::BlobSize {
             path: blob.path.clone(),
             digest: blob.digest.clone(),
             expected: blob.size,
@@ -106,7 +119,7 @@ pub(super) fn append_blob<W: Write>(
     }
     let found = format!("sha256:{}", hex::encode(reader.hasher.finalize()));
     if found != blob.digest {
-        return Err(LoadError::BlobDigest {
+        return Err(LayoutError::BlobDigest {
             path: blob.path.clone(),
             digest: blob.digest.clone(),
             found,
@@ -115,7 +128,7 @@ pub(super) fn append_blob<W: Write>(
     Ok(())
 }
 
-pub(super) struct HashingReader<R> {
+pub(crate) struct HashingReader<R> {
     inner: R,
     hasher: Sha256,
     n: u64,
@@ -144,30 +157,5 @@ impl<W: Write> Write for CountingWriter<W> {
     }
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
-    }
-}
-
-/// The write end of the request body: each buffered chunk becomes one body frame.
-pub(super) struct ChannelWriter {
-    pub(super) tx: tokio::sync::mpsc::Sender<Result<Bytes, io::Error>>,
-    /// Told how many bytes each write handed to the engine (the load's progress).
-    pub(super) on_bytes: OnBytes,
-}
-
-impl Write for ChannelWriter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.tx
-            .blocking_send(Ok(Bytes::copy_from_slice(buf)))
-            .map_err(|_| {
-                io::Error::new(
-                    io::ErrorKind::BrokenPipe,
-                    "the engine closed the load request",
-                )
-            })?;
-        (self.on_bytes)(buf.len() as u64);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
     }
 }

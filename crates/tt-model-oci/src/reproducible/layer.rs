@@ -66,7 +66,7 @@ pub fn normalize_layer<R: Read, W: Write>(
     out: W,
     epoch: u64,
 ) -> Result<LayerStats, LayerError> {
-    let mut out = crate::oci_load::CountingWriter { inner: out, n: 0 };
+    let mut out = crate::docker_archive::CountingWriter { inner: out, n: 0 };
     let mut stats = LayerStats::default();
     let mut offset = 0u64;
     let mut header = [0u8; BLOCK];

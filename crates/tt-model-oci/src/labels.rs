@@ -1,7 +1,10 @@
-//! Container label keys, one documented constant each.
+//! The label keys on our images and containers, one documented constant each: the one home
+//! of every key (a container inherits its image's labels, so `ps` reads an image key such as
+//! the kind from any container of a package).
 //!
 //! The `org.tenstorrent.tt-model*` keys are the ones the Python original writes (so both tools
-//! see each other's containers); `tt.model.*` describe the served API for other tools.
+//! see each other's images and containers); `tt.model.*` describe the served API for other
+//! tools (the `tt` CLI among them).
 
 /// The package name; present on every container tt-model starts. Used to find ours.
 pub const PACKAGE: &str = "org.tenstorrent.tt-model";
@@ -23,6 +26,23 @@ pub const HEALTH_PATH: &str = "tt.model.health_path";
 pub const MANIFEST_SCHEMA: &str = "tt.model.manifest_schema";
 /// Whether the server speaks the OpenAI API.
 pub const OPENAI_COMPATIBLE: &str = "tt.model.openai_compatible";
+
+/// The server kind again, under the key the Python original writes on its images
+/// (`org.tenstorrent.tt-model.kind`): tools that inspect images built by either tool read this
+/// one. Two keys for one fact ([`KIND`] and this), on purpose: each is another tool's contract.
+pub const ORIGINAL_KIND: &str = "org.tenstorrent.tt-model.kind";
+/// Image: the Hub repo, `org/name`.
+pub const REPO: &str = "org.tenstorrent.tt-model.repo";
+/// Image: the primary weights id.
+pub const WEIGHTS: &str = "org.tenstorrent.tt-model.weights";
+/// Image: the architecture (`arch:`).
+pub const ARCH: &str = "org.tenstorrent.tt-model.arch";
+/// Image: the serve profile names, comma-separated, in manifest order.
+pub const PROFILES: &str = "org.tenstorrent.tt-model.profiles";
+/// Image: the tree digest of the shipped `code/`, `sha256:<hex>`.
+pub const CODE_SHA256: &str = "org.tenstorrent.tt-model.code-sha256";
+/// Image: the tt-metal commit; absent when the tree has no git facts.
+pub const TT_METAL_SHA: &str = "org.tenstorrent.tt-model.tt-metal-sha";
 
 /// `org.tenstorrent.tt-model=<name>` as a list filter.
 pub fn package_filter(name: &str) -> String {

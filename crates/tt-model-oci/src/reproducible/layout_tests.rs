@@ -1,5 +1,7 @@
+use std::path::Path;
+
 use super::*;
-use crate::export::docker_archive_to_oci;
+use crate::convert::docker_archive_to_oci;
 
 const EPOCH: u64 = 1_700_000_000;
 
@@ -59,7 +61,7 @@ fn exported(dir: &Path, build_time: u64) -> (String, String) {
     let saved = dir.join("save.tar");
     fs::write(&saved, archive.into_inner().unwrap()).unwrap();
     let out = dir.join("layout");
-    docker_archive_to_oci(&saved, &out, "", "built").unwrap();
+    docker_archive_to_oci(&saved, &out, "").unwrap();
     (sha(&base), sha(config.as_bytes()))
 }
 

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// Writer of attention_head.cpp (RISCV_0): the per-head output tiles (CB 16: per head of this core, its
+// mt x dt tiles, tile row by tile row) put back into the [rows, heads * hd] layout the output projection
+// reads, in L1, on the way out: the head merge is part of the write, not a program of its own. Head h's
+// columns 0 .. hd land at columns h*hd .. h*hd + hd.
+//
+// A tile of the output may hold columns of several heads (hd = 10), so the host gives each core a run of
+// heads whose columns start and end on tile boundaries (or the tensor's end), and the core owns those
+// output tiles whole: it assembles them in CB 17 (zero-filled first: padding columns stay 0), then writes
+// them. Columns move face by face (a local NoC read per 16 x 16 face) when hd and the head's first column
+// are whole faces, else element by element in the tile's face order.
+// Runtime args: output address; first head; heads; mt; dt; hd; the output's width (tiles); this core's
+// first output tile column; its tile columns. Compile-time args: the output's accessor args.
+// CBs: 16 the compute kernel's output (bf16), 17 the assembly (mt * tile columns bf16 pages).
+#include <cstdint>
+#include "api/dataflow/dataflow_api.h"
+#include "api/dataflow/dataflow_buffer.h"
+#include "api/tensor/noc_traits.h"
+
+namespace {
+inline uint32_t tile_offset(uint32_t r, uint32_t c) {
+    return (((r >> 4) << 1) + (c >> 4)) * 256 + ((r & 15) << 4) + (c & 15);
+}
+
+// Columns sc .. sc + n of the bf16 tiles at src to columns dc .. dc + n of those at dst (tiles side by
+// side), all 32 rows; the offsets computed once per chunk of 32 copies (as the attention reader's).
+inline void copy_columns(uint32_t src, uint32_t sc, uint32_t dst, uint32_t dc, uint32_t n) {
+    uint32_t so[32], dof[32];
+    // Even columns and an even count (hd = 10): two bf16 at a time, as one 32-bit word (a pair never
+    // straddles a face), half the L1 accesses.
+    const uint32_t step = ((sc | dc | n) & 1) == 0 ? 2 : 1;
+    volatile uint16_t* sp = reinterpret_cast<volatile uint16_t*>(src);
+    volatile uint16_t* dp = reinterpret_cast<volatile uint16_t*>(dst);
+    volatile uint32_t* sw = reinterpret_cast<volatile uint32_t*>(src);
+    volatile uint32_t* dw = reinterpret_cast<volatile uint32_t*>(dst);
+    for (uint32_t j0 = 0; j0 < n; j0 += 32 * step) {
+        const uint32_t len = (n - j0 < 32 * step ? n - j0 : 32 * step) / step;
+        for (uint32_t j = 0; j < len; ++j) {
+            const uint32_t s = sc + j0 + j * step, d = dc + j0 + j * step;
+            so[j] = ((s >> 5) * 1024 + tile_offset(0, s & 31)) / step;
+            dof[j] = ((d >> 5) * 1024 + tile_offset(0, d & 31)) / step;
+        }
+        for (uint32_t r = 0; r < 32; ++r) {
+            const uint32_t rb = tile_offset(r, 0) / step;
+            if (step == 2) {
+                for (uint32_t j = 0; j < len; ++j) {
+                    dw[rb + dof[j]] = sw[rb + so[j]];
+                }
+            } else {
+                for (uint32_t j = 0; j < len; ++j) {
+                    dp[rb + dof[j]] = sp[rb + so[j]];
+                }
+            }
+        }
+    }
+}
+}  // namespace
+
+void kernel_main() {
+    const uint32_t addr = get_arg_val<uint32_t>(0);
+    const uint32_t first_head = get_arg_val<uint32_t>(1);
+    const uint32_t heads = get_arg_val<uint32_t>(2);
+    const uint32_t mt = get_arg_val<uint32_t>(3);
+    const uint32_t dt = get_arg_val<uint32_t>(4);
+    const uint32_t hd = get_arg_val<uint32_t>(5);
+    const uint32_t out_w = get_arg_val<uint32_t>(6);
+    const uint32_t c0 = get_arg_val<uint32_t>(7);
+    const uint32_t cw = get_arg_val<uint32_t>(8);
+    constexpr uint32_t cb_o = 16, cb_asm = 17, page = 2048, face = page / 4;
+    constexpr auto args = TensorAccessorArgs<0>();
+    const auto dst = TensorAccessor(args, addr);
+    DataflowBuffer dfb_o(cb_o), dfb_asm(cb_asm);
+    const uint32_t asm_l1 = dfb_asm.get_write_ptr();
+    const auto here = [](uint32_t l1) { return get_noc_addr(my_x[noc_index], my_y[noc_index], l1); };
+
+    // Zero the assembly: one page by stores, copied over the others by the NoC.
+    volatile uint32_t* z = reinterpret_cast<volatile uint32_t*>(asm_l1);
+    for (uint32_t i = 0; i < page / 4; ++i) {
+        z[i] = 0;
+    }
+    for (uint32_t t = 1; t < mt * cw; ++t) {
+        noc_async_read(here(asm_l1), asm_l1 + t * page, page);
+    }
+    noc_async_read_barrier();
+    for (uint32_t h = first_head; h < first_head + heads; ++h) {
+        const uint32_t col = h * hd - c0 * 32;  // the head's first column in the assembly
+        const bool faces = ((col | hd) & 15) == 0;
+        for (uint32_t i = 0; i < mt; ++i) {
+            const uint32_t dbase = asm_l1 + i * cw * page;
+            for (uint32_t j = 0; j < dt; ++j) {
+                dfb_o.wait_front(1);
+                const uint32_t sp = dfb_o.get_read_ptr();
+                const uint32_t end = (j + 1) * 32 < hd ? (j + 1) * 32 : hd;
+                if (faces) {
+                    for (uint32_t g = j * 32; g < end; g += 16) {
+                        const uint32_t d = col + g;
+                        for (uint32_t half = 0; half < 2; ++half) {
+                            noc_async_read(here(sp + (half * 2 + ((g >> 4) & 1)) * face),
+                                           dbase + (d >> 5) * page + (half * 2 + ((d >> 4) & 1)) * face, face);
+                        }
+                    }
+                    noc_async_read_barrier();
+                } else {
+                    copy_columns(sp, 0, dbase, col + j * 32, end - j * 32);
+                }
+                dfb_o.pop_front(1);
+            }
+        }
+    }
+    for (uint32_t i = 0; i < mt; ++i) {
+        for (uint32_t t = 0; t < cw; ++t) {
+            noc_async_write_page(i * out_w + c0 + t, dst, asm_l1 + (i * cw + t) * page);
+        }
+    }
+    noc_async_write_barrier();
+}
