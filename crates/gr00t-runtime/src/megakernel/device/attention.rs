@@ -14,11 +14,38 @@ use super::worker::TtnnWorker;
 /// The compute kernel (the library is pasted in, the scale a compile-time constant).
 pub const ATTENTION_KERNEL: &str = include_str!("kernels/attention_head.cpp");
 /// Its reader: the scaler tile and the key mask once, then each head's Q, K and V tiles, cut out
-/// of the projections' `[rows, heads·hd]` tensors on the way into L1.
-pub const READER_ATTENTION_KERNEL: &str = include_str!("kernels/reader_attention.cpp");
+/// of the projections' `[rows, heads·hd]` tensors on the way into L1 (tile geometry not yet
+/// pasted in: [`reader_attention_kernel`] is the source the JIT gets).
+const READER_ATTENTION_KERNEL: &str = include_str!("kernels/reader_attention.cpp");
 /// Its writer: each head's output tiles put back into the `[rows, heads·hd]` layout on the way
-/// out (a core owns whole output tiles).
-pub const WRITER_MERGE_KERNEL: &str = include_str!("kernels/writer_merge_heads.cpp");
+/// out (a core owns whole output tiles); [`writer_merge_kernel`] is the JIT's source.
+const WRITER_MERGE_KERNEL: &str = include_str!("kernels/writer_merge_heads.cpp");
+
+/// The tile geometry our data-movement kernels share (`kernels/tile_columns.h`: a tile's element
+/// offsets, a column copy between tile rows), pasted in at [`TILE_COLUMNS_MARKER`]: the JIT
+/// takes one source string per kernel, so a shared header travels inside each.
+const TILE_COLUMNS: &str = include_str!("kernels/tile_columns.h");
+/// The line a data-movement kernel marks the place of [`TILE_COLUMNS`] with.
+const TILE_COLUMNS_MARKER: &str = "//@@GR00T_TILE_COLUMNS@@";
+
+/// `kernel` with the shared tile geometry pasted in at its marker.
+pub fn with_tile_columns(kernel: &str) -> String {
+    debug_assert!(
+        kernel.contains(TILE_COLUMNS_MARKER),
+        "no tile-columns marker"
+    );
+    kernel.replacen(TILE_COLUMNS_MARKER, TILE_COLUMNS, 1)
+}
+
+/// The attention reader as the JIT compiles it.
+pub fn reader_attention_kernel() -> String {
+    with_tile_columns(READER_ATTENTION_KERNEL)
+}
+
+/// The head-merging writer as the JIT compiles it.
+pub fn writer_merge_kernel() -> String {
+    with_tile_columns(WRITER_MERGE_KERNEL)
+}
 
 /// What a masked-out or padding key's score gets: its weight is 0.
 const MASKED: f32 = -1.0e30;
@@ -106,7 +133,7 @@ pub fn attention(
     );
     let header = json!({
         "op": "attention", "heads": heads, "mp": mp, "np": np, "hd": hd, "cores": cores.max(1),
-        "kernels": {"reader": READER_ATTENTION_KERNEL, "writer": WRITER_MERGE_KERNEL, "compute": compute},
+        "kernels": {"reader": reader_attention_kernel(), "writer": writer_merge_kernel(), "compute": compute},
     });
     let (ans, out) = worker.call(&header, &payload)?;
     let want = mp * dw * 4;

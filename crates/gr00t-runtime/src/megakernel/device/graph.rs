@@ -26,7 +26,9 @@ use tt_blackhole::device::DitRunError;
 use tt_blackhole::dims::WeightKind;
 use tt_blackhole::plan::MegakernelPlan;
 
-use super::attention::{ATTENTION_KERNEL, READER_ATTENTION_KERNEL, WRITER_MERGE_KERNEL};
+use super::attention::{
+    ATTENTION_KERNEL, reader_attention_kernel, with_tile_columns, writer_merge_kernel,
+};
 use super::backend::TtDevice;
 use super::rows::{BIAS_ACT_KERNEL, LAYERNORM_KERNEL, READER_ROWS_KERNEL, RESIDUAL_KERNEL};
 use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
@@ -332,7 +334,7 @@ impl<'a> Graph<'a> {
         progs: Vec<[usize; 10]>,
     ) {
         let span = progs.iter().map(|p| tiles(p[9]) + 1).max().unwrap_or(1);
-        let kernel = self.source("relayout", || RELAYOUT_KERNEL.into());
+        let kernel = self.source("relayout", || with_tile_columns(RELAYOUT_KERNEL));
         self.steps.push(json!({
             "kind": "relayout", "src": src, "dst": dst, "rows": rows, "src_w": src_w,
             "dst_w": dst_w, "dtype": dtype, "progs": progs, "span": span, "cores": ROW_CORES,
@@ -365,8 +367,8 @@ impl<'a> Graph<'a> {
                 )],
             )
         });
-        let reader = self.source("reader_attention", || READER_ATTENTION_KERNEL.into());
-        let writer = self.source("writer_merge_heads", || WRITER_MERGE_KERNEL.into());
+        let reader = self.source("reader_attention", reader_attention_kernel);
+        let writer = self.source("writer_merge_heads", writer_merge_kernel);
         self.steps.push(json!({
             "kind": "attention", "q": q, "k": k, "v": v, "scaler": "c/scaler", "mask": mask,
             "out": out, "heads": heads, "mp": mt * 32, "np": nt * 32, "hd": hd,

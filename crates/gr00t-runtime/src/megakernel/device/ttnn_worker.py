@@ -65,7 +65,7 @@ def write_frame(header, payload=b""):
         _proto_out.write(payload)
 
 
-class Worker:
+class Worker(GraphOps):
     def __init__(self):
         self.dev = None
         self.buffers = {}  # name -> device tensor holding raw pages
@@ -530,130 +530,6 @@ class Worker:
                                       math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)),
         ], semaphores=[], cbs=cbs)
         ttnn.generic_op([tq, tk, tv, ts, tm, out], prog)
-        ttnn.synchronize_device(self.dev)
-
-    def _alloc(self, name, rows, cols, dtype):
-        """A named device tensor [rows, cols] (TILE, DRAM), replacing one of the same name."""
-        old = self.buffers.pop(name, None)
-        if old is not None:
-            ttnn.deallocate(old)
-        t = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, cols]), ACT_DTYPES[dtype], ttnn.TILE_LAYOUT, self.dev,
-                                           ttnn.DRAM_MEMORY_CONFIG)
-        self.buffers[name] = t
-        return t
-
-    def _put(self, specs, payload):
-        """Named device tensors from f32 payload values, one [rows, cols] block per spec, in order."""
-        v, at = np.frombuffer(payload, dtype=np.float32), 0
-        for t in specs:
-            r, c = t.get("real", (t["rows"], t["cols"]))  # the values sent; zero-padded here to whole tiles
-            n = r * c
-            if at + n > len(v):
-                raise RuntimeError(f"put {t['name']}: the payload ends at {len(v)} values, want {at + n}")
-            old = self.buffers.pop(t["name"], None)
-            if old is not None:
-                ttnn.deallocate(old)
-            x = np.zeros((t["rows"], t["cols"]), np.float32)
-            x[:r, :c] = v[at:at + n].reshape(r, c)
-            self.buffers[t["name"]] = ttnn.Tensor(x, ACT_DTYPES[t["dtype"]], self.dev, ttnn.TILE_LAYOUT,
-                                                  ttnn.DRAM_MEMORY_CONFIG)
-            at += n
-        if at != len(v):
-            raise RuntimeError(f"put: {len(v)} payload values, the specs take {at}")
-
-    def op_put(self, h, payload):
-        """Named device tensors kept for later graphs (constants, one observation's context): h["tensors"]
-        [{name, rows, cols, dtype}], the payload their f32 values in order. No program runs."""
-        t = time.time()
-        self._put(h["tensors"], payload)
-        return {"ms": (time.time() - t) * 1e3}, b""
-
-    def op_graph(self, h, payload):
-        """A sequence of our device programs over named device tensors, the activations never leaving the
-        device between them: h["inputs"] are put first (as op_put), then each of h["steps"] runs one
-        program (kind "matmul", "rows", "relayout" or "attention"; its output allocated under its name),
-        then h["outputs"] ([name, rows, cols]) are read back (f32, the real rows and columns, in order) and the names in h["free"] released. Answers the
-        number of programs launched (what the Rust side counts), and per step label its programs and time."""
-        t0 = time.time()
-        self._put(h["inputs"], payload)
-        b = self.buffers
-        times, launched = {}, 0
-        sources = h.get("sources", {})
-        for st in h["steps"]:
-            kind = st["kind"]
-            if "kernels" in st:  # kernel sources are sent once per graph, named by its steps
-                st = {**st, "kernels": {r: sources.get(n, n) for r, n in st["kernels"].items()}}
-            if "kernel" in st:
-                st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
-            t1 = time.time()
-            if kind == "matmul":  # h["jobs"]: independent matmuls sharing the program
-                jobs = [(j, b[j["act"]], self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
-                         j["mt"]) for j in st["jobs"]]
-                self._matmul_jobs(st, jobs)
-            elif kind == "rows":
-                out = self._alloc(st["out"], st["row_tiles"] * 32, st["wt"] * 32, "f32" if st["out_f32"] else "bf16")
-                sc = b[st["scaler"]]
-                self._rows_on_device(st, b[st["x"]], sc, b[st.get("g") or st["scaler"]], b[st.get("b") or st["scaler"]],
-                                     out, st["wt"], st["row_tiles"], st["vec_tiles"],
-                                     {int(i): n for i, n in st["work_cbs"].items()},
-                                     unpack_to_dest=tuple(st["unpack_to_dest"]), pair=st["pair"],
-                                     out_f32=st["out_f32"], b_col=st["b_col"], vec_len=st["vec_len"])
-            elif kind == "finish":  # st["jobs"]: the ends of a matmul step's jobs
-                dt_ = "f32" if st["out_f32"] else "bf16"
-                jobs = [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_))
-                        for j in st["jobs"]]
-                self._finish_jobs(st, jobs)
-            elif kind == "relayout":
-                out = self._alloc(st["dst"], st["rows"] * 32, st["dst_w"] * 32, st["dtype"])
-                self._relayout_on_device(st, b[st["src"]], out)
-            elif kind == "attention":
-                out = self._alloc(st["out"], st["mp"], -(-st["heads"] * st["hd"] // 32) * 32, "bf16")
-                self._attention_on_device(st, b[st["q"]], b[st["k"]], b[st["v"]], b[st["scaler"]], b[st["mask"]], out)
-            else:
-                raise RuntimeError(f"graph: unknown step kind {kind!r}")
-            launched += 1
-            print("gr00t-worker: program done", file=sys.stderr, flush=True)  # the host's deadline restarts
-            n, ms = times.get(st.get("label", kind), (0, 0.0))
-            times[st.get("label", kind)] = (n + 1, ms + (time.time() - t1) * 1e3)
-        outs = []
-        for o in h["outputs"]:  # [name, rows, cols]: the real rows and columns of the tensor
-            host = ttnn.from_device(b[o[0]])
-            if host.dtype != ttnn.float32:  # a bf16 host tensor's to_numpy is an object array: widen it (exact)
-                host = ttnn.to_dtype(host, ttnn.float32)
-            outs.append(np.ascontiguousarray(host.to_numpy()[:o[1], :o[2]], dtype=np.float32).tobytes())
-        for name in h.get("free", []):
-            t = b.pop(name, None)
-            if t is not None:
-                ttnn.deallocate(t)
-        return {"programs": launched, "by_label": times, "total_ms": (time.time() - t0) * 1e3}, b"".join(outs)
-
-    def _relayout_on_device(self, st, src, dst):
-        """Our relayout_tiles.cpp (data movement only) from src to dst: the dst tile rows shared over
-        st["cores"] cores of the grid's first row, each core given every segment progression."""
-        rows, dst_w, elem = st["rows"], st["dst_w"], 4 if st["dtype"] == "f32" else 2
-        n_cores = max(1, min(st["cores"], rows, self.dev.compute_with_storage_grid_size().x))
-        per, extra = divmod(rows, n_cores)
-        flat = [w for p in st["progs"] for w in p]
-        cores, rd, first = [], ttnn.RuntimeArgs(), 0
-        for c in range(n_cores):
-            count = per + (1 if c < extra else 0)
-            rd[c][0] = [src.buffer_address(), dst.buffer_address(), st["src_w"], dst_w, elem, first, count,
-                        len(st["progs"])] + flat
-            cores.append(ttnn.CoreRange(ttnn.CoreCoord(c, 0), ttnn.CoreCoord(c, 0)))
-            first += count
-        cores = ttnn.CoreRangeSet(cores)
-        page = 1024 * elem
-        fmt = ACT_DTYPES[st["dtype"]]
-        cbs = [ttnn.CBDescriptor(total_size=n * page, core_ranges=cores, format_descriptors=[
-            ttnn.CBFormatDescriptor(buffer_index=i, data_format=fmt, page_size=page)])
-            for i, n in ((0, (per + (1 if extra else 0)) * dst_w), (1, st["span"]))]
-        acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
-        prog = ttnn.ProgramDescriptor(kernels=[
-            ttnn.KernelDescriptor(kernel_source=st["kernel"], source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE,
-                                  core_ranges=cores, compile_time_args=acc(src) + acc(dst), runtime_args=rd,
-                                  config=ttnn.ReaderConfigDescriptor()),
-        ], semaphores=[], cbs=cbs)
-        ttnn.generic_op([src, dst], prog)
         ttnn.synchronize_device(self.dev)
 
     def op_close(self, h, _):

@@ -1,6 +1,7 @@
-//! The ttnn worker process: `python3 -c <ttnn_worker.py>` from the simulator's or the card
-//! host's virtual environment, owning the device, spoken to over its stdin/stdout with framed
-//! messages (`u32` header length, header JSON, `u64` payload length, payload bytes).
+//! The ttnn worker process: `python3 -c <ttnn_graph.py + ttnn_worker.py>` from the
+//! simulator's or the card host's virtual environment, owning the device, spoken to over its
+//! stdin/stdout with framed messages (`u32` header length, header JSON, `u64` payload length,
+//! payload bytes).
 //!
 //! Why a process and not pyo3 embedding (`docs/blackhole.md` §8): tt-metal and ttnn print to
 //! the process's stdout, where `gr00t-server predict` writes its JSON; a tt-metal fatal error
@@ -21,8 +22,13 @@ use serde_json::Value;
 
 use super::watchdog::{Liveness, Watchdog};
 
-/// The worker's Python source, shipped inside the binary.
-pub const WORKER_SOURCE: &str = include_str!("ttnn_worker.py");
+/// The worker's Python source, shipped inside the binary: the graph ops' mixin
+/// (`ttnn_graph.py`) first, then the worker that inherits it (`ttnn_worker.py`).
+pub const WORKER_SOURCE: &str = concat!(
+    include_str!("ttnn_graph.py"),
+    "\n",
+    include_str!("ttnn_worker.py")
+);
 
 /// What the worker writes to its stderr after each program of a graph (not kept in the tail).
 pub const PROGRESS_LINE: &str = "gr00t-worker: program done";

@@ -23,12 +23,7 @@
 #include "api/dataflow/dataflow_buffer.h"
 #include "api/tensor/noc_traits.h"
 
-namespace {
-// Element (r, c) of a 32x32 tile: 4 faces of 16x16, row-major within a face, faces in row-major order.
-inline uint32_t tile_offset(uint32_t r, uint32_t c) {
-    return (((r >> 4) << 1) + (c >> 4)) * 256 + ((r & 15) << 4) + (c & 15);
-}
-}  // namespace
+//@@GR00T_TILE_COLUMNS@@
 
 void kernel_main() {
     const uint32_t src_addr = get_arg_val<uint32_t>(0);
