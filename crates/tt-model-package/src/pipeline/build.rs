@@ -83,37 +83,58 @@ pub(super) async fn build(
         target: None,
         no_cache: run.options.no_cache,
     };
-    let (stream, summary) = ctx.into_stream();
     let Run {
         client,
         phases,
         log,
         ..
     } = run;
-    let built = client
-        .build_image(&request, stream, |event| match &event {
-            BuildEvent::Step {
-                index,
-                total,
-                instruction,
-            } => {
-                log.line(&format!("Step {index}/{total} : {instruction}"));
-                phases.event(Event::BuildStep {
-                    index: *index,
-                    total: *total,
-                    instruction: instruction.clone(),
-                });
+    // dockerd's classic builder now and then loses a layer it has just made while committing a
+    // step ("failed to get layer …: layer does not exist", moby/moby#36573, #37965, #41595;
+    // seen here after consecutive `COPY --from` steps). Every step before it is in the layer
+    // cache, so building again is cheap and succeeds: one retry, announced as a warning.
+    let mut retried = false;
+    let (built, summary) = loop {
+        let (stream, summary) = ctx.clone().into_stream();
+        let built = client
+            .build_image(&request, stream, |event| match &event {
+                BuildEvent::Step {
+                    index,
+                    total,
+                    instruction,
+                } => {
+                    log.line(&format!("Step {index}/{total} : {instruction}"));
+                    phases.event(Event::BuildStep {
+                        index: *index,
+                        total: *total,
+                        instruction: instruction.clone(),
+                    });
+                }
+                BuildEvent::Cached => {
+                    log.line(" ---> Using cache");
+                    phases.event(Event::BuildCached);
+                }
+                BuildEvent::Line(l) => {
+                    log.line(l);
+                    phases.event(Event::BuildLine(l.clone()));
+                }
+            })
+            .await;
+        match &built {
+            Err(tt_model_engine::EngineError::Build { message, .. })
+                if !retried && is_lost_layer(message) =>
+            {
+                log.line(&format!("error: {message}"));
+                phases.event(Event::Warning(format!(
+                    "the engine lost a layer while committing a step ({message}; a known dockerd race, moby/moby#36573): building again from its cache"
+                )));
+                // The aborted context stream's summary is of no use; let its task end.
+                let _ = summary.await;
+                retried = true;
             }
-            BuildEvent::Cached => {
-                log.line(" ---> Using cache");
-                phases.event(Event::BuildCached);
-            }
-            BuildEvent::Line(l) => {
-                log.line(l);
-                phases.event(Event::BuildLine(l.clone()));
-            }
-        })
-        .await;
+            _ => break (built, summary),
+        }
+    };
     let id = match built {
         Ok(id) => id,
         Err(e) => {
@@ -189,4 +210,26 @@ pub(super) async fn build(
         context_sha256: context.sha256,
         exported,
     })
+}
+
+/// Whether a build error is dockerd's lost-layer race (see [`build`]), worth one more try.
+fn is_lost_layer(message: &str) -> bool {
+    message.contains("failed to get layer") && message.contains("layer does not exist")
+}
+
+#[cfg(test)]
+mod lost_layer_tests {
+    use super::is_lost_layer;
+
+    #[test]
+    fn only_the_engines_lost_layer_race_is_retried() {
+        // Verbatim from a CI run on dockerd 20.10.24.
+        assert!(is_lost_layer(
+            "failed to export image: failed to create image: failed to get layer sha256:5f26e0aa48225561dfb64ff5d382c5c5964a18ab5c61934fe5dc19051768cba4: layer does not exist"
+        ));
+        assert!(!is_lost_layer(
+            "The command '/bin/sh -c sh /ctx/install_engine.sh' returned a non-zero code: 1"
+        ));
+        assert!(!is_lost_layer("layer does not exist"));
+    }
 }
