@@ -146,6 +146,14 @@ impl Client {
                     });
                 }
                 Err(source) => {
+                    // Every message may have come with only a line end missing: done when
+                    // the engine holds the tag on the image the build reported.
+                    if crate::torn_line_end::is_torn_line_end(&source)
+                        && let Some(id) = &image_id
+                        && self.image(&request.tag).await?.is_some_and(|f| &f.id == id)
+                    {
+                        break;
+                    }
                     return Err(EngineError::BuildRequest {
                         tag: request.tag.clone(),
                         source,

@@ -262,10 +262,21 @@ impl Client {
             }),
         );
         let mut code = 0;
+        let mut answered = false;
         while let Some(item) = s.next().await {
             match item {
-                Ok(r) => code = r.status_code,
-                Err(bollard::errors::Error::DockerContainerWaitError { code: c, .. }) => code = c,
+                Ok(r) => {
+                    code = r.status_code;
+                    answered = true;
+                }
+                Err(bollard::errors::Error::DockerContainerWaitError { code: c, .. }) => {
+                    code = c;
+                    answered = true;
+                }
+                // The exit code came; only its line end did not (see `torn_line_end`).
+                Err(source) if answered && crate::torn_line_end::is_torn_line_end(&source) => {
+                    break;
+                }
                 Err(source) => {
                     return Err(EngineError::Wait {
                         name: name.to_string(),

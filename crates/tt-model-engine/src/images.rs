@@ -196,10 +196,17 @@ impl Client {
             self.docker()
                 .create_image(Some(options), Some(bollard::body_try_stream(rootfs)), None);
         while let Some(item) = stream.next().await {
-            item.map_err(|source| EngineError::Import {
-                reference: reference.clone(),
-                source,
-            })?;
+            match item {
+                Ok(_) => {}
+                // The answer may be whole but for a line end: the look-up below decides.
+                Err(source) if crate::torn_line_end::is_torn_line_end(&source) => {
+                    return match self.image(&reference).await? {
+                        Some(facts) => Ok(facts.id),
+                        None => Err(EngineError::Import { reference, source }),
+                    };
+                }
+                Err(source) => return Err(EngineError::Import { reference, source }),
+            }
         }
         let facts = self.image(&reference).await?;
         facts.map(|f| f.id).ok_or_else(|| EngineError::BadArchive {

@@ -35,6 +35,7 @@ pub mod pull;
 pub mod reproducible;
 #[cfg(feature = "testing")]
 pub mod testing;
+mod torn_line_end;
 // serving
 pub mod containers;
 pub mod logs;

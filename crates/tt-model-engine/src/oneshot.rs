@@ -116,12 +116,21 @@ impl Client {
             }),
         );
         let mut exit_code = 0;
+        let mut answered = false;
         while let Some(item) = wait.next().await {
             match item {
-                Ok(resp) => exit_code = resp.status_code,
+                Ok(resp) => {
+                    exit_code = resp.status_code;
+                    answered = true;
+                }
                 // bollard reports a non-zero exit as an error carrying the code.
                 Err(bollard::errors::Error::DockerContainerWaitError { code, .. }) => {
-                    exit_code = code
+                    exit_code = code;
+                    answered = true;
+                }
+                // The exit code came; only its line end did not (see `torn_line_end`).
+                Err(source) if answered && crate::torn_line_end::is_torn_line_end(&source) => {
+                    break;
                 }
                 Err(source) => {
                     return Err(EngineError::Wait {

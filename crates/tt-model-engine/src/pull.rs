@@ -249,7 +249,17 @@ impl Client {
         let mut stream = self.docker().create_image(Some(options), None, auth);
         let mut tally = PullTally::default();
         while let Some(item) = stream.next().await {
-            let info = item.map_err(|e| failed(answer(&e)))?;
+            let info = match item {
+                Ok(info) => info,
+                // The answer may be whole but for a line end: done when the image is here.
+                Err(e) if crate::torn_line_end::is_torn_line_end(&e) => {
+                    return match self.image(reference).await? {
+                        Some(_) => Ok(tally.stats()),
+                        None => Err(failed(answer(&e))),
+                    };
+                }
+                Err(e) => return Err(failed(answer(&e))),
+            };
             let detail = info.progress_detail.unwrap_or_default();
             if let Some(p) = tally.take(
                 info.id.as_deref(),

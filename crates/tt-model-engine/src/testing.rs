@@ -90,7 +90,12 @@ pub async fn push_image(
             .docker()
             .push_image(&target.from_image, Some(options), Some(credentials));
     while let Some(item) = stream.next().await {
-        item.map_err(|e| format!("pushing {reference}: {}", crate::pull::answer(&e)))?;
+        match item {
+            Ok(_) => {}
+            // Whole but for a line end (see `torn_line_end`); the tests pull what they push.
+            Err(e) if crate::torn_line_end::is_torn_line_end(&e) => break,
+            Err(e) => return Err(format!("pushing {reference}: {}", crate::pull::answer(&e))),
+        }
     }
     Ok(())
 }

@@ -5,3 +5,4 @@
 mod buildkit_engine;
 mod oci_load_engine;
 mod serve_run_spec;
+mod torn_line_end;
