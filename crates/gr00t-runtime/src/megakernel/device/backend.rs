@@ -478,14 +478,7 @@ impl TtDevice {
 pub fn runs_program(op: &str) -> bool {
     matches!(
         op,
-        "matmul"
-            | "eltwise"
-            | "layernorm"
-            | "softmax"
-            | "bias_act"
-            | "residual"
-            | "attention"
-            | "graph"
+        "matmul" | "eltwise" | "layernorm" | "softmax" | "bias_act" | "attention" | "graph"
     )
 }
 

@@ -3,16 +3,23 @@
 //! device tensors, the residual stream included, so only the step's tokens and SiLU(temb) go
 //! in and the last block's stream comes back.
 //!
-//! First every block's AdaLN (it depends on SiLU(temb) alone): one matmul program and one end
-//! (`kernels/bias_act_rows.cpp`: the K pieces summed, the bias) for all blocks. Then per block
+//! A matmul and its end (`kernels/bias_act_rows.cpp`: the K pieces summed, the bias, bf16, GELU
+//! or the residual add) are one program: the matmul kernels on the plan's cores, the end's on the
+//! grid's other cores, and between them a barrier on the device (each matmul core's writer
+//! increments a semaphore on every end core once its partials are written; the end's reader
+//! waits for all of them), as independent matmuls (a self block's Q, K and V) share it.
+//!
+//! First every block's AdaLN (it depends on SiLU(temb) alone): one program for all blocks. Then per block
 //! (the emulator's `run_step_with`, op for op): LayerNorm with the AdaLN modulation
 //! (`kernels/layernorm_rows.cpp`, `GR00T_LN_ONE_PLUS_G`; its reader splits the `[scale | shift]`
 //! row) → Q (and K, V for a self block, in the same program) → attention per head
 //! (`kernels/attention_head.cpp`; its reader cuts the heads out of the `[tokens, D]`
-//! projections, its writer puts them back) → the output projection → the residual add
-//! (`kernels/residual_rows.cpp`) → the plain LayerNorm → FF-up with GELU → FF-down → the
-//! residual add. No program only moves data: 2 programs, then 13 per block (106 for the tiny
-//! config's 8 blocks; 168 when relayouts and one matmul per program made them 24 and 18).
+//! projections, its writer puts them back) → the output projection, whose end adds the residual
+//! stream (`GR00T_FINISH_RESIDUAL`) → the plain LayerNorm → FF-up with GELU → FF-down, whose end
+//! adds the stream again. No program only moves data, none only adds, none only ends a matmul:
+//! 1 program, then 7 per block (57 for the tiny config's 8 blocks; 90 with each matmul's end a
+//! program of its own, 106 with the residual adds too, 168 when relayouts and one matmul per
+//! program made them 24 and 18).
 //!
 //! The cross blocks' K and V depend only on the observation's context: [`observation_graph`]
 //! computes them once per observation into device tensors the steps read.
@@ -30,7 +37,7 @@ use super::attention::{
     ATTENTION_KERNEL, reader_attention_kernel, with_tile_columns, writer_merge_kernel,
 };
 use super::backend::TtDevice;
-use super::rows::{BIAS_ACT_KERNEL, LAYERNORM_KERNEL, READER_ROWS_KERNEL, RESIDUAL_KERNEL};
+use super::rows::{BIAS_ACT_KERNEL, FINISH_RESIDUAL_DEFINE, LAYERNORM_KERNEL, READER_ROWS_KERNEL};
 use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
 use crate::model::dit::{BlockKind, DitWeights};
 
@@ -165,6 +172,17 @@ fn mask_tile(keep: &[bool], np: usize) -> Vec<f32> {
     m
 }
 
+/// What a matmul's end does after the bias (and the bf16 rounding).
+#[derive(Clone, Copy)]
+enum End<'a> {
+    /// Nothing: the output as the next matmul or attention takes it (bf16 values).
+    Plain,
+    /// The FF-up's GELU (tanh form).
+    Gelu,
+    /// The residual add: the fp32 stream named here plus the output, kept fp32.
+    Stream(&'a str),
+}
+
 /// One graph under construction: its steps and the kernel sources they name.
 pub(crate) struct Graph<'a> {
     dev: &'a TtDevice,
@@ -192,15 +210,23 @@ impl<'a> Graph<'a> {
     }
 
     /// For each job `(block, kind, act, m, out)`: `out` = ACT(bf16(act · W(block, kind) + bias)),
-    /// `m` the real rows of `act` (its tile rows are read). The jobs are independent: one matmul
-    /// program does them all (fp32 partials per K piece, each job its own), one program ends
-    /// them all (`out_f32`: kept as fp32 for the residual add).
+    /// `m` the real rows of `act` (its tile rows are read). The jobs are independent: one program
+    /// does them all and their ends: the matmul kernels on the plan's cores (fp32 partials per K
+    /// piece, each job its own), the ends on the grid's other cores once a semaphore says every
+    /// partial is written (`out_f32`: kept as fp32, as LayerNorm's reader takes the AdaLN rows).
+    /// `End::Stream(x)` (one job): `out` = x + that, the residual add in the end, fp32.
     fn matmuls(
         &mut self,
         jobs: &[(usize, WeightKind, &str, usize, String)],
-        gelu: bool,
+        end: End<'_>,
         out_f32: bool,
     ) -> Result<(), DitRunError> {
+        let (gelu, stream) = match end {
+            End::Plain => (false, None),
+            End::Gelu => (true, None),
+            End::Stream(x) => (false, Some(x)),
+        };
+        debug_assert!(stream.is_none() || jobs.len() == 1);
         let (mut mm_jobs, mut ends, mut kinds) = (Vec::new(), Vec::new(), Vec::<String>::new());
         let mut mm = Value::Null;
         for (j, (block, kind, act, m, out)) in jobs.iter().enumerate() {
@@ -209,10 +235,14 @@ impl<'a> Graph<'a> {
             let mut h = spec.header;
             h["act"] = json!(act);
             h["out"] = json!(partials);
-            ends.push(json!({
+            let mut end = json!({
                 "x": partials, "bias": bias_name(*block, *kind), "out": out,
                 "mt": tiles(*m), "nt": spec.nt, "k_split": spec.k_split,
-            }));
+            });
+            if let Some(x) = stream {
+                end["res"] = json!(x);
+            }
+            ends.push(end);
             if mm.is_null() {
                 mm = h.clone(); // the arena, dtypes and fidelity every job shares
                 if let Some(o) = mm.as_object_mut() {
@@ -226,36 +256,47 @@ impl<'a> Graph<'a> {
             }
         }
         let kinds = kinds.join("+");
-        mm["kind"] = json!("matmul");
         mm["jobs"] = json!(mm_jobs);
-        mm["label"] = json!(format!("matmul {kinds}"));
         let names = [
             self.source("mm_reader", || super::backend::READER_KERNEL.into()),
             self.source("mm_compute", || super::backend::COMPUTE_KERNEL.into()),
             self.source("mm_writer", || super::backend::WRITER_KERNEL.into()),
         ];
         mm["kernels"] = json!({"reader": names[0], "compute": names[1], "writer": names[2]});
-        self.steps.push(mm);
-        let (act_name, act_row) = if gelu {
-            ("finish_gelu", "gr00t_sfpu::gelu_tanh_row")
-        } else {
-            ("finish", "gr00t_sfpu::no_act")
+        let (act_name, act_row) = match (gelu, stream.is_some()) {
+            (true, _) => ("finish_gelu", "gr00t_sfpu::gelu_tanh_row"),
+            (false, false) => ("finish", "gr00t_sfpu::no_act"),
+            (false, true) => ("finish_residual", "gr00t_sfpu::no_act"),
         };
         let compute = self.source(act_name, || {
-            compose_compute(BIAS_ACT_KERNEL, &[("GR00T_ACT_ROW", act_row)])
+            let mut defines = vec![("GR00T_ACT_ROW", act_row)];
+            defines.extend(stream.map(|_| FINISH_RESIDUAL_DEFINE));
+            compose_compute(BIAS_ACT_KERNEL, &defines)
         });
-        let reader = self.source("finish_reader", || READER_FINISH_KERNEL.into());
+        let reader = match stream {
+            None => self.source("finish_reader", || READER_FINISH_KERNEL.into()),
+            Some(_) => self.source("finish_reader_residual", || {
+                compose_compute(READER_FINISH_KERNEL, &[FINISH_RESIDUAL_DEFINE])
+            }),
+        };
         let writer = self.source("writer_runs", || WRITER_RUNS_KERNEL.into());
-        self.steps.push(json!({
-            "kind": "finish", "jobs": ends, "out_f32": out_f32,
-            "unit_tiles": FINISH_UNIT_TILES, "label": format!("finish {kinds}"),
+        let label = match (gelu, stream) {
+            (true, _) => format!("matmul {kinds} + GELU"),
+            (false, None) => format!("matmul {kinds}"),
+            (false, Some(_)) => format!("matmul {kinds} + residual"),
+        };
+        let finish = json!({
+            "jobs": ends, "out_f32": out_f32 || stream.is_some(), "unit_tiles": FINISH_UNIT_TILES,
             "kernels": {"reader": reader, "compute": compute, "writer": writer},
+        });
+        // One program: the matmul on the plan's cores, the ends on others, a semaphore between.
+        self.steps.push(json!({
+            "kind": "matmul_end", "matmul": mm, "finish": finish, "label": label,
         }));
         Ok(())
     }
 
     /// One matmul and its end: [`Graph::matmuls`] with one job.
-    #[allow(clippy::too_many_arguments)]
     fn matmul(
         &mut self,
         block: usize,
@@ -263,10 +304,9 @@ impl<'a> Graph<'a> {
         act: &str,
         m: usize,
         out: &str,
-        gelu: bool,
-        out_f32: bool,
+        end: End<'_>,
     ) -> Result<(), DitRunError> {
-        self.matmuls(&[(block, kind, act, m, out.to_string())], gelu, out_f32)
+        self.matmuls(&[(block, kind, act, m, out.to_string())], end, false)
     }
 
     /// LayerNorm of the fp32 stream `x` (`row_tiles` tile rows, width `d`): with `ada`, the
@@ -301,21 +341,7 @@ impl<'a> Graph<'a> {
             "kind": "rows", "x": x, "scaler": "c/scaler", "g": g, "b": b, "b_col": b_col,
             "vec_len": d, "out": out, "out_f32": false, "wt": wt, "row_tiles": row_tiles,
             "vec_tiles": wt, "label": name, "work_cbs": work,
-            "unpack_to_dest": [], "pair": false, "cores": ROW_CORES,
-            "kernels": {"reader": reader, "compute": compute, "writer": writer},
-        }));
-    }
-
-    /// `out` = `x` + `o` (fp32 stream, `o` the bf16 values of a sub-layer kept as fp32).
-    fn residual(&mut self, x: &str, o: &str, wt: usize, row_tiles: usize, out: &str) {
-        let compute = self.source("residual", || compose_compute(RESIDUAL_KERNEL, &[]));
-        let reader = self.source("reader_rows", || READER_ROWS_KERNEL.into());
-        let writer = self.source("writer_tiles", || WRITER_TILES_KERNEL.into());
-        self.steps.push(json!({
-            "kind": "rows", "x": x, "scaler": "c/scaler", "g": o, "b": o, "b_col": 0, "vec_len": 0,
-            "out": out, "out_f32": true, "wt": wt, "row_tiles": row_tiles, "vec_tiles": 0,
-            "label": "residual",
-            "work_cbs": {"2": wt}, "unpack_to_dest": [0, 2], "pair": true, "cores": ROW_CORES,
+            "unpack_to_dest": [], "cores": ROW_CORES,
             "kernels": {"reader": reader, "compute": compute, "writer": writer},
         }));
     }
@@ -384,6 +410,7 @@ impl<'a> Graph<'a> {
         let mut free: Vec<String> = self
             .steps
             .iter()
+            .flat_map(|s| [s, &s["matmul"], &s["finish"]])
             .flat_map(|s| {
                 let jobs = s["jobs"].as_array().map_or(&[][..], Vec::as_slice);
                 std::iter::once(s).chain(jobs)
@@ -481,7 +508,7 @@ pub(crate) fn observation_graph<'a>(
         }
     }
     if !jobs.is_empty() {
-        g.matmuls(&jobs, false, false)?;
+        g.matmuls(&jobs, End::Plain, false)?;
     }
     Ok((g, up, keys))
 }
@@ -509,7 +536,7 @@ pub(crate) fn step_graph<'a>(
     let ada: Vec<_> = (0..w.blocks.len())
         .map(|i| (i, WeightKind::AdaNorm, "t/temb", 1, format!("t/ada/{i}")))
         .collect();
-    g.matmuls(&ada, false, true)?;
+    g.matmuls(&ada, End::Plain, true)?;
     for (i, b) in w.blocks.iter().enumerate() {
         let (xa, xb) = (format!("t/x{}", 2 * i + 1), format!("t/x{}", 2 * i + 2));
         g.layernorm(&x, d, mt, Some(&format!("t/ada/{i}")), "t/h");
@@ -522,11 +549,11 @@ pub(crate) fn step_graph<'a>(
                     (WeightKind::V, "t/v"),
                 ]
                 .map(|(kind, name)| (i, kind, "t/h", m, name.to_string()));
-                g.matmuls(&qkv, false, false)?;
+                g.matmuls(&qkv, End::Plain, false)?;
                 ("t/k".into(), "t/v".into(), "o/mask/self".to_string(), m)
             }
             BlockKind::CrossText | BlockKind::CrossImage => {
-                g.matmul(i, WeightKind::Q, "t/h", m, "t/q", false, false)?;
+                g.matmul(i, WeightKind::Q, "t/h", m, "t/q", End::Plain)?;
                 let (mask, n) = if b.kind == BlockKind::CrossText {
                     ("o/mask/text", keys.text)
                 } else {
@@ -541,12 +568,10 @@ pub(crate) fn step_graph<'a>(
         } else {
             g.attention("t/q", &k, &v, &mask, mt, tiles(n), "t/a");
         }
-        g.matmul(i, WeightKind::Out, "t/a", m, "t/o", false, true)?;
-        g.residual(&x, "t/o", wt, mt, &xa);
+        g.matmul(i, WeightKind::Out, "t/a", m, &xa, End::Stream(&x))?;
         g.layernorm(&xa, d, mt, None, "t/h");
-        g.matmul(i, WeightKind::FfUp, "t/h", m, "t/f", true, false)?;
-        g.matmul(i, WeightKind::FfDown, "t/f", m, "t/o", false, true)?;
-        g.residual(&xa, "t/o", wt, mt, &xb);
+        g.matmul(i, WeightKind::FfUp, "t/h", m, "t/f", End::Gelu)?;
+        g.matmul(i, WeightKind::FfDown, "t/f", m, &xb, End::Stream(&xa))?;
         x = xb;
     }
     Ok((g, up, x))

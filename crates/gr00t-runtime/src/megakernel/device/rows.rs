@@ -9,11 +9,12 @@
 //! * [`softmax`] (`kernels/softmax_rows.cpp`): attention's row softmax with max subtraction:
 //!   row max by `reduce_tile`, exp on the SFPU, row sum by `reduce_tile`, its reciprocal on the
 //!   SFPU, the scaling as a broadcast. Tested against f64.
-//! * [`bias_act`] (`kernels/bias_act_rows.cpp`, read by `kernels/reader_finish.cpp`): the end of a matmul, `ACT(bf16(x + bias))`
-//!   with ACT the FF-up's GELU or nothing, all on the SFPU in fp32 (x and the bias unpacked
-//!   straight to the fp32 DST). Tested against the emulator's `finish_matmul` + `gelu_tanh`.
-//! * [`residual`] (`kernels/residual_rows.cpp`): the residual add `x + o` of the fp32 stream,
-//!   exact fp32 on the SFPU, the output fp32. Tested against the emulator's add.
+//! * [`bias_act`] (`kernels/bias_act_rows.cpp`, read by `kernels/reader_finish.cpp`): the end of a
+//!   matmul, `ACT(bf16(x + bias))` with ACT the FF-up's GELU or nothing, all on the SFPU in fp32
+//!   (x and the bias unpacked straight to the fp32 DST), and with a residual stream given, the
+//!   residual add of its output to the stream in the same program (the output projection's and
+//!   FF-down's ends). Tested against the emulator's `finish_matmul` + `gelu_tanh`, and its
+//!   `finish_matmul` + fp32 add.
 
 use serde_json::json;
 use tt_blackhole::bf16::round_to_bf16;
@@ -28,8 +29,6 @@ pub const LAYERNORM_KERNEL: &str = include_str!("kernels/layernorm_rows.cpp");
 pub const SOFTMAX_KERNEL: &str = include_str!("kernels/softmax_rows.cpp");
 /// The matmul-end compute kernel (the library is pasted in, the activation chosen by a define).
 pub const BIAS_ACT_KERNEL: &str = include_str!("kernels/bias_act_rows.cpp");
-/// The residual-add compute kernel (the library is pasted in).
-pub const RESIDUAL_KERNEL: &str = include_str!("kernels/residual_rows.cpp");
 /// The row kernels' reader: the scaler tile and the per-column vectors once, then x tile row
 /// by tile row.
 pub const READER_ROWS_KERNEL: &str = include_str!("kernels/reader_rows.cpp");
@@ -179,32 +178,53 @@ pub enum RowAct {
     GeluTanh,
 }
 
+/// The define that makes a matmul's end add the residual stream (`kernels/bias_act_rows.cpp`
+/// and `kernels/reader_finish.cpp` both read it).
+pub const FINISH_RESIDUAL_DEFINE: (&str, &str) = ("GR00T_FINISH_RESIDUAL", "1");
+
 /// `ACT(bf16(x + bias))` for a matmul's fp32 sums `x` `[rows, n]` (`n` whole tiles) and its
 /// bias (rounded to bf16 first, as it sits in L1), packed to bf16: the emulator's
-/// `finish_matmul` (+ `gelu_tanh` and its pack), op for op. One device program.
+/// `finish_matmul` (+ `gelu_tanh` and its pack), op for op. With `residual` (the fp32 stream,
+/// `x`'s shape), the stream plus that, in fp32 (an fp32 output): the end of the output
+/// projection and of the FF-down. One device program.
 pub fn bias_act(
     worker: &mut TtnnWorker,
     x: &[f32],
     bias: &[f32],
     act: RowAct,
+    residual: Option<&[f32]>,
     cores: usize,
 ) -> Result<EltwiseRun, SfpuError> {
     let n = bias.len();
-    if n == 0 || !n.is_multiple_of(32) || x.is_empty() || !x.len().is_multiple_of(n) {
+    if n == 0
+        || !n.is_multiple_of(32)
+        || x.is_empty()
+        || !x.len().is_multiple_of(n)
+        || residual.is_some_and(|r| r.len() != x.len())
+    {
         return Err(SfpuError::Shape {
             op: "bias_act".into(),
-            what: format!("{} values for rows of {n} (whole tiles)", x.len()),
+            what: format!(
+                "{} values (residual {:?}) for rows of {n} (whole tiles)",
+                x.len(),
+                residual.map(<[f32]>::len)
+            ),
         });
     }
     let rows = x.len() / n;
     let padded = rows.div_ceil(32) * 32;
-    let mut payload = Vec::with_capacity((padded * n + n) * 4);
+    let pad = (padded - rows) * n;
+    let mut payload = Vec::with_capacity((2 * padded * n + n) * 4);
     let bias_l1 = bias.iter().map(|&b| round_to_bf16(b));
+    let stream = residual
+        .into_iter()
+        .flat_map(|r| r.iter().copied().chain(std::iter::repeat_n(0.0, pad)));
     for v in x
         .iter()
         .copied()
-        .chain(std::iter::repeat_n(0.0, (padded - rows) * n))
+        .chain(std::iter::repeat_n(0.0, pad))
         .chain(bias_l1)
+        .chain(stream)
     {
         payload.extend_from_slice(&v.to_le_bytes());
     }
@@ -212,11 +232,18 @@ pub fn bias_act(
         RowAct::Identity => "gr00t_sfpu::no_act",
         RowAct::GeluTanh => "gr00t_sfpu::gelu_tanh_row",
     };
+    let mut defines = vec![("GR00T_ACT_ROW", row)];
+    let mut reader = super::graph::READER_FINISH_KERNEL.to_string();
+    if residual.is_some() {
+        defines.push(FINISH_RESIDUAL_DEFINE);
+        reader = compose_compute(&reader, &[FINISH_RESIDUAL_DEFINE]);
+    }
     let header = json!({
         "op": "bias_act", "rows": padded, "d": n, "cores": cores.max(1),
+        "residual": residual.is_some(),
         "kernels": {
-            "reader": super::graph::READER_FINISH_KERNEL, "writer": super::graph::WRITER_RUNS_KERNEL,
-            "compute": compose_compute(BIAS_ACT_KERNEL, &[("GR00T_ACT_ROW", row)]),
+            "reader": reader, "writer": super::graph::WRITER_RUNS_KERNEL,
+            "compute": compose_compute(BIAS_ACT_KERNEL, &defines),
         },
     });
     let (ans, out) = worker.call(&header, &payload)?;
@@ -231,68 +258,6 @@ pub fn bias_act(
         values: out
             .chunks_exact(4)
             .take(rows * n)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        program_ms: ans["program_ms"].as_f64().unwrap_or(0.0),
-    })
-}
-
-/// The residual add `x + o` of the fp32 residual stream `x` `[rows, d]` (`d` whole tiles) and a
-/// sub-layer's output `o` (same shape), in fp32: one device program.
-pub fn residual(
-    worker: &mut TtnnWorker,
-    x: &[f32],
-    o: &[f32],
-    d: usize,
-    cores: usize,
-) -> Result<EltwiseRun, SfpuError> {
-    if d == 0
-        || !d.is_multiple_of(32)
-        || x.is_empty()
-        || !x.len().is_multiple_of(d)
-        || o.len() != x.len()
-    {
-        return Err(SfpuError::Shape {
-            op: "residual".into(),
-            what: format!(
-                "x {} and o {} values for rows of {d} (whole tiles)",
-                x.len(),
-                o.len()
-            ),
-        });
-    }
-    let rows = x.len() / d;
-    let padded = rows.div_ceil(32) * 32;
-    let pad = (padded - rows) * d;
-    let mut payload = Vec::with_capacity(2 * padded * d * 4);
-    for v in x
-        .iter()
-        .copied()
-        .chain(std::iter::repeat_n(0.0, pad))
-        .chain(o.iter().copied())
-        .chain(std::iter::repeat_n(0.0, pad))
-    {
-        payload.extend_from_slice(&v.to_le_bytes());
-    }
-    let header = json!({
-        "op": "residual", "rows": padded, "d": d, "cores": cores.max(1),
-        "kernels": {
-            "reader": READER_ROWS_KERNEL, "writer": WRITER_TILES_KERNEL,
-            "compute": compose_compute(RESIDUAL_KERNEL, &[]),
-        },
-    });
-    let (ans, out) = worker.call(&header, &payload)?;
-    if out.len() != padded * d * 4 {
-        return Err(SfpuError::Reply {
-            op: "residual".into(),
-            got: out.len(),
-            want: padded * d * 4,
-        });
-    }
-    Ok(EltwiseRun {
-        values: out
-            .chunks_exact(4)
-            .take(rows * d)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect(),
         program_ms: ans["program_ms"].as_f64().unwrap_or(0.0),

@@ -1,14 +1,14 @@
 //! The row kernels on the simulated p150a, full size: LayerNorm / AdaLN over 51 tokens of the
 //! 1536-wide DiT stream against the emulator's `norm_from_partials` (the reference the device
 //! path is held to); the attention softmax over 51 queries x 116 context keys against f64; the
-//! end of a matmul (bias, bf16, GELU) against the emulator's `finish_matmul` + `gelu_tanh`;
-//! the residual add against the emulator's fp32 add.
+//! end of a matmul (bias, bf16, GELU) against the emulator's `finish_matmul` + `gelu_tanh`, and
+//! with the residual add against `finish_matmul` + the emulator's fp32 add.
 //! `#[ignore]`d like every `sim_*` test: `scripts/device-sim-tests.sh` runs it.
 
 use tt_blackhole::bf16::round_to_bf16;
 use tt_blackhole::dims::DitDims;
 
-use super::rows::{RowAct, bias_act, layernorm, residual, softmax};
+use super::rows::{RowAct, bias_act, layernorm, softmax};
 use super::sfpu_tests::open_sim;
 use crate::cpu::norms::gelu_tanh;
 use crate::megakernel::emulator::{finish_matmul, norm_from_partials};
@@ -51,12 +51,7 @@ fn sim_layernorm_adaln_matches_emulator() {
             .unwrap_or_else(|e| panic!("layernorm on the device: {e}"));
         assert_eq!(run.values.len(), want.len());
         let p = pcc(&run.values, &want);
-        let max_err = run
-            .values
-            .iter()
-            .zip(&want)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
+        let max_err = max_abs_err(&run.values, &want);
         let same =
             run.values.iter().zip(&want).filter(|(a, b)| a == b).count() as f64 / want.len() as f64;
         eprintln!(
@@ -134,15 +129,10 @@ fn sim_bias_gelu_matches_emulator() {
             gelu_tanh(&mut want);
             want.iter_mut().for_each(|v| *v = round_to_bf16(*v));
         }
-        let run = bias_act(&mut w, &x, &bias, act, 2)
+        let run = bias_act(&mut w, &x, &bias, act, None, 2)
             .unwrap_or_else(|e| panic!("{act:?} on the device: {e}"));
         let p = pcc(&run.values, &want);
-        let max_err = run
-            .values
-            .iter()
-            .zip(&want)
-            .map(|(a, b)| (a - b).abs())
-            .fold(0f32, f32::max);
+        let max_err = max_abs_err(&run.values, &want);
         let same =
             run.values.iter().zip(&want).filter(|(a, b)| a == b).count() as f64 / want.len() as f64;
         eprintln!(
@@ -167,22 +157,40 @@ fn sim_bias_gelu_matches_emulator() {
 
 #[test]
 #[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
-fn sim_residual_add_matches_emulator() {
-    // The 51 x 1536 fp32 stream plus a sub-layer's bf16 output: exact fp32 on both sides.
+fn sim_matmul_end_with_residual_matches_emulator() {
+    // The output projection's end on the 51 x 1536 stream: the fp32 sums and a bias, rounded to
+    // bf16 (the emulator's `finish_matmul`), then added to the fp32 residual stream: exact fp32
+    // on both sides, in one program.
     let (rows, d) = (DitDims::FULL.sa_tokens, DitDims::FULL.width());
     let mut seed = 0x7e5u64;
-    let x: Vec<f32> = (0..rows * d).map(|_| 5.0 * rand(&mut seed)).collect();
-    let o: Vec<f32> = (0..rows * d)
-        .map(|_| round_to_bf16(rand(&mut seed)))
-        .collect();
-    let mut w = open_sim("sim_residual_add_matches_emulator");
-    let run = residual(&mut w, &x, &o, d, 2).unwrap_or_else(|e| panic!("residual: {e}"));
-    let want: Vec<f32> = x.iter().zip(&o).map(|(a, b)| a + b).collect();
+    let x: Vec<f32> = (0..rows * d).map(|_| 2.0 * rand(&mut seed)).collect();
+    let bias: Vec<f32> = (0..d).map(|_| 0.5 * rand(&mut seed)).collect();
+    let stream: Vec<f32> = (0..rows * d).map(|_| 5.0 * rand(&mut seed)).collect();
+    let mut w = open_sim("sim_matmul_end_with_residual_matches_emulator");
+    let run = bias_act(&mut w, &x, &bias, RowAct::Identity, Some(&stream), 2)
+        .unwrap_or_else(|e| panic!("bias + residual: {e}"));
+    let mut o = x.clone();
+    finish_matmul(&mut o, d, Some(&bias));
+    let want: Vec<f32> = stream.iter().zip(&o).map(|(a, b)| a + b).collect();
     let same = run.values.iter().zip(&want).filter(|(a, b)| a == b).count();
+    let max_err = max_abs_err(&run.values, &want);
     eprintln!(
-        "residual add on [{rows}, {d}]: {same} of {} bit-equal to the emulator; program {:.0} ms (simulator)",
+        "bias + residual on [{rows}, {d}]: {same} of {} bit-equal to the emulator, max |err| \
+         {max_err:.2e}; program {:.0} ms (simulator)",
         want.len(),
         run.program_ms
     );
-    assert_eq!(same, want.len(), "the residual add is not exact fp32");
+    assert_eq!(
+        same,
+        want.len(),
+        "finish_matmul + the residual add is not exact fp32"
+    );
+}
+
+/// The largest `|a - b|` over two equally long slices.
+fn max_abs_err(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0f32, f32::max)
 }

@@ -50,7 +50,7 @@ class GraphOps:
     def op_graph(self, h, payload):
         """A sequence of our device programs over named device tensors, the activations never leaving the
         device between them: h["inputs"] are put first (as op_put), then each of h["steps"] runs one
-        program (kind "matmul", "rows", "relayout" or "attention"; its output allocated under its name),
+        program (kind "matmul_end", "rows", "relayout" or "attention"; its output allocated under its name),
         then h["outputs"] ([name, rows, cols]) are read back (f32, the real rows and columns, in order) and the names in h["free"] released. Answers the
         number of programs launched (what the Rust side counts), and per step label its programs and time."""
         t0 = time.time()
@@ -65,23 +65,18 @@ class GraphOps:
             if "kernel" in st:
                 st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
             t1 = time.time()
-            if kind == "matmul":  # h["jobs"]: independent matmuls sharing the program
-                jobs = [(j, b[j["act"]], self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
-                         j["mt"]) for j in st["jobs"]]
-                self._matmul_jobs(st, jobs)
+            if kind == "matmul_end":  # independent matmuls and their ends: one program (_matmul_end)
+                mm, end = ({**p, "kernels": {r: sources.get(n, n) for r, n in p["kernels"].items()}}
+                           for p in (st["matmul"], st["finish"]))
+                self._matmul_end(mm, end, b)
             elif kind == "rows":
                 out = self._alloc(st["out"], st["row_tiles"] * 32, st["wt"] * 32, "f32" if st["out_f32"] else "bf16")
                 sc = b[st["scaler"]]
                 self._rows_on_device(st, b[st["x"]], sc, b[st.get("g") or st["scaler"]], b[st.get("b") or st["scaler"]],
                                      out, st["wt"], st["row_tiles"], st["vec_tiles"],
                                      {int(i): n for i, n in st["work_cbs"].items()},
-                                     unpack_to_dest=tuple(st["unpack_to_dest"]), pair=st["pair"],
+                                     unpack_to_dest=tuple(st["unpack_to_dest"]),
                                      out_f32=st["out_f32"], b_col=st["b_col"], vec_len=st["vec_len"])
-            elif kind == "finish":  # st["jobs"]: the ends of a matmul step's jobs
-                dt_ = "f32" if st["out_f32"] else "bf16"
-                jobs = [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_))
-                        for j in st["jobs"]]
-                self._finish_jobs(st, jobs)
             elif kind == "relayout":
                 out = self._alloc(st["dst"], st["rows"] * 32, st["dst_w"] * 32, st["dtype"])
                 self._relayout_on_device(st, b[st["src"]], out)
@@ -105,6 +100,29 @@ class GraphOps:
             if t is not None:
                 ttnn.deallocate(t)
         return {"programs": launched, "by_label": times, "total_ms": (time.time() - t0) * 1e3}, b"".join(outs)
+
+    def _matmul_end(self, mm, end, b):
+        """Independent matmuls (mm["jobs"]: each job's fp32 partials per K piece, allocated here under its
+        "out") and their ends (end["jobs"]: the K pieces summed, the bias, bf16, GELU or the residual add) as
+        ONE program: the matmul kernels on the plan's cores, the ends' on other cores of the grid, and a
+        barrier between them on the device: each matmul core's writer, once its partials are written,
+        increments semaphore 0 of every end core, whose reader waits for one increment per matmul core. The
+        end cannot start on a column before every K piece of it is in DRAM, and the pieces come from
+        different cores: this is the one dependency between the two halves."""
+        mm_jobs = [(j, b[j["act"]], self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
+                    j["mt"]) for j in mm["jobs"]]
+        mm_cores = sorted({(u["x"], u["y"]) for j in mm["jobs"] for u in j["units"]})
+        dt_ = "f32" if end["out_f32"] else "bf16"
+        end_jobs = [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_),
+                     b[j["res"]] if j.get("res") else None) for j in end["jobs"]]
+        e_kernels, e_cbs, e_tensors, e_cores = self._finish_parts(end, end_jobs, producers=len(mm_cores),
+                                                                  avoid=mm_cores)
+        noc = [self.dev.worker_core_from_logical_core(ttnn.CoreCoord(x_, y_)) for x_, y_ in e_cores]
+        m_kernels, m_cbs, m_tensors, _ = self._matmul_parts(mm, mm_jobs, signal=[(c.x, c.y) for c in noc])
+        ranges = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(x_, y_), ttnn.CoreCoord(x_, y_))
+                                    for x_, y_ in e_cores])
+        sem = ttnn.SemaphoreDescriptor(id=0, core_type=ttnn.CoreType.WORKER, core_ranges=ranges, initial_value=0)
+        self._launch({**m_tensors, **e_tensors}, m_kernels + e_kernels, m_cbs + e_cbs, semaphores=[sem])
 
     def _relayout_on_device(self, st, src, dst):
         """Our relayout_tiles.cpp (data movement only) from src to dst: the dst tile rows shared over

@@ -137,11 +137,24 @@ class Worker(GraphOps):
         per core from the plan) into the fp32 partials out [k_split * mt * 32, nt * 32]."""
         self._matmul_jobs(h, [(h, act, out, mt)])
 
+    def _launch(self, tensors, kernels, cbs, semaphores=()):
+        """One program of these kernels and CBs over these device tensors, run to its end."""
+        prog = ttnn.ProgramDescriptor(kernels=kernels, semaphores=list(semaphores), cbs=cbs)
+        ttnn.generic_op(list(tensors.values()), prog)
+        ttnn.synchronize_device(self.dev)
+
     def _matmul_jobs(self, h, jobs):
-        """One program for several independent matmuls ("jobs": (header, act, out, mt) each, as
-        _matmul_program's): a core that holds units of several does them in turn, so they cost one launch.
-        The kernels, dtypes and fidelity are h's (every job's are the same); the CBs the largest any job's
-        plan gives."""
+        """One program for several independent matmuls: _matmul_parts, launched."""
+        kernels, cbs, tensors, _ = self._matmul_parts(h, jobs)
+        self._launch(tensors, kernels, cbs)
+
+    def _matmul_parts(self, h, jobs, signal=()):
+        """The kernels and CBs of one program for several independent matmuls ("jobs": (header, act, out, mt)
+        each, as _matmul_program's): a core that holds units of several does them in turn, so they cost one
+        launch. The kernels, dtypes and fidelity are h's (every job's are the same); the CBs the largest any
+        job's plan gives. signal: NOC coordinates of the cores whose semaphore 0 each matmul core increments
+        when its partials are written (their ends, in the same program). Also answers the tensors {id: tensor}
+        and the matmul cores [(x, y)]."""
         arena = self.buffers[h["arena"]]
         per_core = {}  # (x, y) -> [(job header, unit, act, out, mt)]
         for jh, act, out, mt in jobs:
@@ -168,6 +181,7 @@ class Worker(GraphOps):
              for xy, work in per_core.items()},
             {xy: [len(work)] + [v for jh, u, _, out, mt in work
                                 for v in (out.buffer_address(), u["piece"], u["n_start"], u["n_count"], mt, jh["nt"])]
+             + [len(signal)] + [c for xy_ in signal for c in xy_]
              for xy, work in per_core.items()})
         (rd, rd_n), (cp, cp_n), (wr, wr_n) = padded_args(rd), padded_args(cp), padded_args(wr)
         src = ttnn.KernelDescriptor.SourceType.SOURCE_CODE
@@ -186,10 +200,8 @@ class Worker(GraphOps):
             kernel_source=k["compute"], source_type=src, core_ranges=cores, compile_time_args=[cp_n],
             runtime_args=cp, config=ttnn.ComputeConfigDescriptor(
                 math_fidelity=getattr(ttnn.MathFidelity, h["math_fidelity"]), fp32_dest_acc_en=True))
-        prog = ttnn.ProgramDescriptor(kernels=[reader, writer, compute], semaphores=[], cbs=cbs)
         tensors = {id(t): t for _, a_, o_, _ in jobs for t in (a_, o_)}
-        ttnn.generic_op(list(tensors.values()), prog)
-        ttnn.synchronize_device(self.dev)
+        return [reader, writer, compute], cbs, tensors, list(per_core)
 
     def op_eltwise(self, h, payload):
         """One tile-streaming program of our kernels (an SFPU op of the library, compiled as the Rust side
@@ -276,37 +288,46 @@ class Worker(GraphOps):
 
     def op_bias_act(self, h, payload):
         """The end of a matmul on the device (our bias_act_rows.cpp, read by reader_finish.cpp): payload x
-        [rows, n] (the fp32 sums), bias [n] f32. Returns ACT(bf16(x + bias)) [rows, n] (bf16 values, as f32)."""
-        rows, n = h["rows"], h["d"]
-        if rows % 32 or n % 32 or len(payload) != (rows * n + n) * 4:
-            raise RuntimeError(f"bias_act: {len(payload)} bytes for x [{rows}, {n}], bias [{n}]")
+        [rows, n] (the fp32 sums), bias [n] f32, and with h["residual"] the fp32 stream [rows, n]. Returns
+        ACT(bf16(x + bias)) [rows, n] (bf16 values, as f32), or the stream plus that (f32)."""
+        rows, n, res = h["rows"], h["d"], bool(h.get("residual"))
+        if rows % 32 or n % 32 or len(payload) != ((2 if res else 1) * rows * n + n) * 4:
+            raise RuntimeError(f"bias_act: {len(payload)} bytes for x [{rows}, {n}], bias [{n}], residual {res}")
         v = np.frombuffer(payload, dtype=np.float32)
         t0 = time.time()
         put = lambda a: ttnn.Tensor(np.ascontiguousarray(a), ttnn.float32, self.dev, ttnn.TILE_LAYOUT,
                                     ttnn.DRAM_MEMORY_CONFIG)
-        tx, tb = put(v[:rows * n].reshape(rows, n)), put(np.tile(v[rows * n:][None, :], (32, 1)))
-        out = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, n]), ttnn.bfloat16, ttnn.TILE_LAYOUT, self.dev,
-                                             ttnn.DRAM_MEMORY_CONFIG)
+        tx, tb = put(v[:rows * n].reshape(rows, n)), put(np.tile(v[rows * n:rows * n + n][None, :], (32, 1)))
+        tr = put(v[rows * n + n:].reshape(rows, n)) if res else None
+        out = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, n]), ttnn.float32 if res else ttnn.bfloat16,
+                                             ttnn.TILE_LAYOUT, self.dev, ttnn.DRAM_MEMORY_CONFIG)
         t1 = time.time()
-        self._finish_on_device({**h, "mt": rows // 32, "nt": n // 32, "k_split": 1, "out_f32": False}, tx, tb, out)
+        st = {**h, "mt": rows // 32, "nt": n // 32, "k_split": 1, "out_f32": res}
+        kernels, cbs, tensors, _ = self._finish_parts(st, [(st, tx, tb, out, tr)])
+        self._launch(tensors, kernels, cbs)
         t2 = time.time()
-        got = np.ascontiguousarray(ttnn.to_dtype(ttnn.from_device(out), ttnn.float32).to_numpy(), dtype=np.float32)
-        for t in (tx, tb, out):
-            ttnn.deallocate(t)
+        host = ttnn.from_device(out)
+        if not res:  # a bf16 host tensor's to_numpy is an object array: widen it first (exact)
+            host = ttnn.to_dtype(host, ttnn.float32)
+        got = np.ascontiguousarray(host.to_numpy(), dtype=np.float32)
+        for t in (tx, tb, out, tr):
+            if t is not None:
+                ttnn.deallocate(t)
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
-    def _finish_on_device(self, st, tx, tb, out):
-        """The end of a matmul on device tensors: the fp32 partials tx [k_split * mt tile rows, nt tiles], the
-        replicated bias tb [32, nt * 32] -> out [mt * 32, nt * 32]."""
-        self._finish_jobs(st, [(st, tx, tb, out)])
-
-    def _finish_jobs(self, st, jobs):
-        """One program ending several matmuls (jobs: (header with mt, nt, k_split; partials; bias; out)).
-        Units of up to st["unit_tiles"] output tiles of one tile row; the units of all jobs dealt over the
-        grid's cores (row-major) in turn, a core doing its units one after the other, so a core's L1 holds
-        only one unit's bias. The kernels and out_f32 are st's (every job's are the same)."""
+    def _finish_parts(self, st, jobs, producers=0, avoid=()):
+        """The kernels and CBs of one program ending several matmuls (jobs: (header with mt, nt, k_split;
+        partials; bias; out; the fp32 stream to add, or None)). Units of up to st["unit_tiles"] output tiles of
+        one tile row; the units of all jobs dealt over the grid's cores but those in avoid (row-major) in turn,
+        a core doing its units one after the other, so a core's L1 holds only one unit's bias. The kernels and
+        out_f32 are st's (every job's are the same); so is whether a stream is added (every job has one, or
+        none has). producers: matmul cores of the same program each reader waits for (semaphore 0), 0 when
+        the partials are already written. Also answers the tensors {id: tensor} and the cores [(x, y)]."""
         grid = self.dev.compute_with_storage_grid_size()
-        n_grid = grid.x * grid.y
+        free = [(x_, y_) for y_ in range(grid.y) for x_ in range(grid.x) if (x_, y_) not in set(avoid)]
+        if not free:
+            raise RuntimeError("finish: every core of the grid is taken by the matmul")
+        n_grid = len(free)
         units = []  # (job, r, c0, cw)
         for job in jobs:
             jh = job[0]
@@ -317,16 +338,21 @@ class Worker(GraphOps):
             units += [(job, r, c0, min(cw, nt - c0)) for r in range(mt) for c0 in range(0, nt, cw)]
         per_core = {}
         for i, u in enumerate(units):
-            per_core.setdefault((i % n_grid % grid.x, i % n_grid // grid.x), []).append(u)
+            per_core.setdefault(free[i % n_grid], []).append(u)
         cw_max = max(u[3] for u in units)
         pieces_max = max(job[0]["k_split"] for job in jobs)
-        rd = {xy: [len(work)] + [
-            v for (jh, tx, tb, _), r, c0, cw in work
-            for v in (tx.buffer_address(), tb.buffer_address(), jh["nt"], r, c0, cw, jh["k_split"], jh["mt"])]
+        res = [job[4] is not None for job in jobs]
+        if any(res) != all(res):
+            raise RuntimeError("finish: a program adds the stream in every job or in none")
+        res = all(res)
+        rd = {xy: [producers, len(work)] + [
+            v for (jh, tx, tb, _, tr), r, c0, cw in work
+            for v in ([tx.buffer_address(), tb.buffer_address()] + ([tr.buffer_address()] if res else [])
+                      + [jh["nt"], r, c0, cw, jh["k_split"], jh["mt"]])]
             for xy, work in per_core.items()}
         cp = {xy: [len(work)] + [v for (jh, *_), _, _, cw in work for v in (cw, jh["k_split"])]
               for xy, work in per_core.items()}
-        wr = {xy: [len(work)] + [v for (jh, _, _, out), r, c0, cw in work
+        wr = {xy: [len(work)] + [v for (jh, _, _, out, _), r, c0, cw in work
                                  for v in (out.buffer_address(), r * jh["nt"] + c0, cw)]
               for xy, work in per_core.items()}
         (rd, rd_n), (cp, cp_n), (wr, wr_n) = padded_args(rd), padded_args(cp), padded_args(wr)
@@ -336,46 +362,36 @@ class Worker(GraphOps):
         out_fmt = (f32, 4096) if st["out_f32"] else (ttnn.bfloat16, 2048)
         cbs = [ttnn.CBDescriptor(total_size=n * fmt[1], core_ranges=cores, format_descriptors=[
             ttnn.CBFormatDescriptor(buffer_index=i, data_format=fmt[0], page_size=fmt[1])])
-            for i, fmt, n in ((0, (f32, 4096), 2 * pieces_max), (2, (f32, 4096), cw_max), (16, out_fmt, 2))]
+            for i, fmt, n in ((0, (f32, 4096), 2 * pieces_max), (2, (f32, 4096), cw_max), (16, out_fmt, 2))
+            + (((3, (f32, 4096), 2),) if res else ())]
         src = ttnn.KernelDescriptor.SourceType.SOURCE_CODE
         k = st["kernels"]
         acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
         cfg = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
-        cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32 if i in (0, 2)
+        cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32 if i in (0, 2, 3)
                                    else ttnn.UnpackToDestMode.Default for i in range(64)]
-        _, tx0, tb0, out0 = jobs[0]
-        prog = ttnn.ProgramDescriptor(kernels=[
+        _, tx0, tb0, out0, tr0 = jobs[0]
+        kernels = [
             ttnn.KernelDescriptor(kernel_source=k["reader"], source_type=src, core_ranges=cores,
-                                  compile_time_args=acc(tx0) + acc(tb0) + [rd_n], runtime_args=rd,
+                                  compile_time_args=acc(tx0) + acc(tb0) + (acc(tr0) if res else []) + [rd_n],
+                                  runtime_args=rd,
                                   config=ttnn.ReaderConfigDescriptor()),
             ttnn.KernelDescriptor(kernel_source=k["writer"], source_type=src, core_ranges=cores,
                                   compile_time_args=acc(out0) + [wr_n], runtime_args=wr,
                                   config=ttnn.WriterConfigDescriptor()),
             ttnn.KernelDescriptor(kernel_source=k["compute"], source_type=src, core_ranges=cores,
                                   compile_time_args=[cp_n], runtime_args=cp, config=cfg),
-        ], semaphores=[], cbs=cbs)
-        tensors = {id(t): t for _, a_, b_, o_ in jobs for t in (a_, b_, o_)}
-        ttnn.generic_op(list(tensors.values()), prog)
-        ttnn.synchronize_device(self.dev)
+        ]
+        tensors = {id(t): t for _, a_, b_, o_, r_ in jobs for t in (a_, b_, o_, r_) if t is not None}
+        return kernels, cbs, tensors, list(per_core)
 
-    def op_residual(self, h, payload):
-        """The residual add on the device (our residual_rows.cpp): payload x [rows, d] and o [rows, d] f32.
-        Returns x + o [rows, d] f32."""
-        rows, d = h["rows"], h["d"]
-        if rows % 32 or d % 32 or len(payload) != 2 * rows * d * 4:
-            raise RuntimeError(f"residual: {len(payload)} bytes for x and o [{rows}, {d}]")
-        v = np.frombuffer(payload, dtype=np.float32)
-        x, o = v[:rows * d].reshape(rows, d), v[rows * d:].reshape(rows, d)
-        return self._row_program(h, x, None, {2: d // 32}, unpack_to_dest=(0, 2), pair=o, out_f32=True)
-
-    def _row_program(self, h, x, vecs, work_cbs, replicate=False, unpack_to_dest=(), pair=None, out_f32=False):
+    def _row_program(self, h, x, vecs, work_cbs, replicate=False, unpack_to_dest=(), out_f32=False):
         """One program of a row kernel over x [rows, d] f32: our reader_rows.cpp (the reduce scaler tile, the
         per-column vectors if any, then x tile row by tile row into CB 0), the compute kernel h["kernels"]
         ["compute"] with fp32 work CBs work_cbs {index: pages}, our tile writer from CB 16 (bf16). Tile rows
         are shared over h["cores"] cores of the grid's first row. The vectors sit in row 0 of their tiles
         (what row broadcasts read), or in every row with replicate; the CBs in unpack_to_dest are unpacked
-        straight to the fp32 DST. pair: a second [rows, d] matrix streamed with x into CB 2; out_f32: an f32
-        output instead of bf16."""
+        straight to the fp32 DST. out_f32: an f32 output instead of bf16."""
         rows, d = x.shape
         wt, row_tiles = d // 32, rows // 32
         scaler = np.zeros((32, 32), np.float32)
@@ -387,14 +403,12 @@ class Worker(GraphOps):
                                     ttnn.DRAM_MEMORY_CONFIG)
         tx, ts = put(x), put(scaler)
         tg, tb = (put(vec(vecs[0])), put(vec(vecs[1]))) if vecs else (ts, ts)
-        if pair is not None:
-            tg = put(pair)
         out_dt = ttnn.float32 if out_f32 else ttnn.bfloat16
         out = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, d]), out_dt, ttnn.TILE_LAYOUT, self.dev,
                                              ttnn.DRAM_MEMORY_CONFIG)
         t1 = time.time()
         self._rows_on_device(h, tx, ts, tg, tb, out, wt, row_tiles, wt if vecs else 0, work_cbs,
-                             unpack_to_dest=unpack_to_dest, pair=pair is not None, out_f32=out_f32)
+                             unpack_to_dest=unpack_to_dest, out_f32=out_f32)
         t2 = time.time()
         host = ttnn.from_device(out)
         if not out_f32:  # a bf16 host tensor's to_numpy is an object array: widen it first (exact)
@@ -405,11 +419,11 @@ class Worker(GraphOps):
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
     def _rows_on_device(self, h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, unpack_to_dest=(),
-                        pair=False, out_f32=False, b_col=0, vec_len=0):
+                        out_f32=False, b_col=0, vec_len=0):
         """The program of a row kernel on device tensors: x tx (fp32, row_tiles tile rows of wt tiles), the
         scaler tile ts, the vectors tg / tb (vec_tiles tiles each, vec_len real columns, b from column b_col of
-        its tensor's row 0: the reader splits the AdaLN [scale | shift] row) or, with pair, the
-        second matrix in tg; the output out (bf16, or fp32 with out_f32)."""
+        its tensor's row 0: the reader splits the AdaLN [scale | shift] row); the output out (bf16, or fp32
+        with out_f32)."""
         n_cores = max(1, min(h["cores"], row_tiles, self.dev.compute_with_storage_grid_size().x))
         per, extra = divmod(row_tiles, n_cores)
         runs, first = [], 0
@@ -421,7 +435,7 @@ class Worker(GraphOps):
         rd, cp, wr = ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
         for c, f, n in runs:
             rd[c][0] = [tx.buffer_address(), ts.buffer_address(), tg.buffer_address(), tb.buffer_address(), wt, f, n,
-                        vec_tiles, 1 if pair else 0, b_col, vec_len]
+                        vec_tiles, b_col, vec_len]
             cp[c][0] = [wt, n]
             wr[c][0] = [out.buffer_address(), f * wt, n * wt]
         f32, bf16 = (ttnn.float32, 4096), (ttnn.bfloat16, 2048)

@@ -8,8 +8,12 @@
 // tile (the bias replicated over its 32 rows) are unpacked straight to the fp32 DST (no 19-bit FPU
 // operands), so this is the emulator's finish_matmul + gelu_tanh + pack, op for op.
 // The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and defines GR00T_ACT_ROW. Read by reader_finish.cpp.
+// With GR00T_FINISH_RESIDUAL defined (the output projection's and the FF-down's ends), the residual add
+// rides here too: y = x_res + bf16(x + bias) in fp32 (CB 16 fp32), the fp32 stream's tile from CB 3, so the
+// block's new stream comes out of the matmul's end and no program of its own adds it (the emulator's
+// finish_matmul, then its fp32 add, op for op).
 // Runtime args: units; per unit cw, K pieces (1: no split). CBs (fp32): 0 the partials of one output tile (pieces),
-// 2 bias (cw); 16 y.
+// 2 bias (cw), 3 the stream's tile (GR00T_FINISH_RESIDUAL); 16 y.
 #include <cstdint>
 #include "api/compute/common.h"
 #include "api/compute/compute_kernel_hw_startup.h"
@@ -28,6 +32,10 @@ void kernel_main() {
     const uint32_t units = get_arg_val<uint32_t>(0);
     constexpr uint32_t cb_x = 0, cb_bias = 2, cb_y = 16;
     DataflowBuffer dfb_x(cb_x), dfb_bias(cb_bias), dfb_y(cb_y);
+#ifdef GR00T_FINISH_RESIDUAL
+    constexpr uint32_t cb_res = 3;
+    DataflowBuffer dfb_res(cb_res);
+#endif
 
     compute_kernel_hw_startup(cb_x, cb_y);
     copy_init(cb_x);
@@ -46,6 +54,11 @@ void kernel_main() {
             }
             copy_tile(cb_bias, t, 1);
             MATH((gr00t_sfpu::tile<gr00t_sfpu::bias_act_row>(0)));
+#ifdef GR00T_FINISH_RESIDUAL
+            dfb_res.wait_front(1);
+            copy_tile(cb_res, 0, 1);
+            MATH((gr00t_sfpu::tile<gr00t_sfpu::add_next_tile_row>(0)));
+#endif
             tile_regs_commit();
             dfb_y.reserve_back(1);
             tile_regs_wait();
@@ -53,6 +66,9 @@ void kernel_main() {
             tile_regs_release();
             dfb_y.push_back(1);
             dfb_x.pop_front(pieces);
+#ifdef GR00T_FINISH_RESIDUAL
+            dfb_res.pop_front(1);
+#endif
         }
         dfb_bias.pop_front(cw);
     }

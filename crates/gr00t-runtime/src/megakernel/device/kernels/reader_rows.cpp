@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reader of the row kernels (layernorm_rows.cpp, softmax_rows.cpp; RISCV_1): once, the reduce scaler tile
 // (CB 1) and, when vec_tiles > 0, the per-column vectors g and b (CBs 2 and 3, vec_tiles tiles each); then,
-// per tile row of this core, the row's Wt tiles of x (CB 0) and, when pair_rows is 1, the same tiles of
-// a second matrix held in g (CB 2: the residual add's other operand). All fp32 interleaved TILE tensors.
+// per tile row of this core, the row's Wt tiles of x (CB 0). All fp32 interleaved TILE tensors.
 // Runtime args: x, scaler, g, b addresses (unused ones may repeat another); Wt; first tile row; tile
-// rows; vec_tiles; pair_rows; b's first column in row 0 of its tensor; the vectors' real length. b may be
+// rows; vec_tiles; b's first column in row 0 of its tensor; the vectors' real length. b may be
 // the second half of g's tensor: the AdaLN matmul's [scale | shift] row, so the AdaLN split is part of
 // this read, not a program of its own. When b's first column is a whole tile (D = 1536) its tiles are
 // read as pages; otherwise (the tiny config's D = 40) the tiles holding row 0 of b are read into the
@@ -32,9 +31,8 @@ void kernel_main() {
     const uint32_t first_row = get_arg_val<uint32_t>(5);
     const uint32_t row_tiles = get_arg_val<uint32_t>(6);
     const uint32_t vec_tiles = get_arg_val<uint32_t>(7);
-    const uint32_t pair_rows = get_arg_val<uint32_t>(8);
-    const uint32_t b_col = get_arg_val<uint32_t>(9);
-    const uint32_t vec_len = get_arg_val<uint32_t>(10);
+    const uint32_t b_col = get_arg_val<uint32_t>(8);
+    const uint32_t vec_len = get_arg_val<uint32_t>(9);
     constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_g = 2, cb_b = 3, cb_scratch = 9;
     constexpr auto x_args = TensorAccessorArgs<0>();
     constexpr auto s_args = TensorAccessorArgs<x_args.next_compile_time_args_offset()>();
@@ -93,13 +91,5 @@ void kernel_main() {
         }
         noc.async_read_barrier();
         dfb_x.push_back(wt_count);
-        if (pair_rows) {
-            dfb_g.reserve_back(wt_count);
-            for (uint32_t wt = 0; wt < wt_count; ++wt) {
-                noc.async_read(g, dfb_g, page, {.page_id = r * wt_count + wt}, {.offset_bytes = wt * page});
-            }
-            noc.async_read_barrier();
-            dfb_g.push_back(wt_count);
-        }
     }
 }

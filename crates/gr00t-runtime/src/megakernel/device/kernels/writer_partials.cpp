@@ -2,7 +2,11 @@
 // Writer of one compute core's output tiles (RISCV_0): the fp32 partial C[m, n] of K piece `piece`
 // goes to page (piece * m_tiles + m) * n_tiles + n of the interleaved fp32 TILE output
 // [k_split * m_tiles * 32, n_tiles * 32], in the order the compute kernel packs them (n outer, m inner).
-// Runtime args: jobs; per job 6 words: output address, piece, n_start, n_count, m_tiles, n_tiles.
+// When the matmuls' ends run in the same program on other cores (graph.rs, "matmul_end"), this core then
+// tells each of them that its partials are in DRAM: once every write is acknowledged, an atomic increment
+// of semaphore 0 on each end core (whose reader waits for one from every matmul core).
+// Runtime args: jobs; per job 6 words: output address, piece, n_start, n_count, m_tiles, n_tiles; then
+// the end cores to signal (0: none) and each one's NOC x and y.
 // Compile-time args: an output's accessor args (every job's output is an interleaved fp32 TILE tensor).
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
@@ -36,4 +40,11 @@ void kernel_main() {
         }
     }
     noc.async_write_barrier();
+    const uint32_t s = 1 + jobs * 6;
+    const uint32_t ends = get_arg_val<uint32_t>(s);
+    for (uint32_t e = 0; e < ends; ++e) {
+        const uint32_t x = get_arg_val<uint32_t>(s + 1 + 2 * e), y = get_arg_val<uint32_t>(s + 2 + 2 * e);
+        noc_semaphore_inc(get_noc_addr(x, y, get_semaphore(0)), 1);
+    }
+    noc_async_atomic_barrier();
 }
