@@ -166,13 +166,14 @@ fn sim_predict_stats_json_counts_the_step_graph() {
         "num_inference_timesteps",
     );
     // One exchange per step runs every block's programs on the device (docs/blackhole.md §11):
-    // one program for every block's AdaLN, then 7 per block: 2 LayerNorms, attention and 4
-    // matmuls, each with its end in the same program behind a semaphore (a self block's Q, K
-    // and V share one; a cross block's K/V are computed once per observation, outside the
-    // steps; no relayout programs: the head split and merge and the AdaLN split ride in the
-    // attention and LayerNorm readers and writers; the residual adds ride in the output
-    // projection's and FF-down's ends).
-    let programs = 1 + 7 * layers;
+    // one program for every block's AdaLN, then 4 per block, one per matmul, each with its end
+    // in the same program behind a semaphore, and the step that makes its input (the LayerNorm
+    // before Q, attention before the output projection, the LayerNorm before FF-up) in it too,
+    // behind a semaphore (a self block's Q, K and V share one; a cross block's K/V are computed
+    // once per observation, outside the steps; no relayout programs: the head split and merge
+    // and the AdaLN split ride in the attention and LayerNorm readers and writers; the residual
+    // adds ride in the output projection's and FF-down's ends).
+    let programs = 1 + 4 * layers;
     assert_eq!(d["steps"], steps, "{s}");
     assert_eq!(d["programs_per_step"], programs, "{s}");
     // Only the step's tokens and SiLU(temb) go in (f32, real values), the stream comes back.

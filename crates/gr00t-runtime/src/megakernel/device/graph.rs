@@ -4,10 +4,12 @@
 //! in and the last block's stream comes back.
 //!
 //! A matmul and its end (`kernels/bias_act_rows.cpp`: the K pieces summed, the bias, bf16, GELU
-//! or the residual add) are one program: the matmul kernels on the plan's cores, the end's on the
-//! grid's other cores, and between them a barrier on the device (each matmul core's writer
-//! increments a semaphore on every end core once its partials are written; the end's reader
-//! waits for all of them), as independent matmuls (a self block's Q, K and V) share it.
+//! or the residual add) are one program, and so is the LayerNorm or attention before it when it
+//! makes the matmul's input: the matmul kernels on the plan's cores, the others' on the
+//! grid's other cores, and between the phases a barrier on the device (each core's writer
+//! increments a semaphore on every core of the next phase once its writes are acknowledged; that
+//! phase's reader waits for all of them). Independent matmuls (a self block's Q, K and V) share
+//! it too.
 //!
 //! First every block's AdaLN (it depends on SiLU(temb) alone): one program for all blocks. Then per block
 //! (the emulator's `run_step_with`, op for op): LayerNorm with the AdaLN modulation
@@ -16,10 +18,11 @@
 //! (`kernels/attention_head.cpp`; its reader cuts the heads out of the `[tokens, D]`
 //! projections, its writer puts them back) → the output projection, whose end adds the residual
 //! stream (`GR00T_FINISH_RESIDUAL`) → the plain LayerNorm → FF-up with GELU → FF-down, whose end
-//! adds the stream again. No program only moves data, none only adds, none only ends a matmul:
-//! 1 program, then 7 per block (57 for the tiny config's 8 blocks; 90 with each matmul's end a
-//! program of its own, 106 with the residual adds too, 168 when relayouts and one matmul per
-//! program made them 24 and 18).
+//! adds the stream again. Every program holds a matmul: 1, then 4 per block (33 for the tiny
+//! config's 8 blocks: the AdaLN LayerNorm with Q (K, V), attention with the output projection,
+//! the plain LayerNorm with FF-up, FF-down; 57 with the LayerNorms and attention programs of
+//! their own, 90 with each matmul's end too, 106 with the residual adds too, 168 when relayouts
+//! and one matmul per program made them 24 and 18).
 //!
 //! The cross blocks' K and V depend only on the observation's context: [`observation_graph`]
 //! computes them once per observation into device tensors the steps read.
@@ -289,9 +292,27 @@ impl<'a> Graph<'a> {
             "jobs": ends, "out_f32": out_f32 || stream.is_some(), "unit_tiles": FINISH_UNIT_TILES,
             "kernels": {"reader": reader, "compute": compute, "writer": writer},
         });
-        // One program: the matmul on the plan's cores, the ends on others, a semaphore between.
+        // One program: the matmul on the plan's cores, the ends on others, a semaphore between;
+        // and the LayerNorm or attention that makes the matmul's input, when it is the step just
+        // before, on other cores again, a semaphore between it and the matmul.
+        let before = match self.steps.last() {
+            Some(s)
+                if (s["kind"] == "rows" || s["kind"] == "attention")
+                    && jobs.iter().all(|j| s["out"].as_str() == Some(j.2)) =>
+            {
+                self.steps.pop()
+            }
+            _ => None,
+        };
+        let label = match &before {
+            Some(b) => {
+                let what = b["label"].as_str().or(b["kind"].as_str()).unwrap_or("rows");
+                format!("{what} + {label}")
+            }
+            None => label,
+        };
         self.steps.push(json!({
-            "kind": "matmul_end", "matmul": mm, "finish": finish, "label": label,
+            "kind": "matmul_end", "before": before, "matmul": mm, "finish": finish, "label": label,
         }));
         Ok(())
     }
@@ -410,7 +431,7 @@ impl<'a> Graph<'a> {
         let mut free: Vec<String> = self
             .steps
             .iter()
-            .flat_map(|s| [s, &s["matmul"], &s["finish"]])
+            .flat_map(|s| [s, &s["before"], &s["matmul"], &s["finish"]])
             .flat_map(|s| {
                 let jobs = s["jobs"].as_array().map_or(&[][..], Vec::as_slice);
                 std::iter::once(s).chain(jobs)

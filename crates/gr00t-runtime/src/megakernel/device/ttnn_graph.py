@@ -65,24 +65,19 @@ class GraphOps:
             if "kernel" in st:
                 st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
             t1 = time.time()
-            if kind == "matmul_end":  # independent matmuls and their ends: one program (_matmul_end)
-                mm, end = ({**p, "kernels": {r: sources.get(n, n) for r, n in p["kernels"].items()}}
-                           for p in (st["matmul"], st["finish"]))
-                self._matmul_end(mm, end, b)
+            if kind == "matmul_end":  # [a row step,] independent matmuls and their ends: one program
+                mm, end, before = ({**p, "kernels": {r: sources.get(n, n) for r, n in p["kernels"].items()}}
+                                   if p else None for p in (st["matmul"], st["finish"], st.get("before")))
+                self._matmul_end(mm, end, b, before)
             elif kind == "rows":
-                out = self._alloc(st["out"], st["row_tiles"] * 32, st["wt"] * 32, "f32" if st["out_f32"] else "bf16")
-                sc = b[st["scaler"]]
-                self._rows_on_device(st, b[st["x"]], sc, b[st.get("g") or st["scaler"]], b[st.get("b") or st["scaler"]],
-                                     out, st["wt"], st["row_tiles"], st["vec_tiles"],
-                                     {int(i): n for i, n in st["work_cbs"].items()},
-                                     unpack_to_dest=tuple(st["unpack_to_dest"]),
-                                     out_f32=st["out_f32"], b_col=st["b_col"], vec_len=st["vec_len"])
+                kernels, cbs, tensors, _ = self._rows_step_parts(st, b)
+                self._launch(tensors, kernels, cbs)
             elif kind == "relayout":
                 out = self._alloc(st["dst"], st["rows"] * 32, st["dst_w"] * 32, st["dtype"])
                 self._relayout_on_device(st, b[st["src"]], out)
             elif kind == "attention":
-                out = self._alloc(st["out"], st["mp"], -(-st["heads"] * st["hd"] // 32) * 32, "bf16")
-                self._attention_on_device(st, b[st["q"]], b[st["k"]], b[st["v"]], b[st["scaler"]], b[st["mask"]], out)
+                kernels, cbs, tensors, _ = self._attention_step_parts(st, b)
+                self._launch(tensors, kernels, cbs)
             else:
                 raise RuntimeError(f"graph: unknown step kind {kind!r}")
             launched += 1
@@ -101,28 +96,58 @@ class GraphOps:
                 ttnn.deallocate(t)
         return {"programs": launched, "by_label": times, "total_ms": (time.time() - t0) * 1e3}, b"".join(outs)
 
-    def _matmul_end(self, mm, end, b):
+    def _rows_step_parts(self, st, b, cores=None, signal=()):
+        """A graph's row step (LayerNorm) as _rows_parts, its output allocated under its name."""
+        out = self._alloc(st["out"], st["row_tiles"] * 32, st["wt"] * 32, "f32" if st["out_f32"] else "bf16")
+        return self._rows_parts(st, b[st["x"]], b[st["scaler"]], b[st.get("g") or st["scaler"]],
+                                b[st.get("b") or st["scaler"]], out, st["wt"], st["row_tiles"], st["vec_tiles"],
+                                {int(i): n for i, n in st["work_cbs"].items()},
+                                unpack_to_dest=tuple(st["unpack_to_dest"]), out_f32=st["out_f32"],
+                                b_col=st["b_col"], vec_len=st["vec_len"], cores=cores, signal=signal)
+
+    def _attention_step_parts(self, st, b, cores=None, signal=()):
+        """A graph's attention step as _attention_parts, its output allocated under its name."""
+        out = self._alloc(st["out"], st["mp"], -(-st["heads"] * st["hd"] // 32) * 32, "bf16")
+        return self._attention_parts(st, b[st["q"]], b[st["k"]], b[st["v"]], b[st["scaler"]], b[st["mask"]], out,
+                                     cores=cores, signal=signal)
+
+    def _noc(self, cores):
+        """The NOC coordinates [(x, y)] of logical cores, as kernels address them."""
+        return [(c.x, c.y) for c in (self.dev.worker_core_from_logical_core(ttnn.CoreCoord(*xy)) for xy in cores)]
+
+    def _matmul_end(self, mm, end, b, before=None):
         """Independent matmuls (mm["jobs"]: each job's fp32 partials per K piece, allocated here under its
         "out") and their ends (end["jobs"]: the K pieces summed, the bias, bf16, GELU or the residual add) as
-        ONE program: the matmul kernels on the plan's cores, the ends' on other cores of the grid, and a
-        barrier between them on the device: each matmul core's writer, once its partials are written,
-        increments semaphore 0 of every end core, whose reader waits for one increment per matmul core. The
-        end cannot start on a column before every K piece of it is in DRAM, and the pieces come from
-        different cores: this is the one dependency between the two halves."""
+        ONE program, with the step that makes their activations (before: a LayerNorm or the attention) in it
+        too when given. The matmul kernels run on the plan's cores; before's and the ends' on other cores of the
+        grid; between the phases, barriers on the device: each core of a phase, once its writes are
+        acknowledged, increments semaphore 0 of every core of the next, whose reader waits for one increment
+        per core before it reads. A phase cannot start before every piece of its input is in DRAM, and the
+        pieces come from different cores: these are the only dependencies between the phases."""
+        grid = self.dev.compute_with_storage_grid_size()
+        mm_cores = sorted({(u["x"], u["y"]) for j in mm["jobs"] for u in j["units"]})
+        kernels, cbs, tensors, taken = [], [], {}, set(mm_cores)
+        before_cores = []
+        if before is not None:
+            free = [(x_, y_) for y_ in range(grid.y) for x_ in range(grid.x) if (x_, y_) not in taken]
+            parts = self._attention_step_parts if before["kind"] == "attention" else self._rows_step_parts
+            k_, c_, t_, before_cores = parts(before, b, cores=free, signal=self._noc(mm_cores))
+            kernels, cbs, tensors = kernels + k_, cbs + c_, {**tensors, **t_}
+            taken |= set(before_cores)
+        # After the step before: its output, allocated there, is the matmuls' input.
         mm_jobs = [(j, b[j["act"]], self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
                     j["mt"]) for j in mm["jobs"]]
-        mm_cores = sorted({(u["x"], u["y"]) for j in mm["jobs"] for u in j["units"]})
         dt_ = "f32" if end["out_f32"] else "bf16"
         end_jobs = [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_),
                      b[j["res"]] if j.get("res") else None) for j in end["jobs"]]
-        e_kernels, e_cbs, e_tensors, e_cores = self._finish_parts(end, end_jobs, producers=len(mm_cores),
-                                                                  avoid=mm_cores)
-        noc = [self.dev.worker_core_from_logical_core(ttnn.CoreCoord(x_, y_)) for x_, y_ in e_cores]
-        m_kernels, m_cbs, m_tensors, _ = self._matmul_parts(mm, mm_jobs, signal=[(c.x, c.y) for c in noc])
-        ranges = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(x_, y_), ttnn.CoreCoord(x_, y_))
-                                    for x_, y_ in e_cores])
+        k_, c_, t_, e_cores = self._finish_parts(end, end_jobs, producers=len(mm_cores), avoid=taken)
+        kernels, cbs, tensors = kernels + k_, cbs + c_, {**tensors, **t_}
+        k_, c_, t_, _ = self._matmul_parts(mm, mm_jobs, signal=self._noc(e_cores), producers=len(before_cores))
+        kernels, cbs, tensors = k_ + kernels, c_ + cbs, {**t_, **tensors}
+        waiting = e_cores + (mm_cores if before_cores else [])
+        ranges = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*xy), ttnn.CoreCoord(*xy)) for xy in waiting])
         sem = ttnn.SemaphoreDescriptor(id=0, core_type=ttnn.CoreType.WORKER, core_ranges=ranges, initial_value=0)
-        self._launch({**m_tensors, **e_tensors}, m_kernels + e_kernels, m_cbs + e_cbs, semaphores=[sem])
+        self._launch(tensors, kernels, cbs, semaphores=[sem])
 
     def _relayout_on_device(self, st, src, dst):
         """Our relayout_tiles.cpp (data movement only) from src to dst: the dst tile rows shared over

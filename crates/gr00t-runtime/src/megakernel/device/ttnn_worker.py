@@ -148,13 +148,14 @@ class Worker(GraphOps):
         kernels, cbs, tensors, _ = self._matmul_parts(h, jobs)
         self._launch(tensors, kernels, cbs)
 
-    def _matmul_parts(self, h, jobs, signal=()):
+    def _matmul_parts(self, h, jobs, signal=(), producers=0):
         """The kernels and CBs of one program for several independent matmuls ("jobs": (header, act, out, mt)
         each, as _matmul_program's): a core that holds units of several does them in turn, so they cost one
         launch. The kernels, dtypes and fidelity are h's (every job's are the same); the CBs the largest any
         job's plan gives. signal: NOC coordinates of the cores whose semaphore 0 each matmul core increments
-        when its partials are written (their ends, in the same program). Also answers the tensors {id: tensor}
-        and the matmul cores [(x, y)]."""
+        when its partials are written (their ends, in the same program); producers: the cores of an earlier
+        phase of the same program each matmul reader waits for (its semaphore 0) before reading activations.
+        Also answers the tensors {id: tensor} and the matmul cores [(x, y)]."""
         arena = self.buffers[h["arena"]]
         per_core = {}  # (x, y) -> [(job header, unit, act, out, mt)]
         for jh, act, out, mt in jobs:
@@ -172,7 +173,7 @@ class Worker(GraphOps):
             ttnn.CBDescriptor(total_size=cb["out"] * 4096, core_ranges=cores, format_descriptors=[
                 ttnn.CBFormatDescriptor(buffer_index=2, data_format=ttnn.float32, page_size=4096)]),
         ]
-        rd, cp, wr = ({xy: [arena.buffer_address(), len(work), cb["act"], cb["weights"]] + [
+        rd, cp, wr = ({xy: [arena.buffer_address(), len(work), cb["act"], cb["weights"], producers] + [
             v for jh, u, act, out, mt in work
             for v in (act.buffer_address(), u["first_tile"], u["n_count"], u["k_start"], u["k_count"], mt, jh["kt"])]
             for xy, work in per_core.items()},
@@ -235,7 +236,7 @@ class Worker(GraphOps):
         for c, f, n in runs:
             rd[c][0] = [inp.buffer_address(), f, n]
             cp[c][0] = [n]
-            wr[c][0] = [out.buffer_address(), f, n]
+            wr[c][0] = [out.buffer_address(), f, n, 0]
         cbs = [ttnn.CBDescriptor(total_size=2 * page[name], core_ranges=cores, format_descriptors=[
             ttnn.CBFormatDescriptor(buffer_index=i, data_format=dt[name], page_size=page[name])])
             for i, name in ((0, h["in_dtype"]), (16, h["out_dtype"]))]
@@ -418,30 +419,39 @@ class Worker(GraphOps):
             ttnn.deallocate(t)
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
-    def _rows_on_device(self, h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, unpack_to_dest=(),
-                        out_f32=False, b_col=0, vec_len=0):
-        """The program of a row kernel on device tensors: x tx (fp32, row_tiles tile rows of wt tiles), the
-        scaler tile ts, the vectors tg / tb (vec_tiles tiles each, vec_len real columns, b from column b_col of
-        its tensor's row 0: the reader splits the AdaLN [scale | shift] row); the output out (bf16, or fp32
-        with out_f32)."""
-        n_cores = max(1, min(h["cores"], row_tiles, self.dev.compute_with_storage_grid_size().x))
+    def _rows_on_device(self, h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, **kw):
+        """The program of a row kernel on device tensors: _rows_parts, launched."""
+        kernels, cbs, tensors, _ = self._rows_parts(h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, **kw)
+        self._launch(tensors, kernels, cbs)
+
+    def _rows_parts(self, h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, unpack_to_dest=(),
+                    out_f32=False, b_col=0, vec_len=0, cores=None, signal=()):
+        """The kernels and CBs of a row kernel's program on device tensors: x tx (fp32, row_tiles tile rows of
+        wt tiles), the scaler tile ts, the vectors tg / tb (vec_tiles tiles each, vec_len real columns, b from
+        column b_col of its tensor's row 0: the reader splits the AdaLN [scale | shift] row); the output out
+        (bf16, or fp32 with out_f32). Tile rows are shared over up to h["cores"] of cores (default: the grid's
+        first row); signal: NOC coordinates of the cores each writer increments semaphore 0 of once its
+        tiles are written (the next phase, in the same program). Also answers the tensors and the cores."""
+        cores = cores or [(c, 0) for c in range(self.dev.compute_with_storage_grid_size().x)]
+        n_cores = max(1, min(h["cores"], row_tiles, len(cores)))
         per, extra = divmod(row_tiles, n_cores)
         runs, first = [], 0
         for c in range(n_cores):
             count = per + (1 if c < extra else 0)
-            runs.append((c, first, count))
+            runs.append((cores[c], first, count))
             first += count
-        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(c, 0), ttnn.CoreCoord(c, 0)) for c, _, _ in runs])
+        used = [xy for xy, _, _ in runs]
+        ranges = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*xy), ttnn.CoreCoord(*xy)) for xy in used])
         rd, cp, wr = ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
-        for c, f, n in runs:
-            rd[c][0] = [tx.buffer_address(), ts.buffer_address(), tg.buffer_address(), tb.buffer_address(), wt, f, n,
-                        vec_tiles, b_col, vec_len]
-            cp[c][0] = [wt, n]
-            wr[c][0] = [out.buffer_address(), f * wt, n * wt]
+        for (x_, y_), f, n in runs:
+            rd[x_][y_] = [tx.buffer_address(), ts.buffer_address(), tg.buffer_address(), tb.buffer_address(), wt, f,
+                          n, vec_tiles, b_col, vec_len]
+            cp[x_][y_] = [wt, n]
+            wr[x_][y_] = [out.buffer_address(), f * wt, n * wt, len(signal)] + [c for xy in signal for c in xy]
         f32, bf16 = (ttnn.float32, 4096), (ttnn.bfloat16, 2048)
         cb_pages = {0: (f32, wt), 1: (f32, 1), 16: (f32 if out_f32 else bf16, 2)}
         cb_pages.update({i: (f32, n) for i, n in work_cbs.items()})
-        cbs = [ttnn.CBDescriptor(total_size=n * fmt[1], core_ranges=cores, format_descriptors=[
+        cbs = [ttnn.CBDescriptor(total_size=n * fmt[1], core_ranges=ranges, format_descriptors=[
             ttnn.CBFormatDescriptor(buffer_index=i, data_format=fmt[0], page_size=fmt[1])])
             for i, (fmt, n) in cb_pages.items()]
         src = ttnn.KernelDescriptor.SourceType.SOURCE_CODE
@@ -451,17 +461,17 @@ class Worker(GraphOps):
         if unpack_to_dest:  # one entry per CB index
             cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32 if i in unpack_to_dest
                                        else ttnn.UnpackToDestMode.Default for i in range(64)]
-        prog = ttnn.ProgramDescriptor(kernels=[
-            ttnn.KernelDescriptor(kernel_source=k["reader"], source_type=src, core_ranges=cores,
+        kernels = [
+            ttnn.KernelDescriptor(kernel_source=k["reader"], source_type=src, core_ranges=ranges,
                                   compile_time_args=acc(tx) + acc(ts) + acc(tg) + acc(tb),
                                   runtime_args=rd, config=ttnn.ReaderConfigDescriptor()),
-            ttnn.KernelDescriptor(kernel_source=k["writer"], source_type=src, core_ranges=cores,
-                                  compile_time_args=acc(out), runtime_args=wr, config=ttnn.WriterConfigDescriptor()),
-            ttnn.KernelDescriptor(kernel_source=k["compute"], source_type=src, core_ranges=cores,
+            ttnn.KernelDescriptor(kernel_source=k["writer"], source_type=src, core_ranges=ranges,
+                                  compile_time_args=acc(out) + [len(signal)], runtime_args=wr,
+                                  config=ttnn.WriterConfigDescriptor()),
+            ttnn.KernelDescriptor(kernel_source=k["compute"], source_type=src, core_ranges=ranges,
                                   compile_time_args=[], runtime_args=cp, config=cfg),
-        ], semaphores=[], cbs=cbs)
-        ttnn.generic_op([tx, ts, tg, tb, out], prog)
-        ttnn.synchronize_device(self.dev)
+        ]
+        return kernels, cbs, {id(t): t for t in (tx, ts, tg, tb, out)}, used
 
     def op_attention(self, h, payload):
         """Attention per head on the device (our attention_head.cpp, its reader cutting the heads out and its
@@ -497,15 +507,22 @@ class Worker(GraphOps):
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
     def _attention_on_device(self, h, tq, tk, tv, ts, tm, out):
-        """The attention program on device tensors: q [mp, dw], k and v [np, dw] (bf16, dw = heads * hd padded
-        to whole tiles: the projections' own layout), the scaler tile ts, the key mask tm (fp32, [32, np],
-        row 0), the output out [mp, dw] (bf16). The reader splits the heads, the writer merges them; a core
-        owns whole output tiles, so the heads go out in runs whose columns start on a tile boundary."""
+        """The attention program on device tensors: _attention_parts, launched."""
+        kernels, cbs, tensors, _ = self._attention_parts(h, tq, tk, tv, ts, tm, out)
+        self._launch(tensors, kernels, cbs)
+
+    def _attention_parts(self, h, tq, tk, tv, ts, tm, out, cores=None, signal=()):
+        """The kernels and CBs of the attention program on device tensors: q [mp, dw], k and v [np, dw] (bf16,
+        dw = heads * hd padded to whole tiles: the projections' own layout), the scaler tile ts, the key mask tm
+        (fp32, [32, np], row 0), the output out [mp, dw] (bf16). The reader splits the heads, the writer merges
+        them; a core owns whole output tiles, so the heads go out in runs whose columns start on a tile
+        boundary. Up to h["cores"] of cores (default: the grid's first row); signal: as _rows_parts'. Also
+        answers the tensors and the cores."""
         heads, mp, np_, hd = h["heads"], h["mp"], h["np"], h["hd"]
         mt, nt, dt, w = mp // 32, np_ // 32, -(-hd // 32), -(-heads * hd // 32)
         starts = [g for g in range(heads) if g * hd % 32 == 0]  # runs of heads that own whole tiles
-        grid = self.dev.compute_with_storage_grid_size()
-        n_cores = max(1, min(h["cores"], len(starts), grid.x))
+        cores = cores or [(c, 0) for c in range(self.dev.compute_with_storage_grid_size().x)]
+        n_cores = max(1, min(h["cores"], len(starts), len(cores)))
         per, extra = divmod(len(starts), n_cores)
         runs, first = [], 0
         for c in range(n_cores):
@@ -513,16 +530,18 @@ class Worker(GraphOps):
             h0 = starts[first]
             h1 = starts[first + count] if first + count < len(starts) else heads
             c0, c1 = h0 * hd // 32, -(-h1 * hd // 32)
-            runs.append((c, h0, h1 - h0, c0, c1 - c0))
+            runs.append((cores[c], h0, h1 - h0, c0, c1 - c0))
             first += count
         cw_max = max(r[4] for r in runs)
-        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(c, 0), ttnn.CoreCoord(c, 0)) for c, *_ in runs])
+        used = [r[0] for r in runs]
+        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*xy), ttnn.CoreCoord(*xy)) for xy in used])
         rd, cp, wr = ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
-        for c, f, n, c0, cw in runs:
-            rd[c][0] = [tq.buffer_address(), tk.buffer_address(), tv.buffer_address(), ts.buffer_address(),
-                        tm.buffer_address(), f, n, mt, nt, dt, hd, w, w]
-            cp[c][0] = [n, mt, nt, dt]
-            wr[c][0] = [out.buffer_address(), f, n, mt, dt, hd, w, c0, cw]
+        for (x_, y_), f, n, c0, cw in runs:
+            rd[x_][y_] = [tq.buffer_address(), tk.buffer_address(), tv.buffer_address(), ts.buffer_address(),
+                          tm.buffer_address(), f, n, mt, nt, dt, hd, w, w]
+            cp[x_][y_] = [n, mt, nt, dt]
+            wr[x_][y_] = [out.buffer_address(), f, n, mt, dt, hd, w, c0, cw, len(signal)] + [
+                c for xy in signal for c in xy]
         f32, bf16 = (ttnn.float32, 4096), (ttnn.bfloat16, 2048)
         cb_pages = {0: (bf16, mt * dt), 1: (f32, 1), 2: (bf16, nt * dt), 3: (bf16, nt * dt), 4: (bf16, 1),
                     5: (f32, nt), 6: (bf16, dt + 1), 8: (f32, nt), 9: (f32, nt), 10: (f32, nt), 11: (f32, 1),
@@ -533,18 +552,18 @@ class Worker(GraphOps):
         src = ttnn.KernelDescriptor.SourceType.SOURCE_CODE
         kk = h["kernels"]
         acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
-        prog = ttnn.ProgramDescriptor(kernels=[
+        kernels = [
             ttnn.KernelDescriptor(kernel_source=kk["reader"], source_type=src, core_ranges=cores,
                                   compile_time_args=acc(tq) + acc(tk) + acc(tv) + acc(ts) + acc(tm),
                                   runtime_args=rd, config=ttnn.ReaderConfigDescriptor()),
             ttnn.KernelDescriptor(kernel_source=kk["writer"], source_type=src, core_ranges=cores,
-                                  compile_time_args=acc(out), runtime_args=wr, config=ttnn.WriterConfigDescriptor()),
+                                  compile_time_args=acc(out) + [len(signal)], runtime_args=wr,
+                                  config=ttnn.WriterConfigDescriptor()),
             ttnn.KernelDescriptor(kernel_source=kk["compute"], source_type=src, core_ranges=cores,
                                   compile_time_args=[], runtime_args=cp, config=ttnn.ComputeConfigDescriptor(
                                       math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)),
-        ], semaphores=[], cbs=cbs)
-        ttnn.generic_op([tq, tk, tv, ts, tm, out], prog)
-        ttnn.synchronize_device(self.dev)
+        ]
+        return kernels, cbs, {id(t): t for t in (tq, tk, tv, ts, tm, out)}, used
 
     def op_close(self, h, _):
         if self.dev is not None:

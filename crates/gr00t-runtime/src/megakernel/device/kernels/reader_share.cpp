@@ -13,7 +13,10 @@
 // A reservation must not run past the end of its CB (the kernels index a block as contiguous pages), and
 // jobs' blocks differ in size: before a block that would, both sides skip the CB's last pages (the reader
 // pushes them unwritten, the compute kernel pops them unread), so every block starts contiguous.
-// Runtime args: the arena address; jobs; CB 0's and CB 1's pages; per job 7 words: act address, absolute
+// When an earlier phase of the same program writes the activations (a LayerNorm, graph.rs), the reader
+// first waits until each of that phase's cores has incremented this core's semaphore 0.
+// Runtime args: the arena address; jobs; CB 0's and CB 1's pages; the cores to wait for (0: none); per
+// job 7 words: act address, absolute
 // arena page of the share's first tile, n_count, k_start, k_count, m_tiles, act_kt. Compile-time args: an activation's accessor
 // args (every job's activation is an interleaved bf16 TILE tensor), the arena's.
 #include <cstdint>
@@ -48,8 +51,11 @@ void kernel_main() {
         at = (at + n) % pages;
     };
 
+    if (const uint32_t producers = get_arg_val<uint32_t>(4); producers > 0) {
+        noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), producers);
+    }
     for (uint32_t j = 0; j < jobs; ++j) {
-        const uint32_t a = 4 + j * 7;
+        const uint32_t a = 5 + j * 7;
         const auto act = TensorAccessor(act_args, get_arg_val<uint32_t>(a));
         const uint32_t first_tile = get_arg_val<uint32_t>(a + 1);
         const uint32_t n_count = get_arg_val<uint32_t>(a + 2);

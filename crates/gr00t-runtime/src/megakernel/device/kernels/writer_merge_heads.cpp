@@ -10,7 +10,9 @@
 // them. Columns move face by face (a local NoC read per 16 x 16 face) when hd and the head's first column
 // are whole faces, else element by element in the tile's face order.
 // Runtime args: output address; first head; heads; mt; dt; hd; the output's width (tiles); this core's
-// first output tile column; its tile columns. Compile-time args: the output's accessor args.
+// first output tile column; its tile columns; the cores to signal when the output is written (0: none;
+// the output projection's, in the same program) and each one's NOC x and y. Compile-time args: the
+// output's accessor args.
 // CBs: 16 the compute kernel's output (bf16), 17 the assembly (mt * tile columns bf16 pages).
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
@@ -76,4 +78,10 @@ void kernel_main() {
         }
     }
     noc_async_write_barrier();
+    // The output projection reads this in the same program (graph.rs): tell each of its cores.
+    for (uint32_t e = 0, n = get_arg_val<uint32_t>(9); e < n; ++e) {
+        noc_semaphore_inc(get_noc_addr(get_arg_val<uint32_t>(10 + 2 * e), get_arg_val<uint32_t>(11 + 2 * e),
+                                       get_semaphore(0)), 1);
+    }
+    noc_async_atomic_barrier();
 }

@@ -41,10 +41,9 @@ void kernel_main() {
     }
     noc.async_write_barrier();
     const uint32_t s = 1 + jobs * 6;
-    const uint32_t ends = get_arg_val<uint32_t>(s);
-    for (uint32_t e = 0; e < ends; ++e) {
-        const uint32_t x = get_arg_val<uint32_t>(s + 1 + 2 * e), y = get_arg_val<uint32_t>(s + 2 + 2 * e);
-        noc_semaphore_inc(get_noc_addr(x, y, get_semaphore(0)), 1);
+    for (uint32_t e = 0, n = get_arg_val<uint32_t>(s); e < n; ++e) {
+        noc_semaphore_inc(get_noc_addr(get_arg_val<uint32_t>(s + 1 + 2 * e), get_arg_val<uint32_t>(s + 2 + 2 * e),
+                                       get_semaphore(0)), 1);
     }
     noc_async_atomic_barrier();
 }

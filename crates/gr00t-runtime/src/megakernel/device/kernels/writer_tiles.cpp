@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // DRAM writer of a run of whole tiles (RISCV_0): CB 16's tiles, in order, to pages first .. first + count
-// of an interleaved TILE tensor. Runtime args: buffer address, first page, page count. Compile-time args:
-// the tensor's accessor args.
+// of an interleaved TILE tensor. When the next phase of the same program reads them (a LayerNorm before its
+// matmul, graph.rs), it then increments semaphore 0 of each of that phase's cores once every write is
+// acknowledged. Runtime args: buffer address, first page, page count, the cores to signal (0: none) and
+// each one's NOC x and y. Compile-time args: the tensor's accessor args.
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
@@ -25,4 +27,9 @@ void kernel_main() {
         dfb.pop_front(1);
     }
     noc.async_write_barrier();
+    for (uint32_t e = 0, n = get_arg_val<uint32_t>(3); e < n; ++e) {
+        noc_semaphore_inc(get_noc_addr(get_arg_val<uint32_t>(4 + 2 * e), get_arg_val<uint32_t>(5 + 2 * e),
+                                       get_semaphore(0)), 1);
+    }
+    noc_async_atomic_barrier();
 }
