@@ -65,7 +65,7 @@ class GraphOps:
             if "kernel" in st:
                 st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
             t1 = time.time()
-            if kind == "matmul_end":  # [a row step,] independent matmuls and their ends: one program
+            if kind == "matmul_end":  # [the step before,] independent matmuls and their ends: one program
                 mm, end, before = ({**p, "kernels": {r: sources.get(n, n) for r, n in p["kernels"].items()}}
                                    if p else None for p in (st["matmul"], st["finish"], st.get("before")))
                 self._matmul_end(mm, end, b, before)

@@ -408,8 +408,9 @@ class Worker(GraphOps):
         out = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, d]), out_dt, ttnn.TILE_LAYOUT, self.dev,
                                              ttnn.DRAM_MEMORY_CONFIG)
         t1 = time.time()
-        self._rows_on_device(h, tx, ts, tg, tb, out, wt, row_tiles, wt if vecs else 0, work_cbs,
-                             unpack_to_dest=unpack_to_dest, out_f32=out_f32)
+        kernels, cbs, tensors, _ = self._rows_parts(h, tx, ts, tg, tb, out, wt, row_tiles, wt if vecs else 0,
+                                                    work_cbs, unpack_to_dest=unpack_to_dest, out_f32=out_f32)
+        self._launch(tensors, kernels, cbs)
         t2 = time.time()
         host = ttnn.from_device(out)
         if not out_f32:  # a bf16 host tensor's to_numpy is an object array: widen it first (exact)
@@ -418,11 +419,6 @@ class Worker(GraphOps):
         for t in {id(t): t for t in (tx, ts, tg, tb, out)}.values():
             ttnn.deallocate(t)
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
-
-    def _rows_on_device(self, h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, **kw):
-        """The program of a row kernel on device tensors: _rows_parts, launched."""
-        kernels, cbs, tensors, _ = self._rows_parts(h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, **kw)
-        self._launch(tensors, kernels, cbs)
 
     def _rows_parts(self, h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, unpack_to_dest=(),
                     out_f32=False, b_col=0, vec_len=0, cores=None, signal=()):
@@ -499,17 +495,13 @@ class Worker(GraphOps):
         out = ttnn.allocate_tensor_on_device(ttnn.Shape([mp, dw]), ttnn.bfloat16, ttnn.TILE_LAYOUT,
                                              self.dev, ttnn.DRAM_MEMORY_CONFIG)
         t1 = time.time()
-        self._attention_on_device(h, tq, tk, tv, ts, tm, out)
+        kernels, cbs, tensors, _ = self._attention_parts(h, tq, tk, tv, ts, tm, out)
+        self._launch(tensors, kernels, cbs)
         t2 = time.time()
         got = np.ascontiguousarray(ttnn.to_dtype(ttnn.from_device(out), ttnn.float32).to_numpy(), dtype=np.float32)
         for t in (tq, tk, tv, ts, tm, out):
             ttnn.deallocate(t)
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
-
-    def _attention_on_device(self, h, tq, tk, tv, ts, tm, out):
-        """The attention program on device tensors: _attention_parts, launched."""
-        kernels, cbs, tensors, _ = self._attention_parts(h, tq, tk, tv, ts, tm, out)
-        self._launch(tensors, kernels, cbs)
 
     def _attention_parts(self, h, tq, tk, tv, ts, tm, out, cores=None, signal=()):
         """The kernels and CBs of the attention program on device tensors: q [mp, dw], k and v [np, dw] (bf16,
