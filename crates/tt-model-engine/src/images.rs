@@ -195,14 +195,20 @@ impl Client {
         let mut stream =
             self.docker()
                 .create_image(Some(options), Some(bollard::body_try_stream(rootfs)), None);
+        // The engine's last message names the new image (`{"status":"sha256:…"}`).
+        let mut announced = None;
         while let Some(item) = stream.next().await {
             match item {
-                Ok(_) => {}
-                // The answer may be whole but for a line end: the look-up below decides.
+                Ok(info) => {
+                    if let Some(id) = info.status.filter(|s| s.starts_with("sha256:")) {
+                        announced = Some(id);
+                    }
+                }
+                // Whole but for a line end when the image it announced is under the tag.
                 Err(source) if crate::torn_line_end::is_torn_line_end(&source) => {
-                    return match self.image(&reference).await? {
-                        Some(facts) => Ok(facts.id),
-                        None => Err(EngineError::Import { reference, source }),
+                    return match (announced, self.image(&reference).await?) {
+                        (Some(id), Some(facts)) if facts.id == id => Ok(facts.id),
+                        _ => Err(EngineError::Import { reference, source }),
                     };
                 }
                 Err(source) => return Err(EngineError::Import { reference, source }),

@@ -248,18 +248,24 @@ impl Client {
         };
         let mut stream = self.docker().create_image(Some(options), None, auth);
         let mut tally = PullTally::default();
+        // The engine ends a pull with `Status: Downloaded newer image for …` (or `… is up to date`).
+        let mut finished = false;
         while let Some(item) = stream.next().await {
             let info = match item {
                 Ok(info) => info,
-                // The answer may be whole but for a line end: done when the image is here.
+                // Whole but for a line end when the last status came and the image is here.
                 Err(e) if crate::torn_line_end::is_torn_line_end(&e) => {
-                    return match self.image(reference).await? {
-                        Some(_) => Ok(tally.stats()),
-                        None => Err(failed(answer(&e))),
+                    return match (finished, self.image(reference).await?) {
+                        (true, Some(_)) => Ok(tally.stats()),
+                        _ => Err(failed(answer(&e))),
                     };
                 }
                 Err(e) => return Err(failed(answer(&e))),
             };
+            finished = info
+                .status
+                .as_deref()
+                .is_some_and(|s| s.starts_with("Status: "));
             let detail = info.progress_detail.unwrap_or_default();
             if let Some(p) = tally.take(
                 info.id.as_deref(),

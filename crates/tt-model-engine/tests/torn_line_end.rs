@@ -65,8 +65,12 @@ async fn serve(mut conn: TcpStream, ending: Ending) {
     } else if path.ends_with("/version") {
         let body = r#"{"Version":"20.10.24","ApiVersion":"1.41","MinAPIVersion":"1.12"}"#;
         let _ = conn.write_all(json(body.to_string()).as_bytes()).await;
-    } else if path.ends_with("/images/create") || path.ends_with("/build") {
-        stream_answer(&mut conn, path.ends_with("/build"), ending).await;
+    } else if path.ends_with("/build") {
+        stream_answer(&mut conn, Answer::Build, ending).await;
+    } else if path.ends_with("/images/create") {
+        let import = line.contains("fromsrc="); // the head is lowercased
+        let answer = if import { Answer::Import } else { Answer::Pull };
+        stream_answer(&mut conn, answer, ending).await;
     } else if path.contains("/images/")
         && path.ends_with("/json")
         && matches!(ending, Ending::TornLineEnd)
@@ -89,20 +93,28 @@ async fn serve(mut conn: TcpStream, ending: Ending) {
     let _ = conn.shutdown().await;
 }
 
+/// Which engine answer the fake streams.
+#[derive(Clone, Copy)]
+enum Answer {
+    Build,
+    Import,
+    Pull,
+}
+
 /// A chunked progress stream as dockerd writes it, ended as `ending` says.
-async fn stream_answer(conn: &mut TcpStream, build: bool, ending: Ending) {
-    let messages: Vec<String> = if build {
-        vec![
+async fn stream_answer(conn: &mut TcpStream, answer: Answer, ending: Ending) {
+    let messages: Vec<String> = match answer {
+        Answer::Build => vec![
             r#"{"stream":"Step 1/1 : FROM scratch\n"}"#.into(),
             format!(r#"{{"aux":{{"ID":"{IMAGE_ID}"}}}}"#),
             r#"{"stream":"Successfully built 111111111111\n"}"#.into(),
             r#"{"stream":"Successfully tagged fake/image:1\n"}"#.into(),
-        ]
-    } else {
-        vec![
+        ],
+        Answer::Import => vec![format!(r#"{{"status":"{IMAGE_ID}"}}"#)],
+        Answer::Pull => vec![
             r#"{"status":"Pulling from fake/image","id":"1"}"#.into(),
             r#"{"status":"Status: Downloaded newer image for fake/image:1"}"#.into(),
-        ]
+        ],
     };
     let _ = conn
         .write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
