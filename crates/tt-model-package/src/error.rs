@@ -115,6 +115,10 @@ pub enum PackageError {
     /// The engine failed.
     #[error(transparent)]
     Engine(#[from] tt_model_engine::EngineError),
+    /// A BuildKit build could not be run (`--builder buildkit`): the engine is not on its local
+    /// socket, or the exchange failed. A failing build step is [`PackageError::Engine`].
+    #[error(transparent)]
+    BuildKit(tt_model_engine::buildkit::BuildKitError),
     /// A verify assertion failed inside the image.
     #[error("Verification failed: check {index} `{check}` exited with status {status}")]
     Verify {
@@ -195,6 +199,7 @@ impl PackageError {
             PackageError::Io { .. }
             | PackageError::Git { .. }
             | PackageError::Engine(_)
+            | PackageError::BuildKit(_)
             | PackageError::Layout(_)
             | PackageError::BaseImageMissing(_)
             | PackageError::BaseImagePull { .. } => ErrorClass::Environment,
@@ -240,6 +245,16 @@ impl PackageError {
             action,
             path,
             source,
+        }
+    }
+}
+
+impl From<tt_model_engine::buildkit::BuildKitError> for PackageError {
+    /// A step that failed is the engine's build failure, whichever builder ran it.
+    fn from(e: tt_model_engine::buildkit::BuildKitError) -> Self {
+        match e {
+            tt_model_engine::buildkit::BuildKitError::Engine(e) => PackageError::Engine(e),
+            e => PackageError::BuildKit(e),
         }
     }
 }

@@ -35,6 +35,6 @@ pub mod verify;
 
 pub use entry::package_manifest;
 pub use error::{ErrorClass, PackageError};
-pub use pipeline::{Built, PackageOptions, Packaged, PullPolicy, package};
+pub use pipeline::{Builder, Built, PackageOptions, Packaged, PullPolicy, package};
 pub use report::{Event, Phase, Reporter};
 pub use spec::PackageSpec;

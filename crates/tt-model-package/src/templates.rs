@@ -56,6 +56,9 @@ pub struct RenderOptions {
     /// OpenMPI ULFM's directory when the builder base carries it: copied into the runtime
     /// image, its `lib` put on `LD_LIBRARY_PATH` and checked by verify.
     pub openmpi: Option<String>,
+    /// BuildKit builds it: the tt-metal build step gets the build-cache mount, and every stage
+    /// declares `TT_MODEL_REBUILD` (what `--no-cache` changes there).
+    pub build_cache: bool,
 }
 
 /// The rendered build files, keyed by their path in the build context.
@@ -123,6 +126,7 @@ pub fn render(spec: &PackageSpec, options: &RenderOptions) -> Result<RenderedFil
         needs_python => spec.needs_python(),
         has_lock => options.has_lock,
         openmpi => options.openmpi.clone(),
+        build_cache => options.build_cache,
         torch_pin => options.torch_pin.clone(),
         tt_smi_version => launcher::TT_SMI_VERSION,
         tt_vllm_builtin_models => launcher::tt_vllm_builtin_models(spec),

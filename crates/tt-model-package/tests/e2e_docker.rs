@@ -13,7 +13,7 @@ use tt_model_engine::Client;
 use tt_model_manifest::WireManifest;
 use tt_model_oci::labels;
 use tt_model_package::report::{Event, Recorder};
-use tt_model_package::{PackageError, PackageOptions, Packaged, package_manifest};
+use tt_model_package::{PackageError, Packaged, package_manifest};
 
 const BASE: &str = "local/busybox:tt-model";
 
@@ -49,17 +49,7 @@ async fn run_package(
     base_dir: &Path,
     out_root: &Path,
 ) -> (Result<Packaged, PackageError>, Vec<Event>) {
-    let options = PackageOptions {
-        out_root: out_root.to_path_buf(),
-        base_image: Some(BASE.into()),
-        log_dir: std::env::temp_dir().join("tt-model-test-logs"),
-        sources_base: base_dir.to_path_buf(),
-        tool_version: "0.0.0-test".into(),
-        build_network: Some("none".into()),
-        no_cache: false,
-        pull: Default::default(),
-        credentials: Default::default(),
-    };
+    let options = crate::busybox::options(out_root, base_dir);
     let mut recorder = Recorder::default();
     let result = package_manifest(manifest_path, &options, &mut recorder).await;
     (result, recorder.0)

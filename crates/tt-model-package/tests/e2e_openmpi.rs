@@ -58,6 +58,7 @@ async fn package_on(
         no_cache: false,
         pull: tt_model_package::PullPolicy::Never,
         credentials: Default::default(),
+        builder: Default::default(),
     };
     let mut recorder = Recorder::default();
     let result = package_manifest(manifest, &options, &mut recorder).await;

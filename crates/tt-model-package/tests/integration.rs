@@ -2,6 +2,8 @@
 //! One binary links the dependency graph once instead of once per file (CI builds in a
 //! fraction of the time); run one file's tests with `cargo test --test integration <module>::`.
 
+mod buildkit_cache;
+mod busybox;
 mod card;
 mod cargo_bin;
 mod common;

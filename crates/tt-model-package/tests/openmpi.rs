@@ -20,6 +20,7 @@ fn options(openmpi: bool) -> RenderOptions {
         install_apt: true,
         has_lock: false,
         openmpi: openmpi.then(|| OPENMPI_DIR.to_string()),
+        build_cache: false,
     }
 }
 

@@ -6,32 +6,18 @@
 //! `TT_MODEL_REQUIRE_DOCKER=1` (CI sets it) turns that into a failure. Built three times, so
 //! it is in the slow (`--ignored`) pass.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use tt_model_package::report::{Event, Recorder};
 use tt_model_package::{PackageOptions, Packaged, package_manifest};
 
-const BASE: &str = "local/busybox:tt-model";
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use crate::busybox::{engine_with_base, options, repo_root};
 
 async fn package(out_root: &Path, no_cache: bool) -> (Packaged, Vec<Event>) {
     let example = repo_root().join("examples/minimal-http");
     let options = PackageOptions {
-        out_root: out_root.to_path_buf(),
-        base_image: Some(BASE.into()),
-        log_dir: std::env::temp_dir().join("tt-model-test-logs"),
-        sources_base: example.clone(),
-        tool_version: "0.0.0-test".into(),
-        build_network: Some("none".into()),
         no_cache,
-        pull: Default::default(),
-        credentials: Default::default(),
+        ..options(out_root, &example)
     };
     let mut recorder = Recorder::default();
     let started = std::time::Instant::now();
@@ -76,16 +62,9 @@ fn engine_build(events: &[Event]) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "slow: three image builds (the --ignored pass runs it)"]
 async fn two_no_cache_packages_give_one_digest_and_a_cached_one_too() {
-    let Some(client) = tt_model_engine::testing::engine_or_skip().await else {
+    let Some(client) = engine_with_base().await else {
         return;
     };
-    if client.image(BASE).await.unwrap().is_none() {
-        let out = std::process::Command::new(repo_root().join("scripts/make-base-images.sh"))
-            .env("TT_MODEL_SKIP_PYTHON_BASE", "1")
-            .output()
-            .expect("run scripts/make-base-images.sh");
-        assert!(out.status.success(), "{out:?}");
-    }
     let out = tempfile::tempdir().unwrap();
     let (first, events) = package(out.path(), true).await;
     let raw_first = engine_build(&events);

@@ -16,6 +16,7 @@ fn options(has_lock: bool) -> RenderOptions {
         install_apt: true,
         has_lock,
         openmpi: None,
+        build_cache: false,
     }
 }
 
@@ -332,4 +333,52 @@ fn gr00t_rs_example_carries_the_device_backend() {
     let env = tt_model_package::launcher::serve_env(&spec);
     assert_eq!(env["GR00T_DIT_BACKEND"], "megakernel");
     assert_eq!(env["GR00T_MK_DEVICE"], "p150a");
+}
+
+#[test]
+fn buildkit_builds_get_the_build_cache_mount_and_the_rebuild_argument() {
+    let spec = common::tt_dit_server();
+    let classic = render(&spec, &options(false)).unwrap();
+    let buildkit = render(
+        &spec,
+        &RenderOptions {
+            build_cache: true,
+            ..options(false)
+        },
+    )
+    .unwrap();
+    let dockerfile = &buildkit.files["tt-model/Dockerfile"];
+    // The tt-metal build step, and only it, gets the mount.
+    assert_eq!(
+        dockerfile.matches("--mount=type=cache").count(),
+        1,
+        "{dockerfile}"
+    );
+    assert!(dockerfile.contains(
+        "RUN --mount=type=cache,id=tt-model-tt-metal,target=/var/cache/tt-model,sharing=locked \\\n    TT_MODEL_BUILD_CACHE=/var/cache/tt-model sh /ctx/build_tt_metal.sh"
+    ));
+    // Every stage declares what `--no-cache` changes, right after its FROM.
+    for stage in ["AS builder", "AS engine", "AS runtime"] {
+        let after = dockerfile.split(stage).nth(1).unwrap();
+        let next_instruction = after
+            .lines()
+            .skip(1)
+            .find(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .unwrap();
+        assert_eq!(next_instruction, "ARG TT_MODEL_REBUILD=", "{stage}");
+    }
+    // The classic builder's Dockerfile has neither (its engine rejects `--mount`).
+    let plain = &classic.files["tt-model/Dockerfile"];
+    assert!(
+        !plain.contains("--mount") && !plain.contains("TT_MODEL_REBUILD"),
+        "{plain}"
+    );
+    // The build script puts ccache and CPM in the mount and runs tt-metal's ccache build.
+    let script = &buildkit.files["tt-model/build_tt_metal.sh"];
+    assert!(script.contains("export CCACHE_DIR=\"$TT_MODEL_BUILD_CACHE/ccache\" CPM_SOURCE_CACHE=\"$TT_MODEL_BUILD_CACHE/cpm\""));
+    assert!(script.contains("./build_metal.sh --enable-ccache"));
+    assert_eq!(
+        script, &classic.files["tt-model/build_tt_metal.sh"],
+        "one script for both builders: the mount's variable switches it"
+    );
 }

@@ -5,11 +5,31 @@
 //! digests, in: `created` and every `history[].created` (wall-clock times), `container` and
 //! `container_config` (the id and config of the container the last step committed from, its
 //! hostname being the id), and `config.Image` (the id of the parent build step's image, itself
-//! time-stamped). Those are set to the epoch or removed; nothing else is touched, so the
-//! config keeps its key order (the engine hashes the bytes as given).
+//! time-stamped). Those are set to the epoch or removed. Under BuildKit a `--no-cache` package
+//! sets [`REBUILD_ARG`] to a fresh value, which every `RUN`'s `history[].created_by` records
+//! (`|1 TT_MODEL_REBUILD=… /bin/sh -c …`): its value is emptied. Nothing else is touched, so
+//! the config keeps its key order (the engine hashes the bytes as given).
 
 use serde_json::Value;
 use tt_model_manifest::timefmt::{parse_rfc3339, rfc3339};
+
+/// The build argument a BuildKit `--no-cache` package changes to rerun every `RUN` (the
+/// classic builder's `nocache` would empty the build-cache mount): a cache key, not an input.
+pub const REBUILD_ARG: &str = "TT_MODEL_REBUILD";
+
+/// `created_by` with the value of [`REBUILD_ARG`] emptied (`TT_MODEL_REBUILD=123 …` becomes
+/// `TT_MODEL_REBUILD= …`).
+fn without_rebuild_value(created_by: &str) -> String {
+    let key = format!("{REBUILD_ARG}=");
+    let Some(at) = created_by.find(&key) else {
+        return created_by.to_string();
+    };
+    let value_start = at + key.len();
+    let value_end = created_by[value_start..]
+        .find(' ')
+        .map_or(created_by.len(), |n| value_start + n);
+    format!("{}{}", &created_by[..value_start], &created_by[value_end..])
+}
 
 /// Rewrites `raw` (an image config as the engine saves it) for `epoch` with `diff_ids` as its
 /// layers' new uncompressed digests, base first. Times later than the epoch become the epoch;
@@ -37,6 +57,11 @@ pub fn normalize_config(raw: &[u8], epoch: u64, diff_ids: &[String]) -> Result<V
         for entry in history {
             if let Some(created) = entry.get_mut("created") {
                 clamp(created);
+            }
+            if let Some(by) = entry.get_mut("created_by")
+                && let Some(text) = by.as_str()
+            {
+                *by = Value::String(without_rebuild_value(text));
             }
         }
     }
@@ -103,6 +128,30 @@ mod tests {
             String::from_utf8(a)
                 .unwrap()
                 .starts_with(r#"{"architecture":"amd64","config""#)
+        );
+    }
+
+    #[test]
+    fn the_rebuild_arguments_value_is_emptied_and_nothing_else() {
+        assert_eq!(
+            without_rebuild_value(
+                "RUN |1 TT_MODEL_REBUILD=1796299430489887258 /bin/sh -c sh x # buildkit"
+            ),
+            "RUN |1 TT_MODEL_REBUILD= /bin/sh -c sh x # buildkit"
+        );
+        assert_eq!(
+            without_rebuild_value("RUN |1 TT_MODEL_REBUILD= /bin/sh -c x"),
+            "RUN |1 TT_MODEL_REBUILD= /bin/sh -c x"
+        );
+        assert_eq!(
+            without_rebuild_value("RUN |1 SOURCE_DATE_EPOCH=5 /bin/sh -c x"),
+            "RUN |1 SOURCE_DATE_EPOCH=5 /bin/sh -c x"
+        );
+        let config = br#"{"history":[{"created_by":"RUN |1 TT_MODEL_REBUILD=9 /bin/sh -c x"}],"rootfs":{"diff_ids":[]}}"#;
+        let v: Value = serde_json::from_slice(&normalize_config(config, 0, &[]).unwrap()).unwrap();
+        assert_eq!(
+            v["history"][0]["created_by"],
+            "RUN |1 TT_MODEL_REBUILD= /bin/sh -c x"
         );
     }
 

@@ -5,6 +5,7 @@
 use super::*;
 
 use tt_model_engine::reproducible::Reproduce;
+use tt_model_oci::reproducible::config::REBUILD_ARG;
 use tt_model_oci::reproducible::recorded_build_id;
 
 /// Build's result: the reproducible image, and the context it was built from.
@@ -57,9 +58,35 @@ pub(super) async fn build(
     let spec = &r.spec;
     let repository = format!("{IMAGE_REPOSITORY_PREFIX}/{}", spec.name);
     let provisional = format!("{repository}:build");
+    let buildkit = run.options.builder == Builder::BuildKit;
     let mut build_args = BTreeMap::new();
-    build_args.insert("BASE_IMAGE".to_string(), r.dev_pin.clone());
-    build_args.insert("RUNTIME_IMAGE".to_string(), r.runtime_pin.clone());
+    if buildkit {
+        // BuildKit resolves `FROM sha256:<id>` against a registry: name the pins by tags
+        // that hold exactly those images.
+        build_args.insert(
+            "BASE_IMAGE".to_string(),
+            pin_tag(run.client, &r.dev_pin).await?,
+        );
+        build_args.insert(
+            "RUNTIME_IMAGE".to_string(),
+            pin_tag(run.client, &r.runtime_pin).await?,
+        );
+        // `--no-cache` reruns every RUN through a new TT_MODEL_REBUILD (the Dockerfile declares
+        // it in every stage), not the engine's `nocache`, which would empty the build-cache
+        // mount too; the image's normalisation empties the value again.
+        let rebuild = if run.options.no_cache {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos().to_string())
+                .unwrap_or_default()
+        } else {
+            String::new()
+        };
+        build_args.insert(REBUILD_ARG.to_string(), rebuild);
+    } else {
+        build_args.insert("BASE_IMAGE".to_string(), r.dev_pin.clone());
+        build_args.insert("RUNTIME_IMAGE".to_string(), r.runtime_pin.clone());
+    }
     build_args.insert(
         "METAL_DESCRIBE".to_string(),
         r.facts.describe.clone().unwrap_or_else(|| "v0.0.0".into()),
@@ -81,7 +108,7 @@ pub(super) async fn build(
         labels: image_labels(r, &files.code.digest),
         network_mode: run.options.build_network.clone(),
         target: None,
-        no_cache: run.options.no_cache,
+        no_cache: run.options.no_cache && !buildkit,
     };
     let Run {
         client,
@@ -96,30 +123,43 @@ pub(super) async fn build(
     let mut retried = false;
     let (built, summary) = loop {
         let (stream, summary) = ctx.clone().into_stream();
-        let built = client
-            .build_image(&request, stream, |event| match &event {
-                BuildEvent::Step {
-                    index,
-                    total,
-                    instruction,
-                } => {
-                    log.line(&format!("Step {index}/{total} : {instruction}"));
-                    phases.event(Event::BuildStep {
-                        index: *index,
-                        total: *total,
-                        instruction: instruction.clone(),
-                    });
+        let on_event = |event: BuildEvent| match &event {
+            BuildEvent::Step {
+                index,
+                total,
+                instruction,
+            } => {
+                log.line(&format!("Step {index}/{total} : {instruction}"));
+                phases.event(Event::BuildStep {
+                    index: *index,
+                    total: *total,
+                    instruction: instruction.clone(),
+                });
+            }
+            BuildEvent::Cached => {
+                log.line(" ---> Using cache");
+                phases.event(Event::BuildCached);
+            }
+            BuildEvent::Line(l) => {
+                log.line(l);
+                phases.event(Event::BuildLine(l.clone()));
+            }
+        };
+        let built = if buildkit {
+            match client
+                .build_image_buildkit(&request, stream, on_event)
+                .await
+            {
+                Ok(id) => Ok(id),
+                Err(tt_model_engine::buildkit::BuildKitError::Engine(e)) => Err(e),
+                Err(e) => {
+                    let _ = summary.await;
+                    return Err(e.into());
                 }
-                BuildEvent::Cached => {
-                    log.line(" ---> Using cache");
-                    phases.event(Event::BuildCached);
-                }
-                BuildEvent::Line(l) => {
-                    log.line(l);
-                    phases.event(Event::BuildLine(l.clone()));
-                }
-            })
-            .await;
+            }
+        } else {
+            client.build_image(&request, stream, on_event).await
+        };
         match &built {
             Err(tt_model_engine::EngineError::Build { message, .. })
                 if !retried && is_lost_layer(message) =>
@@ -211,6 +251,21 @@ pub(super) async fn build(
         exported,
     })
 }
+
+/// A tag naming the pinned image `pin` (`sha256:<id>`) for BuildKit, which cannot build `FROM`
+/// an image id: `tt-model/base:<12 hex>`, set now so it holds exactly that image. A pin that
+/// is already a reference is returned as it is.
+async fn pin_tag(client: &Client, pin: &str) -> Result<String, PackageError> {
+    let Some(hex) = pin.strip_prefix("sha256:") else {
+        return Ok(pin.to_string());
+    };
+    let tag = &hex[..hex.len().min(12)];
+    client.tag_image(pin, PIN_REPOSITORY, tag).await?;
+    Ok(format!("{PIN_REPOSITORY}:{tag}"))
+}
+
+/// The repository of the tags [`pin_tag`] sets.
+const PIN_REPOSITORY: &str = "tt-model/base";
 
 /// Whether a build error is dockerd's lost-layer race (see [`build`]), worth one more try.
 fn is_lost_layer(message: &str) -> bool {

@@ -63,10 +63,24 @@ pub struct PackageOptions {
     pub build_network: Option<String>,
     /// Ignore the layer cache.
     pub no_cache: bool,
+    /// The engine's builder: the classic one, or BuildKit with the tt-metal build cache.
+    pub builder: Builder,
     /// When a base image is pulled (`--pull`).
     pub pull: PullPolicy,
     /// The registry credentials base-image pulls send (the CLI reads the Docker config).
     pub credentials: tt_model_engine::pull::CredentialSource,
+}
+
+/// Which of the engine's builders builds the image.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Builder {
+    /// The classic builder (`version=1`): bases pinned by image id, the layer cache only.
+    #[default]
+    Classic,
+    /// BuildKit (`version=2`, the engine's local socket): the tt-metal build step gets a cache
+    /// mount that outlives every package (ccache and CPM's sources; docs/packaging.md, "Build
+    /// cache for tt-metal").
+    BuildKit,
 }
 
 /// The `built` provenance block: the pipeline fills the wire manifest's own type, so what

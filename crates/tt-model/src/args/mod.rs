@@ -33,7 +33,7 @@ pub use lint::{LintArgs, LintFormat};
 pub use list::ListArgs;
 pub use login::{LoginArgs, LogoutArgs};
 pub use logs::LogsArgs;
-pub use package::{PackageArgs, PullArg};
+pub use package::{BuilderArg, PackageArgs, PullArg};
 pub use profiles::ProfilesArgs;
 pub use ps::PsArgs;
 pub use publish::{PublishArgs, UnpublishArgs};

@@ -37,6 +37,21 @@ pub struct PackageArgs {
     /// refreshes them, `never` refuses a base the engine lacks.
     #[arg(long, value_name = "WHEN", value_enum, default_value = "missing")]
     pub pull: PullArg,
+    /// The engine's builder: `classic`, or `buildkit`, whose tt-metal build step keeps ccache
+    /// and CPM's sources in a cache mount between packages (needs the engine's local socket).
+    #[arg(long, value_name = "BUILDER", value_enum, default_value = "classic")]
+    pub builder: BuilderArg,
+}
+
+/// `--builder`'s values (described in the flag's help).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum BuilderArg {
+    // The classic builder.
+    #[allow(missing_docs)]
+    Classic,
+    // BuildKit, with the tt-metal build cache.
+    #[allow(missing_docs)]
+    Buildkit,
 }
 
 /// `--pull`'s values (described in the flag's help; doc comments here would switch the whole

@@ -11,13 +11,13 @@ use std::time::Instant;
 use indicatif::ProgressBar;
 use tt_model_engine::pull::{CredentialSource, RegistryAuth};
 use tt_model_package::{
-    Event, PackageError, PackageOptions, Phase, PullPolicy, Reporter, package_manifest,
+    Builder, Event, PackageError, PackageOptions, Phase, PullPolicy, Reporter, package_manifest,
 };
 
 use tt_model_local::Local;
 
 use crate::ExitStatus;
-use crate::args::{PackageArgs, PullArg};
+use crate::args::{BuilderArg, PackageArgs, PullArg};
 use crate::printer::Printer;
 use crate::progress::human_bytes;
 use crate::report::PackageFailed;
@@ -225,6 +225,10 @@ pub fn run(args: &PackageArgs, printer: &Printer, local: &Local) -> anyhow::Resu
             PullArg::Always => PullPolicy::Always,
         },
         credentials: docker_config_credentials(),
+        builder: match args.builder {
+            BuilderArg::Classic => Builder::Classic,
+            BuilderArg::Buildkit => Builder::BuildKit,
+        },
     };
     let mut reporter = CliReporter::new(printer, args.container.clone());
     // The bar is shared (cheap clone) so the Ctrl-C handler can print above it while the
