@@ -1,6 +1,6 @@
 //! Bit-reproducible images on the real engine (issue 27, item 4): two `--no-cache` packages of
-//! `examples/minimal-http` give one image digest and one OCI manifest digest, and a package
-//! served from the layer cache gives it too.
+//! `examples/minimal-http` through the classic builder give one image digest and one OCI
+//! manifest digest, and a package served from the layer cache gives it too.
 //!
 //! Needs a Docker engine: without one the test prints why and passes, unless
 //! `TT_MODEL_REQUIRE_DOCKER=1` (CI sets it) turns that into a failure. Built three times, so
@@ -9,14 +9,16 @@
 use std::path::Path;
 
 use tt_model_package::report::{Event, Recorder};
-use tt_model_package::{PackageOptions, Packaged, package_manifest};
+use tt_model_package::{Builder, PackageOptions, Packaged, package_manifest};
 
 use crate::busybox::{engine_with_base, options, repo_root};
 
 async fn package(out_root: &Path, no_cache: bool) -> (Packaged, Vec<Event>) {
     let example = repo_root().join("examples/minimal-http");
+    // The classic builder's reproducibility (BuildKit's: `buildkit_cache`).
     let options = PackageOptions {
         no_cache,
+        builder: Builder::Classic,
         ..options(out_root, &example)
     };
     let mut recorder = Recorder::default();

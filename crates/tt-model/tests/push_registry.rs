@@ -239,7 +239,10 @@ async fn push_to_a_registry_pull_by_digest_serve_and_refuse_a_corrupt_blob() {
     let layout = tt_model_oci::OciLayout::open(&staged.join("image")).unwrap();
     let layer = layout.layers.last().unwrap();
     let stored = registry.blob_path(&layer.digest);
-    std::fs::write(&stored, vec![0u8; layer.size as usize]).unwrap();
+    // Every byte flipped: zeros would be no corruption of an empty layer (BuildKit gives a RUN
+    // that changes nothing one, and an empty tar is 1,024 zero bytes).
+    let flipped: Vec<u8> = std::fs::read(&stored).unwrap().iter().map(|b| !b).collect();
+    std::fs::write(&stored, flipped).unwrap();
     let fresh = TempDir::new("registry-corrupt");
     let bad = run(&fresh.0, &["pull", ID]);
     let text = stderr(&bad);

@@ -58,7 +58,7 @@ pub(super) async fn build(
     let spec = &r.spec;
     let repository = format!("{IMAGE_REPOSITORY_PREFIX}/{}", spec.name);
     let provisional = format!("{repository}:build");
-    let buildkit = run.options.builder == Builder::BuildKit;
+    let buildkit = run.options.builder.uses_buildkit(run.client.host());
     let mut build_args = BTreeMap::new();
     if buildkit {
         // BuildKit resolves `FROM sha256:<id>` against a registry: name the pins by tags

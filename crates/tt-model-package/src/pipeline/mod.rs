@@ -74,13 +74,28 @@ pub struct PackageOptions {
 /// Which of the engine's builders builds the image.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Builder {
-    /// The classic builder (`version=1`): bases pinned by image id, the layer cache only.
+    /// BuildKit when the engine is on its local socket, else the classic builder.
     #[default]
+    Auto,
+    /// The classic builder (`version=1`): bases pinned by image id, the layer cache only.
     Classic,
     /// BuildKit (`version=2`, the engine's local socket): the tt-metal build step gets a cache
     /// mount that outlives every package (ccache and CPM's sources; docs/packaging.md, "Build
     /// cache for tt-metal").
     BuildKit,
+}
+
+impl Builder {
+    /// Whether the build goes through BuildKit with the engine at `host`: `Auto` takes it where
+    /// the BuildKit request can go (a `unix://` socket); an explicit `BuildKit` on another host
+    /// fails at the build with the reason.
+    pub fn uses_buildkit(self, host: &str) -> bool {
+        match self {
+            Builder::Auto => host.starts_with("unix://"),
+            Builder::Classic => false,
+            Builder::BuildKit => true,
+        }
+    }
 }
 
 /// The `built` provenance block: the pipeline fills the wire manifest's own type, so what

@@ -81,7 +81,7 @@ pub(super) async fn stage(r: &Resolved, run: &mut Run<'_, '_>) -> Result<Staged,
             install_apt: run.options.base_image.is_none(),
             has_lock: lock_bytes.is_some(),
             openmpi: r.openmpi.clone(),
-            build_cache: run.options.builder == Builder::BuildKit,
+            build_cache: run.options.builder.uses_buildkit(run.client.host()),
         },
     )?;
     let mut ctx = ContextBuilder::new();

@@ -37,15 +37,19 @@ pub struct PackageArgs {
     /// refreshes them, `never` refuses a base the engine lacks.
     #[arg(long, value_name = "WHEN", value_enum, default_value = "missing")]
     pub pull: PullArg,
-    /// The engine's builder: `classic`, or `buildkit`, whose tt-metal build step keeps ccache
-    /// and CPM's sources in a cache mount between packages (needs the engine's local socket).
-    #[arg(long, value_name = "BUILDER", value_enum, default_value = "classic")]
+    /// The engine's builder: `buildkit`, whose tt-metal build step keeps ccache and CPM's
+    /// sources in a cache mount between packages (needs the engine's local socket), `classic`,
+    /// or `auto`: BuildKit on a local socket, else classic.
+    #[arg(long, value_name = "BUILDER", value_enum, default_value = "auto")]
     pub builder: BuilderArg,
 }
 
 /// `--builder`'s values (described in the flag's help).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum BuilderArg {
+    // BuildKit on a local socket, else classic.
+    #[allow(missing_docs)]
+    Auto,
     // The classic builder.
     #[allow(missing_docs)]
     Classic,

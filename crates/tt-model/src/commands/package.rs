@@ -226,6 +226,7 @@ pub fn run(args: &PackageArgs, printer: &Printer, local: &Local) -> anyhow::Resu
         },
         credentials: docker_config_credentials(),
         builder: match args.builder {
+            BuilderArg::Auto => Builder::Auto,
             BuilderArg::Classic => Builder::Classic,
             BuilderArg::Buildkit => Builder::BuildKit,
         },
