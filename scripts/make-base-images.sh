@@ -10,6 +10,9 @@
 #                            Python-kind image here (both the builder and the runtime stage);
 #                            see docs/packaging.md for how it differs from the original's
 #                            tt-metalium dev image + ubuntu. Skipped with TT_MODEL_SKIP_PYTHON_BASE=1.
+#   local/cc:tt-model        the same plus gcc, libc6-dev and ccache: the base of the test that
+#                            compiles a fixture tt-metal build through the BuildKit build cache
+#                            (crates/tt-model-package/tests/buildkit_cache.rs). Skipped with it.
 #
 # The rootfs tar is deterministic (sorted, mtime 0, uid/gid 0), and its sha256 is stored as
 # an image label: a rerun whose tar is unchanged finds the label and does nothing (well under
@@ -65,3 +68,5 @@ if [ -n "${TT_MODEL_SKIP_PYTHON_BASE:-}" ]; then
   exit 0
 fi
 "$(dirname "$0")/make-python-base.sh"
+TT_MODEL_PYTHON_IMAGE=local/cc:tt-model TT_MODEL_BASE_EXTRA_PACKAGES="gcc libc6-dev ccache" \
+  "$(dirname "$0")/make-python-base.sh"

@@ -28,6 +28,9 @@
 set -euo pipefail
 
 IMAGE="${TT_MODEL_PYTHON_IMAGE:-local/python:tt-model}"
+# More Debian packages on top (make-base-images.sh makes local/cc:tt-model with a compiler and
+# ccache this way, for the build-cache test); part of the recipe.
+read -r -a EXTRA <<<"${TT_MODEL_BASE_EXTRA_PACKAGES:-}"
 RECIPE_LABEL="org.tenstorrent.tt-model.recipe-sha256"
 ROOTFS_LABEL="org.tenstorrent.tt-model.rootfs-sha256"
 SUITE=bookworm
@@ -36,6 +39,7 @@ PACKAGES=(
   libhwloc15 libnuma1 libatomic1 libudev1 libcap2 zlib1g
   libmpc3 libmpfr6 libgmp10 libzstd1
   libevent-core-2.1-7 libevent-pthreads-2.1-7 libsndfile1
+  ${EXTRA[@]+"${EXTRA[@]}"}
 )
 UV_VERSION=0.13.9
 # The wheels' sha256 as PyPI serves them (pip checks them with --require-hashes).

@@ -4,11 +4,13 @@
 //!
 //! The tt-metal tree is a copy of the fixture whose `build_metal.sh` also appends a line to a
 //! file in `$CCACHE_DIR` (the mount, as `build_tt_metal.sh` sets it) and prints the count: a
-//! count that grows from one package to the next is a cache that survived. The busybox base has
-//! no compiler, so no ccache figures here: docs/packaging.md has those, measured in a probe.
+//! count that grows from one package to the next is a cache that survived. On
+//! `local/cc:tt-model` (a compiler and ccache) the copy's `build_metal.sh` also compiles C
+//! units through ccache when `build_tt_metal.sh` passes `--enable-ccache`: a warm rebuild hits
+//! for every unit, as ccache's own statistics in the build log say.
 //!
 //! Needs a Docker engine on its local socket: without one the test prints why and passes,
-//! unless `TT_MODEL_REQUIRE_DOCKER=1` (CI sets it). Two image builds: the `--ignored` pass.
+//! unless `TT_MODEL_REQUIRE_DOCKER=1` (CI sets it). Image builds: the `--ignored` pass.
 
 use std::path::{Path, PathBuf};
 
@@ -45,10 +47,15 @@ fn counting_tree(root: &Path) -> PathBuf {
 }
 
 async fn package(work: &Path, out_root: &Path) -> (Packaged, Vec<Event>) {
+    package_on(work, out_root, crate::busybox::BASE).await
+}
+
+async fn package_on(work: &Path, out_root: &Path, base: &str) -> (Packaged, Vec<Event>) {
     let manifest = repo_root().join("examples/minimal-http/tt-model.yaml");
     let options = PackageOptions {
         no_cache: true,
         builder: Builder::BuildKit,
+        base_image: Some(base.into()),
         ..options(out_root, work)
     };
     let mut recorder = Recorder::default();
@@ -101,4 +108,117 @@ async fn the_build_cache_outlives_a_no_cache_package_and_the_image_is_the_same()
     // The cache is a mount, not a layer: the image is the same bit for bit.
     assert_eq!(second.built.image_digest, first.built.image_digest);
     assert!(first.verify_checks > 0, "verify ran on the BuildKit image");
+}
+
+/// The compiler base `scripts/make-base-images.sh` makes.
+const CC_BASE: &str = "local/cc:tt-model";
+/// C units the tree compiles.
+const UNITS: usize = 12;
+
+/// Adds `UNITS` C files (unique to this run, so the first build is cold) and their compile,
+/// through ccache when `build_metal.sh` gets `--enable-ccache`, to the counting tree's copy.
+fn compiling_tree(root: &Path) -> PathBuf {
+    let work = counting_tree(root);
+    let tree = root.join("tests/fixtures/tt-metal-tree");
+    let run = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    std::fs::create_dir_all(tree.join("src")).unwrap();
+    for unit in 0..UNITS {
+        // Enough optimised code that a compile takes a measurable time.
+        // Code, not a comment: the preprocessor drops comments, and ccache would find the
+        // preprocessed unit of an earlier run.
+        let mut c = format!("const unsigned long long run_{unit} = {run}ULL;\n");
+        for f in 0..150 {
+            c.push_str(&format!(
+                "double u{unit}_f{f}(const double *x, int n) {{ double s = {f}; \
+                 for (int i = 0; i < n; ++i) {{ s += x[i] * (i % 7) - s / (i + {f} + 1); \
+                 if (s > 1e9) s = 0; }} return s; }}\n"
+            ));
+        }
+        std::fs::write(tree.join(format!("src/unit{unit}.c")), c).unwrap();
+    }
+    let script = tree.join("build_metal.sh");
+    let mut text = std::fs::read_to_string(&script).unwrap();
+    text.push_str(concat!(
+        "case \" $* \" in *\" --enable-ccache \"*) cc=\"ccache gcc\" ;; *) cc=gcc ;; esac\n",
+        "t0=$(date +%s%N)\n",
+        "for f in src/*.c; do $cc -O2 -c \"$f\" -o \"build_Release/obj/$(basename \"$f\" .c).o\"; done\n",
+        "echo \"fixture: compile took $(( ($(date +%s%N) - t0) / 1000000 )) ms\"\n",
+    ));
+    std::fs::write(&script, text).unwrap();
+    work
+}
+
+/// The build log's line that starts with `prefix`, the rest of it.
+fn build_line<'a>(events: &'a [Event], prefix: &str) -> Option<&'a str> {
+    events.iter().find_map(|e| match e {
+        Event::BuildLine(l) => l.trim().strip_prefix(prefix),
+        _ => None,
+    })
+}
+
+/// ccache's `Hits:` and `Misses:` counts from the build log's `ccache --show-stats`.
+fn ccache_stats(events: &[Event]) -> (usize, usize) {
+    let count = |what: &str| {
+        build_line(events, what)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("ccache printed `{what}`: {events:?}"))
+    };
+    (count("Hits:"), count("Misses:"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "slow: two image builds on a Debian base (the --ignored pass runs it)"]
+async fn a_warm_rebuild_compiles_nothing_ccache_already_holds() {
+    let Some(client) = tt_model_engine::testing::engine_or_skip().await else {
+        return;
+    };
+    if client.image(CC_BASE).await.unwrap().is_none() {
+        let why = format!("{CC_BASE} is missing: scripts/make-base-images.sh makes it");
+        assert!(
+            std::env::var_os("TT_MODEL_REQUIRE_DOCKER").is_none(),
+            "{why}"
+        );
+        eprintln!("skipped: {why}");
+        return;
+    }
+    let root = tempfile::tempdir().unwrap();
+    let work = compiling_tree(root.path());
+    let out = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    let (first, events) = package_on(&work, out.path(), CC_BASE).await;
+    let cold = started.elapsed();
+    let (cold_hits, cold_misses) = ccache_stats(&events);
+    let cold_compile = build_line(&events, "fixture: compile took ")
+        .unwrap_or("?")
+        .to_string();
+    let started = std::time::Instant::now();
+    let (second, events) = package_on(&work, out.path(), CC_BASE).await;
+    let warm = started.elapsed();
+    let (warm_hits, warm_misses) = ccache_stats(&events);
+    let warm_compile = build_line(&events, "fixture: compile took ")
+        .unwrap_or("?")
+        .to_string();
+    // Informational (docs/benchmarks.md), never asserted.
+    eprintln!(
+        "ccache through the build cache, {UNITS} units: cold package {:.1} s, compile \
+         {cold_compile} ({cold_hits} hits, {cold_misses} misses); warm package {:.1} s, compile \
+         {warm_compile} ({warm_hits} hits, {warm_misses} misses)",
+        cold.as_secs_f64(),
+        warm.as_secs_f64()
+    );
+    assert_eq!(
+        (cold_hits, cold_misses),
+        (0, UNITS),
+        "the first build compiled every unit"
+    );
+    assert_eq!(
+        (warm_hits, warm_misses),
+        (UNITS, 0),
+        "the rebuild compiled none"
+    );
+    assert_eq!(second.built.image_digest, first.built.image_digest);
 }
