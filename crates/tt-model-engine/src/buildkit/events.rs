@@ -11,15 +11,18 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use super::status::StatusResponse;
 use crate::build::{BuildEvent, FAILURE_TAIL_LINES, strip_ansi};
 
-/// A Dockerfile vertex's stage, its step number in the stage, the stage's step count and the
-/// instruction: `[stage-0 2/3] RUN …`, `[builder 1/4] FROM …` or (newer engines, one unnamed
-/// stage) `[2/3] RUN …`. Internal vertexes (`[internal] load build context`, `exporting to
-/// image`) are not steps.
-pub fn stage_step(name: &str) -> Option<(&str, usize, usize, &str)> {
+/// The step number and instruction of a Dockerfile vertex: `[stage-0 2/3] RUN …`,
+/// `[builder 1/4] FROM …` or (newer engines, one unnamed stage) `[2/3] RUN …`. Internal
+/// vertexes (`[internal] load build context`, `exporting to image`) are not steps.
+pub fn step(name: &str) -> Option<BuildEvent> {
     let (label, instruction) = name.strip_prefix('[')?.split_once("] ")?;
-    let (stage, counts) = label.rsplit_once(' ').unwrap_or(("", label));
+    let counts = label.rsplit(' ').next()?;
     let (index, total) = counts.split_once('/')?;
-    Some((stage, index.parse().ok()?, total.parse().ok()?, instruction))
+    Some(BuildEvent::Step {
+        index: index.parse().ok()?,
+        total: total.parse().ok()?,
+        instruction: instruction.to_string(),
+    })
 }
 
 /// The state carried from one record to the next.
@@ -38,27 +41,16 @@ pub struct Progress {
     tail: VecDeque<String>,
     /// The first vertex error seen: the failure when the engine sends no error item.
     failure: Option<String>,
-    /// Each stage's step count, in the order the stages were first seen: BuildKit numbers the
-    /// steps per stage, the classic builder (and our events) through the whole Dockerfile.
-    stages: Vec<(String, usize)>,
 }
 
 impl Progress {
     /// Turns one decoded record into events.
     pub fn record(&mut self, record: StatusResponse, on_event: &mut impl FnMut(BuildEvent)) {
         let mut finished = Vec::new();
-        // Queued vertexes count too: the whole graph usually comes in the first record.
-        for v in &record.vertexes {
-            if let Some((stage, _, total, _)) = stage_step(&v.name)
-                && !self.stages.iter().any(|(s, _)| s == stage)
-            {
-                self.stages.push((stage.to_string(), total));
-            }
-        }
         for v in &record.vertexes {
             let active = v.started || v.completed || v.cached || !v.error.is_empty();
             if active
-                && let Some(event) = self.step(&v.name)
+                && let Some(event) = step(&v.name)
                 && self.announced.insert(v.digest.clone())
             {
                 self.push_tail(v.name.clone());
@@ -128,23 +120,6 @@ impl Progress {
         }
     }
 
-    /// The [`BuildEvent::Step`] of a Dockerfile vertex, numbered through the whole Dockerfile:
-    /// after the steps of the stages seen before its own, out of all the stages' steps.
-    fn step(&self, name: &str) -> Option<BuildEvent> {
-        let (stage, index, _, instruction) = stage_step(name)?;
-        let before: usize = self
-            .stages
-            .iter()
-            .take_while(|(s, _)| s != stage)
-            .map(|(_, n)| n)
-            .sum();
-        Some(BuildEvent::Step {
-            index: before + index,
-            total: self.stages.iter().map(|(_, n)| n).sum(),
-            instruction: instruction.to_string(),
-        })
-    }
-
     /// The first step error the engine reported, if any.
     pub fn failure(&self) -> Option<&str> {
         self.failure.as_deref()
@@ -191,48 +166,17 @@ mod tests {
 
     #[test]
     fn step_names_per_stage_with_and_without_a_stage_name() {
-        assert_eq!(
-            stage_step("[stage-0 2/3] RUN make"),
-            Some(("stage-0", 2, 3, "RUN make"))
-        );
-        assert_eq!(
-            stage_step("[builder 2/3] COPY a /b"),
-            Some(("builder", 2, 3, "COPY a /b"))
-        );
-        assert_eq!(
-            stage_step("[2/3] RUN x=[1] y"),
-            Some(("", 2, 3, "RUN x=[1] y"))
-        );
-        assert_eq!(stage_step("[internal] load build context"), None);
-        assert_eq!(stage_step("exporting to image"), None);
-        assert_eq!(stage_step("[stage-0 x/3] RUN make"), None);
-    }
-
-    #[test]
-    fn steps_are_numbered_through_every_stage_as_the_classic_builder_does() {
-        let (events, _) = run(&[[
-            vertex("sha256:a", "[builder 1/2] FROM base", false, false, ""),
-            vertex("sha256:b", "[builder 2/2] RUN make", false, false, ""),
-            vertex("sha256:c", "[runtime 1/3] FROM base", false, false, ""),
-            vertex(
-                "sha256:d",
-                "[runtime 2/3] COPY --from=builder /a /a",
-                false,
-                false,
-                "",
-            ),
-            vertex("sha256:e", "[runtime 3/3] RUN true", true, true, ""),
-            vertex("sha256:b", "[builder 2/2] RUN make", true, true, ""),
-        ]
-        .concat()]);
-        let steps: Vec<(usize, usize)> = events
-            .iter()
-            .filter_map(|e| match e {
-                BuildEvent::Step { index, total, .. } => Some((*index, *total)),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(steps, [(5, 5), (2, 5)]);
+        let step3 = |instruction: &str| BuildEvent::Step {
+            index: 2,
+            total: 3,
+            instruction: instruction.into(),
+        };
+        assert_eq!(step("[stage-0 2/3] RUN make"), Some(step3("RUN make")));
+        assert_eq!(step("[builder 2/3] COPY a /b"), Some(step3("COPY a /b")));
+        assert_eq!(step("[2/3] RUN x=[1] y"), Some(step3("RUN x=[1] y")));
+        assert_eq!(step("[internal] load build context"), None);
+        assert_eq!(step("exporting to image"), None);
+        assert_eq!(step("[stage-0 x/3] RUN make"), None);
     }
 
     #[test]

@@ -155,7 +155,9 @@ impl Reporter for CliReporter<'_> {
                 total,
                 instruction,
             } => {
-                self.steps = total;
+                // Steps that ran, not the last step's total: BuildKit numbers steps per stage
+                // and skips the stages no other stage needs.
+                self.steps += 1;
                 self.step = format!("step {index}/{total}: {instruction}");
                 self.bar
                     .set_message(self.step.chars().take(100).collect::<String>());
