@@ -5,9 +5,7 @@
 //! so signals behave, and is always removed afterwards.
 
 use bollard::models::{ContainerCreateBody, HostConfig};
-use bollard::query_parameters::{
-    CreateContainerOptions, LogsOptions, RemoveContainerOptions, WaitContainerOptions,
-};
+use bollard::query_parameters::{CreateContainerOptions, LogsOptions, RemoveContainerOptions};
 use futures_util::StreamExt;
 
 use crate::client::Client;
@@ -109,37 +107,7 @@ impl Client {
                 name: id.to_string(),
                 source,
             })?;
-        let mut wait = self.docker().wait_container(
-            id,
-            Some(WaitContainerOptions {
-                condition: "not-running".into(),
-            }),
-        );
-        let mut exit_code = 0;
-        let mut answered = false;
-        while let Some(item) = wait.next().await {
-            match item {
-                Ok(resp) => {
-                    exit_code = resp.status_code;
-                    answered = true;
-                }
-                // bollard reports a non-zero exit as an error carrying the code.
-                Err(bollard::errors::Error::DockerContainerWaitError { code, .. }) => {
-                    exit_code = code;
-                    answered = true;
-                }
-                // The exit code came; only its line end did not (see `torn_line_end`).
-                Err(source) if answered && crate::torn_line_end::is_torn_line_end(&source) => {
-                    break;
-                }
-                Err(source) => {
-                    return Err(EngineError::Wait {
-                        name: id.to_string(),
-                        source,
-                    });
-                }
-            }
-        }
+        let exit_code = self.wait_exit(id).await?;
         let mut logs = self.docker().logs(
             id,
             Some(LogsOptions {
