@@ -286,7 +286,9 @@ async fn push_info_pull_serve_publish_and_an_interrupted_push() {
     std::fs::write(staged.join("code/big.bin"), &big).unwrap();
     let head = server.head(ID).unwrap();
     let start = server.bytes_received();
-    server.cut_uploads_after(start + 8_000_000);
+    let small_sha = tt_model_hub::verify::sha256_hex(&small);
+    // Uploads run side by side: the big one stalls at 8 MB, the small one completes.
+    server.cut_uploads_after(8_000_000);
     let mut child = Command::new(env!("CARGO_BIN_EXE_tt-model"));
     child
         .current_dir(&t)
@@ -300,7 +302,9 @@ async fn push_info_pull_serve_publish_and_an_interrupted_push() {
         .stderr(std::process::Stdio::null());
     let mut child = child.spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(120);
-    while server.bytes_received() < start + 8_000_000 {
+    while server.bytes_received() < start + small.len() as u64 + 8_000_000
+        || !server.lfs_objects(ID).contains(&small_sha)
+    {
         assert!(Instant::now() < deadline, "the push never reached the cut");
         assert!(
             child.try_wait().unwrap().is_none(),
@@ -326,7 +330,6 @@ async fn push_info_pull_serve_publish_and_an_interrupted_push() {
             .iter()
             .any(|f| f.path == "code/big.bin")
     );
-    let small_sha = tt_model_hub::verify::sha256_hex(&small);
     assert!(
         server.lfs_objects(ID).contains(&small_sha),
         "the small object made it before the kill"

@@ -461,9 +461,9 @@ impl HubServer {
         self.shared.received.load(Ordering::SeqCst)
     }
 
-    /// From now on, an LFS upload that would take the total received past `limit` bytes is
-    /// cut off mid-body (the connection is dropped): a push interrupted mid-upload.
-    /// `u64::MAX` lifts it.
+    /// From now on, an LFS upload whose own body reaches `limit` bytes stalls there mid-body,
+    /// until the cut is lifted (`u64::MAX`) or the client goes away: a push interrupted
+    /// mid-upload. Smaller objects, uploaded beside it, complete.
     pub fn cut_uploads_after(&self, limit: u64) {
         self.shared.cut_after.store(limit, Ordering::SeqCst);
     }

@@ -299,9 +299,10 @@ pub(super) async fn lfs_upload(
             let chunk = chunk.map_err(std::io::Error::other)?;
             // An interrupted push: stall here, mid-body, until the test lifts the cut (by then
             // the client is dead and the rest of the body never comes).
-            let total =
-                s.received.fetch_add(chunk.len() as u64, Ordering::SeqCst) + chunk.len() as u64;
-            while total >= s.cut_after.load(Ordering::SeqCst) {
+            // The cut counts this upload's own bytes: uploads run side by side, and an object
+            // that fits under the cut always completes, whatever the others send meanwhile.
+            s.received.fetch_add(chunk.len() as u64, Ordering::SeqCst);
+            while size + chunk.len() as u64 >= s.cut_after.load(Ordering::SeqCst) {
                 tokio::time::sleep(std::time::Duration::from_millis(20)).await;
             }
             hasher.update(&chunk);

@@ -57,8 +57,11 @@ const MASKED: f32 = -1.0e30;
 const LN_EPS: f32 = 1e-5;
 /// Output tiles per core in a matmul's end (bounds the bias a core holds in L1).
 const FINISH_UNIT_TILES: usize = 16;
-/// Cores of the grid's first row the row programs and attention share their work over.
+/// Cores the row programs and attention share their work over.
 const ROW_CORES: usize = 8;
+/// Cores a matmul's end deals its units over (a core does several in turn): a chain of steps in one
+/// program gives each end cores of its own, so none takes the whole grid.
+const END_CORES: usize = 16;
 
 fn tiles(n: usize) -> usize {
     n.div_ceil(32)
@@ -290,6 +293,7 @@ impl<'a> Graph<'a> {
         };
         let finish = json!({
             "jobs": ends, "out_f32": out_f32 || stream.is_some(), "unit_tiles": FINISH_UNIT_TILES,
+            "cores": END_CORES,
             "kernels": {"reader": reader, "compute": compute, "writer": writer},
         });
         // One program: the matmul on the plan's cores, the ends on others, a semaphore between;
@@ -449,8 +453,9 @@ impl<'a> Graph<'a> {
         })
     }
 
-    /// How many programs the graph launches (each step is one).
-    pub(crate) fn programs(&self) -> usize {
+    /// How many steps the graph has (the worker runs a run of matmul-and-end steps that fits the grid
+    /// as one program, so it launches fewer programs: it counts them).
+    pub(crate) fn steps(&self) -> usize {
         self.steps.len()
     }
 }

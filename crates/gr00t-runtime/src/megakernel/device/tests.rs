@@ -385,6 +385,12 @@ fn sim_tiny_forward_matches_emulator_and_f32() {
     );
     assert!(p_emu >= 0.9999, "PCC vs emulator {p_emu}");
     assert!(p_f32 >= 0.999, "PCC vs f32 {p_f32}");
+    // Every step is one program: the chain of its 33 matmul-and-end steps fits the grid and
+    // the matmul cores' runtime args (docs/blackhole.md §12).
+    let stats = sim.device().unwrap().stats().expect("a finished forward");
+    assert!(stats.steps > 0);
+    assert_eq!(stats.programs_per_step, 1, "{stats:?}");
+    assert!(stats.per_step.iter().all(|t| t.programs == 1), "{stats:?}");
 }
 
 /// A step whose text or image mask is empty (no rows for a cross block's K and V): the device

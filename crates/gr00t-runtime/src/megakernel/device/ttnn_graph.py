@@ -12,10 +12,16 @@ looked up when a request calls them, after that file's imports ran.
 
 class GraphOps:
     def _alloc(self, name, rows, cols, dtype):
-        """A named device tensor [rows, cols] (TILE, DRAM), replacing one of the same name."""
+        """A named device tensor [rows, cols] (TILE, DRAM): the one of that name when it is alike (a chain's
+        phases reuse t/h, t/q, ... in order: a phase starts only once the one before it has ended, so a
+        reuse never overtakes a read), else a new one; the one it replaces is released after the launch
+        that may still use it (_launch)."""
         old = self.buffers.pop(name, None)
         if old is not None:
-            ttnn.deallocate(old)
+            if list(old.shape) == [rows, cols] and old.dtype == ACT_DTYPES[dtype]:
+                self.buffers[name] = old
+                return old
+            self.retired.append(old)
         t = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, cols]), ACT_DTYPES[dtype], ttnn.TILE_LAYOUT, self.dev,
                                            ttnn.DRAM_MEMORY_CONFIG)
         self.buffers[name] = t
@@ -52,23 +58,24 @@ class GraphOps:
         device between them: h["inputs"] are put first (as op_put), then each of h["steps"] runs one
         program (kind "matmul_end", "rows", "relayout" or "attention"; its output allocated under its name),
         then h["outputs"] ([name, rows, cols]) are read back (f32, the real rows and columns, in order) and the names in h["free"] released. Answers the
-        number of programs launched (what the Rust side counts), and per step label its programs and time."""
+        number of programs launched (what the Rust side counts: a run of matmul_end steps that fits one program
+        is one, _chains), the number of h["steps"] run, and per label its programs and time."""
         t0 = time.time()
         self._put(h["inputs"], payload)
         b = self.buffers
-        times, launched = {}, 0
+        times, launched, ran = {}, 0, 0
         sources = h.get("sources", {})
-        for st in h["steps"]:
+        src = lambda p: {**p, "kernels": {r: sources.get(n, n) for r, n in p["kernels"].items()}} if p else None
+        for st in self._chains(h["steps"]):
             kind = st["kind"]
             if "kernels" in st:  # kernel sources are sent once per graph, named by its steps
-                st = {**st, "kernels": {r: sources.get(n, n) for r, n in st["kernels"].items()}}
+                st = src(st)
             if "kernel" in st:
                 st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
             t1 = time.time()
-            if kind == "matmul_end":  # [the step before,] independent matmuls and their ends: one program
-                mm, end, before = ({**p, "kernels": {r: sources.get(n, n) for r, n in p["kernels"].items()}}
-                                   if p else None for p in (st["matmul"], st["finish"], st.get("before")))
-                self._matmul_end(mm, end, b, before)
+            if kind == "chain":  # matmul_end steps, one after the other: one program
+                self._chain([tuple(src(s_.get(k)) for k in ("matmul", "finish", "before")) for s_ in st["steps"]], b)
+                ran += len(st["steps"])
             elif kind == "rows":
                 kernels, cbs, tensors, _ = self._rows_step_parts(st, b)
                 self._launch(tensors, kernels, cbs)
@@ -81,6 +88,7 @@ class GraphOps:
             else:
                 raise RuntimeError(f"graph: unknown step kind {kind!r}")
             launched += 1
+            ran += 1 if kind != "chain" else 0
             print("gr00t-worker: program done", file=sys.stderr, flush=True)  # the host's deadline restarts
             n, ms = times.get(st.get("label", kind), (0, 0.0))
             times[st.get("label", kind)] = (n + 1, ms + (time.time() - t1) * 1e3)
@@ -94,57 +102,144 @@ class GraphOps:
             t = b.pop(name, None)
             if t is not None:
                 ttnn.deallocate(t)
-        return {"programs": launched, "by_label": times, "total_ms": (time.time() - t0) * 1e3}, b"".join(outs)
+        return {"programs": launched, "steps": ran, "by_label": times, "total_ms": (time.time() - t0) * 1e3}, b"".join(outs)
 
-    def _rows_step_parts(self, st, b, cores=None, signal=()):
+    def _rows_step_parts(self, st, b, cores=None, signal=(), producers=0):
         """A graph's row step (LayerNorm) as _rows_parts, its output allocated under its name."""
         out = self._alloc(st["out"], st["row_tiles"] * 32, st["wt"] * 32, "f32" if st["out_f32"] else "bf16")
         return self._rows_parts(st, b[st["x"]], b[st["scaler"]], b[st.get("g") or st["scaler"]],
                                 b[st.get("b") or st["scaler"]], out, st["wt"], st["row_tiles"], st["vec_tiles"],
                                 {int(i): n for i, n in st["work_cbs"].items()},
                                 unpack_to_dest=tuple(st["unpack_to_dest"]), out_f32=st["out_f32"],
-                                b_col=st["b_col"], vec_len=st["vec_len"], cores=cores, signal=signal)
+                                b_col=st["b_col"], vec_len=st["vec_len"], cores=cores, signal=signal,
+                                producers=producers)
 
-    def _attention_step_parts(self, st, b, cores=None, signal=()):
+    def _attention_step_parts(self, st, b, cores=None, signal=(), producers=0):
         """A graph's attention step as _attention_parts, its output allocated under its name."""
         out = self._alloc(st["out"], st["mp"], -(-st["heads"] * st["hd"] // 32) * 32, "bf16")
         return self._attention_parts(st, b[st["q"]], b[st["k"]], b[st["v"]], b[st["scaler"]], b[st["mask"]], out,
-                                     cores=cores, signal=signal)
+                                     cores=cores, signal=signal, producers=producers)
 
     def _noc(self, cores):
         """The NOC coordinates [(x, y)] of logical cores, as kernels address them."""
         return [(c.x, c.y) for c in (self.dev.worker_core_from_logical_core(ttnn.CoreCoord(*xy)) for xy in cores)]
 
-    def _matmul_end(self, mm, end, b, before=None):
-        """Independent matmuls (mm["jobs"]: each job's fp32 partials per K piece, allocated here under its
-        "out") and their ends (end["jobs"]: the K pieces summed, the bias, bf16, GELU or the residual add) as
-        ONE program, with the step that makes their activations (before: a LayerNorm or the attention) in it
-        too when given. The matmul kernels run on the plan's cores; before's and the ends' on other cores of the
-        grid; between the phases, barriers on the device: each core of a phase, once its writes are
-        acknowledged, increments semaphore 0 of every core of the next, whose reader waits for one increment
-        per core before it reads. A phase cannot start before every piece of its input is in DRAM, and the
-        pieces come from different cores: these are the only dependencies between the phases."""
+    def _chains(self, steps):
+        """The graph's steps with each run of matmul_end steps that fits one program packed into a "chain"
+        step (_chain_plan says what fits); other steps as they are."""
+        item = lambda st: (st["matmul"], st["finish"], st.get("before"))
+        out, run = [], []
+
+        def close():
+            if run:
+                labels = [st.get("label", "matmul_end") for st in run]
+                out.append({"kind": "chain", "steps": list(run), "label": labels[0] if len(run) == 1 else
+                            f"{len(run)} steps: {labels[0]} … {labels[-1]}"})
+                run.clear()
+
+        for st in steps:
+            if st["kind"] != "matmul_end":
+                close()
+                out.append(st)
+                continue
+            if run and (os.environ.get("GR00T_MK_CHAIN") == "0"
+                        or self._chain_plan([item(s_) for s_ in run + [st]]) is None):
+                close()
+            if not run and self._chain_plan([item(st)]) is None:
+                raise RuntimeError(f"graph: step {st.get('label')!r} does not fit one program")
+            run.append(st)
+        close()
+        return out
+
+    def _chain_plan(self, items):
+        """The cores of a chain of matmul_end steps ((matmul, finish, before) each) in one program, or None
+        when it does not fit: [(before's cores, the matmul's cores, the end's cores)]. Every matmul runs on
+        its plan's cores; every other phase gets cores of its own, from the grid's last row backwards, none a
+        matmul's; no core's runtime args may run past MAX_ARGS words."""
         grid = self.dev.compute_with_storage_grid_size()
-        mm_cores = sorted({(u["x"], u["y"]) for j in mm["jobs"] for u in j["units"]})
-        kernels, cbs, tensors, taken = [], [], {}, set(mm_cores)
-        before_cores = []
-        if before is not None:
-            free = [(x_, y_) for y_ in range(grid.y) for x_ in range(grid.x) if (x_, y_) not in taken]
-            parts = self._attention_step_parts if before["kind"] == "attention" else self._rows_step_parts
-            k_, c_, t_, before_cores = parts(before, b, cores=free, signal=self._noc(mm_cores))
+        mm_all = {(u["x"], u["y"]) for mm, _, _ in items for j in mm["jobs"] for u in j["units"]}
+        pool = [(x_, y_) for y_ in reversed(range(grid.y)) for x_ in reversed(range(grid.x)) if (x_, y_) not in mm_all]
+        phases, jobs_per_core, end_words = [], {}, 0
+        for mm, end, before in items:
+            bc = []
+            if before is not None:
+                if before["kind"] == "attention":
+                    want = len([g for g in range(before["heads"]) if g * before["hd"] % 32 == 0])
+                else:
+                    want = before["row_tiles"]
+                bc, pool = pool[:min(before["cores"], want)], pool[min(before["cores"], want):]
+                if not bc:
+                    return None
+            mc = sorted({(u["x"], u["y"]) for j in mm["jobs"] for u in j["units"]})
+            for j in mm["jobs"]:
+                for u in j["units"]:
+                    jobs_per_core[(u["x"], u["y"])] = jobs_per_core.get((u["x"], u["y"]), 0) + 1
+            ec, units = self._finish_layout(end, [(j,) for j in end["jobs"]], pool)
+            pool = pool[len(ec):]
+            if not ec:
+                return None
+            end_words = max(end_words, 2 + 9 * -(-len(units) // len(ec)))  # its reader's: 9 words a unit
+            phases.append((bc, mc, ec))
+        # The longest runtime args: a matmul core's reader (4 words, then 5 a job) and writer (1, then 4 a job
+        # and 1 for each core it signals after its last job of a phase: the phase's end cores); an end,
+        # LayerNorm or attention core's writer signals the next phase's cores (a matmul's may be 96: 2 words
+        # each).
+        words = {xy: 4 + 5 * n for xy, n in jobs_per_core.items()}
+        signals = {xy: 1 + 4 * n for xy, n in jobs_per_core.items()}
+        for _, mc, ec in phases:
+            for xy in mc:
+                signals[xy] += len(ec)
+        widest = max(len(c) for p in phases for c in p)
+        if max(*words.values(), *signals.values(), 2 * widest + end_words) > MAX_ARGS:
+            return None
+        return phases
+
+    def _chain(self, items, b):
+        """matmul_end steps ((matmul, finish, before) each, _chain_plan's cores) as ONE program: each step's
+        independent matmuls (mm["jobs"]: each job's fp32 partials per K piece, allocated here under its "out")
+        and their ends (end["jobs"]: the K pieces summed, the bias, bf16, GELU or the residual add), with the
+        step that makes their activations (before: a LayerNorm or the attention) when given. The matmul
+        kernels run on the plan's cores, every job of the chain in turn; the other phases on cores of their
+        own. Between consecutive phases a barrier on the device: each core of a phase, once its writes are
+        acknowledged, increments semaphore 0 of every core of the next, whose reader waits until it has
+        one increment per core (a matmul core, which waits again at each of its phases, for the running
+        sum). The phases form one line, each waiting for the whole of the one before, so a phase starts only
+        when every earlier one has ended: a tensor a later phase rewrites (t/h, t/q, ...) has been read."""
+        plan = self._chain_plan(items)
+        if plan is None:
+            raise RuntimeError("graph: the chain does not fit one program")
+        # Each phase's cores and the cores before it: (kind, item, cores).
+        line = []
+        for (mm, end, before), (bc, mc, ec) in zip(items, plan):
+            if before is not None:
+                line.append(("before", before, bc))
+            line += [("matmul", mm, mc), ("end", end, ec)]
+        kernels, cbs, tensors, mm_jobs, mm_phases = [], [], {}, [], []
+        mm_h = None
+        for i, (kind, st, cores) in enumerate(line):
+            producers = len(line[i - 1][2]) if i > 0 else 0
+            signal = self._noc(line[i + 1][2]) if i + 1 < len(line) else []
+            if kind == "before":
+                parts = self._attention_step_parts if st["kind"] == "attention" else self._rows_step_parts
+                k_, c_, t_, used = parts(st, b, cores=cores, signal=signal, producers=producers)
+                if used != cores:
+                    raise RuntimeError(f"chain: {st['kind']} took {used}, planned {cores}")
+            elif kind == "matmul":
+                mm_h = mm_h or st
+                mm_phases.append((producers, signal))
+                # After the step before: its output, allocated there, is the matmuls' input.
+                mm_jobs += [(j, b[j["act"]], self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
+                             j["mt"], len(mm_phases) - 1) for j in st["jobs"]]
+                continue
+            else:
+                dt_ = "f32" if st["out_f32"] else "bf16"
+                end_jobs = [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_),
+                             b[j["res"]] if j.get("res") else None) for j in st["jobs"]]
+                k_, c_, t_, _ = self._finish_parts(st, end_jobs, producers=producers, cores=cores, signal=signal)
             kernels, cbs, tensors = kernels + k_, cbs + c_, {**tensors, **t_}
-            taken |= set(before_cores)
-        # After the step before: its output, allocated there, is the matmuls' input.
-        mm_jobs = [(j, b[j["act"]], self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
-                    j["mt"]) for j in mm["jobs"]]
-        dt_ = "f32" if end["out_f32"] else "bf16"
-        end_jobs = [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_),
-                     b[j["res"]] if j.get("res") else None) for j in end["jobs"]]
-        k_, c_, t_, e_cores = self._finish_parts(end, end_jobs, producers=len(mm_cores), avoid=taken)
-        kernels, cbs, tensors = kernels + k_, cbs + c_, {**tensors, **t_}
-        k_, c_, t_, _ = self._matmul_parts(mm, mm_jobs, signal=self._noc(e_cores), producers=len(before_cores))
+        k_, c_, t_, _ = self._matmul_parts(mm_h, mm_jobs, phases=mm_phases)
         kernels, cbs, tensors = k_ + kernels, c_ + cbs, {**t_, **tensors}
-        waiting = e_cores + (mm_cores if before_cores else [])
+        waiting = sorted({xy for _, _, cores in line[1:] for xy in cores})
         ranges = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*xy), ttnn.CoreCoord(*xy)) for xy in waiting])
         sem = ttnn.SemaphoreDescriptor(id=0, core_type=ttnn.CoreType.WORKER, core_ranges=ranges, initial_value=0)
         self._launch(tensors, kernels, cbs, semaphores=[sem])

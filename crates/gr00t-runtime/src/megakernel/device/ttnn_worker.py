@@ -26,6 +26,16 @@ import ttnn  # noqa: E402
 
 DTYPES = {"bfp8_b": ttnn.bfloat8_b, "bfp4_b": ttnn.bfloat4_b, "bf16": ttnn.bfloat16}
 ACT_DTYPES = {"bf16": ttnn.bfloat16, "f32": ttnn.float32}
+# The most runtime args one kernel takes on one core (tt-metal's limit on a core's unique and common args
+# together): a chain of matmul_end steps (ttnn_graph.py) grows until one more step would pass it.
+MAX_ARGS = 341
+
+
+def pair(lo, hi):
+    """Two values < 2^16 in one runtime arg word, lo in the low half (the matmul kernels' job words)."""
+    if not (0 <= lo < 1 << 16 and 0 <= hi < 1 << 16):
+        raise RuntimeError(f"runtime arg pair ({lo}, {hi}) does not fit 16 bits each")
+    return lo | hi << 16
 
 
 def padded_args(per_core):
@@ -69,6 +79,7 @@ class Worker(GraphOps):
     def __init__(self):
         self.dev = None
         self.buffers = {}  # name -> device tensor holding raw pages
+        self.retired = []  # tensors replaced under their names while a program being built may use them
 
     def op_open(self, h, _):
         sim = os.environ.get("TT_METAL_SIMULATOR")
@@ -142,25 +153,43 @@ class Worker(GraphOps):
         prog = ttnn.ProgramDescriptor(kernels=kernels, semaphores=list(semaphores), cbs=cbs)
         ttnn.generic_op(list(tensors.values()), prog)
         ttnn.synchronize_device(self.dev)
+        for t in self.retired:
+            ttnn.deallocate(t)
+        self.retired.clear()
 
     def _matmul_jobs(self, h, jobs):
         """One program for several independent matmuls: _matmul_parts, launched."""
         kernels, cbs, tensors, _ = self._matmul_parts(h, jobs)
         self._launch(tensors, kernels, cbs)
 
-    def _matmul_parts(self, h, jobs, signal=(), producers=0):
-        """The kernels and CBs of one program for several independent matmuls ("jobs": (header, act, out, mt)
-        each, as _matmul_program's): a core that holds units of several does them in turn, so they cost one
-        launch. The kernels, dtypes and fidelity are h's (every job's are the same); the CBs the largest any
-        job's plan gives. signal: NOC coordinates of the cores whose semaphore 0 each matmul core increments
-        when its partials are written (their ends, in the same program); producers: the cores of an earlier
-        phase of the same program each matmul reader waits for (its semaphore 0) before reading activations.
-        Also answers the tensors {id: tensor} and the matmul cores [(x, y)]."""
+    def _matmul_parts(self, h, jobs, signal=(), producers=0, phases=None):
+        """The kernels and CBs of one program for several matmuls ("jobs": (header, act, out, mt) each, as
+        _matmul_program's, or (header, act, out, mt, phase) in a chain): a core that holds units of several
+        does them in turn, so they cost one launch. The kernels, dtypes and fidelity are h's (every job's are
+        the same); the CBs the largest any job's plan gives. Without phases every job is of one phase:
+        signal, NOC coordinates of the cores whose semaphore 0 each matmul core increments when its
+        partials are written (their ends, in the same program); producers, the cores of an earlier phase of
+        the same program each matmul reader waits for (its semaphore 0) before reading activations. With
+        phases ([(producers, signal)], jobs in phase order), a job's phase says both: a core waits for the
+        sum of the producers of every phase it took part in so far, and signals after its last job of a
+        phase. Also answers the tensors {id: tensor} and the matmul cores [(x, y)]."""
         arena = self.buffers[h["arena"]]
-        per_core = {}  # (x, y) -> [(job header, unit, act, out, mt)]
-        for jh, act, out, mt in jobs:
+        if phases is None:
+            phases, jobs = [(producers, list(signal))], [(*j, 0) for j in jobs]
+        per_core = {}  # (x, y) -> [(job header, unit, act, out, mt, phase)]
+        for jh, act, out, mt, ph in jobs:
             for u in jh["units"]:
-                per_core.setdefault((u["x"], u["y"]), []).append((jh, u, act, out, mt))
+                per_core.setdefault((u["x"], u["y"]), []).append((jh, u, act, out, mt, ph))
+        waits, signals = {}, {}  # per core: each job's semaphore count, the cores it signals after it
+        for xy, work in per_core.items():
+            count, w_, s_ = 0, [], []
+            for i, (*_, ph) in enumerate(work):
+                if i == 0 or work[i - 1][5] != ph:
+                    count += phases[ph][0]
+                w_.append(count if phases[ph][0] else 0)
+                last = i + 1 == len(work) or work[i + 1][5] != ph
+                s_.append(phases[ph][1] if last else [])
+            waits[xy], signals[xy] = w_, s_
         cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(x_, y_), ttnn.CoreCoord(x_, y_))
                                    for x_, y_ in per_core])
         cb = {k: max(jh["cbs"][k] for jh, *_ in jobs) for k in ("act", "weights", "out")}  # pages per CB
@@ -173,21 +202,23 @@ class Worker(GraphOps):
             ttnn.CBDescriptor(total_size=cb["out"] * 4096, core_ranges=cores, format_descriptors=[
                 ttnn.CBFormatDescriptor(buffer_index=2, data_format=ttnn.float32, page_size=4096)]),
         ]
-        rd, cp, wr = ({xy: [arena.buffer_address(), len(work), cb["act"], cb["weights"], producers] + [
-            v for jh, u, act, out, mt in work
-            for v in (act.buffer_address(), u["first_tile"], u["n_count"], u["k_start"], u["k_count"], mt, jh["kt"])]
+        rd, cp, wr = ({xy: [arena.buffer_address(), len(work), cb["act"], cb["weights"]] + [
+            v for (jh, u, act, out, mt, _), wait in zip(work, waits[xy])
+            for v in (act.buffer_address(), u["first_tile"], pair(u["n_count"], u["k_count"]),
+                      pair(u["k_start"], jh["kt"]), pair(mt, wait))]
             for xy, work in per_core.items()},
-            {xy: [len(work), cb["act"], cb["weights"]] + [v for _, u, _, _, mt in work
-                                                         for v in (u["n_count"], u["k_count"], mt)]
+            {xy: [len(work), cb["act"], cb["weights"]] + [v for _, u, _, _, mt, _ in work
+                                                         for v in (pair(u["n_count"], u["k_count"]), mt)]
              for xy, work in per_core.items()},
-            {xy: [len(work)] + [v for jh, u, _, out, mt in work
-                                for v in (out.buffer_address(), u["piece"], u["n_start"], u["n_count"], mt, jh["nt"])]
-             + [len(signal)] + [c for xy_ in signal for c in xy_]
+            {xy: [len(work)] + [v for (jh, u, _, out, mt, _), sig in zip(work, signals[xy])
+                                for v in [out.buffer_address(), pair(u["piece"], len(sig)),
+                                          pair(u["n_start"], u["n_count"]), pair(mt, jh["nt"])]
+                                + [pair(*xy_) for xy_ in sig]]
              for xy, work in per_core.items()})
         (rd, rd_n), (cp, cp_n), (wr, wr_n) = padded_args(rd), padded_args(cp), padded_args(wr)
         src = ttnn.KernelDescriptor.SourceType.SOURCE_CODE
         k = h["kernels"]
-        _, act0, out0, _ = jobs[0]
+        _, act0, out0, _, _ = jobs[0]
         reader = ttnn.KernelDescriptor(
             kernel_source=k["reader"], source_type=src, core_ranges=cores,
             compile_time_args=list(ttnn.TensorAccessorArgs(act0).get_compile_time_args())
@@ -201,7 +232,7 @@ class Worker(GraphOps):
             kernel_source=k["compute"], source_type=src, core_ranges=cores, compile_time_args=[cp_n],
             runtime_args=cp, config=ttnn.ComputeConfigDescriptor(
                 math_fidelity=getattr(ttnn.MathFidelity, h["math_fidelity"]), fp32_dest_acc_en=True))
-        tensors = {id(t): t for _, a_, o_, _ in jobs for t in (a_, o_)}
+        tensors = {id(t): t for _, a_, o_, _, _ in jobs for t in (a_, o_)}
         return [reader, writer, compute], cbs, tensors, list(per_core)
 
     def op_eltwise(self, h, payload):
@@ -316,20 +347,11 @@ class Worker(GraphOps):
                 ttnn.deallocate(t)
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
-    def _finish_parts(self, st, jobs, producers=0, avoid=()):
-        """The kernels and CBs of one program ending several matmuls (jobs: (header with mt, nt, k_split;
-        partials; bias; out; the fp32 stream to add, or None)). Units of up to st["unit_tiles"] output tiles of
-        one tile row; the units of all jobs dealt over the grid's cores but those in avoid (row-major) in turn,
-        a core doing its units one after the other, so a core's L1 holds only one unit's bias. The kernels and
-        out_f32 are st's (every job's are the same); so is whether a stream is added (every job has one, or
-        none has). producers: matmul cores of the same program each reader waits for (semaphore 0), 0 when
-        the partials are already written. Also answers the tensors {id: tensor} and the cores [(x, y)]."""
-        grid = self.dev.compute_with_storage_grid_size()
-        free = [(x_, y_) for y_ in range(grid.y) for x_ in range(grid.x) if (x_, y_) not in set(avoid)]
-        if not free:
-            raise RuntimeError("finish: every core of the grid is taken by the matmul")
-        n_grid = len(free)
-        units = []  # (job, r, c0, cw)
+    @staticmethod
+    def _finish_units(st, jobs, n_grid):
+        """The units of a matmul end: (job, tile row, first column, columns), at most st["unit_tiles"] columns,
+        a row cut into no more pieces than n_grid cores share (jobs: tuples whose first item has mt, nt)."""
+        units = []
         for job in jobs:
             jh = job[0]
             mt, nt = jh["mt"], jh["nt"]
@@ -337,9 +359,38 @@ class Worker(GraphOps):
             per_row = min(per_row, max(1, n_grid // mt))
             cw = -(-nt // per_row)
             units += [(job, r, c0, min(cw, nt - c0)) for r in range(mt) for c0 in range(0, nt, cw)]
+        return units
+
+    def _finish_layout(self, st, jobs, pool):
+        """The cores of pool (in order) a matmul end with these jobs uses, and its units: units cut for
+        st["cores"] cores (for all of pool when it names none), a core per unit up to that many. No cores
+        when pool has too few."""
+        n_grid = max(1, st.get("cores") or len(pool))
+        units = self._finish_units(st, jobs, n_grid)
+        need = min(len(units), n_grid)
+        return (pool[:need] if len(pool) >= need else []), units
+
+    def _finish_parts(self, st, jobs, producers=0, avoid=(), cores=None, signal=()):
+        """The kernels and CBs of one program ending several matmuls (jobs: (header with mt, nt, k_split;
+        partials; bias; out; the fp32 stream to add, or None)). Units of up to st["unit_tiles"] output tiles of
+        one tile row; the units of all jobs dealt over the grid's cores but those in avoid (row-major) in turn,
+        a core doing its units one after the other, so a core's L1 holds only one unit's bias. The kernels and
+        out_f32 are st's (every job's are the same); so is whether a stream is added (every job has one, or
+        none has). producers: matmul cores of the same program each reader waits for (semaphore 0), 0 when
+        the partials are already written. cores: the cores it may use, in order (_finish_layout's choice of
+        them; default: the grid's but avoid); signal: NOC coordinates of the cores of the next phase in the same
+        program, whose semaphore 0 each writer increments once its tiles are written. Also answers the
+        tensors {id: tensor} and the cores [(x, y)]."""
+        if cores is None:
+            grid = self.dev.compute_with_storage_grid_size()
+            cores = [(x_, y_) for y_ in range(grid.y) for x_ in range(grid.x) if (x_, y_) not in set(avoid)]
+        given = len(cores)
+        cores, units = self._finish_layout(st, jobs, cores)  # units: (job, r, c0, cw)
+        if not cores:
+            raise RuntimeError(f"finish: {len(units)} units, {given} cores free")
         per_core = {}
         for i, u in enumerate(units):
-            per_core.setdefault(free[i % n_grid], []).append(u)
+            per_core.setdefault(cores[i % len(cores)], []).append(u)
         cw_max = max(u[3] for u in units)
         pieces_max = max(job[0]["k_split"] for job in jobs)
         res = [job[4] is not None for job in jobs]
@@ -355,6 +406,7 @@ class Worker(GraphOps):
               for xy, work in per_core.items()}
         wr = {xy: [len(work)] + [v for (jh, _, _, out, _), r, c0, cw in work
                                  for v in (out.buffer_address(), r * jh["nt"] + c0, cw)]
+              + [len(signal)] + [c for xy_ in signal for c in xy_]
               for xy, work in per_core.items()}
         (rd, rd_n), (cp, cp_n), (wr, wr_n) = padded_args(rd), padded_args(cp), padded_args(wr)
         cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(x_, y_), ttnn.CoreCoord(x_, y_))
@@ -421,13 +473,14 @@ class Worker(GraphOps):
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
     def _rows_parts(self, h, tx, ts, tg, tb, out, wt, row_tiles, vec_tiles, work_cbs, unpack_to_dest=(),
-                    out_f32=False, b_col=0, vec_len=0, cores=None, signal=()):
+                    out_f32=False, b_col=0, vec_len=0, cores=None, signal=(), producers=0):
         """The kernels and CBs of a row kernel's program on device tensors: x tx (fp32, row_tiles tile rows of
         wt tiles), the scaler tile ts, the vectors tg / tb (vec_tiles tiles each, vec_len real columns, b from
         column b_col of its tensor's row 0: the reader splits the AdaLN [scale | shift] row); the output out
         (bf16, or fp32 with out_f32). Tile rows are shared over up to h["cores"] of cores (default: the grid's
         first row); signal: NOC coordinates of the cores each writer increments semaphore 0 of once its
-        tiles are written (the next phase, in the same program). Also answers the tensors and the cores."""
+        tiles are written (the next phase, in the same program); producers: the cores of the phase before
+        in the same program each reader waits for (semaphore 0). Also answers the tensors and the cores."""
         cores = cores or [(c, 0) for c in range(self.dev.compute_with_storage_grid_size().x)]
         n_cores = max(1, min(h["cores"], row_tiles, len(cores)))
         per, extra = divmod(row_tiles, n_cores)
@@ -441,7 +494,7 @@ class Worker(GraphOps):
         rd, cp, wr = ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
         for (x_, y_), f, n in runs:
             rd[x_][y_] = [tx.buffer_address(), ts.buffer_address(), tg.buffer_address(), tb.buffer_address(), wt, f,
-                          n, vec_tiles, b_col, vec_len]
+                          n, vec_tiles, b_col, vec_len, producers]
             cp[x_][y_] = [wt, n]
             wr[x_][y_] = [out.buffer_address(), f * wt, n * wt, len(signal)] + [c for xy in signal for c in xy]
         f32, bf16 = (ttnn.float32, 4096), (ttnn.bfloat16, 2048)
@@ -503,12 +556,12 @@ class Worker(GraphOps):
             ttnn.deallocate(t)
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
-    def _attention_parts(self, h, tq, tk, tv, ts, tm, out, cores=None, signal=()):
+    def _attention_parts(self, h, tq, tk, tv, ts, tm, out, cores=None, signal=(), producers=0):
         """The kernels and CBs of the attention program on device tensors: q [mp, dw], k and v [np, dw] (bf16,
         dw = heads * hd padded to whole tiles: the projections' own layout), the scaler tile ts, the key mask tm
         (fp32, [32, np], row 0), the output out [mp, dw] (bf16). The reader splits the heads, the writer merges
         them; a core owns whole output tiles, so the heads go out in runs whose columns start on a tile
-        boundary. Up to h["cores"] of cores (default: the grid's first row); signal: as _rows_parts'. Also
+        boundary. Up to h["cores"] of cores (default: the grid's first row); signal, producers: as _rows_parts'. Also
         answers the tensors and the cores."""
         heads, mp, np_, hd = h["heads"], h["mp"], h["np"], h["hd"]
         mt, nt, dt, w = mp // 32, np_ // 32, -(-hd // 32), -(-heads * hd // 32)
@@ -530,7 +583,7 @@ class Worker(GraphOps):
         rd, cp, wr = ttnn.RuntimeArgs(), ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
         for (x_, y_), f, n, c0, cw in runs:
             rd[x_][y_] = [tq.buffer_address(), tk.buffer_address(), tv.buffer_address(), ts.buffer_address(),
-                          tm.buffer_address(), f, n, mt, nt, dt, hd, w, w]
+                          tm.buffer_address(), f, n, mt, nt, dt, hd, w, w, producers]
             cp[x_][y_] = [n, mt, nt, dt]
             wr[x_][y_] = [out.buffer_address(), f, n, mt, dt, hd, w, c0, cw, len(signal)] + [
                 c for xy in signal for c in xy]

@@ -93,14 +93,14 @@ impl DeviceSteps<'_> {
             .for_each(|v| *v = tt_blackhole::bf16::round_to_bf16(*v));
         let (g, up, out): (_, Upload, String) =
             step_graph(self.dev, &self.plan, self.weights, inp.tokens, &act, keys)?;
-        let programs = g.programs();
+        let steps = g.steps();
         let m = dims.sa_tokens;
         let request = g.request(&up, &[(&out, m, d)]);
         let (ans, back) = self.dev.call(&request, &up.bytes())?;
-        if ans["programs"].as_u64() != Some(programs as u64) {
+        if ans["steps"].as_u64() != Some(steps as u64) {
             return Err(DitRunError::Device(format!(
-                "the step graph ran {} programs, it has {programs}",
-                ans["programs"]
+                "the step graph ran {} of its {steps} steps",
+                ans["steps"]
             )));
         }
         if back.len() != m * d * 4 {

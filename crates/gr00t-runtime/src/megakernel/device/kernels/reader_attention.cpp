@@ -11,7 +11,8 @@
 // (the tiny config's hd = 10) the source tiles are read into a scratch CB and copied element by element
 // in the tile's face order.
 // Runtime args: q, k, v, scaler, mask addresses; first head; heads; mt; nt; dt; hd; q's width and k / v's
-// width (tiles). Compile-time args: the five tensors' accessor args, in that order.
+// width (tiles); the cores of the phase before in the same program to wait for (0: none; their writers
+// increment semaphore 0). Compile-time args: the five tensors' accessor args, in that order.
 // CBs besides the compute kernel's: 4 one zero page (bf16), 6 the scratch (tiles(hd) + 1 bf16 pages).
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
@@ -71,6 +72,9 @@ void kernel_main() {
     const uint32_t hd = get_arg_val<uint32_t>(10);
     const uint32_t q_w = get_arg_val<uint32_t>(11);
     const uint32_t kv_w = get_arg_val<uint32_t>(12);
+    if (const uint32_t producers = get_arg_val<uint32_t>(13); producers > 0) {
+        noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), producers);
+    }
     constexpr uint32_t cb_q = 0, cb_scaler = 1, cb_k = 2, cb_v = 3, cb_zero = 4, cb_mask = 5, cb_scratch = 6;
     constexpr auto q_args = TensorAccessorArgs<0>();
     constexpr auto k_args = TensorAccessorArgs<q_args.next_compile_time_args_offset()>();

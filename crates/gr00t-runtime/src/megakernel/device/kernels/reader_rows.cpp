@@ -3,7 +3,8 @@
 // (CB 1) and, when vec_tiles > 0, the per-column vectors g and b (CBs 2 and 3, vec_tiles tiles each); then,
 // per tile row of this core, the row's Wt tiles of x (CB 0). All fp32 interleaved TILE tensors.
 // Runtime args: x, scaler, g, b addresses (unused ones may repeat another); Wt; first tile row; tile
-// rows; vec_tiles; b's first column in row 0 of its tensor; the vectors' real length. b may be
+// rows; vec_tiles; b's first column in row 0 of its tensor; the vectors' real length; the cores of the
+// phase before in the same program to wait for (0: none; their writers increment semaphore 0). b may be
 // the second half of g's tensor: the AdaLN matmul's [scale | shift] row, so the AdaLN split is part of
 // this read, not a program of its own. When b's first column is a whole tile (D = 1536) its tiles are
 // read as pages; otherwise (the tiny config's D = 40) the tiles holding row 0 of b are read into the
@@ -33,6 +34,9 @@ void kernel_main() {
     const uint32_t vec_tiles = get_arg_val<uint32_t>(7);
     const uint32_t b_col = get_arg_val<uint32_t>(8);
     const uint32_t vec_len = get_arg_val<uint32_t>(9);
+    if (const uint32_t producers = get_arg_val<uint32_t>(10); producers > 0) {
+        noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), producers);
+    }
     constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_g = 2, cb_b = 3, cb_scratch = 9;
     constexpr auto x_args = TensorAccessorArgs<0>();
     constexpr auto s_args = TensorAccessorArgs<x_args.next_compile_time_args_offset()>();

@@ -13,11 +13,14 @@
 // A reservation must not run past the end of its CB (the kernels index a block as contiguous pages), and
 // jobs' blocks differ in size: before a block that would, both sides skip the CB's last pages (the reader
 // pushes them unwritten, the compute kernel pops them unread), so every block starts contiguous.
-// When an earlier phase of the same program writes the activations (a LayerNorm, graph.rs), the reader
-// first waits until each of that phase's cores has incremented this core's semaphore 0.
-// Runtime args: the arena address; jobs; CB 0's and CB 1's pages; the cores to wait for (0: none); per
-// job 7 words: act address, absolute
-// arena page of the share's first tile, n_count, k_start, k_count, m_tiles, act_kt. Compile-time args: an activation's accessor
+// When an earlier phase of the same program writes a job's activations (a LayerNorm, the attention, or a
+// matmul's end in a chain of several matmuls, graph.rs), the reader first waits until this core's semaphore
+// 0 holds the job's count: the increments of every core of every phase this core waited for so far, its
+// own jobs' phases in order (a chain is one line of phases, so the increments arrive in that order too).
+// Runtime args: the arena address; jobs; CB 0's and CB 1's pages; per job 5 words (two 16-bit halves, low
+// first, where a word holds two): act address; absolute arena page of the share's first tile; n_count and
+// k_count; k_start and act_kt; m_tiles and the semaphore count to wait for (0: none). A chain of a whole
+// denoising step gives a core dozens of jobs, and a core's runtime args are limited (341 words). Compile-time args: an activation's accessor
 // args (every job's activation is an interleaved bf16 TILE tensor), the arena's.
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
@@ -51,18 +54,18 @@ void kernel_main() {
         at = (at + n) % pages;
     };
 
-    if (const uint32_t producers = get_arg_val<uint32_t>(4); producers > 0) {
-        noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), producers);
-    }
     for (uint32_t j = 0; j < jobs; ++j) {
-        const uint32_t a = 5 + j * 7;
+        const uint32_t a = 4 + j * 5;
+        const uint32_t nk = get_arg_val<uint32_t>(a + 2), ks = get_arg_val<uint32_t>(a + 3);
+        const uint32_t mw = get_arg_val<uint32_t>(a + 4);
+        if (const uint32_t count = mw >> 16; count > 0) {
+            noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), count);
+        }
         const auto act = TensorAccessor(act_args, get_arg_val<uint32_t>(a));
         const uint32_t first_tile = get_arg_val<uint32_t>(a + 1);
-        const uint32_t n_count = get_arg_val<uint32_t>(a + 2);
-        const uint32_t k_start = get_arg_val<uint32_t>(a + 3);
-        const uint32_t k_count = get_arg_val<uint32_t>(a + 4);
-        const uint32_t m_tiles = get_arg_val<uint32_t>(a + 5);
-        const uint32_t act_kt = get_arg_val<uint32_t>(a + 6);
+        const uint32_t n_count = nk & 0xffff, k_count = nk >> 16;
+        const uint32_t k_start = ks & 0xffff, act_kt = ks >> 16;
+        const uint32_t m_tiles = mw & 0xffff;
         fit(dfb_act, act_at, m_tiles * k_count, act_cb_pages);
         dfb_act.reserve_back(m_tiles * k_count);
         for (uint32_t m = 0; m < m_tiles; ++m) {

@@ -4,9 +4,11 @@
 // [k_split * m_tiles * 32, n_tiles * 32], in the order the compute kernel packs them (n outer, m inner).
 // When the matmuls' ends run in the same program on other cores (graph.rs, "matmul_end"), this core then
 // tells each of them that its partials are in DRAM: once every write is acknowledged, an atomic increment
-// of semaphore 0 on each end core (whose reader waits for one from every matmul core).
-// Runtime args: jobs; per job 6 words: output address, piece, n_start, n_count, m_tiles, n_tiles; then
-// the end cores to signal (0: none) and each one's NOC x and y.
+// of semaphore 0 on each end core (whose reader waits for one from every matmul core). In a chain of
+// matmuls (one program for several phases) that happens after the core's last job of each phase.
+// Runtime args: jobs; per job (16-bit halves, low first, where a word holds two): output address; piece and
+// the cores to signal once this job's partials are written (0: none); n_start and n_count; m_tiles and
+// n_tiles; then each core to signal, its NOC x and y.
 // Compile-time args: an output's accessor args (every job's output is an interleaved fp32 TILE tensor).
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
@@ -22,14 +24,13 @@ void kernel_main() {
 
     Noc noc;
     DataflowBuffer dfb_out(cb_out);
-    for (uint32_t j = 0; j < jobs; ++j) {
-        const uint32_t a = 1 + j * 6;
+    for (uint32_t j = 0, a = 1; j < jobs; ++j) {
         const auto out = TensorAccessor(out_args, get_arg_val<uint32_t>(a));
-        const uint32_t piece = get_arg_val<uint32_t>(a + 1);
-        const uint32_t n_start = get_arg_val<uint32_t>(a + 2);
-        const uint32_t n_count = get_arg_val<uint32_t>(a + 3);
-        const uint32_t m_tiles = get_arg_val<uint32_t>(a + 4);
-        const uint32_t n_tiles = get_arg_val<uint32_t>(a + 5);
+        const uint32_t ps = get_arg_val<uint32_t>(a + 1), nn = get_arg_val<uint32_t>(a + 2);
+        const uint32_t mn = get_arg_val<uint32_t>(a + 3);
+        const uint32_t piece = ps & 0xffff, signal = ps >> 16;
+        const uint32_t n_start = nn & 0xffff, n_count = nn >> 16;
+        const uint32_t m_tiles = mn & 0xffff, n_tiles = mn >> 16;
         for (uint32_t n = n_start; n < n_start + n_count; ++n) {
             for (uint32_t m = 0; m < m_tiles; ++m) {
                 dfb_out.wait_front(1);
@@ -38,12 +39,15 @@ void kernel_main() {
                 dfb_out.pop_front(1);
             }
         }
+        if (signal > 0) {
+            noc.async_write_barrier();
+            for (uint32_t e = 0; e < signal; ++e) {
+                const uint32_t xy = get_arg_val<uint32_t>(a + 4 + e);
+                noc_semaphore_inc(get_noc_addr(xy & 0xffff, xy >> 16, get_semaphore(0)), 1);
+            }
+            noc_async_atomic_barrier();
+        }
+        a += 4 + signal;
     }
     noc.async_write_barrier();
-    const uint32_t s = 1 + jobs * 6;
-    for (uint32_t e = 0, n = get_arg_val<uint32_t>(s); e < n; ++e) {
-        noc_semaphore_inc(get_noc_addr(get_arg_val<uint32_t>(s + 1 + 2 * e), get_arg_val<uint32_t>(s + 2 + 2 * e),
-                                       get_semaphore(0)), 1);
-    }
-    noc_async_atomic_barrier();
 }
