@@ -80,6 +80,9 @@ pub struct MatmulTimes {
     /// Programs of the step graphs by label (`matmul FfUp`, `matmul Q+K+V`, ...): (label, programs,
     /// total time as the worker measured it, synchronisation included).
     pub graph: Vec<(String, u64, Duration)>,
+    /// The last graph's programs that chained several steps: each one's phases in order, with
+    /// the cores each took (`matmul`, `end`, `rows`, `attention`).
+    pub chains: Vec<Vec<(String, u64)>>,
 }
 
 impl MatmulTimes {
@@ -286,6 +289,23 @@ impl TtDevice {
                 _ => u64::from(runs_program(op)),
             };
             self.counters.record(programs, payload.len(), back.len());
+            if let (Some(chains), Ok(mut t)) = (ans["chains"].as_array(), self.times.lock()) {
+                t.chains = chains
+                    .iter()
+                    .map(|c| {
+                        let phases = c["phases"].as_array().map_or(&[][..], Vec::as_slice);
+                        phases
+                            .iter()
+                            .map(|p| {
+                                (
+                                    p[0].as_str().unwrap_or("").into(),
+                                    p[1].as_u64().unwrap_or(0),
+                                )
+                            })
+                            .collect()
+                    })
+                    .collect();
+            }
             if let (Some(by), Ok(mut t)) = (ans["by_label"].as_object(), self.times.lock()) {
                 for (label, v) in by {
                     let (n, ms) = (v[0].as_u64().unwrap_or(0), v[1].as_f64().unwrap_or(0.0));

@@ -18,11 +18,14 @@
 //! (`kernels/attention_head.cpp`; its reader cuts the heads out of the `[tokens, D]`
 //! projections, its writer puts them back) → the output projection, whose end adds the residual
 //! stream (`GR00T_FINISH_RESIDUAL`) → the plain LayerNorm → FF-up with GELU → FF-down, whose end
-//! adds the stream again. Every program holds a matmul: 1, then 4 per block (33 for the tiny
+//! adds the stream again. Every step holds a matmul: 1, then 4 per block (33 for the tiny
 //! config's 8 blocks: the AdaLN LayerNorm with Q (K, V), attention with the output projection,
-//! the plain LayerNorm with FF-up, FF-down; 57 with the LayerNorms and attention programs of
-//! their own, 90 with each matmul's end too, 106 with the residual adds too, 168 when relayouts
-//! and one matmul per program made them 24 and 18).
+//! the plain LayerNorm with FF-up, FF-down). The worker runs consecutive steps as ONE program
+//! while the grid and the matmul cores' runtime args hold them (`ttnn_graph.py`, `_chains`;
+//! docs/blackhole.md §12): the tiny config's whole denoising step is one program, a full-size
+//! cross block's 5 steps are 2. (Programs per tiny step before: 33 with a program per step, 57
+//! with the LayerNorms and attention programs of their own, 90 with each matmul's end too, 106
+//! with the residual adds too, 168 when relayouts and one matmul per program made them 24 and 18.)
 //!
 //! The cross blocks' K and V depend only on the observation's context: [`observation_graph`]
 //! computes them once per observation into device tensors the steps read.

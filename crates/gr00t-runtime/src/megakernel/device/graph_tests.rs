@@ -109,8 +109,12 @@ fn sim_full_size_blocks_on_device_match_emulator() {
          and the step {wall_s:.1} s; the step: {} programs, {} B in, {} B out; since open: {:?}",
         step.programs, step.host_to_device_bytes, step.device_to_host_bytes, before_step
     );
-    for (label, n, t) in dev.times().graph {
+    let times = dev.times();
+    for (label, n, t) in &times.graph {
         eprintln!("  {label}: {n} programs, {:.2} s", t.as_secs_f64());
+    }
+    for (i, phases) in times.chains.iter().enumerate() {
+        eprintln!("  the step's program {i}: phases (kind, cores) {phases:?}");
     }
     assert!(p >= 0.9999, "PCC {p} vs the emulator");
     assert!(max_err <= 0.05, "max |err| {max_err} vs the emulator");

@@ -59,11 +59,12 @@ class GraphOps:
         program (kind "matmul_end", "rows", "relayout" or "attention"; its output allocated under its name),
         then h["outputs"] ([name, rows, cols]) are read back (f32, the real rows and columns, in order) and the names in h["free"] released. Answers the
         number of programs launched (what the Rust side counts: a run of matmul_end steps that fits one program
-        is one, _chains), the number of h["steps"] run, and per label its programs and time."""
+        is one, _chains), the number of h["steps"] run, each chain's phases with their cores, and per label its
+        programs and time."""
         t0 = time.time()
         self._put(h["inputs"], payload)
         b = self.buffers
-        times, launched, ran = {}, 0, 0
+        times, launched, ran, chains = {}, 0, 0, []
         sources = h.get("sources", {})
         src = lambda p: {**p, "kernels": {r: sources.get(n, n) for r, n in p["kernels"].items()}} if p else None
         for st in self._chains(h["steps"]):
@@ -74,7 +75,9 @@ class GraphOps:
                 st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
             t1 = time.time()
             if kind == "chain":  # matmul_end steps, one after the other: one program
-                self._chain([tuple(src(s_.get(k)) for k in ("matmul", "finish", "before")) for s_ in st["steps"]], b)
+                phases = self._chain([tuple(src(s_.get(k)) for k in ("matmul", "finish", "before"))
+                                      for s_ in st["steps"]], b)
+                chains.append({"steps": len(st["steps"]), "phases": [[kind, n] for kind, n in phases]})
                 ran += len(st["steps"])
             elif kind == "rows":
                 kernels, cbs, tensors, _ = self._rows_step_parts(st, b)
@@ -102,7 +105,7 @@ class GraphOps:
             t = b.pop(name, None)
             if t is not None:
                 ttnn.deallocate(t)
-        return {"programs": launched, "steps": ran, "by_label": times, "total_ms": (time.time() - t0) * 1e3}, b"".join(outs)
+        return {"programs": launched, "steps": ran, "chains": chains, "by_label": times, "total_ms": (time.time() - t0) * 1e3}, b"".join(outs)
 
     def _rows_step_parts(self, st, b, cores=None, signal=(), producers=0):
         """A graph's row step (LayerNorm) as _rows_parts, its output allocated under its name."""
@@ -204,7 +207,8 @@ class GraphOps:
         acknowledged, increments semaphore 0 of every core of the next, whose reader waits until it has
         one increment per core (a matmul core, which waits again at each of its phases, for the running
         sum). The phases form one line, each waiting for the whole of the one before, so a phase starts only
-        when every earlier one has ended: a tensor a later phase rewrites (t/h, t/q, ...) has been read."""
+        when every earlier one has ended: a tensor a later phase rewrites (t/h, t/q, ...) has been read.
+        Answers the line: (kind, cores) per phase."""
         plan = self._chain_plan(items)
         if plan is None:
             raise RuntimeError("graph: the chain does not fit one program")
@@ -243,6 +247,7 @@ class GraphOps:
         ranges = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*xy), ttnn.CoreCoord(*xy)) for xy in waiting])
         sem = ttnn.SemaphoreDescriptor(id=0, core_type=ttnn.CoreType.WORKER, core_ranges=ranges, initial_value=0)
         self._launch(tensors, kernels, cbs, semaphores=[sem])
+        return [(kind if kind != "before" else st["kind"], len(cores)) for kind, st, cores in line]
 
     def _relayout_on_device(self, st, src, dst):
         """Our relayout_tiles.cpp (data movement only) from src to dst: the dst tile rows shared over
