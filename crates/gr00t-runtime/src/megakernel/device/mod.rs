@@ -9,9 +9,11 @@
 //!   `DitDevice` over it; our kernels in `kernels/`.
 //! * [`sfpu`]: our SFPU library (`kernels/sfpu/`: exp, reciprocal, rsqrt, SiLU, GELU-tanh in
 //!   `TTI_SFP*` instructions) and the one-program element-wise op over it.
-//! * [`rows`]: the first on-device block pieces, each one program: LayerNorm with the AdaLN
-//!   modulation, attention's row softmax, a matmul's bias (+ GELU), the residual add; and
-//!   [`attention`]: attention per head (QKᵀ, softmax, ·V). None is in the forward yet.
+//! * [`rows`]: the on-device block pieces, each testable as one program: LayerNorm with the
+//!   AdaLN modulation, attention's row softmax, a matmul's end (the K pieces, bias, GELU, the
+//!   residual add); and [`attention`]: attention per head (QKᵀ, softmax, ·V).
+//! * `graph`: a denoising step over them, its matmul-and-end steps chained by the worker into as
+//!   few programs as the grid holds (one for the tiny config; docs/blackhole.md §12).
 
 pub mod attention;
 pub mod backend;
@@ -25,6 +27,8 @@ pub use backend::{DeviceInfo, DeviceSteps, MatmulTimes, SFPU, SfpuPlacement, TtD
 pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerError};
 #[cfg(test)]
 mod attention_tests;
+#[cfg(test)]
+mod chain_tests;
 #[cfg(test)]
 mod graph_tests;
 #[cfg(test)]
