@@ -363,11 +363,10 @@ fn sim_server_survives_a_stopped_and_a_killed_worker() {
         serde_json::to_vec(&case1_expected()).unwrap(),
     )
     .unwrap();
-    // The warm-up compiles the kernels; after it the longest exchange is a denoising step, one
-    // program of about 10 s on the simulator (15 s seen on a loaded 2-core host: every core of
-    // the chain is simulated while it waits at its barrier), so a 45 s deadline only fires on
-    // the stopped worker.
-    let timeout_s = 45;
+    // A denoising step is one program of about 15 s on the simulator (every core of the chain
+    // is simulated while it waits at its barrier), but the worker announces it as a chain of 33
+    // steps, which gets the deadline 33 times: a 15 s deadline only fires on the stopped worker.
+    let timeout_s = 15;
     let port = free_port();
     let mut child = with_sim(clean_env(&mut Command::new(BIN)))
         .env("GR00T_DIT_BACKEND", "megakernel")

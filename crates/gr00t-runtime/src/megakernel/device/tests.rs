@@ -132,6 +132,9 @@ while True:
         for _ in range(6):
             time.sleep(0.25)
             print("gr00t-worker: program done", file=sys.stderr, flush=True)
+    if h["op"] == "chain":
+        print("gr00t-worker: program of 4 steps", file=sys.stderr, flush=True)
+        time.sleep(1.2)
     a = json.dumps({"ok": True, "echo": h}).encode()
     out.write(struct.pack("<I", len(a)) + a + struct.pack("<Q", 0))
     out.flush()
@@ -189,6 +192,25 @@ fn progress_restarts_the_deadline() {
     );
     assert!(w.liveness().is_alive());
     assert!(!w.stderr_tail().contains(super::worker::PROGRESS_LINE));
+}
+
+/// A program that chains several steps of a graph is announced with how many: its deadline is
+/// the exchange deadline that many times (each step was a program with the deadline), so a
+/// chain that takes longer than one deadline but less than its share is not killed.
+#[test]
+fn a_chain_gets_a_deadline_per_step() {
+    let mut w = echo_worker(Duration::from_millis(500));
+    w.call(&serde_json::json!({"op": "open"}), &[]).unwrap();
+    let t = Instant::now();
+    let (ans, _) = w.call(&serde_json::json!({"op": "chain"}), &[]).unwrap();
+    assert_eq!(ans["echo"]["op"], "chain");
+    assert!(
+        t.elapsed() >= Duration::from_millis(1200),
+        "{:?}",
+        t.elapsed()
+    );
+    assert!(w.liveness().is_alive());
+    assert!(!w.stderr_tail().contains(super::worker::CHAIN_LINE));
 }
 
 /// A stopped worker (SIGSTOP) is a hang too: killed at the deadline, even mid-upload of a

@@ -75,6 +75,8 @@ class GraphOps:
                 st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
             t1 = time.time()
             if kind == "chain":  # matmul_end steps, one after the other: one program
+                # Its deadline: one exchange deadline per step (worker.rs, CHAIN_LINE).
+                print(f"gr00t-worker: program of {len(st['steps'])} steps", file=sys.stderr, flush=True)
                 phases = self._chain([tuple(src(s_.get(k)) for k in ("matmul", "finish", "before"))
                                       for s_ in st["steps"]], b)
                 chains.append({"steps": len(st["steps"]), "phases": [[kind, n] for kind, n in phases]})

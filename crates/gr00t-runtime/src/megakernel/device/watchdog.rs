@@ -71,9 +71,15 @@ impl Liveness {
     /// programs): the armed deadline starts again from now, so a long graph is bounded per
     /// program, not as a whole.
     pub fn progress(&self) {
+        self.progress_for(1);
+    }
+
+    /// The worker starts a program that does the work of `steps` (a chain of a graph's steps):
+    /// the deadline starts again from now, `steps` times the armed limit.
+    pub fn progress_for(&self, steps: u32) {
         let mut w = lock(&self.0.watch);
         if let (Some(_), Some((_, limit))) = (w.deadline, w.armed_for.as_ref()) {
-            w.deadline = Some(Instant::now() + *limit);
+            w.deadline = Some(Instant::now() + *limit * steps.max(1));
         }
     }
 

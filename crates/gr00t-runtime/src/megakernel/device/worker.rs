@@ -32,6 +32,11 @@ pub const WORKER_SOURCE: &str = concat!(
 
 /// What the worker writes to its stderr after each program of a graph (not kept in the tail).
 pub const PROGRESS_LINE: &str = "gr00t-worker: program done";
+/// What the worker writes to its stderr before a program that chains several steps of a graph:
+/// this, the number of steps, then ` steps`. That program's deadline is that many times the
+/// exchange deadline (each step was a program of its own, each with the deadline, and the chain
+/// compiles all their kernels inside its one launch).
+pub const CHAIN_LINE: &str = "gr00t-worker: program of ";
 
 /// Lines of the worker's stderr kept for error messages.
 const STDERR_TAIL: usize = 40;
@@ -222,6 +227,14 @@ impl TtnnWorker {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                     if line == PROGRESS_LINE {
                         live.progress();
+                        continue;
+                    }
+                    if let Some(steps) = line
+                        .strip_prefix(CHAIN_LINE)
+                        .and_then(|r| r.strip_suffix(" steps"))
+                        .and_then(|n| n.parse::<u32>().ok())
+                    {
+                        live.progress_for(steps);
                         continue;
                     }
                     if let Ok(mut t) = tail.lock() {
