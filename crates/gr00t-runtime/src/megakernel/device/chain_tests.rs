@@ -42,7 +42,8 @@ try:
             continue
         items = [(s["matmul"], s["finish"], s.get("before")) for s in st["steps"]]
         phases = []
-        for (mm, end, before), (bc, mc, ec) in zip(items, w._chain_plan(items)):
+        assert st["plan"] == w._chain_plan(items), "the plan _chains kept is not the chain's"
+        for (mm, end, before), (bc, mc, ec) in zip(items, st["plan"]):
             if before is not None:
                 phases.append([before["kind"], bc])
             phases += [["matmul", mc], ["end", ec]]

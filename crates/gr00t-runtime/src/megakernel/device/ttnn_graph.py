@@ -78,7 +78,7 @@ class GraphOps:
                 # Its deadline: one exchange deadline per step (worker.rs, CHAIN_LINE).
                 print(f"gr00t-worker: program of {len(st['steps'])} steps", file=sys.stderr, flush=True)
                 phases = self._chain([tuple(src(s_.get(k)) for k in ("matmul", "finish", "before"))
-                                      for s_ in st["steps"]], b)
+                                      for s_ in st["steps"]], st["plan"], b)
                 chains.append({"steps": len(st["steps"]), "phases": [[kind, n] for kind, n in phases]})
                 ran += len(st["steps"])
             elif kind == "rows":
@@ -133,13 +133,14 @@ class GraphOps:
         """The graph's steps with each run of matmul_end steps that fits one program packed into a "chain"
         step (_chain_plan says what fits); other steps as they are."""
         item = lambda st: (st["matmul"], st["finish"], st.get("before"))
-        out, run = [], []
+        out, run, plan = [], [], None
+        alone = os.environ.get("GR00T_MK_CHAIN") == "0"
 
         def close():
             if run:
                 labels = [st.get("label", "matmul_end") for st in run]
-                out.append({"kind": "chain", "steps": list(run), "label": labels[0] if len(run) == 1 else
-                            f"{len(run)} steps: {labels[0]} … {labels[-1]}"})
+                out.append({"kind": "chain", "steps": list(run), "plan": plan, "label": labels[0]
+                            if len(run) == 1 else f"{len(run)} steps: {labels[0]} … {labels[-1]}"})
                 run.clear()
 
         for st in steps:
@@ -147,11 +148,14 @@ class GraphOps:
                 close()
                 out.append(st)
                 continue
-            if run and (os.environ.get("GR00T_MK_CHAIN") == "0"
-                        or self._chain_plan([item(s_) for s_ in run + [st]]) is None):
+            longer = None if alone or not run else self._chain_plan([item(s_) for s_ in run + [st]])
+            if longer is None:
                 close()
-            if not run and self._chain_plan([item(st)]) is None:
-                raise RuntimeError(f"graph: step {st.get('label')!r} does not fit one program")
+                plan = self._chain_plan([item(st)])
+                if plan is None:
+                    raise RuntimeError(f"graph: step {st.get('label')!r} does not fit one program")
+            else:
+                plan = longer
             run.append(st)
         close()
         return out
@@ -169,7 +173,7 @@ class GraphOps:
             bc = []
             if before is not None:
                 if before["kind"] == "attention":
-                    want = len([g for g in range(before["heads"]) if g * before["hd"] % 32 == 0])
+                    want = len(self._head_starts(before["heads"], before["hd"]))
                 else:
                     want = before["row_tiles"]
                 bc, pool = pool[:min(before["cores"], want)], pool[min(before["cores"], want):]
@@ -199,8 +203,9 @@ class GraphOps:
             return None
         return phases
 
-    def _chain(self, items, b):
-        """matmul_end steps ((matmul, finish, before) each, _chain_plan's cores) as ONE program: each step's
+    def _chain(self, items, plan, b):
+        """matmul_end steps ((matmul, finish, before) each, with _chain_plan's cores for them, which _chains
+        worked out while it packed them) as ONE program: each step's
         independent matmuls (mm["jobs"]: each job's fp32 partials per K piece, allocated here under its "out")
         and their ends (end["jobs"]: the K pieces summed, the bias, bf16, GELU or the residual add), with the
         step that makes their activations (before: a LayerNorm or the attention) when given. The matmul
@@ -211,9 +216,6 @@ class GraphOps:
         sum). The phases form one line, each waiting for the whole of the one before, so a phase starts only
         when every earlier one has ended: a tensor a later phase rewrites (t/h, t/q, ...) has been read.
         Answers the line: (kind, cores) per phase."""
-        plan = self._chain_plan(items)
-        if plan is None:
-            raise RuntimeError("graph: the chain does not fit one program")
         # Each phase's cores and the cores before it: (kind, item, cores).
         line = []
         for (mm, end, before), (bc, mc, ec) in zip(items, plan):

@@ -556,6 +556,12 @@ class Worker(GraphOps):
             ttnn.deallocate(t)
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
+    @staticmethod
+    def _head_starts(heads, hd):
+        """The heads a run of heads may start at: those whose columns start on a tile boundary (a core owns
+        whole output tiles). One per core at most, so also the most cores attention can use."""
+        return [g for g in range(heads) if g * hd % 32 == 0]
+
     def _attention_parts(self, h, tq, tk, tv, ts, tm, out, cores=None, signal=(), producers=0):
         """The kernels and CBs of the attention program on device tensors: q [mp, dw], k and v [np, dw] (bf16,
         dw = heads * hd padded to whole tiles: the projections' own layout), the scaler tile ts, the key mask tm
@@ -565,7 +571,7 @@ class Worker(GraphOps):
         answers the tensors and the cores."""
         heads, mp, np_, hd = h["heads"], h["mp"], h["np"], h["hd"]
         mt, nt, dt, w = mp // 32, np_ // 32, -(-hd // 32), -(-heads * hd // 32)
-        starts = [g for g in range(heads) if g * hd % 32 == 0]  # runs of heads that own whole tiles
+        starts = self._head_starts(heads, hd)
         cores = cores or [(c, 0) for c in range(self.dev.compute_with_storage_grid_size().x)]
         n_cores = max(1, min(h["cores"], len(starts), len(cores)))
         per, extra = divmod(len(starts), n_cores)
