@@ -13,24 +13,17 @@
 # snapshot placed by hand is served as it is (--local-only checks that it is there, nothing
 # more). The snapshot is written beside its place and renamed into it; a rerun replaces it.
 #
-# gr00t-server is built exactly as `tt-model package` builds it for the image (release, locked,
-# static, host triple, no debuginfo), so the package step that follows finds it built.
+# gr00t-server is built exactly as `tt-model package` builds it for the image (scripts/build.sh:
+# release, locked, the workspace's features, static, host triple, no debuginfo), so the package
+# step that follows finds it built.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 manifest=examples/gr00t-tiny/tt-model.yaml
 repo=$(sed -n 's/^  repo: //p' "$manifest" | head -1)
 rev=$(sed -n 's/^  revision: //p' "$manifest" | head -1)
 
-triple=$(rustc -vV | sed -n 's/^host: //p')
-# Without debuginfo unless TT_MODEL_CARGO_DEBUG=1, as package builds it (cargo_bin.rs).
-if [ "${TT_MODEL_CARGO_DEBUG:-}" = 1 ]; then
-  unset CARGO_PROFILE_RELEASE_DEBUG CARGO_PROFILE_RELEASE_STRIP
-else
-  export CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=debuginfo
-fi
-RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static" \
-  cargo build --release --locked -p gr00t-server --bin gr00t-server --target "$triple"
-server="${CARGO_TARGET_DIR:-target}/$triple/release/gr00t-server"
+scripts/build.sh gr00t-server
+server="${CARGO_TARGET_DIR:-target}/bin/gr00t-server"
 
 hub=${HF_HUB_CACHE:-${HF_HOME:-$HOME/.cache/huggingface}/hub}
 root="$hub/models--${repo%%/*}--${repo#*/}"

@@ -7,11 +7,20 @@
 //! on any base image — the busybox base, a distroless one, or the tt-metal runtime image — and
 //! `package` checks that it has no interpreter before it ships it.
 //!
-//! The build is `cargo build --release --locked --target <host triple>`: `--locked` builds
-//! exactly the versions in `Cargo.lock`; the explicit target keeps these static artifacts in
-//! their own directory (`target/<triple>/release`) beside the workspace's ordinary builds, so a
-//! no-op re-package is a no-op `cargo build` (well under a second) and the same bytes, which
-//! keeps the image's layer cache hit.
+//! The build is `cargo build --release --locked --workspace --bin <bin> --target <host triple>`:
+//! `--locked` builds exactly the versions in `Cargo.lock`; the explicit target keeps these static
+//! artifacts in their own directory (`target/<triple>/release`) beside the workspace's ordinary
+//! builds, so a no-op re-package is a no-op `cargo build` (well under a second) and the same
+//! bytes, which keeps the image's layer cache hit.
+//!
+//! `--workspace --bin <bin>` rather than `-p <package>`: Cargo resolves dependency features for
+//! the packages selected, and `--workspace` selects every member while `--bin` still builds only
+//! the one binary and what it depends on. The dependencies are then built with the features the
+//! workspace's own `cargo build` and `cargo test --workspace` give them (what the tests ran is
+//! what ships; `-p` alone left e.g. `serde_json`'s `preserve_order` out of the shipped
+//! `gr00t-server` though every test ran with it), and any other binary of the workspace built the
+//! same way shares every dependency unit with this one: `scripts/build.sh` builds the `tt-model`
+//! CLI and `gr00t-server` in one invocation and `package` then finds the server built.
 //!
 //! The shipped binary carries no debuginfo: the workspace's release profile keeps line tables
 //! (located panics on a developer's machine), which were 59 MB of the GR00T tiny image's 61.
@@ -119,6 +128,8 @@ pub enum CargoMessage {
     Executable {
         /// The binary target's name.
         name: String,
+        /// The `Cargo.toml` of the package the target belongs to.
+        manifest: PathBuf,
         /// Where cargo wrote the executable.
         path: PathBuf,
     },
@@ -140,10 +151,14 @@ pub fn parse_message(line: &str) -> CargoMessage {
                 .trim_end()
                 .to_string(),
         ),
-        Some("compiler-artifact") => match (v["target"]["name"].as_str(), v["executable"].as_str())
-        {
-            (Some(name), Some(path)) => CargoMessage::Executable {
+        Some("compiler-artifact") => match (
+            v["target"]["name"].as_str(),
+            v["manifest_path"].as_str(),
+            v["executable"].as_str(),
+        ) {
+            (Some(name), Some(manifest), Some(path)) => CargoMessage::Executable {
                 name: name.to_string(),
+                manifest: PathBuf::from(manifest),
                 path: PathBuf::from(path),
             },
             _ => CargoMessage::Other,
@@ -209,6 +224,23 @@ fn workspace_git(dir: &Path) -> (Option<String>, bool) {
     (commit, dirty)
 }
 
+/// `--features` for the package's features while every member is selected: each one named
+/// `package/feature` (one already qualified is kept), so no other member's feature of the same
+/// name is turned on.
+pub fn qualified_features(package: &str, features: &[String]) -> String {
+    features
+        .iter()
+        .map(|f| {
+            if f.contains('/') {
+                f.clone()
+            } else {
+                format!("{package}/{f}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// Builds `spec`'s binary; `log` gets every line cargo prints. A compile failure is
 /// [`PackageError::CargoBuild`] carrying the compiler's first error.
 pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput, PackageError> {
@@ -238,9 +270,14 @@ pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput,
     )?;
     let metadata: serde_json::Value = serde_json::from_str(&metadata)
         .map_err(|e| cargo_error(ws, format!("cargo metadata printed no JSON: {e}")))?;
-    let version = metadata["packages"]
+    let package = metadata["packages"]
         .as_array()
-        .and_then(|ps| ps.iter().find(|p| p["name"] == spec.package.as_str()))
+        .and_then(|ps| ps.iter().find(|p| p["name"] == spec.package.as_str()));
+    // The package's own Cargo.toml tells its binary from a same-named one of another member.
+    let package_manifest = package
+        .and_then(|p| p["manifest_path"].as_str())
+        .map(PathBuf::from);
+    let version = package
         .and_then(|p| p["version"].as_str())
         .ok_or_else(|| {
             cargo_error(
@@ -267,15 +304,18 @@ pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput,
     })?;
 
     let mut cmd = Command::new(cargo_program());
+    // Every member selected (the workspace's feature resolution), one binary built: see the
+    // module's docs.
     cmd.args(["build", "--release", "--locked", "--message-format=json"])
-        .args(["--package", &spec.package, "--bin", &spec.bin])
+        .args(["--workspace", "--bin", &spec.bin])
         .args(["--target", &target])
         .current_dir(ws)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    if !spec.features.is_empty() {
-        cmd.args(["--features", &spec.features.join(",")]);
+    let features = qualified_features(&spec.package, &spec.features);
+    if !features.is_empty() {
+        cmd.args(["--features", &features]);
     }
     // Static glibc for the target artifacts only (build scripts and proc macros stay dynamic:
     // with --target, RUSTFLAGS does not reach host artifacts).
@@ -293,17 +333,16 @@ pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput,
     let overrides = profile_env(debuginfo);
     cmd.envs(overrides.iter().copied());
     log(&format!(
-        "+ {}cargo build --release --locked -p {} --bin {} --target {target}{} (in {})",
+        "+ {}cargo build --release --locked --workspace --bin {} --target {target}{} (in {})",
         overrides
             .iter()
             .map(|(k, v)| format!("{k}={v} "))
             .collect::<String>(),
-        spec.package,
         spec.bin,
-        if spec.features.is_empty() {
+        if features.is_empty() {
             String::new()
         } else {
-            format!(" --features {}", spec.features.join(","))
+            format!(" --features {features}")
         },
         ws.display()
     ));
@@ -328,7 +367,13 @@ pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput,
                 log(&text);
                 first_error.get_or_insert(text);
             }
-            CargoMessage::Executable { name, path } if name == spec.bin => binary = Some(path),
+            CargoMessage::Executable {
+                name,
+                manifest,
+                path,
+            } if name == spec.bin && package_manifest.as_ref().is_none_or(|m| *m == manifest) => {
+                binary = Some(path)
+            }
             _ => {}
         }
     }
@@ -433,17 +478,28 @@ mod tests {
         );
         let warn = r#"{"reason":"compiler-message","message":{"level":"warning","rendered":"warning: x"}}"#;
         assert_eq!(parse_message(warn), CargoMessage::Other);
-        let art = r#"{"reason":"compiler-artifact","target":{"name":"gr00t-server"},"executable":"/w/target/x/release/gr00t-server"}"#;
+        let art = r#"{"reason":"compiler-artifact","manifest_path":"/w/crates/gr00t-server/Cargo.toml","target":{"name":"gr00t-server"},"executable":"/w/target/x/release/gr00t-server"}"#;
         assert_eq!(
             parse_message(art),
             CargoMessage::Executable {
                 name: "gr00t-server".into(),
+                manifest: "/w/crates/gr00t-server/Cargo.toml".into(),
                 path: "/w/target/x/release/gr00t-server".into()
             }
         );
         let lib = r#"{"reason":"compiler-artifact","target":{"name":"serde"},"executable":null}"#;
         assert_eq!(parse_message(lib), CargoMessage::Other);
         assert_eq!(parse_message("not json"), CargoMessage::Other);
+    }
+
+    #[test]
+    fn features_are_the_packages_own_while_every_member_is_selected() {
+        let f = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(qualified_features("srv", &[]), "");
+        assert_eq!(
+            qualified_features("srv", &f(&["device", "tokio/tracing"])),
+            "srv/device,tokio/tracing"
+        );
     }
 
     #[test]

@@ -111,7 +111,7 @@ fn a_static_binary_and_its_provenance() {
     assert_eq!(f.workspace_commit, None, "not a git checkout");
     assert!(
         log[0].starts_with(
-            "+ CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo build --release --locked -p hello-srv --bin hello-srv --target "
+            "+ CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=debuginfo cargo build --release --locked --workspace --bin hello-srv --target "
         ),
         "{log:?}"
     );
@@ -197,4 +197,75 @@ fn an_unknown_package_or_a_missing_workspace_is_named() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("has no Cargo.toml"), "{err}");
+}
+
+/// The shipped binary's dependencies get the features the whole workspace gives them (its
+/// `cargo build` and `cargo test --workspace`), not only what its own package asks for: a
+/// dependency feature only another member turns on is on in the shipped binary too, and only
+/// the package's own feature of a name two members share is on.
+#[test]
+fn dependencies_get_the_workspaces_features() {
+    let dir = std::env::temp_dir().join(format!("tt-model-cargo-unify-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let ws = Workspace(dir.clone());
+    let write = |path: &str, text: &str| {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    };
+    let package = |name: &str, deps: &str, features: &str| {
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\n{deps}\n[features]\n{features}\n"
+        )
+    };
+    write(
+        "Cargo.toml",
+        "[workspace]\nmembers = [\"srv\", \"other\", \"flag\"]\nresolver = \"2\"\n",
+    );
+    write("flag/Cargo.toml", &package("flag", "", "on = []\n"));
+    write(
+        "flag/src/lib.rs",
+        "pub fn on() -> bool { cfg!(feature = \"on\") }\n",
+    );
+    write(
+        "srv/Cargo.toml",
+        &package("srv", "flag = { path = \"../flag\" }\n", "loud = []\n"),
+    );
+    write(
+        "srv/src/main.rs",
+        "fn main() { println!(\"flag {} loud {}\", flag::on(), cfg!(feature = \"loud\")); }\n",
+    );
+    write(
+        "other/Cargo.toml",
+        &package(
+            "other",
+            "flag = { path = \"../flag\", features = [\"on\"] }\n",
+            "loud = []\n",
+        ),
+    );
+    write(
+        "other/src/main.rs",
+        "fn main() { assert!(flag::on() && cfg!(feature = \"loud\")); }\n",
+    );
+    run_ok(
+        Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["generate-lockfile", "--offline"])
+            .current_dir(&dir),
+    );
+    let mut s = spec(&ws.0, "srv");
+    s.features = vec!["loud".into()];
+    let mut log = Vec::new();
+    let out = build(&s, &mut |l| log.push(l.to_owned())).unwrap();
+    assert!(
+        log[0].contains("--workspace --bin srv --target ")
+            && log[0].contains("--features srv/loud"),
+        "{log:?}"
+    );
+    let run = Command::new(&out.binary).output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&run.stdout),
+        "flag true loud true\n"
+    );
+    // Only the one binary was built: the other member's is not there.
+    assert!(!out.binary.with_file_name("other").exists(), "{out:?}");
 }
