@@ -34,7 +34,8 @@ fi
 args=()
 for b in "${bins[@]}"; do args+=(--bin "$b"); done
 # With --target, RUSTFLAGS reaches only the target's artifacts: build scripts and proc macros
-# stay dynamic, as they must.
+# stay dynamic, as they must. CARGO_ENCODED_RUSTFLAGS would override RUSTFLAGS: package drops it.
+unset CARGO_ENCODED_RUSTFLAGS
 RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static" \
   cargo build --release --locked --workspace "${args[@]}" --target "$triple"
 

@@ -223,6 +223,22 @@ async fn gr00t_tiny_image_packages_serves_and_answers_like_the_reference() {
         "a no-op re-package reuses the verified image: {}",
         stderr(&again)
     );
+    // The set-up's build (`scripts/build.sh`, README) has package's flags: after package built
+    // the server, the script's build of it compiles nothing. So the CLI the script builds in the
+    // same invocation shares every dependency unit with it, and package finds the server built.
+    let script = tokio::task::block_in_place(|| {
+        std::process::Command::new(repo_root().join("scripts/build.sh"))
+            .arg("gr00t-server")
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    });
+    let said = String::from_utf8_lossy(&script.stderr);
+    assert!(script.status.success(), "{said}");
+    assert!(
+        said.contains("Finished") && !said.contains("Compiling"),
+        "scripts/build.sh rebuilt what package built: its flags differ from cargo_bin.rs's\n{said}"
+    );
     let staged = out.join("gr00t-tiny");
     let manifest = staged.join("tt_kernel_manifest.json");
     let wire: serde_json::Value =

@@ -23,15 +23,15 @@ pub const CARGO_KEYS: &[&str] = &["workspace", "package", "bin", "features"];
 pub const CARGO_BIN_DIR: &str = "/usr/local/bin";
 
 /// `runtime.cargo` (a tt-model extension of schema 5.1, `http-server` only): a binary built
-/// from a Cargo workspace on the build host (`cargo build --release --locked`, statically
-/// linked) and shipped at `/usr/local/bin/<bin>`.
+/// from a Cargo workspace on the build host (`cargo build --release --locked --workspace --bin`,
+/// statically linked) and shipped at `/usr/local/bin/<bin>`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[schemars(deny_unknown_fields)]
 pub struct CargoBinary {
     /// The Cargo workspace (or package) directory holding `Cargo.lock`, read from the working
     /// directory like every other path of the manifest.
     pub workspace: String,
-    /// The package to build (`cargo build -p`).
+    /// The package whose binary `bin` is built.
     pub package: String,
     /// The binary target (default: the package name).
     #[serde(default, skip_serializing_if = "Option::is_none")]
