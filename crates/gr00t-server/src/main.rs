@@ -292,7 +292,19 @@ fn plan(
     if json {
         println!("{}", plan.to_json());
     } else {
-        println!("{}", tt_blackhole::plan::roofline::roofline(&plan).report());
+        print!("{}", tt_blackhole::plan::roofline::roofline(&plan).report());
+        // The device path's programs, packed by the code it runs with (`plan::program`).
+        let grid = plan.grid;
+        let steps = plan.step_needs().len();
+        match plan.step_programs(grid) {
+            Ok(p) => println!(
+                "device programs per step: {} for its {steps} matmul steps on the {}x{} grid",
+                p.len(),
+                grid[0],
+                grid[1]
+            ),
+            Err(e) => println!("device programs per step: none fit ({e})"),
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -74,6 +74,12 @@ fn plan_prints_the_full_size_core_plan() {
         .filter(|c| c["role"]["role"] == "compute")
         .count();
     assert_eq!(compute, 96, "{}", v["cores"][0]);
+    // The other 14 are the cores the programs' LayerNorm, attention and end phases run on.
+    let phase = cores
+        .iter()
+        .filter(|c| c["role"]["role"] == "phase")
+        .count();
+    assert_eq!(phase, 14, "{}", v["cores"][0]);
     let out = clean_env(&mut Command::new(BIN))
         .args(["plan"])
         .output()
@@ -86,6 +92,11 @@ fn plan_prints_the_full_size_core_plan() {
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(
         report.contains("GB/s") || report.contains("DRAM"),
+        "{report}"
+    );
+    // The full-size step's 129 matmul steps in the programs the device path packs them into.
+    assert!(
+        report.contains("device programs per step: 114 for its 129 matmul steps on the 11x10 grid"),
         "{report}"
     );
 }

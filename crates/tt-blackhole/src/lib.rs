@@ -4,7 +4,7 @@
 //!   layout, the bfp8_b/bfp4_b codec (bit-identical to tt-metal's host packer) and interleaved
 //!   DRAM placement.
 //! * [`dims`], [`split`], [`arena`]: the DiT weight arena: every matmul weight of the DiT blocks
-//!   packed in the order the DRAM readers stream it, with an index and a checksummed,
+//!   packed in the order the compute cores' readers stream it, with an index and a checksummed,
 //!   memory-mappable cache file.
 //! * [`plan`]: the per-core plan for the 11x10 worker grid and its roofline.
 //! * [`device`]: the boundary to a device (emulator, simulator, card).

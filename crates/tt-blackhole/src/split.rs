@@ -8,7 +8,7 @@
 //!
 //! The arena stores each weight's tiles in exactly this order: unit by unit (core order), and
 //! inside a unit column by column, K fastest. A core's share is therefore one contiguous byte
-//! range of the arena, which is what its DRAM reader streams.
+//! range of the arena, which is what its reader kernel streams from DRAM.
 
 use serde::{Deserialize, Serialize};
 

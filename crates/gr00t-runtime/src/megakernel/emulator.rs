@@ -3,12 +3,12 @@
 //!
 //! Numerics, op by op (the device's choices, not the f32 reference's):
 //! * weights: the arena's tiles, decoded exactly (bfp8_b / bfp4_b / bf16), streamed weight by
-//!   weight in arena order, as the DRAM readers do;
+//!   weight in arena order, as the compute cores' readers do;
 //! * matmuls: activations packed to bf16, products accumulated in fp32 over each core's K
 //!   range in K order, the K pieces of a split column added in piece order
 //!   ([`tt_blackhole::split`]), bias (bf16) added, result packed to bf16;
 //! * LayerNorm: every 32-column tile of the row yields an fp32 (sum, sum of squares) partial;
-//!   the norm reducer adds the partials in tile order, mean = Σ/D, var = Σx²/D − mean²;
+//!   the partials are added in tile order, mean = Σ/D, var = Σx²/D − mean²;
 //! * attention: per head, flash-style: 32-key chunks, running max and sum in fp32, the
 //!   probabilities packed to bf16 before P·V;
 //! * the residual stream stays fp32 (it never leaves the cores owning its columns);
@@ -361,7 +361,8 @@ pub fn run_step_with<M: StepMatmul + ?Sized>(
         {
             return Err(DitRunError::Input("context and masks disagree".into()));
         }
-        // The sequencer multicasts SiLU(temb) as bf16; the context arrives packed to bf16.
+        // SiLU(temb) goes to the device packed to bf16 (the host computes it); so does the
+        // context.
         let mut act = inp.temb.to_vec();
         silu(&mut act);
         pack(&mut act);

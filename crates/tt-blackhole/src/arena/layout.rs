@@ -5,7 +5,7 @@
 //! tiles in [`crate::split`] stream order (compute core by compute core, each core's share
 //! column by column with K fastest). One step of the denoise loop is therefore a single
 //! forward sweep over the arena, and every core's share of every weight is one contiguous
-//! range, which is what lets a DRAM reader serve it with one linear read per weight.
+//! range, which is what lets a compute core's reader stream it with one linear read per weight.
 
 use serde::{Deserialize, Serialize};
 

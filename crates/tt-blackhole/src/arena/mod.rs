@@ -1,6 +1,6 @@
 //! The DiT weight arena: every matmul weight of the DiT blocks, transposed to `[K, N]`
 //! (input features × output features, the orientation a matmul streams), padded to whole
-//! tiles, packed in one format and laid out in the order the DRAM readers stream it.
+//! tiles, packed in one format and laid out in the order the compute cores' readers stream it.
 //!
 //! * [`layout`]: the index, computed from shapes alone (offset, shape, format per tensor).
 //! * [`build`]: fills the bytes from a [`TensorSource`] (f32 or bf16 tensors).

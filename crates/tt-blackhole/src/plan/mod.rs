@@ -2,12 +2,19 @@
 //! ≥ 19.5): which core does what, how every DiT weight is divided, the circular buffers and
 //! the L1 they take, and each core's runtime args. Plain serde data: `serde_json` prints it.
 //!
-//! Roles (110 cores): 8 DRAM readers, 96 compute cores, 1 sequencer, 1 norm reducer,
-//! 2 output-gather cores, 2 spares. Column x = 0 holds the readers (rows 0..8, nearest the
-//! DRAM column on the die's edge), the sequencer (row 8) and the norm reducer (row 9); the
-//! other 100 cores hold the 96 compute cores in row-major order, then the gather cores and the
-//! spares.
+//! Roles (110 cores), each one the kernels play:
+//! * 96 compute cores (x = 1..10, row-major from y = 0): the matmul shares. On each, a reader
+//!   streams the core's share of every weight straight from the arena in DRAM
+//!   (`reader_share.cpp`), `matmul_share.cpp` multiplies, `writer_partials.cpp` writes the fp32
+//!   partials; in a program of several steps the core walks every matmul job of them in turn.
+//! * 14 phase cores (column 0 and the last four of row 9): the LayerNorms, the attention and
+//!   the matmul ends, given out per program by [`program`] from the grid's last row backwards.
+//!   On a larger grid (the simulator's 13 × 10) its other cores join them.
+//!
+//! The step's host side (the timestep embedding and SiLU, the Euler update between steps) is
+//! not a core's role: only the step's tokens and SiLU(temb) go in and its output comes back.
 
+pub mod program;
 pub mod roofline;
 
 use serde::{Deserialize, Serialize};
@@ -15,15 +22,13 @@ use serde::{Deserialize, Serialize};
 use crate::arena::layout::{ArenaIndex, arena_layout};
 use crate::dims::{DitDims, WeightKind};
 use crate::format::{ArenaDtype, DataFormat};
-use crate::split::{MatmulSplit, balanced, split_matmul};
+use crate::split::{MatmulSplit, split_matmul};
 use crate::tile::tile_grid;
 
 /// Worker grid in tt-metal logical coordinates.
 pub const GRID_X: usize = 11;
 /// Rows of the worker grid (see [`GRID_X`]).
 pub const GRID_Y: usize = 10;
-/// Cores in column 0 that stream the arena from DRAM, one per GDDR6 bank.
-pub const DRAM_READERS: usize = 8;
 /// Cores that run matmuls and attention (the arena is split for exactly this many).
 pub const COMPUTE_CORES: usize = crate::arena::layout::COMPUTE_CORES;
 /// L1 per Tensix core.
@@ -32,35 +37,21 @@ pub const L1_BYTES: usize = 1536 * 1024;
 pub const KERNEL_CONFIG_CUT: usize = 64 * 1024;
 /// L1 a core's circular buffers may use: [`L1_BYTES`] minus [`KERNEL_CONFIG_CUT`].
 pub const L1_BUDGET: usize = L1_BYTES - KERNEL_CONFIG_CUT;
-/// Weight tiles a reader moves per NoC burst (and double-buffers).
-pub const READER_CHUNK_TILES: usize = 32;
 
-/// What a core does.
+/// What a core does: a role a kernel plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "role")]
 pub enum CoreRole {
-    /// Streams arena tiles from DRAM to 12 compute cores.
-    DramReader {
-        /// Index among the readers (`0..DRAM_READERS`), equal to its grid row.
-        reader: usize,
-    },
-    /// Matmul tiles, attention heads, partial LayerNorm sums.
+    /// Matmul shares: its reader streams the core's share of each weight from the arena in
+    /// DRAM, its compute kernel multiplies, its writer writes the fp32 partials.
     Compute {
         /// Compute-core index (`0..COMPUTE_CORES`), the `core` of its
         /// [`WorkUnit`](crate::split::WorkUnit)s.
         index: usize,
     },
-    /// Step control: timestep embedding, barriers between ops, the Euler update.
-    Sequencer,
-    /// Adds the compute cores' LayerNorm partial sums and multicasts mean / rstd.
-    NormReducer,
-    /// Collects output column strips and multicasts the next op's activation.
-    OutputGather {
-        /// 0 or 1.
-        index: usize,
-    },
-    /// Not used by this plan (headroom for harvesting differences).
-    Spare,
+    /// LayerNorms, attention and matmul ends, given out per program ([`program`]); its
+    /// circular buffers are the phase's, set per program.
+    Phase,
 }
 
 /// One circular buffer on one core.
@@ -191,7 +182,8 @@ pub struct ClassPlan {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "op")]
 pub enum StepOp {
-    /// SiLU(temb) · W on the compute cores; result multicast by the gather cores.
+    /// A matmul on the compute cores, its end (K pieces, bias, GELU or the residual add) on
+    /// phase cores.
     Matmul {
         /// Block index.
         block: usize,
@@ -200,15 +192,16 @@ pub enum StepOp {
         /// Activation rows (tokens) multiplied by the weight.
         m_tokens: usize,
     },
-    /// LayerNorm over D: each compute core sums its slice, the norm reducer adds the partials.
-    LayerNormPartials {
+    /// LayerNorm over D (the AdaLN-modulated `norm1`, the plain `norm3`) on phase cores, a run
+    /// of tile rows each.
+    LayerNorm {
         /// Block index.
         block: usize,
         /// Which of the block's norms: 1 (`norm1`, before attention) or 3 (`norm3`, before
         /// the feed-forward).
         which: u8,
     },
-    /// Flash-style SDPA, one head per compute core (cores 0..heads).
+    /// Attention per head (QKᵀ, the masked softmax, ·V) on phase cores, a run of heads each.
     Attention {
         /// Block index.
         block: usize,
@@ -217,7 +210,7 @@ pub enum StepOp {
         /// Key/value rows: the context length in cross blocks, `sa_tokens` otherwise.
         kv_tokens: usize,
     },
-    /// Residual add into the token stream (bf16 on the device).
+    /// Residual add into the fp32 token stream, done by the end of the matmul before it.
     Residual {
         /// Block index.
         block: usize,
@@ -277,9 +270,6 @@ pub enum PlanError {
         /// The biggest buffer, as `name = bytes B`.
         largest: String,
     },
-    /// More attention heads (first) than compute cores (second): the plan runs one head per core.
-    #[error("{0} heads do not fit on {1} compute cores (one head per core)")]
-    TooManyHeads(usize, usize),
     /// The dimensions have zero blocks.
     #[error("DiT config has no blocks")]
     Empty,
@@ -292,30 +282,18 @@ fn arg(name: impl Into<String>, value: usize) -> Arg {
     }
 }
 
-/// Grid position of each role (see the module docs).
+/// Grid position of each role (see the module docs): column 0 top to bottom, then the other
+/// columns row by row.
 pub fn core_roles() -> Vec<(usize, usize, CoreRole)> {
-    let mut v = Vec::with_capacity(GRID_X * GRID_Y);
-    for y in 0..GRID_Y {
-        let role = match y {
-            0..DRAM_READERS => CoreRole::DramReader { reader: y },
-            8 => CoreRole::Sequencer,
-            _ => CoreRole::NormReducer,
+    let mut v: Vec<_> = (0..GRID_Y).map(|y| (0, y, CoreRole::Phase)).collect();
+    for i in 0..GRID_Y * (GRID_X - 1) {
+        let (x, y) = compute_coord(i);
+        let role = if i < COMPUTE_CORES {
+            CoreRole::Compute { index: i }
+        } else {
+            CoreRole::Phase
         };
-        v.push((0, y, role));
-    }
-    let mut i = 0;
-    for y in 0..GRID_Y {
-        for x in 1..GRID_X {
-            let role = match i {
-                0..COMPUTE_CORES => CoreRole::Compute { index: i },
-                96 | 97 => CoreRole::OutputGather {
-                    index: i - COMPUTE_CORES,
-                },
-                _ => CoreRole::Spare,
-            };
-            v.push((x, y, role));
-            i += 1;
-        }
+        v.push((x, y, role));
     }
     v
 }
@@ -325,24 +303,13 @@ pub fn compute_coord(index: usize) -> (usize, usize) {
     (1 + index % (GRID_X - 1), index / (GRID_X - 1))
 }
 
-/// The reader serving compute core `index` (12 consecutive compute cores per reader).
-pub fn reader_of(index: usize) -> usize {
-    index / (COMPUTE_CORES / DRAM_READERS)
-}
-
 /// Build the plan for `dims` with the arena in `dtype`.
 pub fn build_plan(dims: &DitDims, dtype: ArenaDtype) -> Result<MegakernelPlan, PlanError> {
     if dims.num_layers == 0 {
         return Err(PlanError::Empty);
     }
-    if dims.num_heads > COMPUTE_CORES {
-        return Err(PlanError::TooManyHeads(dims.num_heads, COMPUTE_CORES));
-    }
     let arena: ArenaIndex = arena_layout(dims, dtype);
     let wfmt = dtype.format();
-    let d = dims.width();
-    let m_sa = dims.sa_tokens.div_ceil(32);
-    let m_ctx = dims.ctx_tokens.max(1).div_ceil(32);
 
     // Class splits and their tile offsets inside a block (cumulative in stream order).
     let mut classes = Vec::new();
@@ -381,58 +348,10 @@ pub fn build_plan(dims: &DitDims, dtype: ArenaDtype) -> Result<MegakernelPlan, P
                 dims,
                 &classes,
                 wfmt,
-                m_sa,
-                m_ctx,
                 cross_block_tiles,
                 self_block_tiles,
             ),
-            CoreRole::DramReader { reader } => reader_core(
-                reader,
-                dims,
-                &classes,
-                wfmt,
-                cross_block_tiles,
-                self_block_tiles,
-            ),
-            CoreRole::Sequencer => (
-                vec![
-                    CircularBuffer::new(0, "temb", DataFormat::Float16B, d.div_ceil(32)),
-                    CircularBuffer::new(1, "silu_temb_mcast", DataFormat::Float16B, d.div_ceil(32)),
-                ],
-                vec![
-                    arg("num_layers", dims.num_layers),
-                    arg("num_steps", 4),
-                    arg("compute_cores", COMPUTE_CORES),
-                ],
-            ),
-            CoreRole::NormReducer => (
-                vec![
-                    CircularBuffer::new(0, "partials", DataFormat::Float32, COMPUTE_CORES * m_sa),
-                    CircularBuffer::new(1, "mean_rstd", DataFormat::Float32, 2 * m_sa),
-                ],
-                vec![
-                    arg("compute_cores", COMPUTE_CORES),
-                    arg("width", d),
-                    arg("tokens", dims.sa_tokens),
-                ],
-            ),
-            CoreRole::OutputGather { index } => {
-                let widest = d.max(dims.ff_inner).div_ceil(32);
-                (
-                    vec![CircularBuffer::new(
-                        0,
-                        "activation",
-                        DataFormat::Float16B,
-                        m_sa * widest,
-                    )],
-                    vec![
-                        arg("gather_index", index),
-                        arg("row_tiles", m_sa),
-                        arg("widest_col_tiles", widest),
-                    ],
-                )
-            }
-            CoreRole::Spare => (Vec::new(), Vec::new()),
+            CoreRole::Phase => (Vec::new(), Vec::new()),
         };
         let l1_bytes = cbs.iter().map(|c| c.total_bytes).sum();
         if l1_bytes > L1_BUDGET {
@@ -495,7 +414,7 @@ fn step_schedule(dims: &DitDims) -> Vec<StepOp> {
             m_tokens,
         };
         s.push(mm(WeightKind::AdaNorm, 1));
-        s.push(StepOp::LayerNormPartials { block, which: 1 });
+        s.push(StepOp::LayerNorm { block, which: 1 });
         s.push(mm(WeightKind::Q, dims.sa_tokens));
         s.push(mm(WeightKind::K, kv_tokens));
         s.push(mm(WeightKind::V, kv_tokens));
@@ -506,7 +425,7 @@ fn step_schedule(dims: &DitDims) -> Vec<StepOp> {
         });
         s.push(mm(WeightKind::Out, dims.sa_tokens));
         s.push(StepOp::Residual { block, which: 1 });
-        s.push(StepOp::LayerNormPartials { block, which: 3 });
+        s.push(StepOp::LayerNorm { block, which: 3 });
         s.push(mm(WeightKind::FfUp, dims.sa_tokens));
         s.push(mm(WeightKind::FfDown, dims.sa_tokens));
         s.push(StepOp::Residual { block, which: 2 });
@@ -520,16 +439,11 @@ fn compute_core(
     dims: &DitDims,
     classes: &[ClassPlan],
     wfmt: DataFormat,
-    m_sa: usize,
-    m_ctx: usize,
     cross_block_tiles: usize,
     self_block_tiles: usize,
 ) -> (Vec<CircularBuffer>, Vec<Arg>) {
-    let (rx, ry) = (0, reader_of(index));
     let mut args = vec![
         arg("compute_index", index),
-        arg("reader_x", rx),
-        arg("reader_y", ry),
         arg("num_layers", dims.num_layers),
         arg("cross_block_tiles", cross_block_tiles),
         arg("self_block_tiles", self_block_tiles),
@@ -553,91 +467,14 @@ fn compute_core(
         w_pages = w_pages.max(2 * kc);
         out_pages = out_pages.max(m_rows * nc);
     }
-    let head = (index < dims.num_heads) as usize;
-    args.push(arg("attn.head", index.min(dims.num_heads)));
-    args.push(arg("attn.head_count", head));
-    args.push(arg("norm_reducer_x", 0));
-    args.push(arg("norm_reducer_y", 9));
-    let hd_t = dims.head_dim.div_ceil(32);
-    let kv_rows = m_ctx.max(m_sa);
+    // What the matmul program allocates on the core (the device backend sizes its CBs from
+    // these): the activation's K slice, the weight strip double-buffered, the fp32 partials.
     let cbs = vec![
         CircularBuffer::new(0, "act_in", DataFormat::Float16B, act_pages),
         CircularBuffer::new(1, "weights", wfmt, w_pages),
         CircularBuffer::new(2, "partials_f32", DataFormat::Float32, out_pages),
-        CircularBuffer::new(3, "out", DataFormat::Float16B, out_pages),
-        CircularBuffer::new(4, "attn_q", DataFormat::Float16B, head * m_sa * hd_t),
-        CircularBuffer::new(
-            5,
-            "attn_kv",
-            DataFormat::Float16B,
-            head * 2 * kv_rows * hd_t,
-        ),
-        CircularBuffer::new(6, "attn_scores", DataFormat::Float32, head * m_sa * kv_rows),
-        CircularBuffer::new(7, "norm_partials", DataFormat::Float32, 2 * m_sa),
-        // The residual stream stays f32 on the cores that own its column tiles; only the
-        // activations multicast to the next op are packed to bf16.
-        CircularBuffer::new(
-            8,
-            "residual_f32",
-            DataFormat::Float32,
-            m_sa * dims.width().div_ceil(32).div_ceil(COMPUTE_CORES),
-        ),
     ];
     (cbs, args)
-}
-
-fn reader_core(
-    reader: usize,
-    dims: &DitDims,
-    classes: &[ClassPlan],
-    wfmt: DataFormat,
-    cross_block_tiles: usize,
-    self_block_tiles: usize,
-) -> (Vec<CircularBuffer>, Vec<Arg>) {
-    let per = COMPUTE_CORES / DRAM_READERS;
-    let (first, count) = balanced(COMPUTE_CORES, DRAM_READERS, reader);
-    debug_assert_eq!(count, per);
-    let mut args = vec![
-        arg("reader_index", reader),
-        arg("page_bytes", wfmt.tile_bytes()),
-        arg("num_banks", crate::dram::NUM_DRAM_BANKS),
-        arg("num_layers", dims.num_layers),
-        arg("cross_block_tiles", cross_block_tiles),
-        arg("self_block_tiles", self_block_tiles),
-        arg("first_compute", first),
-        arg("compute_count", count),
-    ];
-    for c in classes {
-        // The served cores' shares are consecutive units, hence one contiguous tile range.
-        let mine: Vec<_> = c
-            .split
-            .units
-            .iter()
-            .filter(|u| u.core >= first && u.core < first + count)
-            .collect();
-        let start = mine.first().map_or(0, |u| u.first_tile);
-        let tiles: usize = mine.iter().map(|u| u.tiles()).sum();
-        args.push(arg(
-            format!("{}.offset_in_block", c.label),
-            c.offset_in_block,
-        ));
-        args.push(arg(format!("{}.tile_start", c.label), start));
-        args.push(arg(format!("{}.tile_count", c.label), tiles));
-    }
-    for i in 0..count {
-        let (x, y) = compute_coord(first + i);
-        args.push(arg(format!("dest{i}.x"), x));
-        args.push(arg(format!("dest{i}.y"), y));
-    }
-    (
-        vec![CircularBuffer::new(
-            0,
-            "stream",
-            wfmt,
-            2 * READER_CHUNK_TILES,
-        )],
-        args,
-    )
 }
 
 impl MegakernelPlan {

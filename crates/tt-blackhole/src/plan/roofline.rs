@@ -81,7 +81,7 @@ pub fn peak_flops(fidelity: MathFidelity) -> f64 {
 /// Peak L1 use of one core role.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct L1Use {
-    /// The role, snake_case (`dram_reader`, `compute`, …).
+    /// The role, snake_case (`compute`, `phase`).
     pub role: String,
     /// Cores with this role.
     pub cores: usize,
@@ -181,7 +181,7 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
                     * pad32(d.head_dim)
                     * d.num_heads as f64;
             }
-            StepOp::LayerNormPartials { .. } | StepOp::Residual { .. } => {}
+            StepOp::LayerNorm { .. } | StepOp::Residual { .. } => {}
         }
     }
     let (kv_params, _) = hoistable_params(d);
@@ -236,12 +236,8 @@ fn l1_use(plan: &MegakernelPlan) -> Vec<L1Use> {
     let mut l1: Vec<L1Use> = Vec::new();
     for c in &plan.cores {
         let role = match c.role {
-            CoreRole::DramReader { .. } => "dram_reader",
             CoreRole::Compute { .. } => "compute",
-            CoreRole::Sequencer => "sequencer",
-            CoreRole::NormReducer => "norm_reducer",
-            CoreRole::OutputGather { .. } => "output_gather",
-            CoreRole::Spare => "spare",
+            CoreRole::Phase => "phase",
         };
         match l1.iter_mut().find(|u| u.role == role) {
             Some(u) => {
@@ -319,6 +315,14 @@ impl Roofline {
                 ),
         );
         for u in &self.l1 {
+            if u.max_bytes == 0 {
+                // Phase cores: their circular buffers are the phase's, set per program.
+                s.push_str(&format!(
+                    "L1 {:<14} x{:<3} circular buffers set per program (a LayerNorm, attention or end)\n",
+                    u.role, u.cores
+                ));
+                continue;
+            }
             s.push_str(&format!(
                 "L1 {:<14} x{:<3} max {:>8} B of {} ({:.1}%)\n",
                 u.role,

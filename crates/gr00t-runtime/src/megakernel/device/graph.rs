@@ -20,9 +20,10 @@
 //! stream (`GR00T_FINISH_RESIDUAL`) → the plain LayerNorm → FF-up with GELU → FF-down, whose end
 //! adds the stream again. Every step holds a matmul: 1, then 4 per block (33 for the tiny
 //! config's 8 blocks: the AdaLN LayerNorm with Q (K, V), attention with the output projection,
-//! the plain LayerNorm with FF-up, FF-down). The worker runs consecutive steps as ONE program
-//! while the grid and the matmul cores' runtime args hold them (`ttnn_graph.py`, `_chains`;
-//! docs/blackhole.md §12): the tiny config's whole denoising step is one program, a full-size
+//! the plain LayerNorm with FF-up, FF-down). Consecutive steps run as ONE program while
+//! the grid and the cores' runtime args hold them: the plan packs them and gives every phase its
+//! cores (`tt_blackhole::plan::program`, [`Graph::request`]), the worker runs them as given
+//! (docs/blackhole.md §12): the tiny config's whole denoising step is one program, a full-size
 //! cross block's 5 steps are 2. (Programs per tiny step before: 33 with a program per step, 57
 //! with the LayerNorms and attention programs of their own, 90 with each matmul's end too, 106
 //! with the residual adds too, 168 when relayouts and one matmul per program made them 24 and 18.)
@@ -38,6 +39,9 @@ use tt_blackhole::bf16::round_to_bf16;
 use tt_blackhole::device::DitRunError;
 use tt_blackhole::dims::WeightKind;
 use tt_blackhole::plan::MegakernelPlan;
+use tt_blackhole::plan::program::{
+    Before, END_CORES, FINISH_UNIT_TILES, ROW_CORES, StepNeed, pack_programs,
+};
 
 use super::attention::{
     ATTENTION_KERNEL, reader_attention_kernel, with_tile_columns, writer_merge_kernel,
@@ -58,14 +62,6 @@ pub const WRITER_RUNS_KERNEL: &str = include_str!("kernels/writer_runs.cpp");
 const MASKED: f32 = -1.0e30;
 /// LayerNorm's epsilon in the DiT (`norm1`, `norm3`: eps 1e-5, no affine).
 const LN_EPS: f32 = 1e-5;
-/// Output tiles per core in a matmul's end (bounds the bias a core holds in L1).
-const FINISH_UNIT_TILES: usize = 16;
-/// Cores the row programs and attention share their work over.
-const ROW_CORES: usize = 8;
-/// Cores a matmul's end deals its units over (a core does several in turn): a chain of steps in one
-/// program gives each end cores of its own, so none takes the whole grid.
-const END_CORES: usize = 16;
-
 fn tiles(n: usize) -> usize {
     n.div_ceil(32)
 }
@@ -432,9 +428,16 @@ impl<'a> Graph<'a> {
     }
 
     /// The worker's request: `inputs` put first, then the steps; `outputs` read back; every
-    /// `t/` tensor released at the end.
+    /// `t/` tensor released at the end. Runs of matmul-and-end steps go as programs of several
+    /// steps, with the cores of every phase, as the plan packs them
+    /// ([`tt_blackhole::plan::program::pack_programs`] on the device's grid; each step a program
+    /// of its own when `GR00T_MK_CHAIN=0`). Also answers how many programs that is.
     /// `outputs`: (name, real rows, real columns).
-    pub(crate) fn request(self, inputs: &Upload, outputs: &[(&str, usize, usize)]) -> Value {
+    pub(crate) fn request(
+        self,
+        inputs: &Upload,
+        outputs: &[(&str, usize, usize)],
+    ) -> Result<(Value, usize), DitRunError> {
         let mut free: Vec<String> = self
             .steps
             .iter()
@@ -450,17 +453,108 @@ impl<'a> Graph<'a> {
             .collect();
         free.sort();
         free.dedup();
-        json!({
-            "op": "graph", "inputs": inputs.specs, "steps": self.steps, "outputs": outputs,
+        let chain = std::env::var("GR00T_MK_CHAIN").as_deref() != Ok("0");
+        let (steps, programs) = pack(self.steps, self.dev.info.grid, chain)?;
+        let request = json!({
+            "op": "graph", "inputs": inputs.specs, "steps": steps, "outputs": outputs,
             "free": free, "sources": self.sources,
-        })
+        });
+        Ok((request, programs))
     }
 
-    /// How many steps the graph has (the worker runs a run of matmul-and-end steps that fits the grid
-    /// as one program, so it launches fewer programs: it counts them).
+    /// How many steps the graph has (runs of them share programs: [`Graph::request`]).
     pub(crate) fn steps(&self) -> usize {
         self.steps.len()
     }
+}
+
+/// A matmul-and-end step's cores as the packer sees them, from the step the worker gets;
+/// `None` for a step that is a program of its own (a relayout, or a LayerNorm or attention no
+/// matmul follows).
+fn need_of(step: &Value) -> Option<StepNeed> {
+    if step["kind"] != "matmul_end" {
+        return None;
+    }
+    let n = |v: &Value| v.as_u64().unwrap_or(0) as usize;
+    let list = |v: &Value| v.as_array().map_or(&[][..], Vec::as_slice).to_vec();
+    let b = &step["before"];
+    let before = match b["kind"].as_str() {
+        Some("rows") => Some(Before::Rows {
+            row_tiles: n(&b["row_tiles"]),
+        }),
+        Some("attention") => Some(Before::Attention {
+            heads: n(&b["heads"]),
+            head_dim: n(&b["hd"]),
+        }),
+        _ => None,
+    };
+    Some(StepNeed {
+        before,
+        matmul_jobs: list(&step["matmul"]["jobs"])
+            .iter()
+            .map(|j| {
+                list(&j["units"])
+                    .iter()
+                    .map(|u| (n(&u["x"]), n(&u["y"])))
+                    .collect()
+            })
+            .collect(),
+        end_jobs: list(&step["finish"]["jobs"])
+            .iter()
+            .map(|j| (n(&j["mt"]), n(&j["nt"])))
+            .collect(),
+    })
+}
+
+/// The graph's steps with every run of matmul-and-end steps packed into `chain` steps (one
+/// program each, the cores of every phase given), and how many programs the worker launches.
+fn pack(
+    steps: Vec<Value>,
+    grid: [usize; 2],
+    chain: bool,
+) -> Result<(Vec<Value>, usize), DitRunError> {
+    let (mut out, mut programs, mut run) = (Vec::new(), 0, Vec::new());
+    for st in steps {
+        match need_of(&st) {
+            Some(need) => run.push((st, need)),
+            None => {
+                programs += pack_run(std::mem::take(&mut run), grid, chain, &mut out)?;
+                out.push(st);
+                programs += 1;
+            }
+        }
+    }
+    programs += pack_run(run, grid, chain, &mut out)?;
+    Ok((out, programs))
+}
+
+/// One run of matmul-and-end steps as `chain` steps onto `out`; answers how many.
+fn pack_run(
+    run: Vec<(Value, StepNeed)>,
+    grid: [usize; 2],
+    chain: bool,
+    out: &mut Vec<Value>,
+) -> Result<usize, DitRunError> {
+    let needs: Vec<StepNeed> = run.iter().map(|(_, n)| n.clone()).collect();
+    let packed = pack_programs(grid, &needs, chain)
+        .map_err(|e| DitRunError::Device(format!("graph: {e}")))?;
+    let mut steps = run.into_iter().map(|(s, _)| s);
+    let label = |s: &Value| s["label"].as_str().unwrap_or("matmul_end").to_string();
+    for p in &packed {
+        let these: Vec<Value> = steps.by_ref().take(p.steps.len()).collect();
+        let label = match these.as_slice() {
+            [first, _, ..] => format!(
+                "{} steps: {} … {}",
+                these.len(),
+                label(first),
+                these.last().map(label).unwrap_or_default()
+            ),
+            [one] => label(one),
+            [] => String::new(),
+        };
+        out.push(json!({"kind": "chain", "steps": these, "cores": p.steps, "label": label}));
+    }
+    Ok(packed.len())
 }
 
 /// Rows of `x` (`[rows, d]`) where `mask` is true, and how many.

@@ -89,6 +89,8 @@ fn sim_full_size_blocks_on_device_match_emulator() {
     let t = Instant::now();
     let got = steps.run_blocks(&inputs).unwrap();
     let wall_s = t.elapsed().as_secs_f64();
+    // What the plan packs for this grid, from the dimensions alone.
+    let planned = steps.plan.step_programs(dev.info.grid).unwrap();
     drop(steps);
     let stats = dev.stats().expect("a finished forward");
     let step = stats.per_step[0];
@@ -129,6 +131,22 @@ fn sim_full_size_blocks_on_device_match_emulator() {
     // AdaLN split ride in the readers and writers, the residual adds in the matmul ends; the
     // stream and SiLU(temb) in, the stream out.
     assert_eq!(step.programs, 2);
+    // The worker ran the plan's programs, each phase on as many cores as the plan gave it.
+    assert_eq!(step.programs, planned.len() as u64);
+    let sizes = |p: &tt_blackhole::plan::program::ProgramCores| -> Vec<u64> {
+        p.steps
+            .iter()
+            .flat_map(|s| [s.before.len(), s.matmul.len(), s.end.len()])
+            .filter(|n| *n > 0)
+            .map(|n| n as u64)
+            .collect()
+    };
+    let ran: Vec<Vec<u64>> = times
+        .chains
+        .iter()
+        .map(|c| c.iter().map(|(_, n)| *n).collect())
+        .collect();
+    assert_eq!(ran, planned.iter().map(sizes).collect::<Vec<_>>());
     // The observation's K and V: one program for both and their ends (the attention reader
     // splits the heads).
     assert_eq!(before_step.programs, 2 + 1);

@@ -28,8 +28,6 @@ pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerEr
 #[cfg(test)]
 mod attention_tests;
 #[cfg(test)]
-mod chain_tests;
-#[cfg(test)]
 mod graph_tests;
 #[cfg(test)]
 mod rows_tests;

@@ -413,6 +413,11 @@ fn sim_tiny_forward_matches_emulator_and_f32() {
     assert!(stats.steps > 0);
     assert_eq!(stats.programs_per_step, 1, "{stats:?}");
     assert!(stats.per_step.iter().all(|t| t.programs == 1), "{stats:?}");
+    // The plan, from the dimensions alone, packs the same one program.
+    let dims = crate::megakernel::dit_dims(&sim.model().cfg.gr00t, 1);
+    let plan = tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap();
+    let grid = sim.device().unwrap().info.grid;
+    assert_eq!(plan.step_programs(grid).unwrap().len(), 1);
 }
 
 /// A step whose text or image mask is empty (no rows for a cross block's K and V): the device

@@ -56,18 +56,19 @@ class GraphOps:
     def op_graph(self, h, payload):
         """A sequence of our device programs over named device tensors, the activations never leaving the
         device between them: h["inputs"] are put first (as op_put), then each of h["steps"] runs one
-        program (kind "matmul_end", "rows", "relayout" or "attention"; its output allocated under its name),
-        then h["outputs"] ([name, rows, cols]) are read back (f32, the real rows and columns, in order) and the names in h["free"] released. Answers the
-        number of programs launched (what the Rust side counts: a run of matmul_end steps that fits one program
-        is one, _chains), the number of h["steps"] run, each chain's phases with their cores, and per label its
-        programs and time."""
+        program (kind "chain", "rows", "relayout" or "attention"; its output allocated under its name),
+        then h["outputs"] ([name, rows, cols]) are read back (f32, the real rows and columns, in order) and the
+        names in h["free"] released. A "chain" is matmul_end steps as ONE program, with the cores of every
+        phase as the Rust plan packed them (tt_blackhole::plan::program): the worker runs what it is given.
+        Answers the number of programs launched, the number of matmul_end and other steps run, each chain's
+        phases with their cores, and per label its programs and time."""
         t0 = time.time()
         self._put(h["inputs"], payload)
         b = self.buffers
         times, launched, ran, chains = {}, 0, 0, []
         sources = h.get("sources", {})
         src = lambda p: {**p, "kernels": {r: sources.get(n, n) for r, n in p["kernels"].items()}} if p else None
-        for st in self._chains(h["steps"]):
+        for st in h["steps"]:
             kind = st["kind"]
             if "kernels" in st:  # kernel sources are sent once per graph, named by its steps
                 st = src(st)
@@ -77,8 +78,13 @@ class GraphOps:
             if kind == "chain":  # matmul_end steps, one after the other: one program
                 # Its deadline: one exchange deadline per step (worker.rs, CHAIN_LINE).
                 print(f"gr00t-worker: program of {len(st['steps'])} steps", file=sys.stderr, flush=True)
-                phases = self._chain([tuple(src(s_.get(k)) for k in ("matmul", "finish", "before"))
-                                      for s_ in st["steps"]], st["plan"], b)
+                if len(st["cores"]) != len(st["steps"]):
+                    raise RuntimeError(f"graph: a chain of {len(st['steps'])} steps with cores for {len(st['cores'])}")
+                # The end's units are cut for the cores the plan cut them for (end_cut).
+                items = [(src(s_["matmul"]), {**src(s_["finish"]), "cores": c["end_cut"]}, src(s_.get("before")))
+                         for s_, c in zip(st["steps"], st["cores"])]
+                cores = [tuple([tuple(xy) for xy in c[k]] for k in ("before", "matmul", "end")) for c in st["cores"]]
+                phases = self._chain(items, cores, b)
                 chains.append({"steps": len(st["steps"]), "phases": [[kind, n] for kind, n in phases]})
                 ran += len(st["steps"])
             elif kind == "rows":
@@ -129,83 +135,9 @@ class GraphOps:
         """The NOC coordinates [(x, y)] of logical cores, as kernels address them."""
         return [(c.x, c.y) for c in (self.dev.worker_core_from_logical_core(ttnn.CoreCoord(*xy)) for xy in cores)]
 
-    def _chains(self, steps):
-        """The graph's steps with each run of matmul_end steps that fits one program packed into a "chain"
-        step (_chain_plan says what fits); other steps as they are."""
-        item = lambda st: (st["matmul"], st["finish"], st.get("before"))
-        out, run, plan = [], [], None
-        alone = os.environ.get("GR00T_MK_CHAIN") == "0"
-
-        def close():
-            if run:
-                labels = [st.get("label", "matmul_end") for st in run]
-                out.append({"kind": "chain", "steps": list(run), "plan": plan, "label": labels[0]
-                            if len(run) == 1 else f"{len(run)} steps: {labels[0]} … {labels[-1]}"})
-                run.clear()
-
-        for st in steps:
-            if st["kind"] != "matmul_end":
-                close()
-                out.append(st)
-                continue
-            longer = None if alone or not run else self._chain_plan([item(s_) for s_ in run + [st]])
-            if longer is None:
-                close()
-                plan = self._chain_plan([item(st)])
-                if plan is None:
-                    raise RuntimeError(f"graph: step {st.get('label')!r} does not fit one program")
-            else:
-                plan = longer
-            run.append(st)
-        close()
-        return out
-
-    def _chain_plan(self, items):
-        """The cores of a chain of matmul_end steps ((matmul, finish, before) each) in one program, or None
-        when it does not fit: [(before's cores, the matmul's cores, the end's cores)]. Every matmul runs on
-        its plan's cores; every other phase gets cores of its own, from the grid's last row backwards, none a
-        matmul's; no core's runtime args may run past MAX_ARGS words."""
-        grid = self.dev.compute_with_storage_grid_size()
-        mm_all = {(u["x"], u["y"]) for mm, _, _ in items for j in mm["jobs"] for u in j["units"]}
-        pool = [(x_, y_) for y_ in reversed(range(grid.y)) for x_ in reversed(range(grid.x)) if (x_, y_) not in mm_all]
-        phases, jobs_per_core, end_words = [], {}, 0
-        for mm, end, before in items:
-            bc = []
-            if before is not None:
-                if before["kind"] == "attention":
-                    want = len(self._head_starts(before["heads"], before["hd"]))
-                else:
-                    want = before["row_tiles"]
-                bc, pool = pool[:min(before["cores"], want)], pool[min(before["cores"], want):]
-                if not bc:
-                    return None
-            mc = sorted({(u["x"], u["y"]) for j in mm["jobs"] for u in j["units"]})
-            for j in mm["jobs"]:
-                for u in j["units"]:
-                    jobs_per_core[(u["x"], u["y"])] = jobs_per_core.get((u["x"], u["y"]), 0) + 1
-            ec, units = self._finish_layout(end, [(j,) for j in end["jobs"]], pool)
-            pool = pool[len(ec):]
-            if not ec:
-                return None
-            end_words = max(end_words, 2 + 9 * -(-len(units) // len(ec)))  # its reader's: 9 words a unit
-            phases.append((bc, mc, ec))
-        # The longest runtime args: a matmul core's reader (4 words, then 5 a job) and writer (1, then 4 a job
-        # and 1 for each core it signals after its last job of a phase: the phase's end cores); an end,
-        # LayerNorm or attention core's writer signals the next phase's cores (a matmul's may be 96: 2 words
-        # each).
-        words = {xy: 4 + 5 * n for xy, n in jobs_per_core.items()}
-        signals = {xy: 1 + 4 * n for xy, n in jobs_per_core.items()}
-        for _, mc, ec in phases:
-            for xy in mc:
-                signals[xy] += len(ec)
-        widest = max(len(c) for p in phases for c in p)
-        if max(*words.values(), *signals.values(), 2 * widest + end_words) > MAX_ARGS:
-            return None
-        return phases
-
     def _chain(self, items, plan, b):
-        """matmul_end steps ((matmul, finish, before) each, with _chain_plan's cores for them, which _chains
-        worked out while it packed them) as ONE program: each step's
+        """matmul_end steps ((matmul, finish, before) each, with the plan's cores for them: (before's, the
+        matmul's, the end's) per step) as ONE program: each step's
         independent matmuls (mm["jobs"]: each job's fp32 partials per K piece, allocated here under its "out")
         and their ends (end["jobs"]: the K pieces summed, the bias, bf16, GELU or the residual add), with the
         step that makes their activations (before: a LayerNorm or the attention) when given. The matmul
@@ -243,7 +175,9 @@ class GraphOps:
                 dt_ = "f32" if st["out_f32"] else "bf16"
                 end_jobs = [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_),
                              b[j["res"]] if j.get("res") else None) for j in st["jobs"]]
-                k_, c_, t_, _ = self._finish_parts(st, end_jobs, producers=producers, cores=cores, signal=signal)
+                k_, c_, t_, used = self._finish_parts(st, end_jobs, producers=producers, cores=cores, signal=signal)
+                if used != cores:
+                    raise RuntimeError(f"chain: an end took {used}, planned {cores}")
             kernels, cbs, tensors = kernels + k_, cbs + c_, {**tensors, **t_}
         k_, c_, t_, _ = self._matmul_parts(mm_h, mm_jobs, phases=mm_phases)
         kernels, cbs, tensors = k_ + kernels, c_ + cbs, {**t_, **tensors}

@@ -27,7 +27,8 @@ import ttnn  # noqa: E402
 DTYPES = {"bfp8_b": ttnn.bfloat8_b, "bfp4_b": ttnn.bfloat4_b, "bf16": ttnn.bfloat16}
 ACT_DTYPES = {"bf16": ttnn.bfloat16, "f32": ttnn.float32}
 # The most runtime args one kernel takes on one core (tt-metal's limit on a core's unique and common args
-# together): a chain of matmul_end steps (ttnn_graph.py) grows until one more step would pass it.
+# together). The Rust plan packs chains under it (tt_blackhole::plan::program::MAX_ARGS); padded_args
+# refuses a kernel past it with the count, rather than leaving it to tt-metal.
 MAX_ARGS = 341
 
 
@@ -45,6 +46,8 @@ def padded_args(per_core):
     args into the cached vectors, which must be as long. The caller adds the length to the kernel's
     compile-time args (the key), so programs whose args differ in length are different programs."""
     n = max(len(v) for v in per_core.values())
+    if n > MAX_ARGS:
+        raise RuntimeError(f"runtime args: {n} words on one core, tt-metal takes at most {MAX_ARGS}")
     ra = ttnn.RuntimeArgs()
     for (x_, y_), v in per_core.items():
         ra[x_][y_] = v + [0] * (n - len(v))

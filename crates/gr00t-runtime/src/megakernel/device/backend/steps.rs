@@ -64,7 +64,7 @@ impl DeviceSteps<'_> {
             inp.text_mask,
             inp.image_mask,
         )?;
-        let request = g.request(&up, &[]);
+        let (request, _) = g.request(&up, &[])?;
         self.dev.call(&request, &up.bytes())?;
         *obs = Some((key, keys));
         Ok(keys)
@@ -86,7 +86,7 @@ impl DeviceSteps<'_> {
                 inp.temb.len()
             )));
         }
-        // SiLU(temb) packed to bf16, as the emulator's sequencer does it.
+        // SiLU(temb) on the host, packed to bf16, as the emulator does it.
         let mut act = inp.temb.to_vec();
         crate::cpu::norms::silu(&mut act);
         act.iter_mut()
@@ -95,12 +95,14 @@ impl DeviceSteps<'_> {
             step_graph(self.dev, &self.plan, self.weights, inp.tokens, &act, keys)?;
         let steps = g.steps();
         let m = dims.sa_tokens;
-        let request = g.request(&up, &[(&out, m, d)]);
+        let (request, programs) = g.request(&up, &[(&out, m, d)])?;
         let (ans, back) = self.dev.call(&request, &up.bytes())?;
-        if ans["steps"].as_u64() != Some(steps as u64) {
+        if ans["steps"].as_u64() != Some(steps as u64)
+            || ans["programs"].as_u64() != Some(programs as u64)
+        {
             return Err(DitRunError::Device(format!(
-                "the step graph ran {} of its {steps} steps",
-                ans["steps"]
+                "the step graph ran {} of its {steps} steps in {} programs, the plan packed {programs}",
+                ans["steps"], ans["programs"]
             )));
         }
         if back.len() != m * d * 4 {
