@@ -33,6 +33,32 @@ fn rand(seed: &mut u64) -> f32 {
 #[test]
 #[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
 fn sim_full_size_blocks_on_device_match_emulator() {
+    // The step: 2 programs for a cross block, down from 5 (the AdaLN, then LayerNorm with Q,
+    // attention with the output projection, LayerNorm with FF-up, FF-down, each matmul's end and
+    // the LayerNorm or attention that makes its input in its program behind semaphores). The
+    // plan chains them: the matmuls on the plan's 96 cores, every other phase on cores of its
+    // own, so a program holds as many steps as the grid's other 34 cores (13 x 10 on the
+    // simulator) can give their phases: the AdaLN, Q and the output projection with their
+    // LayerNorm, attention and ends in one, FF-up and FF-down in the other (docs/blackhole.md
+    // §12). Its K/V are the observation's, not the step's; the head split and merge and the
+    // AdaLN split ride in the readers and writers, the residual adds in the matmul ends; the
+    // stream and SiLU(temb) in, the stream out.
+    assert_eq!(full_size_block(None), 2);
+}
+
+/// The same block packed for a p150a's 11 x 10 grid (the simulator's is 13 x 10): 14 cores beside
+/// the 96 matmul cores. The FF-up's end, which wants 16, makes do with the 14 as the first step
+/// of its program (a packer that gave it 16 or nothing found no program for it), and the step
+/// takes 4 programs, with the same result.
+#[test]
+#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
+fn sim_full_size_block_packed_for_a_p150a_grid() {
+    assert_eq!(full_size_block(Some([11, 10])), 4);
+}
+
+/// Runs the block, packed for `grid` (default: the device's), and checks it against the
+/// emulator and the plan; answers the step's programs.
+fn full_size_block(grid: Option<[usize; 2]>) -> u64 {
     assert!(
         std::env::var_os("TT_METAL_SIMULATOR").is_some(),
         "TT_METAL_SIMULATOR is not set (source the simulator's env.sh, or run \
@@ -83,7 +109,12 @@ fn sim_full_size_blocks_on_device_match_emulator() {
     let want = emu.run_step(&inputs).unwrap();
 
     let t = Instant::now();
-    let dev = TtDevice::open(DeviceKind::Simulator, &index, &arena).unwrap();
+    let mut dev = TtDevice::open(DeviceKind::Simulator, &index, &arena).unwrap();
+    if let Some(g) = grid {
+        // The packer takes the grid from here; the cores it gives are all on the larger one.
+        assert!(dev.info.grid[0] >= g[0] && dev.info.grid[1] >= g[1]);
+        dev.info.grid = g;
+    }
     let open_s = t.elapsed().as_secs_f64();
     let steps = DeviceSteps::new(&dev, &weights, &dims).unwrap();
     let t = Instant::now();
@@ -120,19 +151,8 @@ fn sim_full_size_blocks_on_device_match_emulator() {
     }
     assert!(p >= 0.9999, "PCC {p} vs the emulator");
     assert!(max_err <= 0.05, "max |err| {max_err} vs the emulator");
-    // The step: 2 programs for a cross block, down from 5 (the AdaLN, then LayerNorm with Q,
-    // attention with the output projection, LayerNorm with FF-up, FF-down, each matmul's end and
-    // the LayerNorm or attention that makes its input in its program behind semaphores). Now
-    // the worker chains them: the matmuls on the plan's 96 cores, every other phase on cores of
-    // its own, so a program holds as many steps as the grid's other 34 cores (13 x 10 on the
-    // simulator) can give their phases: the AdaLN, Q and the output projection with their
-    // LayerNorm, attention and ends in one, FF-up and FF-down in the other (docs/blackhole.md
-    // §12). Its K/V are the observation's, not the step's; the head split and merge and the
-    // AdaLN split ride in the readers and writers, the residual adds in the matmul ends; the
-    // stream and SiLU(temb) in, the stream out.
-    assert_eq!(step.programs, 2);
     // The worker ran the plan's programs, each phase on as many cores as the plan gave it.
-    assert_eq!(step.programs, planned.len() as u64);
+    assert_eq!(step.programs, planned.len() as u64, "{planned:?}");
     let sizes = |p: &tt_blackhole::plan::program::ProgramCores| -> Vec<u64> {
         p.steps
             .iter()
@@ -149,8 +169,9 @@ fn sim_full_size_blocks_on_device_match_emulator() {
     assert_eq!(ran, planned.iter().map(sizes).collect::<Vec<_>>());
     // The observation's K and V: one program for both and their ends (the attention reader
     // splits the heads).
-    assert_eq!(before_step.programs, 2 + 1);
+    assert_eq!(before_step.programs, step.programs + 1);
     let m = dims.sa_tokens;
     assert_eq!(step.device_to_host_bytes, (m * d * 4) as u64);
     assert_eq!(step.host_to_device_bytes, ((m + 1) * d * 4) as u64);
+    step.programs
 }
