@@ -121,20 +121,6 @@ pub struct ProgramCores {
     pub steps: Vec<StepCores>,
 }
 
-impl ProgramCores {
-    /// Every core the program runs a kernel on (sorted, once each).
-    pub fn cores(&self) -> Vec<Core> {
-        let mut all: Vec<Core> = self
-            .steps
-            .iter()
-            .flat_map(|s| s.before.iter().chain(&s.matmul).chain(&s.end).copied())
-            .collect();
-        all.sort_unstable();
-        all.dedup();
-        all
-    }
-}
-
 /// A step that does not fit even a program of its own.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[error(

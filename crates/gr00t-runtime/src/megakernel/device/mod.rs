@@ -18,6 +18,7 @@
 pub mod attention;
 pub mod backend;
 pub(crate) mod graph;
+mod graph_pack;
 pub mod rows;
 pub mod sfpu;
 pub mod watchdog;
