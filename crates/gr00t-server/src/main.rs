@@ -297,12 +297,22 @@ fn plan(
         let grid = plan.grid;
         let steps = plan.step_needs().len();
         match plan.step_programs(grid) {
-            Ok(p) => println!(
-                "device programs per step: {} for its {steps} matmul steps on the {}x{} grid",
-                p.len(),
-                grid[0],
-                grid[1]
-            ),
+            Ok(p) => {
+                // The most phase groups (and their cores) one of those programs runs.
+                let groups = p.iter().map(|q| q.groups.len()).max().unwrap_or(0);
+                let cores = p
+                    .iter()
+                    .map(|q| q.groups.iter().map(|g| g.1.len()).sum::<usize>())
+                    .max()
+                    .unwrap_or(0);
+                println!(
+                    "device programs per step: {} for its {steps} matmul steps on the {}x{} grid \
+                     (their LayerNorms, attentions and ends in {groups} groups on {cores} cores)",
+                    p.len(),
+                    grid[0],
+                    grid[1]
+                )
+            }
             Err(e) => println!("device programs per step: none fit ({e})"),
         }
     }

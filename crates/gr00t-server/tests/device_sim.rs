@@ -173,20 +173,24 @@ fn sim_predict_stats_json_counts_the_step_graph() {
     let programs = 1;
     assert_eq!(d["steps"], steps, "{s}");
     assert_eq!(d["programs_per_step"], programs, "{s}");
-    // Only the step's tokens and SiLU(temb) go in (f32, real values), the stream comes back.
+    // Only the step's tokens and SiLU(temb) go in (f32, real values), the stream comes back;
+    // and, in the first step only, the task tables of the step's program (its kernels' work
+    // lists, written to the device once: the later steps' program has the same words).
     let tokens = config_usize(&config, "action_horizon") + 1;
     let width =
         config_usize(&config, "num_attention_heads") * config_usize(&config, "attention_head_dim");
     let (h2d, d2h) = ((tokens + 1) * width * 4, tokens * width * 4);
-    assert_eq!(d["host_to_device_bytes_per_step"], h2d, "{s}");
+    let most = d["host_to_device_bytes_per_step"].as_u64().unwrap();
+    assert!(most > h2d, "{s}");
     assert_eq!(d["device_to_host_bytes_per_step"], d2h, "{s}");
-    assert!(h2d <= 256 * 1024 && d2h <= 256 * 1024, "{s}");
+    assert!(most <= 256 * 1024 && d2h <= 256 * 1024, "{s}");
     // Every step runs the same blocks on the same shapes.
     let per_step = d["per_step"].as_array().unwrap();
     assert_eq!(per_step.len() as u64, steps);
-    for t in per_step {
+    for (i, t) in per_step.iter().enumerate() {
         assert_eq!(t["programs"], programs, "{s}");
-        assert_eq!(t["host_to_device_bytes"], h2d, "{s}");
+        let want = if i == 0 { most } else { h2d };
+        assert_eq!(t["host_to_device_bytes"], want, "{s}");
         assert_eq!(t["device_to_host_bytes"], d2h, "{s}");
     }
     assert_eq!(d["forward"]["programs"], programs * steps, "{s}");

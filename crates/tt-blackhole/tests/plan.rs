@@ -222,24 +222,33 @@ fn full_size_roofline() {
     }
 }
 
-/// Every program's LayerNorm, attention and end phases have cores of their own: on the grid,
-/// none a matmul core of the program, none with two phases. Answers how many they took.
-fn own_cores(grid: [usize; 2], p: &ProgramCores) -> usize {
+/// Every program's LayerNorm, attention and end phases run on their group's cores: on the grid,
+/// none a matmul core of the program, no core in two groups, every phase's cores its group's.
+/// Answers how many cores the groups took.
+fn group_cores(grid: [usize; 2], p: &ProgramCores) -> usize {
     let matmul: std::collections::HashSet<_> = p
         .steps
         .iter()
         .flat_map(|s| s.matmul.iter().copied())
         .collect();
-    let mut seen = std::collections::HashSet::new();
+    let mut owner = std::collections::HashMap::new();
+    for (name, cores) in &p.groups {
+        for c in cores {
+            assert!(c.0 < grid[0] && c.1 < grid[1], "{c:?} is off the grid");
+            assert!(!matmul.contains(c), "{c:?} is a matmul core: {p:?}");
+            assert!(
+                owner.insert(*c, name).is_none(),
+                "{c:?} is in two groups: {p:?}"
+            );
+        }
+    }
     for s in &p.steps {
         assert!(!s.end.is_empty(), "an end without cores: {p:?}");
         for c in s.before.iter().chain(&s.end) {
-            assert!(c.0 < grid[0] && c.1 < grid[1], "{c:?} is off the grid");
-            assert!(!matmul.contains(c), "{c:?} is a matmul core: {p:?}");
-            assert!(seen.insert(*c), "{c:?} has two phases: {p:?}");
+            assert!(owner.contains_key(c), "{c:?} is in no group: {p:?}");
         }
     }
-    seen.len()
+    owner.len()
 }
 
 /// The programs of one denoising step, packed from the dimensions by the same code the device
@@ -247,22 +256,25 @@ fn own_cores(grid: [usize; 2], p: &ProgramCores) -> usize {
 /// p150a's 11 × 10.
 #[test]
 fn step_programs_of_the_tiny_and_the_full_size_dit() {
-    // The tiny config (8 blocks, D = 40): its 33 steps are one program on either grid. The
-    // AdaLN's end takes 8 cores (a unit for each block's job), then 40 ends (a cross block's 4
-    // of one core, a self block's Q, K and V end 3 and its other 3 one) and 24 LayerNorms and
-    // attentions of one core each.
+    let groups = |p: &ProgramCores| -> Vec<(String, usize)> {
+        p.groups.iter().map(|(k, c)| (k.clone(), c.len())).collect()
+    };
+    let g = |k: &str, n: usize| (k.to_string(), n);
+    // The tiny config (8 blocks, D = 40): its 33 steps are one program on either grid, in 9
+    // groups: the AdaLN's end (8 units, one per block) on 8 cores, the Q, K and V ends on 3, every
+    // other on one.
     let tiny = build_plan(&common::tiny_dims(), ArenaDtype::Bfp8B).unwrap();
     assert_eq!(tiny.step_needs().len(), 1 + 4 * 8);
     for grid in [[13, 10], [11, 10]] {
         let p = tiny.step_programs(grid).unwrap();
         assert_eq!(p.len(), 1, "{grid:?}");
-        assert_eq!(own_cores(grid, &p[0]), 8 + 40 + 24);
+        assert_eq!(p[0].groups.len(), 9);
+        assert_eq!(group_cores(grid, &p[0]), 8 + 3 + 7);
     }
 
-    // One full-size cross block on the simulator's grid: the 34 cores beside the 96 matmul
-    // cores hold the AdaLN, Q and the output projection with their LayerNorm, attention and
-    // ends (6, 2, 6, 8 and 6 cores: the attention's 8 runs of heads start on tile boundaries,
-    // every other head of 48), then FF-up and FF-down (2, 16, 6).
+    // One full-size cross block: one program on either grid, its 7 groups sharing the cores the
+    // 96 matmul cores leave: 34 on the simulator's grid (each group as many as its phases can
+    // use, but the AdaLN's end: 4 of its 6 units' worth), 14 on a p150a's.
     let one = build_plan(
         &DitDims {
             num_layers: 1,
@@ -272,42 +284,49 @@ fn step_programs_of_the_tiny_and_the_full_size_dit() {
     )
     .unwrap();
     let p = one.step_programs([13, 10]).unwrap();
-    let phases = |p: &ProgramCores| -> Vec<usize> {
-        p.steps
-            .iter()
-            .flat_map(|s| [s.before.len(), s.end.len()])
-            .filter(|n| *n > 0)
-            .collect()
-    };
-    assert_eq!(p.iter().map(|p| p.steps.len()).collect::<Vec<_>>(), [3, 2]);
-    assert_eq!(phases(&p[0]), [6, 2, 6, 8, 6]);
-    assert_eq!(phases(&p[1]), [2, 16, 6]);
-    assert!(
-        p.iter()
-            .all(|q| q.steps.iter().all(|s| s.matmul.len() == 96))
-    );
-
-    // A p150a leaves 14 cores beside the 96: an FF-up end that wants 16 makes do with what is
-    // free when its step starts a program, so every step has a program.
-    let p = one.step_programs([11, 10]).unwrap();
+    assert_eq!(p.len(), 1);
+    assert_eq!(p[0].steps.len(), 5);
     assert_eq!(
-        p.iter().map(|p| p.steps.len()).collect::<Vec<_>>(),
-        [2, 1, 1, 1]
+        groups(&p[0]),
+        [
+            g("finish/f32", 4),
+            g("ln_ada", 2),
+            g("finish/bf16", 4),
+            g("attention/text", 8),
+            g("finish_residual/f32", 6),
+            g("ln_plain", 2),
+            g("finish_gelu/bf16", 8),
+        ]
     );
-    for q in &p {
-        assert!(own_cores([11, 10], q) <= 14);
-    }
+    assert!(p[0].steps.iter().all(|s| s.matmul.len() == 96));
+    let p = one.step_programs([11, 10]).unwrap();
+    assert_eq!(p.len(), 1);
+    assert_eq!(group_cores([11, 10], &p[0]), 14);
 
-    // All 32 blocks: 129 steps in 57 programs on the simulator's grid, 114 on a p150a's.
+    // All 32 blocks: the 129 steps are ONE program on either grid (the runtime args of the
+    // compute kernels and the task tables of the others hold them), in 9 groups: on a p150a
+    // 14 cores for them all (it was 114 programs while every phase had cores of its own).
     let full = build_plan(&DitDims::FULL, ArenaDtype::Bfp8B).unwrap();
     assert_eq!(full.step_needs().len(), 1 + 4 * 32);
-    for (grid, programs) in [([13, 10], 57), ([11, 10], 114)] {
+    for grid in [[13, 10], [11, 10]] {
         let p = full.step_programs(grid).unwrap();
-        assert_eq!(p.len(), programs, "{grid:?}");
-        let steps: usize = p.iter().map(|q| q.steps.len()).sum();
-        assert_eq!(steps, 129);
-        for q in &p {
-            own_cores(grid, q);
-        }
+        assert_eq!(p.len(), 1, "{grid:?}");
+        assert_eq!(p[0].steps.len(), 129);
+        assert_eq!(p[0].groups.len(), 9);
+        assert!(group_cores(grid, &p[0]) <= 34);
     }
+    assert_eq!(
+        groups(&full.step_programs([11, 10]).unwrap()[0]),
+        [
+            g("finish/f32", 1),
+            g("ln_ada", 1),
+            g("finish/bf16", 2),
+            g("attention/text", 1),
+            g("finish_residual/f32", 2),
+            g("ln_plain", 1),
+            g("finish_gelu/bf16", 3),
+            g("attention/self", 2),
+            g("attention/image", 1),
+        ]
+    );
 }

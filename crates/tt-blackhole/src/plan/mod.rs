@@ -8,7 +8,8 @@
 //!   (`reader_share.cpp`), `matmul_share.cpp` multiplies, `writer_partials.cpp` writes the fp32
 //!   partials; in a program of several steps the core walks every matmul job of them in turn.
 //! * 14 phase cores (column 0 and the last four of row 9): the LayerNorms, the attention and
-//!   the matmul ends, given out per program by [`program`] from the grid's last row backwards.
+//!   the matmul ends, shared out per program by [`program`] to its phase groups (a core runs one
+//!   group's kernels over each of its phases), from the grid's last row backwards.
 //!   On a larger grid (the simulator's 13 × 10) its other cores join them.
 //!
 //! The step's host side (the timestep embedding and SiLU, the Euler update between steps) is
@@ -49,8 +50,8 @@ pub enum CoreRole {
         /// [`WorkUnit`](crate::split::WorkUnit)s.
         index: usize,
     },
-    /// LayerNorms, attention and matmul ends, given out per program ([`program`]); its
-    /// circular buffers are the phase's, set per program.
+    /// LayerNorms, attention and matmul ends, shared out per program to its phase groups
+    /// ([`program`]); its circular buffers are its group's, set per program.
     Phase,
 }
 

@@ -9,27 +9,38 @@
 //!
 //! * The matmuls run on the plan's compute cores ([`super::compute_coord`] of their units):
 //!   every job of the chain, in turn, on the same cores.
-//! * Every other phase takes cores of its own for the whole program, from the grid's last row
-//!   backwards, none a matmul's ([`phase_pool`]): at most [`ROW_CORES`] for a LayerNorm or the
-//!   attention, [`END_CORES`] for an end (units of up to [`FINISH_UNIT_TILES`] output tiles).
-//! * No core's runtime args may pass [`MAX_ARGS`] words (tt-metal's limit per kernel per core).
+//! * Every other phase runs on the cores of its *group*: the phases with the same kernels (the
+//!   AdaLN LayerNorms, the plain ones, the attentions, the ends of each kind), whose cores run
+//!   one set of kernels for the whole program, each core doing its share of every phase of the
+//!   group in turn. The groups share the cores no matmul of the program uses
+//!   ([`phase_pool`], from the grid's last row backwards): a core each, then the rest one at a
+//!   time to the group with the most work a core, up to what its phases can use ([`ROW_CORES`]
+//!   for a LayerNorm or the attention, [`END_CORES`] for an end, in units of up to
+//!   [`FINISH_UNIT_TILES`] output tiles). So a program needs a free core per group, not per
+//!   phase: a whole full-size step (7 groups) fits the 14 a p150a leaves.
+//! * A data-movement kernel reads its work from a task table in DRAM (at most [`TABLE_WORDS`]
+//!   words a core), a compute kernel from its runtime args (at most [`MAX_ARGS`], tt-metal's
+//!   limit): [`chain_cores`] counts both per core from the worker's layouts.
 //!
 //! [`pack_programs`] packs a step line greedily; [`chain_cores`] says whether (and how) a run of
 //! steps fits one program. `MegakernelPlan::step_programs` applies it to the whole DiT step
 //! from the dimensions alone, so the count at full size is computed by the same code the device
 //! path runs.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 /// A core in tt-metal logical coordinates `(x, y)`.
 pub type Core = (usize, usize);
 
-/// tt-metal's limit of runtime-arg words per kernel per core.
+/// tt-metal's limit of runtime-arg words per kernel per core (the compute kernels' args).
 pub const MAX_ARGS: usize = 341;
+/// The most words a data-movement kernel's task table holds on one core (16 KiB of L1).
+pub const TABLE_WORDS: usize = 4096;
 /// Cores a LayerNorm or the attention shares its work over.
 pub const ROW_CORES: usize = 8;
-/// Cores a matmul's end deals its units over (a core does several in turn), so that a chain of
-/// steps leaves cores for the phases after it.
+/// Cores a matmul's end deals its units over (a core does several in turn).
 pub const END_CORES: usize = 16;
 /// Output tiles per unit of a matmul's end (bounds the bias a core holds in L1).
 pub const FINISH_UNIT_TILES: usize = 16;
@@ -74,13 +85,16 @@ pub fn head_starts(heads: usize, head_dim: usize) -> Vec<usize> {
 /// One step of a line, as far as its cores go.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StepNeed {
-    /// The LayerNorm or attention before the matmul, in the same program.
-    pub before: Option<Before>,
+    /// The LayerNorm or attention before the matmul, in the same program, and the name of its
+    /// kernels (phases with the same kernels share cores).
+    pub before: Option<(Before, String)>,
     /// Each independent matmul job's cores, one per work unit (a core may hold units of
     /// several jobs).
     pub matmul_jobs: Vec<Vec<Core>>,
     /// Each job's output `(mt, nt)` in tiles, what its end covers.
     pub end_jobs: Vec<(usize, usize)>,
+    /// The name of the end's kernels (with its output format).
+    pub end_kernels: String,
 }
 
 /// The end's units for `end_jobs` when cut for `n_grid` cores: up to [`FINISH_UNIT_TILES`]
@@ -107,10 +121,13 @@ pub struct StepCores {
     pub matmul: Vec<Core>,
     /// The end's cores, in the order its units are dealt to them.
     pub end: Vec<Core>,
-    /// The cores the end's units were cut for ([`finish_units`]): [`END_CORES`], or fewer when
-    /// fewer were free.
+    /// The cores the end's units were cut for ([`finish_units`]): its group's, up to
+    /// [`END_CORES`].
     pub end_cut: usize,
 }
+
+/// A program's phases with the same kernels: their name and the cores that run them.
+pub type PhaseGroup = (String, Vec<Core>);
 
 /// One program: a run of consecutive steps and their cores.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -119,13 +136,16 @@ pub struct ProgramCores {
     pub first_step: usize,
     /// Its steps' cores, in order.
     pub steps: Vec<StepCores>,
+    /// Its phase groups, in the order they first appear.
+    pub groups: Vec<PhaseGroup>,
 }
 
 /// A step that does not fit even a program of its own.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 #[error(
     "step {step} does not fit one program on a {gx}x{gy} grid: its phases want more cores than \
-     the {free} the matmuls leave, or a core more than {MAX_ARGS} runtime-arg words",
+     the {free} the matmuls leave, or a core more than {MAX_ARGS} runtime-arg words or \
+     {TABLE_WORDS} task-table words",
     gx = grid[0], gy = grid[1]
 )]
 pub struct ProgramError {
@@ -151,130 +171,252 @@ pub fn phase_pool(grid: [usize; 2], steps: &[StepNeed]) -> Vec<Core> {
         .collect()
 }
 
-/// The cores of `steps` run as one program on `grid`, or `None` when they do not fit.
-///
-/// A phase gets the cores it wants (a LayerNorm or the attention as many as its work divides
-/// into, up to [`ROW_CORES`]; an end [`END_CORES`] or fewer when it has fewer units). Only the
-/// first step's phases make do with fewer when fewer are free, so that a step always fits a
-/// program of its own while a core per phase is free (a p150a's 11 × 10 grid leaves 14 beside
-/// the 96 matmul cores); a step that joins a chain must not slow its phases down.
-pub fn chain_cores(grid: [usize; 2], steps: &[StepNeed]) -> Option<Vec<StepCores>> {
-    let pool = phase_pool(grid, steps);
-    let taken = std::cell::Cell::new(0);
-    let take = |want: usize, may_shrink: bool| -> Option<Vec<Core>> {
-        let (from, left) = (taken.get(), pool.len() - taken.get());
-        let n = if may_shrink { want.min(left) } else { want };
-        if n == 0 || n > left {
-            return None;
-        }
-        taken.set(from + n);
-        Some(pool[from..from + n].to_vec())
-    };
-    let mut out = Vec::with_capacity(steps.len());
-    let mut jobs_per_core = std::collections::BTreeMap::<Core, usize>::new();
-    let mut end_units = Vec::with_capacity(steps.len());
-    for (i, s) in steps.iter().enumerate() {
-        let before = match &s.before {
-            Some(b) => take(ROW_CORES.min(b.most_cores()), i == 0)?,
-            None => Vec::new(),
-        };
-        for c in s.matmul_jobs.iter().flatten() {
-            *jobs_per_core.entry(*c).or_default() += 1;
-        }
-        let mut matmul: Vec<Core> = s.matmul_jobs.iter().flatten().copied().collect();
-        matmul.sort_unstable();
-        matmul.dedup();
-        // The units are cut for the cores the end may have, then it takes one per unit.
-        let end_cut = if i == 0 {
-            END_CORES.min(pool.len() - taken.get()).max(1)
-        } else {
-            END_CORES
-        };
-        let units = finish_units(&s.end_jobs, end_cut);
-        let end = take(units.min(end_cut), false)?;
-        end_units.push(units.div_ceil(end.len()));
-        out.push(StepCores {
-            before,
-            matmul,
-            end,
-            end_cut,
-        });
-    }
-    (longest_args(steps, &out, &jobs_per_core, &end_units) <= MAX_ARGS).then_some(out)
+/// A phase group while its cores are shared out: its kernels, the most cores one of its phases
+/// can use, its work (rows, runs of heads or units, summed over its phases), its cores.
+struct Group {
+    kernels: String,
+    want: usize,
+    load: usize,
+    n: usize,
 }
 
-/// The longest runtime args any kernel of the chain takes on one core, in words (the worker's
-/// layouts: `ttnn_worker.py`). Each phase's writer signals every core of the next phase.
-fn longest_args(
+/// The groups of `steps`' LayerNorm, attention and end phases, in order of first appearance.
+fn groups_of(steps: &[StepNeed]) -> Vec<Group> {
+    let mut groups: Vec<Group> = Vec::new();
+    let mut add = |kernels: &str, want: usize, load: usize| match groups
+        .iter_mut()
+        .find(|g| g.kernels == kernels)
+    {
+        Some(g) => {
+            g.want = g.want.max(want);
+            g.load += load;
+        }
+        None => groups.push(Group {
+            kernels: kernels.to_string(),
+            want,
+            load,
+            n: 1,
+        }),
+    };
+    for s in steps {
+        if let Some((b, k)) = &s.before {
+            let most = b.most_cores().max(1);
+            add(k, ROW_CORES.min(most), most);
+        }
+        let units = finish_units(&s.end_jobs, END_CORES).max(1);
+        add(&s.end_kernels, units.min(END_CORES), units);
+    }
+    groups
+}
+
+/// `free` cores shared over `groups`: one each, then one at a time to the group with the most
+/// work a core that can still use one. `false` when there are more groups than cores.
+fn share_cores(groups: &mut [Group], free: usize) -> bool {
+    if groups.len() > free {
+        return false;
+    }
+    for _ in groups.len()..free {
+        // The most work a core; on a tie the group that came first.
+        let best = groups
+            .iter()
+            .enumerate()
+            .filter(|(_, g)| g.n < g.want)
+            .max_by(|(ia, a), (ib, b)| (a.load * b.n).cmp(&(b.load * a.n)).then(ib.cmp(ia)))
+            .map(|(i, _)| i);
+        match best {
+            Some(i) => groups[i].n += 1,
+            None => break,
+        }
+    }
+    true
+}
+
+/// The cores of `steps` run as one program on `grid`, and its groups' cores; `None` when they do
+/// not fit: more groups than free cores, or a core's compute args past [`MAX_ARGS`] or a task
+/// table past [`TABLE_WORDS`].
+pub fn chain_cores(
+    grid: [usize; 2],
     steps: &[StepNeed],
-    cores: &[StepCores],
-    jobs_per_core: &std::collections::BTreeMap<Core, usize>,
-    end_units: &[usize],
-) -> usize {
-    // The line of phases: (its cores, its reader's words, its writer's words but the signals:
-    // 2 more per core of the next phase). A reader's words bound its compute kernel's too.
-    let mut line: Vec<(usize, usize, usize)> = Vec::new();
-    let mut matmul_signals = std::collections::BTreeMap::<Core, usize>::new();
-    for ((s, c), units) in steps.iter().zip(cores).zip(end_units) {
-        if let Some(b) = &s.before {
-            // rows: reader 11, writer 4; attention: reader 14, writer 10.
-            let (reader, writer) = match b {
-                Before::Rows { .. } => (11, 4),
-                Before::Attention { .. } => (14, 10),
-            };
-            line.push((c.before.len(), reader, writer));
-        }
-        // The matmul phase: counted per core below.
-        line.push((c.matmul.len(), 0, 0));
-        for m in &c.matmul {
-            *matmul_signals.entry(*m).or_default() += c.end.len();
-        }
-        // An end core: reader 2 words then 9 a unit, compute 1 then 2, writer 2 then 3.
-        line.push((c.end.len(), 2 + 9 * units, 2 + 3 * units));
+) -> Option<(Vec<StepCores>, Vec<PhaseGroup>)> {
+    let pool = phase_pool(grid, steps);
+    let mut groups = groups_of(steps);
+    if !share_cores(&mut groups, pool.len()) {
+        return None;
     }
-    let mut longest = 0;
-    for (i, &(_, reader, writer)) in line.iter().enumerate() {
-        if reader > 0 {
-            let next = line.get(i + 1).map_or(0, |p| p.0);
-            longest = longest.max(reader).max(writer + 2 * next);
+    let mut at = 0;
+    let groups: Vec<PhaseGroup> = groups
+        .into_iter()
+        .map(|g| {
+            at += g.n;
+            (g.kernels, pool[at - g.n..at].to_vec())
+        })
+        .collect();
+    let cores_of = |k: &str| -> &[Core] {
+        groups
+            .iter()
+            .find(|(name, _)| name == k)
+            .map_or(&[][..], |(_, c)| c.as_slice())
+    };
+    let out: Vec<StepCores> = steps
+        .iter()
+        .map(|s| {
+            let before = s.before.as_ref().map_or_else(Vec::new, |(b, k)| {
+                let g = cores_of(k);
+                g[..g.len().min(ROW_CORES).min(b.most_cores().max(1))].to_vec()
+            });
+            let mut matmul: Vec<Core> = s.matmul_jobs.iter().flatten().copied().collect();
+            matmul.sort_unstable();
+            matmul.dedup();
+            // The units are cut for the group's cores, then the end takes one per unit.
+            let g = cores_of(&s.end_kernels);
+            let end_cut = g.len().min(END_CORES);
+            let units = finish_units(&s.end_jobs, end_cut);
+            StepCores {
+                before,
+                matmul,
+                end: g[..units.min(end_cut)].to_vec(),
+                end_cut,
+            }
+        })
+        .collect();
+    let (args, table) = longest_words(steps, &out);
+    (args <= MAX_ARGS && table <= TABLE_WORDS).then_some((out, groups))
+}
+
+/// The words of each kernel on one core: its reader's and writer's task tables, its compute
+/// kernel's runtime args.
+#[derive(Default, Clone, Copy)]
+struct Words {
+    reader: usize,
+    writer: usize,
+    compute: usize,
+}
+
+/// The longest compute args and the longest task table any kernel of the chain has on one core,
+/// in words (the worker's layouts, `ttnn_worker.py`). A writer's table names every core of the
+/// phase after its own, a word each, after each of its phases.
+fn longest_words(steps: &[StepNeed], cores: &[StepCores]) -> (usize, usize) {
+    // The line of phases: (its cores, per core its reader, writer and compute words), built
+    // below; each phase's writer signals the next phase's cores.
+    enum Kind {
+        Before(Before),
+        Matmul(usize),
+        End(usize),
+    }
+    let mut line: Vec<(Kind, &[Core])> = Vec::new();
+    for (i, (s, c)) in steps.iter().zip(cores).enumerate() {
+        if let Some((b, _)) = &s.before {
+            line.push((Kind::Before(*b), &c.before));
+        }
+        line.push((Kind::Matmul(i), &c.matmul));
+        line.push((Kind::End(i), &c.end));
+    }
+    let mut words = BTreeMap::<Core, Words>::new();
+    for (i, (kind, these)) in line.iter().enumerate() {
+        let next = line.get(i + 1).map_or(0, |p| p.1.len());
+        let mut add = |core: Core, reader: usize, writer: usize, compute: usize, head: Words| {
+            let w = words.entry(core).or_insert(head);
+            w.reader += reader;
+            w.writer += writer;
+            w.compute += compute;
+        };
+        // A phase core's table and compute args start with their count of tasks (or units).
+        let phase_head = Words {
+            reader: 1,
+            writer: 1,
+            compute: 1,
+        };
+        match kind {
+            // rows: reader 11 words a task, writer 4, compute 1; attention: 14, 10, 2.
+            Kind::Before(Before::Rows { .. }) => {
+                for c in *these {
+                    add(*c, 11, 4 + next, 1, phase_head);
+                }
+            }
+            Kind::Before(Before::Attention { .. }) => {
+                for c in *these {
+                    add(*c, 14, 10 + next, 2, phase_head);
+                }
+            }
+            // A matmul core: reader 4 words then 5 a job, writer 1 then 4 a job, compute 3 then
+            // 1 a job; the writer signals the end's cores after its last job of the phase.
+            Kind::Matmul(s) => {
+                let head = Words {
+                    reader: 4,
+                    writer: 1,
+                    compute: 3,
+                };
+                for c in steps[*s].matmul_jobs.iter().flatten() {
+                    add(*c, 5, 4, 1, head);
+                }
+                for c in *these {
+                    add(*c, 0, next, 0, head);
+                }
+            }
+            // An end core, its units dealt in turn: reader 2 words a task then 9 a unit, writer
+            // 2 then 3 a unit, compute 1 a unit.
+            Kind::End(s) => {
+                let n = these.len().max(1);
+                let units = finish_units(&steps[*s].end_jobs, cores[*s].end_cut);
+                for (j, c) in these.iter().enumerate() {
+                    let u = units / n + usize::from(j < units % n);
+                    add(*c, 2 + 9 * u, 2 + 3 * u + next, u, phase_head);
+                }
+            }
         }
     }
-    // A matmul core: reader 4 words then 5 a job; compute 3 then 2; writer 1 then 4 a job and one
-    // for each core it signals after its last job of a phase (that phase's end cores).
-    for (core, jobs) in jobs_per_core {
-        let signals = matmul_signals.get(core).copied().unwrap_or(0);
-        longest = longest.max(4 + 5 * jobs).max(1 + 4 * jobs + signals);
-    }
-    longest
+    words.values().fold((0, 0), |(a, t), w| {
+        (a.max(w.compute), t.max(w.reader).max(w.writer))
+    })
 }
 
 /// `steps` packed into programs greedily: a step joins the program before it while the two fit
-/// one ([`chain_cores`]); with `chain` false every step is a program of its own.
+/// one ([`chain_cores`]); with `chain` false every step is a program of its own. When all the
+/// steps left fit one program (a whole denoising step does) that is found first, in one try.
 pub fn pack_programs(
     grid: [usize; 2],
     steps: &[StepNeed],
     chain: bool,
 ) -> Result<Vec<ProgramCores>, ProgramError> {
     let mut programs: Vec<ProgramCores> = Vec::new();
-    for (i, _) in steps.iter().enumerate() {
-        if chain
-            && let Some(p) = programs.last_mut()
-            && let Some(cores) = chain_cores(grid, &steps[p.first_step..=i])
-        {
-            p.steps = cores;
-            continue;
+    let mut first = 0;
+    while first < steps.len() {
+        if chain && let Some((cores, groups)) = chain_cores(grid, &steps[first..]) {
+            programs.push(ProgramCores {
+                first_step: first,
+                steps: cores,
+                groups,
+            });
+            break;
         }
-        let cores = chain_cores(grid, &steps[i..=i]).ok_or_else(|| ProgramError {
-            step: i,
-            grid,
-            free: phase_pool(grid, &steps[i..=i]).len(),
-        })?;
+        let (mut cores, mut groups) =
+            chain_cores(grid, &steps[first..=first]).ok_or_else(|| ProgramError {
+                step: first,
+                grid,
+                free: phase_pool(grid, &steps[first..=first]).len(),
+            })?;
+        let mut end = first + 1;
+        while chain && end < steps.len() {
+            match chain_cores(grid, &steps[first..=end]) {
+                Some((c, g)) => (cores, groups) = (c, g),
+                None => break,
+            }
+            end += 1;
+        }
         programs.push(ProgramCores {
-            first_step: i,
+            first_step: first,
             steps: cores,
+            groups,
         });
+        first = end;
     }
     Ok(programs)
+}
+
+/// The name of an end's kernels: its compute kernel's (`finish`, `finish_gelu`,
+/// `finish_residual`) and its output format, since a core's CBs have one format.
+pub fn end_kernels(compute: &str, out_f32: bool) -> String {
+    format!("{compute}/{}", if out_f32 { "f32" } else { "bf16" })
 }
 
 impl super::MegakernelPlan {
@@ -282,7 +424,8 @@ impl super::MegakernelPlan {
     /// `step_graph`): every block's AdaLN in one step; then per block the AdaLN LayerNorm with
     /// Q (with K and V in a self block), the attention with the output projection and its
     /// residual, the plain LayerNorm with FF-up and its GELU, FF-down and its residual. The cross
-    /// blocks' K and V are the observation's, computed before the steps.
+    /// blocks' K and V are the observation's, computed before the steps. The kernels' names are
+    /// the graph's (`ln_ada`, `ln_plain`, `attention/self|text|image`, [`end_kernels`]).
     pub fn step_needs(&self) -> Vec<StepNeed> {
         use crate::dims::{DitDims, WeightKind};
         let d = &self.dims;
@@ -296,10 +439,15 @@ impl super::MegakernelPlan {
                 .collect()
         };
         let nt = |block: usize, kind: WeightKind| self.class(block, kind).split.nt;
-        let step = |before, block: usize, kinds: &[WeightKind], m_tiles: usize| StepNeed {
-            before,
+        let step = |before: Option<(Before, &str)>,
+                    block: usize,
+                    kinds: &[WeightKind],
+                    m_tiles: usize,
+                    end: String| StepNeed {
+            before: before.map(|(b, k)| (b, k.to_string())),
             matmul_jobs: kinds.iter().map(|k| job(block, *k)).collect(),
             end_jobs: kinds.iter().map(|k| (m_tiles, nt(block, *k))).collect(),
+            end_kernels: end,
         };
         let mut line = vec![StepNeed {
             before: None,
@@ -309,22 +457,46 @@ impl super::MegakernelPlan {
             end_jobs: (0..d.num_layers)
                 .map(|b| (1, nt(b, WeightKind::AdaNorm)))
                 .collect(),
+            end_kernels: end_kernels("finish", true),
         }];
-        let rows = Some(Before::Rows { row_tiles: mt });
-        let attention = Some(Before::Attention {
+        let rows = Before::Rows { row_tiles: mt };
+        let attention = Before::Attention {
             heads: d.num_heads,
             head_dim: d.head_dim,
-        });
+        };
         for b in 0..d.num_layers {
             let qkv: &[WeightKind] = if DitDims::is_cross(b) {
                 &[WeightKind::Q]
             } else {
                 &[WeightKind::Q, WeightKind::K, WeightKind::V]
             };
-            line.push(step(rows, b, qkv, mt));
-            line.push(step(attention, b, &[WeightKind::Out], mt));
-            line.push(step(rows, b, &[WeightKind::FfUp], mt));
-            line.push(step(None, b, &[WeightKind::FfDown], mt));
+            let plain = end_kernels("finish", false);
+            let residual = end_kernels("finish_residual", true);
+            line.push(step(Some((rows, "ln_ada")), b, qkv, mt, plain));
+            let out = [WeightKind::Out];
+            // Self, text and image attentions have keys of their own sizes, so groups of their
+            // own; N1.6 (attend_text_every_n_blocks = 2) attends the text in every fourth block.
+            let which = match (DitDims::is_cross(b), b % 4 == 0) {
+                (false, _) => "attention/self",
+                (true, true) => "attention/text",
+                (true, false) => "attention/image",
+            };
+            line.push(step(
+                Some((attention, which)),
+                b,
+                &out,
+                mt,
+                residual.clone(),
+            ));
+            let gelu = end_kernels("finish_gelu", false);
+            line.push(step(
+                Some((rows, "ln_plain")),
+                b,
+                &[WeightKind::FfUp],
+                mt,
+                gelu,
+            ));
+            line.push(step(None, b, &[WeightKind::FfDown], mt, residual));
         }
         line
     }
@@ -337,81 +509,5 @@ impl super::MegakernelPlan {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn step(before: Option<Before>, mm: &[Core], end: (usize, usize)) -> StepNeed {
-        StepNeed {
-            before,
-            matmul_jobs: vec![mm.to_vec()],
-            end_jobs: vec![end],
-        }
-    }
-
-    #[test]
-    fn units_of_an_end_follow_the_finish_layout() {
-        // 2 tile rows of 48 columns, 16 cores: 3 units of 16 columns a row.
-        assert_eq!(finish_units(&[(2, 48)], 16), 6);
-        // One tile row of 8 columns: one unit.
-        assert_eq!(finish_units(&[(1, 8)], 16), 1);
-        // 4 rows, 96 columns on 16 cores: a row in at most 4 pieces of 24.
-        assert_eq!(finish_units(&[(4, 96)], 16), 16);
-        // Jobs add up.
-        assert_eq!(finish_units(&[(2, 48), (1, 8)], 16), 7);
-        assert_eq!(head_starts(32, 48), (0..32).step_by(2).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn phases_take_cores_from_the_last_row_backwards_none_a_matmuls() {
-        let grid = [4, 3];
-        let s = [
-            step(
-                Some(Before::Rows { row_tiles: 2 }),
-                &[(0, 0), (1, 0)],
-                (2, 2),
-            ),
-            step(None, &[(1, 0)], (1, 1)),
-        ];
-        let cores = chain_cores(grid, &s).expect("fits");
-        assert_eq!(cores[0].before, vec![(3, 2), (2, 2)]);
-        assert_eq!(cores[0].matmul, vec![(0, 0), (1, 0)]);
-        assert_eq!(cores[0].end, vec![(1, 2), (0, 2)]);
-        assert_eq!(cores[1].end, vec![(3, 1)]);
-        assert!(phase_pool(grid, &s).iter().all(|c| c.1 > 0 || c.0 > 1));
-    }
-
-    #[test]
-    fn packing_splits_where_the_grid_runs_out() {
-        // 3x2 grid, one matmul core: 5 free cores; each step takes 1 + 2 of them.
-        let grid = [3, 2];
-        let s: Vec<_> = (0..3)
-            .map(|_| step(Some(Before::Rows { row_tiles: 1 }), &[(0, 0)], (2, 1)))
-            .collect();
-        let p = pack_programs(grid, &s, true).unwrap();
-        assert_eq!(
-            p.iter()
-                .map(|p| (p.first_step, p.steps.len()))
-                .collect::<Vec<_>>(),
-            vec![(0, 1), (1, 1), (2, 1)]
-        );
-        let wide = pack_programs([4, 2], &s, true).unwrap();
-        assert_eq!(wide.len(), 2, "7 free cores hold two steps of 3");
-        assert_eq!(pack_programs([4, 2], &s, false).unwrap().len(), 3);
-        let none = pack_programs([1, 2], &s, true).unwrap_err();
-        assert_eq!((none.step, none.free), (0, 1));
-        assert!(none.to_string().contains("1x2 grid"), "{none}");
-    }
-
-    #[test]
-    fn runtime_args_bound_a_chain() {
-        // One matmul core taking a job per step: 4 + 5n reader words pass 341 at n = 68.
-        let s: Vec<_> = (0..80).map(|_| step(None, &[(0, 0)], (1, 1))).collect();
-        let p = pack_programs([100, 2], &s, true).unwrap();
-        assert_eq!(
-            p[0].steps.len(),
-            67,
-            "4 + 5 * 67 = 339 words, 68 jobs would be 344"
-        );
-        assert_eq!(p.len(), 2);
-    }
-}
+#[path = "program_tests.rs"]
+mod tests;

@@ -9,6 +9,7 @@
 use serde_json::json;
 
 use super::sfpu::{EltwiseRun, SfpuError, compose_compute};
+use super::task_table::with_task_table;
 use super::worker::TtnnWorker;
 
 /// The compute kernel (the library is pasted in, the scale a compile-time constant).
@@ -39,12 +40,12 @@ pub fn with_tile_columns(kernel: &str) -> String {
 
 /// The attention reader as the JIT compiles it.
 pub fn reader_attention_kernel() -> String {
-    with_tile_columns(READER_ATTENTION_KERNEL)
+    with_task_table(&with_tile_columns(READER_ATTENTION_KERNEL))
 }
 
 /// The head-merging writer as the JIT compiles it.
 pub fn writer_merge_kernel() -> String {
-    with_tile_columns(WRITER_MERGE_KERNEL)
+    with_task_table(&with_tile_columns(WRITER_MERGE_KERNEL))
 }
 
 /// What a masked-out or padding key's score gets: its weight is 0.

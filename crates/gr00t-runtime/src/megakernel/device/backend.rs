@@ -24,6 +24,7 @@ use tt_blackhole::dims::{DitDims, WeightKind};
 use tt_blackhole::plan::{CoreRole, MegakernelPlan, build_plan, compute_coord};
 
 use super::graph::CrossKeys;
+use super::task_table::with_task_table;
 use super::watchdog::Liveness;
 use super::worker::{TtnnWorker, WorkerConfig, WorkerError};
 use crate::megakernel::counters::{DeviceCounters, DeviceStats};
@@ -288,7 +289,10 @@ impl TtDevice {
                 "graph" => ans["programs"].as_u64().unwrap_or(0),
                 _ => u64::from(runs_program(op)),
             };
-            self.counters.record(programs, payload.len(), back.len());
+            // The task tables the worker wrote to the device go host to device too.
+            let tables = ans["table_bytes"].as_u64().unwrap_or(0) as usize;
+            self.counters
+                .record(programs, payload.len() + tables, back.len());
             if let (Some(chains), Ok(mut t)) = (ans["chains"].as_array(), self.times.lock()) {
                 t.chains = chains
                     .iter()
@@ -425,7 +429,10 @@ impl TtDevice {
             "cbs": {"act": act_pages, "weights": w_pages, "out": out_pages},
             // The roofline's compute bound assumes this same fidelity (one source of truth).
             "math_fidelity": tt_blackhole::plan::roofline::KERNEL_FIDELITY.name(),
-            "kernels": {"reader": READER_KERNEL, "compute": COMPUTE_KERNEL, "writer": WRITER_KERNEL},
+            "kernels": {
+                "reader": with_task_table(READER_KERNEL), "compute": COMPUTE_KERNEL,
+                "writer": with_task_table(WRITER_KERNEL),
+            },
         });
         Ok(MatmulSpec {
             header,

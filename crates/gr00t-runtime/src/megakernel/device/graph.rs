@@ -21,12 +21,15 @@
 //! adds the stream again. Every step holds a matmul: 1, then 4 per block (33 for the tiny
 //! config's 8 blocks: the AdaLN LayerNorm with Q (K, V), attention with the output projection,
 //! the plain LayerNorm with FF-up, FF-down). Consecutive steps run as ONE program while
-//! the grid and the cores' runtime args hold them: the plan packs them and gives every phase its
-//! cores (`tt_blackhole::plan::program`, [`Graph::request`]), the worker runs them as given
-//! (docs/blackhole.md §12): the tiny config's whole denoising step is one program, a full-size
-//! cross block's 5 steps are 2. (Programs per tiny step before: 33 with a program per step, 57
-//! with the LayerNorms and attention programs of their own, 90 with each matmul's end too, 106
-//! with the residual adds too, 168 when relayouts and one matmul per program made them 24 and 18.)
+//! the grid, the compute kernels' runtime args and the task tables hold them: the plan packs
+//! them, shares the other cores out to the phase groups (each phase names its `group`: phases
+//! with the same kernels, whose cores do each of them in turn) and gives every phase its cores
+//! (`tt_blackhole::plan::program`, [`Graph::request`]); the worker runs them as given
+//! (docs/blackhole.md §12–13): a whole denoising step is one program, the tiny config's and the
+//! full-size one's. (Programs per tiny step before: 33 with a program per step, 57 with the
+//! LayerNorms and attention programs of their own, 90 with each matmul's end too, 106 with the
+//! residual adds too, 168 when relayouts and one matmul per program made them 24 and 18; a
+//! full-size cross block's 5 steps were 2 while every phase had cores of its own.)
 //!
 //! The cross blocks' K and V depend only on the observation's context: [`observation_graph`]
 //! computes them once per observation into device tensors the steps read.
@@ -39,7 +42,7 @@ use tt_blackhole::bf16::round_to_bf16;
 use tt_blackhole::device::DitRunError;
 use tt_blackhole::dims::WeightKind;
 use tt_blackhole::plan::MegakernelPlan;
-use tt_blackhole::plan::program::{FINISH_UNIT_TILES, ROW_CORES};
+use tt_blackhole::plan::program::{FINISH_UNIT_TILES, ROW_CORES, end_kernels};
 
 use super::attention::{
     ATTENTION_KERNEL, reader_attention_kernel, with_tile_columns, writer_merge_kernel,
@@ -47,6 +50,7 @@ use super::attention::{
 use super::backend::TtDevice;
 use super::rows::{BIAS_ACT_KERNEL, FINISH_RESIDUAL_DEFINE, LAYERNORM_KERNEL, READER_ROWS_KERNEL};
 use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
+use super::task_table::with_task_table;
 use crate::model::dit::{BlockKind, DitWeights};
 
 /// The column relayout between tensors (data movement only).
@@ -261,9 +265,13 @@ impl<'a> Graph<'a> {
         let kinds = kinds.join("+");
         mm["jobs"] = json!(mm_jobs);
         let names = [
-            self.source("mm_reader", || super::backend::READER_KERNEL.into()),
+            self.source("mm_reader", || {
+                with_task_table(super::backend::READER_KERNEL)
+            }),
             self.source("mm_compute", || super::backend::COMPUTE_KERNEL.into()),
-            self.source("mm_writer", || super::backend::WRITER_KERNEL.into()),
+            self.source("mm_writer", || {
+                with_task_table(super::backend::WRITER_KERNEL)
+            }),
         ];
         mm["kernels"] = json!({"reader": names[0], "compute": names[1], "writer": names[2]});
         let (act_name, act_row) = match (gelu, stream.is_some()) {
@@ -277,12 +285,15 @@ impl<'a> Graph<'a> {
             compose_compute(BIAS_ACT_KERNEL, &defines)
         });
         let reader = match stream {
-            None => self.source("finish_reader", || READER_FINISH_KERNEL.into()),
+            None => self.source("finish_reader", || with_task_table(READER_FINISH_KERNEL)),
             Some(_) => self.source("finish_reader_residual", || {
-                compose_compute(READER_FINISH_KERNEL, &[FINISH_RESIDUAL_DEFINE])
+                with_task_table(&compose_compute(
+                    READER_FINISH_KERNEL,
+                    &[FINISH_RESIDUAL_DEFINE],
+                ))
             }),
         };
-        let writer = self.source("writer_runs", || WRITER_RUNS_KERNEL.into());
+        let writer = self.source("writer_runs", || with_task_table(WRITER_RUNS_KERNEL));
         let label = match (gelu, stream) {
             (true, _) => format!("matmul {kinds} + GELU"),
             (false, None) => format!("matmul {kinds}"),
@@ -291,6 +302,7 @@ impl<'a> Graph<'a> {
         let finish = json!({
             // The cores its units are cut for come with the chain (`end_cut`, graph_pack.rs).
             "jobs": ends, "out_f32": out_f32 || stream.is_some(), "unit_tiles": FINISH_UNIT_TILES,
+            "group": end_kernels(act_name, out_f32 || stream.is_some()),
             "kernels": {"reader": reader, "compute": compute, "writer": writer},
         });
         // One program: the matmul on the plan's cores, the ends on others, a semaphore between;
@@ -357,13 +369,13 @@ impl<'a> Graph<'a> {
             let defs: Vec<(&str, &str)> = defs.iter().map(|(k, v)| (*k, v.as_str())).collect();
             compose_compute(LAYERNORM_KERNEL, &defs)
         });
-        let reader = self.source("reader_rows", || READER_ROWS_KERNEL.into());
-        let writer = self.source("writer_tiles", || WRITER_TILES_KERNEL.into());
+        let reader = self.source("reader_rows", || with_task_table(READER_ROWS_KERNEL));
+        let writer = self.source("writer_tiles", || with_task_table(WRITER_TILES_KERNEL));
         self.steps.push(json!({
             "kind": "rows", "x": x, "scaler": "c/scaler", "g": g, "b": b, "b_col": b_col,
             "vec_len": d, "out": out, "out_f32": false, "wt": wt, "row_tiles": row_tiles,
             "vec_tiles": wt, "label": name, "work_cbs": work,
-            "unpack_to_dest": [], "cores": ROW_CORES,
+            "unpack_to_dest": [], "cores": ROW_CORES, "group": name,
             "kernels": {"reader": reader, "compute": compute, "writer": writer},
         }));
     }
@@ -421,6 +433,8 @@ impl<'a> Graph<'a> {
             "kind": "attention", "q": q, "k": k, "v": v, "scaler": "c/scaler", "mask": mask,
             "out": out, "heads": heads, "mp": mt * 32, "np": nt * 32, "hd": hd,
             "cores": ROW_CORES,
+            // Self, text and image attentions differ in their keys' tiles, so in their CBs.
+            "group": format!("attention/{}", mask.rsplit('/').next().unwrap_or(mask)),
             "kernels": {"reader": reader, "compute": compute, "writer": writer},
         }));
     }

@@ -17,6 +17,7 @@ fn need_of(step: &Value) -> Option<StepNeed> {
     let n = |v: &Value| v.as_u64().unwrap_or(0) as usize;
     let list = |v: &Value| v.as_array().map_or(&[][..], Vec::as_slice).to_vec();
     let b = &step["before"];
+    let group = |s: &Value| s["group"].as_str().unwrap_or_default().to_string();
     let before = match b["kind"].as_str() {
         Some("rows") => Some(Before::Rows {
             row_tiles: n(&b["row_tiles"]),
@@ -26,7 +27,8 @@ fn need_of(step: &Value) -> Option<StepNeed> {
             head_dim: n(&b["hd"]),
         }),
         _ => None,
-    };
+    }
+    .map(|x| (x, group(b)));
     Some(StepNeed {
         before,
         matmul_jobs: list(&step["matmul"]["jobs"])
@@ -42,6 +44,7 @@ fn need_of(step: &Value) -> Option<StepNeed> {
             .iter()
             .map(|j| (n(&j["mt"]), n(&j["nt"])))
             .collect(),
+        end_kernels: group(&step["finish"]),
     })
 }
 
@@ -91,7 +94,9 @@ fn pack_run(
             [one] => label(one),
             [] => String::new(),
         };
-        out.push(json!({"kind": "chain", "steps": these, "cores": p.steps, "label": label}));
+        out.push(json!({
+            "kind": "chain", "steps": these, "cores": p.steps, "groups": p.groups, "label": label,
+        }));
     }
     Ok(packed.len())
 }

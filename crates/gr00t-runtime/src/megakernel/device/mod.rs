@@ -12,8 +12,9 @@
 //! * [`rows`]: the on-device block pieces, each testable as one program: LayerNorm with the
 //!   AdaLN modulation, attention's row softmax, a matmul's end (the K pieces, bias, GELU, the
 //!   residual add); and [`attention`]: attention per head (QKᵀ, softmax, ·V).
-//! * `graph`: a denoising step over them, its matmul-and-end steps chained by the worker into as
-//!   few programs as the grid holds (one for the tiny config; docs/blackhole.md §12).
+//! * `graph`: a denoising step over them, its matmul-and-end steps packed by the plan into one
+//!   program (docs/blackhole.md §12–13); [`task_table`]: the DRAM work lists the data-movement
+//!   kernels read, since one program's exceed the runtime args.
 
 pub mod attention;
 pub mod backend;
@@ -21,6 +22,7 @@ pub(crate) mod graph;
 mod graph_pack;
 pub mod rows;
 pub mod sfpu;
+pub mod task_table;
 pub mod watchdog;
 pub mod worker;
 

@@ -20,6 +20,7 @@ use serde_json::json;
 use tt_blackhole::bf16::round_to_bf16;
 
 use super::sfpu::{EltwiseRun, SfpuError, WRITER_TILES_KERNEL, compose_compute};
+use super::task_table::with_task_table;
 use super::worker::TtnnWorker;
 
 /// The LayerNorm compute kernel (the library is pasted in; 1/D and eps are compile-time
@@ -89,7 +90,10 @@ pub fn layernorm(
     );
     let header = json!({
         "op": "layernorm", "rows": padded, "d": d, "cores": cores.max(1),
-        "kernels": {"reader": READER_ROWS_KERNEL, "writer": WRITER_TILES_KERNEL, "compute": compute},
+        "kernels": {
+            "reader": with_task_table(READER_ROWS_KERNEL),
+            "writer": with_task_table(WRITER_TILES_KERNEL), "compute": compute,
+        },
     });
     let (ans, out) = worker.call(&header, &payload)?;
     if out.len() != padded * d * 4 {
@@ -144,7 +148,8 @@ pub fn softmax(
     let header = json!({
         "op": "softmax", "rows": rows_p, "d": n_p, "cores": cores.max(1),
         "kernels": {
-            "reader": READER_ROWS_KERNEL, "writer": WRITER_TILES_KERNEL,
+            "reader": with_task_table(READER_ROWS_KERNEL),
+            "writer": with_task_table(WRITER_TILES_KERNEL),
             "compute": compose_compute(SOFTMAX_KERNEL, &[]),
         },
     });
@@ -242,7 +247,8 @@ pub fn bias_act(
         "op": "bias_act", "rows": padded, "d": n, "cores": cores.max(1),
         "residual": residual.is_some(),
         "kernels": {
-            "reader": reader, "writer": super::graph::WRITER_RUNS_KERNEL,
+            "reader": with_task_table(&reader),
+            "writer": with_task_table(super::graph::WRITER_RUNS_KERNEL),
             "compute": compose_compute(BIAS_ACT_KERNEL, &defines),
         },
     });

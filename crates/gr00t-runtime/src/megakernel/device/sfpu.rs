@@ -194,7 +194,8 @@ pub fn eltwise(
         "op": "eltwise", "rows": rows, "cols": cols, "cores": spec.cores.max(1),
         "in_dtype": spec.input.name(), "out_dtype": spec.output.name(),
         "kernels": {
-            "reader": READER_TILES_KERNEL, "writer": WRITER_TILES_KERNEL,
+            "reader": READER_TILES_KERNEL,
+            "writer": super::task_table::with_task_table(WRITER_TILES_KERNEL),
             "compute": op.compute_kernel(),
         },
     });

@@ -81,21 +81,19 @@ class GraphOps:
                 if len(st["cores"]) != len(st["steps"]):
                     raise RuntimeError(f"graph: a chain of {len(st['steps'])} steps with cores for {len(st['cores'])}")
                 # The end's units are cut for the cores the plan cut them for (end_cut).
-                items = [(src(s_["matmul"]), {**src(s_["finish"]), "cores": c["end_cut"]}, src(s_.get("before")))
-                         for s_, c in zip(st["steps"], st["cores"])]
-                cores = [tuple([tuple(xy) for xy in c[k]] for k in ("before", "matmul", "end")) for c in st["cores"]]
+                items = [(src(s_["matmul"]), src(s_["finish"]), src(s_.get("before")))
+                         for s_ in st["steps"]]
+                cores = [tuple([tuple(xy) for xy in c[k]] for k in ("before", "matmul", "end")) + (c["end_cut"],)
+                         for c in st["cores"]]
                 phases = self._chain(items, cores, b)
                 chains.append({"steps": len(st["steps"]), "phases": [[kind, n] for kind, n in phases]})
                 ran += len(st["steps"])
-            elif kind == "rows":
-                kernels, cbs, tensors, _ = self._rows_step_parts(st, b)
+            elif kind in ("rows", "attention"):  # a LayerNorm or attention no matmul of the graph follows
+                kernels, cbs, tensors, _ = self._group_parts(st, [self._task(st, b)])
                 self._launch(tensors, kernels, cbs)
             elif kind == "relayout":
                 out = self._alloc(st["dst"], st["rows"] * 32, st["dst_w"] * 32, st["dtype"])
                 self._relayout_on_device(st, b[st["src"]], out)
-            elif kind == "attention":
-                kernels, cbs, tensors, _ = self._attention_step_parts(st, b)
-                self._launch(tensors, kernels, cbs)
             else:
                 raise RuntimeError(f"graph: unknown step kind {kind!r}")
             launched += 1
@@ -115,21 +113,31 @@ class GraphOps:
                 ttnn.deallocate(t)
         return {"programs": launched, "steps": ran, "chains": chains, "by_label": times, "total_ms": (time.time() - t0) * 1e3}, b"".join(outs)
 
-    def _rows_step_parts(self, st, b, cores=None, signal=(), producers=0):
-        """A graph's row step (LayerNorm) as _rows_parts, its output allocated under its name."""
+    def _task(self, st, b):
+        """A graph phase's task for its parts builder (ttnn_parts.py), its output allocated under its name: a
+        LayerNorm ("rows"), an attention, or a matmul's end ("finish": it has "jobs")."""
+        if "jobs" in st:
+            dt_ = "f32" if st["out_f32"] else "bf16"
+            return {"jobs": [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_),
+                              b[j["res"]] if j.get("res") else None) for j in st["jobs"]]}
+        if st["kind"] == "attention":
+            out = self._alloc(st["out"], st["mp"], -(-st["heads"] * st["hd"] // 32) * 32, "bf16")
+            return {"tq": b[st["q"]], "tk": b[st["k"]], "tv": b[st["v"]], "ts": b[st["scaler"]], "tm": b[st["mask"]],
+                    "out": out, "heads": st["heads"], "mp": st["mp"], "np": st["np"], "hd": st["hd"]}
         out = self._alloc(st["out"], st["row_tiles"] * 32, st["wt"] * 32, "f32" if st["out_f32"] else "bf16")
-        return self._rows_parts(st, b[st["x"]], b[st["scaler"]], b[st.get("g") or st["scaler"]],
-                                b[st.get("b") or st["scaler"]], out, st["wt"], st["row_tiles"], st["vec_tiles"],
-                                {int(i): n for i, n in st["work_cbs"].items()},
-                                unpack_to_dest=tuple(st["unpack_to_dest"]), out_f32=st["out_f32"],
-                                b_col=st["b_col"], vec_len=st["vec_len"], cores=cores, signal=signal,
-                                producers=producers)
+        return {"tx": b[st["x"]], "ts": b[st["scaler"]], "tg": b[st.get("g") or st["scaler"]],
+                "tb": b[st.get("b") or st["scaler"]], "out": out, "wt": st["wt"], "row_tiles": st["row_tiles"],
+                "vec_tiles": st["vec_tiles"], "b_col": st["b_col"], "vec_len": st["vec_len"]}
 
-    def _attention_step_parts(self, st, b, cores=None, signal=(), producers=0):
-        """A graph's attention step as _attention_parts, its output allocated under its name."""
-        out = self._alloc(st["out"], st["mp"], -(-st["heads"] * st["hd"] // 32) * 32, "bf16")
-        return self._attention_parts(st, b[st["q"]], b[st["k"]], b[st["v"]], b[st["scaler"]], b[st["mask"]], out,
-                                     cores=cores, signal=signal, producers=producers)
+    def _group_parts(self, st, tasks):
+        """The kernels of a group of phases alike (st: the first one's step) over their tasks: _finish_parts,
+        _attention_parts or _rows_parts."""
+        if "jobs" in st:
+            return self._finish_parts(st, tasks)
+        if st["kind"] == "attention":
+            return self._attention_parts(st, tasks)
+        return self._rows_parts(st, tasks, {int(i): n for i, n in st["work_cbs"].items()},
+                                unpack_to_dest=tuple(st["unpack_to_dest"]), out_f32=st["out_f32"])
 
     def _noc(self, cores):
         """The NOC coordinates [(x, y)] of logical cores, as kernels address them."""
@@ -137,55 +145,58 @@ class GraphOps:
 
     def _chain(self, items, plan, b):
         """matmul_end steps ((matmul, finish, before) each, with the plan's cores for them: (before's, the
-        matmul's, the end's) per step) as ONE program: each step's
+        matmul's, the end's, the cores the end's units are cut for) per step) as ONE program: each step's
         independent matmuls (mm["jobs"]: each job's fp32 partials per K piece, allocated here under its "out")
-        and their ends (end["jobs"]: the K pieces summed, the bias, bf16, GELU or the residual add), with the
-        step that makes their activations (before: a LayerNorm or the attention) when given. The matmul
-        kernels run on the plan's cores, every job of the chain in turn; the other phases on cores of their
-        own. Between consecutive phases a barrier on the device: each core of a phase, once its writes are
-        acknowledged, increments semaphore 0 of every core of the next, whose reader waits until it has
-        one increment per core (a matmul core, which waits again at each of its phases, for the running
-        sum). The phases form one line, each waiting for the whole of the one before, so a phase starts only
-        when every earlier one has ended: a tensor a later phase rewrites (t/h, t/q, ...) has been read.
-        Answers the line: (kind, cores) per phase."""
-        # Each phase's cores and the cores before it: (kind, item, cores).
+        and their ends (the K pieces summed, the bias, bf16, GELU or the residual add), with the step that
+        makes their activations (before: a LayerNorm or the attention) when given. The matmul kernels run on
+        the plan's cores, every job of the chain in turn. The other phases run in groups (the plan's: each
+        phase names its "group"), a group's cores running one set of kernels over its phases, a task each
+        (ttnn_parts.py). Between consecutive phases a barrier on the device: each core of a phase, once its
+        writes are acknowledged, increments semaphore 0 of every core of the next, whose reader waits until
+        it holds the increments of every phase before one of its own so far. The phases form one line, each
+        waiting for the whole of the one before, so a phase starts only when every earlier one has ended: a
+        tensor a later phase rewrites (t/h, t/q, ...) has been read. Answers the line: (kind, cores) per
+        phase."""
         line = []
-        for (mm, end, before), (bc, mc, ec) in zip(items, plan):
+        for (mm, end, before), (bc, mc, ec, cut) in zip(items, plan):
             if before is not None:
-                line.append(("before", before, bc))
-            line += [("matmul", mm, mc), ("end", end, ec)]
-        kernels, cbs, tensors, mm_jobs, mm_phases = [], [], {}, [], []
-        mm_h = None
-        for i, (kind, st, cores) in enumerate(line):
+                line.append(("before", before, bc, None))
+            line += [("matmul", mm, mc, None), ("end", end, ec, cut)]
+        counts, groups, mm_jobs, mm_phases, mm_h = {}, {}, [], [], None
+        for i, (kind, st, cores, cut) in enumerate(line):
             producers = len(line[i - 1][2]) if i > 0 else 0
             signal = self._noc(line[i + 1][2]) if i + 1 < len(line) else []
-            if kind == "before":
-                parts = self._attention_step_parts if st["kind"] == "attention" else self._rows_step_parts
-                k_, c_, t_, used = parts(st, b, cores=cores, signal=signal, producers=producers)
-                if used != cores:
-                    raise RuntimeError(f"chain: {st['kind']} took {used}, planned {cores}")
-            elif kind == "matmul":
+            if kind == "matmul":
                 mm_h = mm_h or st
                 mm_phases.append((producers, signal))
                 # After the step before: its output, allocated there, is the matmuls' input.
                 mm_jobs += [(j, b[j["act"]], self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
                              j["mt"], len(mm_phases) - 1) for j in st["jobs"]]
                 continue
-            else:
-                dt_ = "f32" if st["out_f32"] else "bf16"
-                end_jobs = [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_),
-                             b[j["res"]] if j.get("res") else None) for j in st["jobs"]]
-                k_, c_, t_, used = self._finish_parts(st, end_jobs, producers=producers, cores=cores, signal=signal)
-                if used != cores:
-                    raise RuntimeError(f"chain: an end took {used}, planned {cores}")
+            waits = {}
+            for xy in cores if producers else ():
+                counts[xy] = waits[xy] = counts.get(xy, 0) + producers
+            task = {**self._task(st, b), "cores": list(cores), "waits": waits, "signal": signal, "cut": cut}
+            g = groups.setdefault(st["group"], {"st": st, "tasks": [], "planned": []})
+            g["tasks"].append(task)
+            g["planned"].append(list(cores))
+        kernels, cbs, tensors = [], [], {}
+        owner = {}
+        for name, g in groups.items():
+            for xy in {xy for c in g["planned"] for xy in c}:
+                if owner.setdefault(xy, name) != name:
+                    raise RuntimeError(f"chain: core {xy} is planned for groups {owner[xy]} and {name}")
+            k_, c_, t_, used = self._group_parts(g["st"], g["tasks"])
+            if used != g["planned"]:
+                raise RuntimeError(f"chain: group {name} took {used}, planned {g['planned']}")
             kernels, cbs, tensors = kernels + k_, cbs + c_, {**tensors, **t_}
-        k_, c_, t_, _ = self._matmul_parts(mm_h, mm_jobs, phases=mm_phases)
+        k_, c_, t_, _ = self._matmul_parts(mm_h, mm_jobs, mm_phases)
         kernels, cbs, tensors = k_ + kernels, c_ + cbs, {**t_, **tensors}
-        waiting = sorted({xy for _, _, cores in line[1:] for xy in cores})
+        waiting = sorted({xy for _, _, cores, _ in line[1:] for xy in cores})
         ranges = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*xy), ttnn.CoreCoord(*xy)) for xy in waiting])
         sem = ttnn.SemaphoreDescriptor(id=0, core_type=ttnn.CoreType.WORKER, core_ranges=ranges, initial_value=0)
         self._launch(tensors, kernels, cbs, semaphores=[sem])
-        return [(kind if kind != "before" else st["kind"], len(cores)) for kind, st, cores in line]
+        return [(kind if kind != "before" else st["kind"], len(cores)) for kind, st, cores, _ in line]
 
     def _relayout_on_device(self, st, src, dst):
         """Our relayout_tiles.cpp (data movement only) from src to dst: the dst tile rows shared over

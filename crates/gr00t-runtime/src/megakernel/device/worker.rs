@@ -22,10 +22,13 @@ use serde_json::Value;
 
 use super::watchdog::{Liveness, Watchdog};
 
-/// The worker's Python source, shipped inside the binary: the graph ops' mixin
-/// (`ttnn_graph.py`) first, then the worker that inherits it (`ttnn_worker.py`).
+/// The worker's Python source, shipped inside the binary: the graph ops' and the programs'
+/// mixins (`ttnn_graph.py`, `ttnn_parts.py`) first, then the worker that inherits them
+/// (`ttnn_worker.py`).
 pub const WORKER_SOURCE: &str = concat!(
     include_str!("ttnn_graph.py"),
+    "\n",
+    include_str!("ttnn_parts.py"),
     "\n",
     include_str!("ttnn_worker.py")
 );

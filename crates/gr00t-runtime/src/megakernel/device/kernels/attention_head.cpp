@@ -9,7 +9,9 @@
 // Q, K, V arrive as bf16 tiles with the head dim zero-padded to whole tiles (48 -> 64: the zero columns
 // add nothing to Q K^T and give zero output columns); S, the exponentials and the statistics are fp32.
 // The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and defines GR00T_ATTN_SCALE (1/sqrt(head dim)).
-// Runtime args: heads on this core, query tile rows (mt), key tiles (nt), head-dim tiles (dt).
+// Runtime args: tasks (one per attention of a chain this core takes part in: the reader sends the scaler
+// and the mask again with each); per task 2 words: heads on this core and query tile rows (mt), key tiles
+// (nt) and head-dim tiles (dt), 16-bit halves, low first.
 // CBs: 0 Q (mt*dt, bf16), 1 the reduce scaler (fp32), 2 K and 3 V (nt*dt, bf16), 5 mask (nt, fp32),
 // 8 S, 9 S + mask, 10 exp (nt each, fp32), 11 max, 12 1/sum (fp32), 13 P (nt, bf16), 16 O (bf16).
 #include <cstdint>
@@ -50,10 +52,6 @@ inline void pass(uint32_t count, DataflowBuffer& out_dfb, uint32_t out, Op op) {
 }  // namespace
 
 void kernel_main() {
-    const uint32_t heads = get_arg_val<uint32_t>(0);
-    const uint32_t mt = get_arg_val<uint32_t>(1);
-    const uint32_t nt = get_arg_val<uint32_t>(2);
-    const uint32_t dt = get_arg_val<uint32_t>(3);
     constexpr uint32_t cb_q = 0, cb_scaler = 1, cb_k = 2, cb_v = 3, cb_mask = 5, cb_s = 8, cb_s2 = 9, cb_e = 10,
                        cb_max = 11, cb_rsum = 12, cb_p = 13, cb_o = 16;
     DataflowBuffer dfb_q(cb_q), dfb_scaler(cb_scaler), dfb_k(cb_k), dfb_v(cb_v), dfb_mask(cb_mask), dfb_s(cb_s),
@@ -61,91 +59,99 @@ void kernel_main() {
 
     compute_kernel_hw_startup(cb_q, cb_k, cb_s);
     MATH((_llk_math_eltwise_unary_sfpu_init_once_()));
-    dfb_scaler.wait_front(1);
-    dfb_mask.wait_front(nt);
-    for (uint32_t h = 0; h < heads; ++h) {
-        dfb_q.wait_front(mt * dt);
-        dfb_k.wait_front(nt * dt);
-        dfb_v.wait_front(nt * dt);
-        for (uint32_t i = 0; i < mt; ++i) {
-            // S = scale * Q K^T
-            reconfig_data_format(cb_k, cb_q);
-            matmul_init(cb_q, cb_k, 1);
-            pack_reconfig_data_format(cb_s);
-            pass(nt, dfb_s, cb_s, [&](uint32_t j) {
-                for (uint32_t d = 0; d < dt; ++d) {
-                    matmul_tiles(cb_q, cb_k, i * dt + d, j * dt + d, 0);
+    for (uint32_t task = 0, tasks = get_arg_val<uint32_t>(0); task < tasks; ++task) {
+        const uint32_t heads = get_arg_val<uint32_t>(1 + task * 2) & 0xffff;
+        const uint32_t mt = get_arg_val<uint32_t>(1 + task * 2) >> 16;
+        const uint32_t nt = get_arg_val<uint32_t>(2 + task * 2) & 0xffff;
+        const uint32_t dt = get_arg_val<uint32_t>(2 + task * 2) >> 16;
+        dfb_scaler.wait_front(1);
+        dfb_mask.wait_front(nt);
+        for (uint32_t h = 0; h < heads; ++h) {
+            dfb_q.wait_front(mt * dt);
+            dfb_k.wait_front(nt * dt);
+            dfb_v.wait_front(nt * dt);
+            for (uint32_t i = 0; i < mt; ++i) {
+                // S = scale * Q K^T
+                reconfig_data_format(cb_k, cb_q);
+                matmul_init(cb_q, cb_k, 1);
+                pack_reconfig_data_format(cb_s);
+                pass(nt, dfb_s, cb_s, [&](uint32_t j) {
+                    for (uint32_t d = 0; d < dt; ++d) {
+                        matmul_tiles(cb_q, cb_k, i * dt + d, j * dt + d, 0);
+                    }
+                    MATH((gr00t_sfpu::tile<gr00t_sfpu::scale_row>(0)));
+                });
+                dfb_s.wait_front(nt);
+                // + mask (0 or -1e30 per key column)
+                reconfig_data_format(cb_s, cb_mask);
+                add_bcast_rows_init(cb_s, cb_mask);
+                pass(nt, dfb_s2, cb_s2, [&](uint32_t j) { add_tiles_bcast_rows(cb_s, cb_mask, j, j, 0); });
+                dfb_s.pop_front(nt);
+                dfb_s2.wait_front(nt);
+                // row max
+                reconfig_data_format(cb_s2, cb_scaler);
+                reduce_init<PoolType::MAX, ReduceDim::REDUCE_ROW>(cb_s2, cb_scaler, cb_max);
+                tile_regs_acquire();
+                for (uint32_t j = 0; j < nt; ++j) {
+                    reduce_tile<PoolType::MAX, ReduceDim::REDUCE_ROW>(cb_s2, cb_scaler, j, 0, 0);
                 }
-                MATH((gr00t_sfpu::tile<gr00t_sfpu::scale_row>(0)));
-            });
-            dfb_s.wait_front(nt);
-            // + mask (0 or -1e30 per key column)
-            reconfig_data_format(cb_s, cb_mask);
-            add_bcast_rows_init(cb_s, cb_mask);
-            pass(nt, dfb_s2, cb_s2, [&](uint32_t j) { add_tiles_bcast_rows(cb_s, cb_mask, j, j, 0); });
-            dfb_s.pop_front(nt);
-            dfb_s2.wait_front(nt);
-            // row max
-            reconfig_data_format(cb_s2, cb_scaler);
-            reduce_init<PoolType::MAX, ReduceDim::REDUCE_ROW>(cb_s2, cb_scaler, cb_max);
-            tile_regs_acquire();
-            for (uint32_t j = 0; j < nt; ++j) {
-                reduce_tile<PoolType::MAX, ReduceDim::REDUCE_ROW>(cb_s2, cb_scaler, j, 0, 0);
-            }
-            tile_regs_commit();
-            dfb_max.reserve_back(1);
-            tile_regs_wait();
-            pack_tile(0, cb_max);
-            tile_regs_release();
-            dfb_max.push_back(1);
-            reduce_uninit();
-            dfb_max.wait_front(1);
-            // exp(s - max)
-            sub_bcast_cols_init(cb_s2, cb_max);
-            pass(nt, dfb_e, cb_e, [&](uint32_t j) {
-                sub_tiles_bcast_cols(cb_s2, cb_max, j, 0, 0);
-                MATH((gr00t_sfpu::tile<gr00t_sfpu::exp_row>(0)));
-            });
-            dfb_s2.pop_front(nt);
-            dfb_max.pop_front(1);
-            dfb_e.wait_front(nt);
-            // 1 / row sum
-            reconfig_data_format(cb_scaler, cb_e);
-            reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_e, cb_scaler, cb_rsum);
-            tile_regs_acquire();
-            for (uint32_t j = 0; j < nt; ++j) {
-                reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_e, cb_scaler, j, 0, 0);
-            }
-            MATH((gr00t_sfpu::tile<gr00t_sfpu::recip_row>(0)));
-            tile_regs_commit();
-            dfb_rsum.reserve_back(1);
-            tile_regs_wait();
-            pack_tile(0, cb_rsum);
-            tile_regs_release();
-            dfb_rsum.push_back(1);
-            reduce_uninit();
-            dfb_rsum.wait_front(1);
-            // P = e / sum, bf16
-            reconfig_data_format(cb_e, cb_rsum);
-            mul_bcast_cols_init(cb_e, cb_rsum);
-            pack_reconfig_data_format(cb_p);
-            pass(nt, dfb_p, cb_p, [&](uint32_t j) { mul_tiles_bcast_cols(cb_e, cb_rsum, j, 0, 0); });
-            dfb_e.pop_front(nt);
-            dfb_rsum.pop_front(1);
-            dfb_p.wait_front(nt);
-            // O = P V
-            reconfig_data_format(cb_v, cb_p);
-            matmul_init(cb_p, cb_v, 0);
-            pack_reconfig_data_format(cb_o);
-            pass(dt, dfb_o, cb_o, [&](uint32_t d) {
-                for (uint32_t kt = 0; kt < nt; ++kt) {
-                    matmul_tiles(cb_p, cb_v, kt, kt * dt + d, 0);
+                tile_regs_commit();
+                dfb_max.reserve_back(1);
+                tile_regs_wait();
+                pack_tile(0, cb_max);
+                tile_regs_release();
+                dfb_max.push_back(1);
+                reduce_uninit();
+                dfb_max.wait_front(1);
+                // exp(s - max)
+                sub_bcast_cols_init(cb_s2, cb_max);
+                pass(nt, dfb_e, cb_e, [&](uint32_t j) {
+                    sub_tiles_bcast_cols(cb_s2, cb_max, j, 0, 0);
+                    MATH((gr00t_sfpu::tile<gr00t_sfpu::exp_row>(0)));
+                });
+                dfb_s2.pop_front(nt);
+                dfb_max.pop_front(1);
+                dfb_e.wait_front(nt);
+                // 1 / row sum
+                reconfig_data_format(cb_scaler, cb_e);
+                reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_e, cb_scaler, cb_rsum);
+                tile_regs_acquire();
+                for (uint32_t j = 0; j < nt; ++j) {
+                    reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_e, cb_scaler, j, 0, 0);
                 }
-            });
-            dfb_p.pop_front(nt);
+                MATH((gr00t_sfpu::tile<gr00t_sfpu::recip_row>(0)));
+                tile_regs_commit();
+                dfb_rsum.reserve_back(1);
+                tile_regs_wait();
+                pack_tile(0, cb_rsum);
+                tile_regs_release();
+                dfb_rsum.push_back(1);
+                reduce_uninit();
+                dfb_rsum.wait_front(1);
+                // P = e / sum, bf16
+                reconfig_data_format(cb_e, cb_rsum);
+                mul_bcast_cols_init(cb_e, cb_rsum);
+                pack_reconfig_data_format(cb_p);
+                pass(nt, dfb_p, cb_p, [&](uint32_t j) { mul_tiles_bcast_cols(cb_e, cb_rsum, j, 0, 0); });
+                dfb_e.pop_front(nt);
+                dfb_rsum.pop_front(1);
+                dfb_p.wait_front(nt);
+                // O = P V
+                reconfig_data_format(cb_v, cb_p);
+                matmul_init(cb_p, cb_v, 0);
+                pack_reconfig_data_format(cb_o);
+                pass(dt, dfb_o, cb_o, [&](uint32_t d) {
+                    for (uint32_t kt = 0; kt < nt; ++kt) {
+                        matmul_tiles(cb_p, cb_v, kt, kt * dt + d, 0);
+                    }
+                });
+                dfb_p.pop_front(nt);
+            }
+            dfb_q.pop_front(mt * dt);
+            dfb_k.pop_front(nt * dt);
+            dfb_v.pop_front(nt * dt);
         }
-        dfb_q.pop_front(mt * dt);
-        dfb_k.pop_front(nt * dt);
-        dfb_v.pop_front(nt * dt);
+        dfb_scaler.pop_front(1);
+        dfb_mask.pop_front(nt);
     }
 }

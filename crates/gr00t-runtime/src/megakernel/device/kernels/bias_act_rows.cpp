@@ -12,8 +12,10 @@
 // rides here too: y = x_res + bf16(x + bias) in fp32 (CB 16 fp32), the fp32 stream's tile from CB 3, so the
 // block's new stream comes out of the matmul's end and no program of its own adds it (the emulator's
 // finish_matmul, then its fp32 add, op for op).
-// Runtime args: units; per unit cw, K pieces (1: no split). CBs (fp32): 0 the partials of one output tile (pieces),
-// 2 bias (cw), 3 the stream's tile (GR00T_FINISH_RESIDUAL); 16 y.
+// Runtime args: units; the most K pieces and the widest unit (16-bit halves, low first: every block of CBs 0
+// and 2 is that size, reader_finish.cpp); per unit cw and its K pieces (1: no split), likewise in one word.
+// CBs (fp32): 0 the partials of one output tile (pieces), 2 bias (cw), 3 the stream's tile
+// (GR00T_FINISH_RESIDUAL); 16 y.
 #include <cstdint>
 #include "api/compute/common.h"
 #include "api/compute/compute_kernel_hw_startup.h"
@@ -30,6 +32,7 @@ inline void bias_act_row() { bias_round_act_row<GR00T_ACT_ROW>(); }
 
 void kernel_main() {
     const uint32_t units = get_arg_val<uint32_t>(0);
+    const uint32_t pmax = get_arg_val<uint32_t>(1) & 0xffff, cwmax = get_arg_val<uint32_t>(1) >> 16;
     constexpr uint32_t cb_x = 0, cb_bias = 2, cb_y = 16;
     DataflowBuffer dfb_x(cb_x), dfb_bias(cb_bias), dfb_y(cb_y);
 #ifdef GR00T_FINISH_RESIDUAL
@@ -41,11 +44,11 @@ void kernel_main() {
     copy_init(cb_x);
     MATH((_llk_math_eltwise_unary_sfpu_init_once_()));
     for (uint32_t u = 0; u < units; ++u) {
-        const uint32_t cw = get_arg_val<uint32_t>(1 + u * 2);
-        const uint32_t pieces = get_arg_val<uint32_t>(2 + u * 2);
-        dfb_bias.wait_front(cw);
+        const uint32_t unit = get_arg_val<uint32_t>(2 + u);
+        const uint32_t cw = unit & 0xffff, pieces = unit >> 16;
+        dfb_bias.wait_front(cwmax);
         for (uint32_t t = 0; t < cw; ++t) {
-            dfb_x.wait_front(pieces);
+            dfb_x.wait_front(pmax);
             tile_regs_acquire();
             copy_tile(cb_x, 0, 0);
             for (uint32_t p = 1; p < pieces; ++p) {
@@ -65,11 +68,11 @@ void kernel_main() {
             pack_tile(0, cb_y);
             tile_regs_release();
             dfb_y.push_back(1);
-            dfb_x.pop_front(pieces);
+            dfb_x.pop_front(pmax);
 #ifdef GR00T_FINISH_RESIDUAL
             dfb_res.pop_front(1);
 #endif
         }
-        dfb_bias.pop_front(cw);
+        dfb_bias.pop_front(cwmax);
     }
 }

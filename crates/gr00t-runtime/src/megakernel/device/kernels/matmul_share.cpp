@@ -5,8 +5,8 @@
 // output CB (fp32 partials: the K pieces of a split column are added in piece order afterwards, as the
 // plan's piece-0 core does). Weights arrive as one column strip of k_count tiles per CB 1 push.
 // Runtime args: jobs (the program's matmuls, in the reader's order); CB 0's and CB 1's pages (the pages
-// the reader skips to keep a block contiguous are popped unread here); per job 2 words: n_count and
-// k_count (16-bit halves, low first), m_tiles.
+// the reader skips to keep a block contiguous are popped unread here); per job one word: n_count (bits
+// 0-9), k_count (10-20), m_tiles (21-31), so that a whole denoising step's jobs fit the 341 words.
 #include <cstdint>
 #include "api/compute/matmul.h"
 #include "api/compute/compute_kernel_hw_startup.h"
@@ -36,9 +36,8 @@ void kernel_main() {
     };
 
     for (uint32_t j = 0; j < jobs; ++j) {
-        const uint32_t nk = get_arg_val<uint32_t>(3 + j * 2);
-        const uint32_t n_count = nk & 0xffff, k_count = nk >> 16;
-        const uint32_t m_tiles = get_arg_val<uint32_t>(4 + j * 2);
+        const uint32_t job = get_arg_val<uint32_t>(3 + j);
+        const uint32_t n_count = job & 0x3ff, k_count = (job >> 10) & 0x7ff, m_tiles = job >> 21;
         fit(dfb_act, act_at, m_tiles * k_count, act_cb_pages);
         dfb_act.wait_front(m_tiles * k_count);
         for (uint32_t n = 0; n < n_count; ++n) {

@@ -10,15 +10,21 @@
 // the full-size hd = 48), each 16 x 16 face is one NoC read straight from DRAM into its place; otherwise
 // (the tiny config's hd = 10) the source tiles are read into a scratch CB and copied element by element
 // in the tile's face order.
-// Runtime args: q, k, v, scaler, mask addresses; first head; heads; mt; nt; dt; hd; q's width and k / v's
-// width (tiles); the cores of the phase before in the same program to wait for (0: none; their writers
-// increment semaphore 0). Compile-time args: the five tensors' accessor args, in that order.
+// A task per attention of a chain this core takes part in (graph.rs), or the one of a program of its own:
+// first the count of semaphore 0 to wait for (the increments of every core of every phase before one of its
+// tasks so far; 0: none), then the scaler, the mask and the heads, as above (the compute kernel pops the
+// scaler and the mask at the task's end). Its task table (task_table.h, CB 30): tasks; per task 14 words:
+// q, k, v, scaler, mask addresses; first head; heads; mt; nt; dt; hd; q's width and k / v's width
+// (tiles); the count to wait for. Compile-time args after the table's: the five tensors' accessor args,
+// in that order.
 // CBs besides the compute kernel's: 4 one zero page (bf16), 6 the scratch (tiles(hd) + 1 bf16 pages).
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
 #include "api/dataflow/dataflow_buffer.h"
 #include "api/tensor/noc_traits.h"
+
+//@@GR00T_TASK_TABLE@@
 
 //@@GR00T_TILE_COLUMNS@@
 
@@ -58,25 +64,26 @@ void gather_head(const Accessor& src, uint32_t src_w, uint32_t rows, uint32_t h,
 }
 }  // namespace
 
-void kernel_main() {
-    const uint32_t q_addr = get_arg_val<uint32_t>(0);
-    const uint32_t k_addr = get_arg_val<uint32_t>(1);
-    const uint32_t v_addr = get_arg_val<uint32_t>(2);
-    const uint32_t s_addr = get_arg_val<uint32_t>(3);
-    const uint32_t m_addr = get_arg_val<uint32_t>(4);
-    const uint32_t first_head = get_arg_val<uint32_t>(5);
-    const uint32_t heads = get_arg_val<uint32_t>(6);
-    const uint32_t mt = get_arg_val<uint32_t>(7);
-    const uint32_t nt = get_arg_val<uint32_t>(8);
-    const uint32_t dt = get_arg_val<uint32_t>(9);
-    const uint32_t hd = get_arg_val<uint32_t>(10);
-    const uint32_t q_w = get_arg_val<uint32_t>(11);
-    const uint32_t kv_w = get_arg_val<uint32_t>(12);
-    if (const uint32_t producers = get_arg_val<uint32_t>(13); producers > 0) {
-        noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), producers);
+template <typename Table>
+void read_task(const Table& tab, uint32_t a) {
+    const uint32_t q_addr = tab[a + 0];
+    const uint32_t k_addr = tab[a + 1];
+    const uint32_t v_addr = tab[a + 2];
+    const uint32_t s_addr = tab[a + 3];
+    const uint32_t m_addr = tab[a + 4];
+    const uint32_t first_head = tab[a + 5];
+    const uint32_t heads = tab[a + 6];
+    const uint32_t mt = tab[a + 7];
+    const uint32_t nt = tab[a + 8];
+    const uint32_t dt = tab[a + 9];
+    const uint32_t hd = tab[a + 10];
+    const uint32_t q_w = tab[a + 11];
+    const uint32_t kv_w = tab[a + 12];
+    if (const uint32_t wait = tab[a + 13]; wait > 0) {
+        noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), wait);
     }
     constexpr uint32_t cb_q = 0, cb_scaler = 1, cb_k = 2, cb_v = 3, cb_zero = 4, cb_mask = 5, cb_scratch = 6;
-    constexpr auto q_args = TensorAccessorArgs<0>();
+    constexpr auto q_args = TensorAccessorArgs<TABLE_CTA_END>();
     constexpr auto k_args = TensorAccessorArgs<q_args.next_compile_time_args_offset()>();
     constexpr auto v_args = TensorAccessorArgs<k_args.next_compile_time_args_offset()>();
     constexpr auto s_args = TensorAccessorArgs<v_args.next_compile_time_args_offset()>();
@@ -115,5 +122,12 @@ void kernel_main() {
         dfb_v.reserve_back(nt * dt);
         gather_head(v, kv_w, nt, h, hd, dt, dfb_v.get_write_ptr(), zero_l1, scratch_l1);
         dfb_v.push_back(nt * dt);
+    }
+}
+
+void kernel_main() {
+    const TaskTable<30> t;
+    for (uint32_t task = 0, tasks = t[0]; task < tasks; ++task) {
+        read_task(t, 1 + task * 14);
     }
 }

@@ -1,44 +1,49 @@
 // SPDX-License-Identifier: Apache-2.0
-// Reader of the row kernels (layernorm_rows.cpp, softmax_rows.cpp; RISCV_1): once, the reduce scaler tile
-// (CB 1) and, when vec_tiles > 0, the per-column vectors g and b (CBs 2 and 3, vec_tiles tiles each); then,
-// per tile row of this core, the row's Wt tiles of x (CB 0). All fp32 interleaved TILE tensors.
-// Runtime args: x, scaler, g, b addresses (unused ones may repeat another); Wt; first tile row; tile
-// rows; vec_tiles; b's first column in row 0 of its tensor; the vectors' real length; the cores of the
-// phase before in the same program to wait for (0: none; their writers increment semaphore 0). b may be
+// Reader of the row kernels (layernorm_rows.cpp, softmax_rows.cpp; RISCV_1), task after task (one per
+// LayerNorm of a chain this core takes part in, graph.rs): first the count of semaphore 0 to wait for (the
+// increments of every core of every phase before one of its tasks so far; 0: none), then the reduce
+// scaler tile (CB 1) and, when vec_tiles > 0, the per-column vectors g and b (CBs 2 and 3, vec_tiles tiles
+// each); then, per tile row of this core, the row's Wt tiles of x (CB 0). All fp32 interleaved TILE
+// tensors. Its task table (task_table.h, CB 30): tasks; per task 11 words: x, scaler, g, b addresses
+// (unused ones may repeat another); Wt; first tile row; tile rows; vec_tiles; b's first column in row 0 of
+// its tensor; the vectors' real length; the count to wait for. b may be
 // the second half of g's tensor: the AdaLN matmul's [scale | shift] row, so the AdaLN split is part of
 // this read, not a program of its own. When b's first column is a whole tile (D = 1536) its tiles are
 // read as pages; otherwise (the tiny config's D = 40) the tiles holding row 0 of b are read into the
 // scratch CB 9 and row 0 is copied element by element into b's zeroed tiles, and the columns of g's last
 // tile past its length (the shift's first values) are zeroed. Only row 0 of a vector tile is read: the
-// compute kernel uses it as a row broadcast. Compile-time args: the four tensors' accessor args, in
-// that order.
+// compute kernel uses it as a row broadcast. Compile-time args after the table's: the four tensors'
+// accessor args, in that order.
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
 #include "api/dataflow/dataflow_buffer.h"
 #include "api/tensor/noc_traits.h"
 
+//@@GR00T_TASK_TABLE@@
+
 namespace {
 // Column c of a tile's row 0: face 0 (columns 0-15) or face 1 (16-31), each 256 elements.
 inline uint32_t row0(uint32_t c) { return ((c >> 4) << 8) + (c & 15); }
 }  // namespace
 
-void kernel_main() {
-    const uint32_t x_addr = get_arg_val<uint32_t>(0);
-    const uint32_t scaler_addr = get_arg_val<uint32_t>(1);
-    const uint32_t g_addr = get_arg_val<uint32_t>(2);
-    const uint32_t b_addr = get_arg_val<uint32_t>(3);
-    const uint32_t wt_count = get_arg_val<uint32_t>(4);
-    const uint32_t first_row = get_arg_val<uint32_t>(5);
-    const uint32_t row_tiles = get_arg_val<uint32_t>(6);
-    const uint32_t vec_tiles = get_arg_val<uint32_t>(7);
-    const uint32_t b_col = get_arg_val<uint32_t>(8);
-    const uint32_t vec_len = get_arg_val<uint32_t>(9);
-    if (const uint32_t producers = get_arg_val<uint32_t>(10); producers > 0) {
-        noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), producers);
+template <typename Table>
+void read_task(const Table& tab, uint32_t a) {
+    const uint32_t x_addr = tab[a + 0];
+    const uint32_t scaler_addr = tab[a + 1];
+    const uint32_t g_addr = tab[a + 2];
+    const uint32_t b_addr = tab[a + 3];
+    const uint32_t wt_count = tab[a + 4];
+    const uint32_t first_row = tab[a + 5];
+    const uint32_t row_tiles = tab[a + 6];
+    const uint32_t vec_tiles = tab[a + 7];
+    const uint32_t b_col = tab[a + 8];
+    const uint32_t vec_len = tab[a + 9];
+    if (const uint32_t wait = tab[a + 10]; wait > 0) {
+        noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), wait);
     }
     constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_g = 2, cb_b = 3, cb_scratch = 9;
-    constexpr auto x_args = TensorAccessorArgs<0>();
+    constexpr auto x_args = TensorAccessorArgs<TABLE_CTA_END>();
     constexpr auto s_args = TensorAccessorArgs<x_args.next_compile_time_args_offset()>();
     constexpr auto g_args = TensorAccessorArgs<s_args.next_compile_time_args_offset()>();
     constexpr auto b_args = TensorAccessorArgs<g_args.next_compile_time_args_offset()>();
@@ -95,5 +100,12 @@ void kernel_main() {
         }
         noc.async_read_barrier();
         dfb_x.push_back(wt_count);
+    }
+}
+
+void kernel_main() {
+    const TaskTable<30> t;
+    for (uint32_t task = 0, tasks = t[0]; task < tasks; ++task) {
+        read_task(t, 1 + task * 11);
     }
 }

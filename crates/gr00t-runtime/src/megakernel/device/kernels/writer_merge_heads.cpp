@@ -9,30 +9,35 @@
 // output tiles whole: it assembles them in CB 17 (zero-filled first: padding columns stay 0), then writes
 // them. Columns move face by face (a local NoC read per 16 x 16 face) when hd and the head's first column
 // are whole faces, else element by element in the tile's face order.
-// Runtime args: output address; first head; heads; mt; dt; hd; the output's width (tiles); this core's
-// first output tile column; its tile columns; the cores to signal when the output is written (0: none;
-// the output projection's, in the same program) and each one's NOC x and y. Compile-time args: the
-// output's accessor args.
+// A task per attention of a chain this core takes part in (graph.rs), or the one of a program of its own.
+// Its task table (task_table.h, CB 31): tasks; per task 10 words: output address; first head; heads; mt;
+// dt; hd; the output's width (tiles); this core's first output tile column; its tile columns; the cores to
+// signal when the output is written (0: none; the output projection's, in the same program), then each
+// one's NOC x and y (16-bit halves, x low). Compile-time args after the table's: the output's accessor
+// args (every task's output is alike).
 // CBs: 16 the compute kernel's output (bf16), 17 the assembly (mt * tile columns bf16 pages).
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/dataflow_buffer.h"
 #include "api/tensor/noc_traits.h"
 
+//@@GR00T_TASK_TABLE@@
+
 //@@GR00T_TILE_COLUMNS@@
 
-void kernel_main() {
-    const uint32_t addr = get_arg_val<uint32_t>(0);
-    const uint32_t first_head = get_arg_val<uint32_t>(1);
-    const uint32_t heads = get_arg_val<uint32_t>(2);
-    const uint32_t mt = get_arg_val<uint32_t>(3);
-    const uint32_t dt = get_arg_val<uint32_t>(4);
-    const uint32_t hd = get_arg_val<uint32_t>(5);
-    const uint32_t out_w = get_arg_val<uint32_t>(6);
-    const uint32_t c0 = get_arg_val<uint32_t>(7);
-    const uint32_t cw = get_arg_val<uint32_t>(8);
+template <typename Table>
+void write_task(const Table& tab, uint32_t a) {
+    const uint32_t addr = tab[a + 0];
+    const uint32_t first_head = tab[a + 1];
+    const uint32_t heads = tab[a + 2];
+    const uint32_t mt = tab[a + 3];
+    const uint32_t dt = tab[a + 4];
+    const uint32_t hd = tab[a + 5];
+    const uint32_t out_w = tab[a + 6];
+    const uint32_t c0 = tab[a + 7];
+    const uint32_t cw = tab[a + 8];
     constexpr uint32_t cb_o = 16, cb_asm = 17, page = 2048, face = page / 4;
-    constexpr auto args = TensorAccessorArgs<0>();
+    constexpr auto args = TensorAccessorArgs<TABLE_CTA_END>();
     const auto dst = TensorAccessor(args, addr);
     DataflowBuffer dfb_o(cb_o), dfb_asm(cb_asm);
     const uint32_t asm_l1 = dfb_asm.get_write_ptr();
@@ -79,9 +84,17 @@ void kernel_main() {
     }
     noc_async_write_barrier();
     // The output projection reads this in the same program (graph.rs): tell each of its cores.
-    for (uint32_t e = 0, n = get_arg_val<uint32_t>(9); e < n; ++e) {
-        noc_semaphore_inc(get_noc_addr(get_arg_val<uint32_t>(10 + 2 * e), get_arg_val<uint32_t>(11 + 2 * e),
-                                       get_semaphore(0)), 1);
+    for (uint32_t e = 0, n = tab[a + 9]; e < n; ++e) {
+        const uint32_t xy = tab[a + 10 + e];
+        noc_semaphore_inc(get_noc_addr(xy & 0xffff, xy >> 16, get_semaphore(0)), 1);
     }
     noc_async_atomic_barrier();
+}
+
+void kernel_main() {
+    const TaskTable<31> t;
+    for (uint32_t task = 0, tasks = t[0], a = 1; task < tasks; ++task) {
+        write_task(t, a);
+        a += 10 + t[a + 9];
+    }
 }

@@ -6,28 +6,32 @@
 // tells each of them that its partials are in DRAM: once every write is acknowledged, an atomic increment
 // of semaphore 0 on each end core (whose reader waits for one from every matmul core). In a chain of
 // matmuls (one program for several phases) that happens after the core's last job of each phase.
-// Runtime args: jobs; per job (16-bit halves, low first, where a word holds two): output address; piece and
-// the cores to signal once this job's partials are written (0: none); n_start and n_count; m_tiles and
-// n_tiles; then each core to signal, its NOC x and y.
-// Compile-time args: an output's accessor args (every job's output is an interleaved fp32 TILE tensor).
+// Its task table (task_table.h, CB 31): jobs; per job (16-bit halves, low first, where a word holds two):
+// output address; piece and the cores to signal once this job's partials are written (0: none); n_start
+// and n_count; m_tiles and n_tiles; then each core to signal, its NOC x and y.
+// Compile-time args after the table's: an output's accessor args (every job's output is an interleaved fp32
+// TILE tensor).
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
 #include "api/dataflow/dataflow_buffer.h"
 #include "api/tensor/noc_traits.h"
 
+//@@GR00T_TASK_TABLE@@
+
 void kernel_main() {
-    const uint32_t jobs = get_arg_val<uint32_t>(0);
+    const TaskTable<31> t;
+    const uint32_t jobs = t[0];
     constexpr uint32_t cb_out = 2;
-    constexpr auto out_args = TensorAccessorArgs<0>();
+    constexpr auto out_args = TensorAccessorArgs<TABLE_CTA_END>();
     const uint32_t page_bytes = get_local_cb_interface(cb_out).fifo_page_size;
 
     Noc noc;
     DataflowBuffer dfb_out(cb_out);
     for (uint32_t j = 0, a = 1; j < jobs; ++j) {
-        const auto out = TensorAccessor(out_args, get_arg_val<uint32_t>(a));
-        const uint32_t ps = get_arg_val<uint32_t>(a + 1), nn = get_arg_val<uint32_t>(a + 2);
-        const uint32_t mn = get_arg_val<uint32_t>(a + 3);
+        const auto out = TensorAccessor(out_args, t[a]);
+        const uint32_t ps = t[a + 1], nn = t[a + 2];
+        const uint32_t mn = t[a + 3];
         const uint32_t piece = ps & 0xffff, signal = ps >> 16;
         const uint32_t n_start = nn & 0xffff, n_count = nn >> 16;
         const uint32_t m_tiles = mn & 0xffff, n_tiles = mn >> 16;
@@ -42,7 +46,7 @@ void kernel_main() {
         if (signal > 0) {
             noc.async_write_barrier();
             for (uint32_t e = 0; e < signal; ++e) {
-                const uint32_t xy = get_arg_val<uint32_t>(a + 4 + e);
+                const uint32_t xy = t[a + 4 + e];
                 noc_semaphore_inc(get_noc_addr(xy & 0xffff, xy >> 16, get_semaphore(0)), 1);
             }
             noc_async_atomic_barrier();

@@ -1,40 +1,48 @@
 // SPDX-License-Identifier: Apache-2.0
 // DRAM writer of runs of whole tiles (RISCV_0), possibly into several tensors: CB 16's tiles, in order,
 // run after run, each run to pages first .. first + count of its interleaved TILE tensor (a matmul end's
-// units, when one program ends several matmuls). When the next phase of a chain runs in the same program
-// (the next LayerNorm, attention or matmul, graph.rs), it then increments semaphore 0 of each of that
-// phase's cores once every write is acknowledged. Runtime args: runs; per run buffer address, first page,
-// page count; then the cores to signal (0: none) and each one's NOC x and y. Compile-time args: an
-// output's accessor args (every run's tensor is alike).
+// units). The runs come in tasks, one per end of a chain this core takes part in: after a task's runs, when
+// the next phase of the chain runs in the same program (the next LayerNorm, attention or matmul,
+// graph.rs), it increments semaphore 0 of each of that phase's cores once every write is acknowledged.
+// Its task table (task_table.h, CB 31): tasks; per task its runs, per run buffer address, first page, page
+// count; then the cores to signal (0: none) and each one's NOC x and y (16-bit halves, x low).
+// Compile-time args after the table's: an output's accessor args (every run's tensor is alike).
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
 #include "api/dataflow/dataflow_buffer.h"
 #include "api/tensor/noc_traits.h"
 
+//@@GR00T_TASK_TABLE@@
+
 void kernel_main() {
-    const uint32_t runs = get_arg_val<uint32_t>(0);
+    const TaskTable<31> t;
     constexpr uint32_t cb_out = 16;
-    constexpr auto args = TensorAccessorArgs<0>();
+    constexpr auto args = TensorAccessorArgs<TABLE_CTA_END>();
     const uint32_t page = get_local_cb_interface(cb_out).fifo_page_size;
     Noc noc;
     DataflowBuffer dfb(cb_out);
-    for (uint32_t run = 0; run < runs; ++run) {
-        const auto dst = TensorAccessor(args, get_arg_val<uint32_t>(1 + run * 3));
-        const uint32_t first = get_arg_val<uint32_t>(2 + run * 3);
-        const uint32_t count = get_arg_val<uint32_t>(3 + run * 3);
-        for (uint32_t i = 0; i < count; ++i) {
-            dfb.wait_front(1);
-            noc.async_write(dfb, dst, page, {}, {.page_id = first + i});
-            noc.async_writes_flushed();
-            dfb.pop_front(1);
+    for (uint32_t task = 0, tasks = t[0], a = 1; task < tasks; ++task) {
+        const uint32_t runs = t[a++];
+        for (uint32_t run = 0; run < runs; ++run, a += 3) {
+            const auto dst = TensorAccessor(args, t[a]);
+            const uint32_t first = t[a + 1], count = t[a + 2];
+            for (uint32_t i = 0; i < count; ++i) {
+                dfb.wait_front(1);
+                noc.async_write(dfb, dst, page, {}, {.page_id = first + i});
+                noc.async_writes_flushed();
+                dfb.pop_front(1);
+            }
+        }
+        const uint32_t signal = t[a++];
+        if (signal > 0) {
+            noc.async_write_barrier();
+            for (uint32_t e = 0; e < signal; ++e) {
+                const uint32_t xy = t[a++];
+                noc_semaphore_inc(get_noc_addr(xy & 0xffff, xy >> 16, get_semaphore(0)), 1);
+            }
+            noc_async_atomic_barrier();
         }
     }
     noc.async_write_barrier();
-    const uint32_t s = 1 + runs * 3;
-    for (uint32_t e = 0, n = get_arg_val<uint32_t>(s); e < n; ++e) {
-        noc_semaphore_inc(get_noc_addr(get_arg_val<uint32_t>(s + 1 + 2 * e), get_arg_val<uint32_t>(s + 2 + 2 * e),
-                                       get_semaphore(0)), 1);
-    }
-    noc_async_atomic_barrier();
 }
