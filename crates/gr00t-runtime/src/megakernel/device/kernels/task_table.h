@@ -27,4 +27,19 @@ public:
 private:
     volatile tt_l1_ptr uint32_t* words_;
 };
+
+// After a task: once every write is acknowledged, increments semaphore 0 of each of the n cores whose NOC x
+// and y (16-bit halves, x low) are t[a] .. t[a + n - 1]: the next phase of a chain, whose readers wait for it.
+template <typename Table>
+inline void signal_cores(const Table& t, uint32_t a, uint32_t n) {
+    if (n == 0) {
+        return;
+    }
+    noc_async_write_barrier();
+    for (uint32_t e = 0; e < n; ++e) {
+        const uint32_t xy = t[a + e];
+        noc_semaphore_inc(get_noc_addr(xy & 0xffff, xy >> 16, get_semaphore(0)), 1);
+    }
+    noc_async_atomic_barrier();
+}
 }  // namespace

@@ -84,11 +84,7 @@ void write_task(const Table& tab, uint32_t a) {
     }
     noc_async_write_barrier();
     // The output projection reads this in the same program (graph.rs): tell each of its cores.
-    for (uint32_t e = 0, n = tab[a + 9]; e < n; ++e) {
-        const uint32_t xy = tab[a + 10 + e];
-        noc_semaphore_inc(get_noc_addr(xy & 0xffff, xy >> 16, get_semaphore(0)), 1);
-    }
-    noc_async_atomic_barrier();
+    signal_cores(tab, a + 10, tab[a + 9]);
 }
 
 void kernel_main() {

@@ -43,14 +43,7 @@ void kernel_main() {
                 dfb_out.pop_front(1);
             }
         }
-        if (signal > 0) {
-            noc.async_write_barrier();
-            for (uint32_t e = 0; e < signal; ++e) {
-                const uint32_t xy = t[a + 4 + e];
-                noc_semaphore_inc(get_noc_addr(xy & 0xffff, xy >> 16, get_semaphore(0)), 1);
-            }
-            noc_async_atomic_barrier();
-        }
+        signal_cores(t, a + 4, signal);
         a += 4 + signal;
     }
     noc.async_write_barrier();

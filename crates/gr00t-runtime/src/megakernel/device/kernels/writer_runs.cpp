@@ -35,14 +35,8 @@ void kernel_main() {
             }
         }
         const uint32_t signal = t[a++];
-        if (signal > 0) {
-            noc.async_write_barrier();
-            for (uint32_t e = 0; e < signal; ++e) {
-                const uint32_t xy = t[a++];
-                noc_semaphore_inc(get_noc_addr(xy & 0xffff, xy >> 16, get_semaphore(0)), 1);
-            }
-            noc_async_atomic_barrier();
-        }
+        signal_cores(t, a, signal);
+        a += signal;
     }
     noc.async_write_barrier();
 }
