@@ -84,6 +84,35 @@ pub struct MatmulTimes {
     /// The last graph's programs that chained several steps: each one's phases in order, with
     /// the cores each took (`matmul`, `end`, `rows`, `attention`).
     pub chains: Vec<Vec<(String, u64)>>,
+    /// The host's share of the steps whose graph went to the worker whole.
+    pub built: StepHost,
+    /// The host's share of the steps the worker replayed from the graph it kept (`op_replay`).
+    pub replayed: StepHost,
+}
+
+/// The host's share of denoising steps: what preparing and sending them cost outside the
+/// device's programs.
+#[derive(Debug, Clone, Default)]
+pub struct StepHost {
+    /// How many steps.
+    pub steps: u64,
+    /// The runtime's time building the requests (the graph and its packing; for a replay, the
+    /// inputs alone).
+    pub build: Duration,
+    /// The worker's time outside its programs: building them, putting the inputs, reading back.
+    pub worker: Duration,
+    /// The requests' header bytes (JSON), sent to the worker over its pipe.
+    pub request_bytes: u64,
+}
+
+impl StepHost {
+    fn add(&mut self, build: Duration, ans: &serde_json::Value) {
+        self.steps += 1;
+        self.build += build;
+        self.worker +=
+            Duration::from_secs_f64(ans["host_ms"].as_f64().unwrap_or(0.0).max(0.0) / 1e3);
+        self.request_bytes += ans["request_bytes"].as_u64().unwrap_or(0);
+    }
 }
 
 impl MatmulTimes {
@@ -136,6 +165,8 @@ pub struct TtDevice {
     counters: DeviceCounters,
     /// Whether the graphs' device-lifetime tensors (biases, constants) are on this worker.
     constants: Mutex<bool>,
+    /// The step graph the worker keeps for replays, and what it was built for.
+    kept_step: Mutex<Option<steps::KeptStep>>,
 }
 
 /// One observation's view of the device: the plan cut for its context length, the model's
@@ -201,6 +232,7 @@ impl TtDevice {
             times: Mutex::new(MatmulTimes::default()),
             counters,
             constants: Mutex::new(false),
+            kept_step: Mutex::new(None),
         })
     }
 
@@ -250,6 +282,7 @@ impl TtDevice {
         *lock(&self.worker) = Some(worker);
         *lock(&self.lost) = None;
         *lock(&self.constants) = false;
+        *lock(&self.kept_step) = None;
         self.counters.record_exchange(false, arena.len(), 0);
         self.reopened.fetch_add(1, Ordering::SeqCst);
         Ok(())
@@ -274,6 +307,16 @@ impl TtDevice {
         self.counters.total()
     }
 
+    /// One worker op as it is, for tests that need to change what the worker holds.
+    #[cfg(test)]
+    pub(crate) fn raw_call(
+        &self,
+        header: &serde_json::Value,
+        payload: &[u8],
+    ) -> Result<(serde_json::Value, Vec<u8>), DitRunError> {
+        self.call(header, payload)
+    }
+
     fn call(
         &self,
         header: &serde_json::Value,
@@ -285,8 +328,12 @@ impl TtDevice {
         if let Ok((ans, back)) = &answer {
             let op = header["op"].as_str().unwrap_or("");
             // A graph runs many programs in one exchange: its worker counts them as it launches.
+            // A replay the worker refused ran nothing and wrote nothing to the device.
+            if op == "replay" && ans["replayed"] != true {
+                return answer;
+            }
             let programs = match op {
-                "graph" => ans["programs"].as_u64().unwrap_or(0),
+                "graph" | "replay" => ans["programs"].as_u64().unwrap_or(0),
                 _ => u64::from(runs_program(op)),
             };
             // The task tables the worker wrote to the device go host to device too.
@@ -505,7 +552,14 @@ impl TtDevice {
 pub fn runs_program(op: &str) -> bool {
     matches!(
         op,
-        "matmul" | "eltwise" | "layernorm" | "softmax" | "bias_act" | "attention" | "graph"
+        "matmul"
+            | "eltwise"
+            | "layernorm"
+            | "softmax"
+            | "bias_act"
+            | "attention"
+            | "graph"
+            | "replay"
     )
 }
 

@@ -1,7 +1,8 @@
 //! The DiT blocks on the device with their activations kept there: a denoising step is one
 //! worker exchange (`op: graph`) that runs every block's programs back to back over named
 //! device tensors, the residual stream included, so only the step's tokens and SiLU(temb) go
-//! in and the last block's stream comes back.
+//! in and the last block's stream comes back. The worker keeps the step's graph, and later steps
+//! replay it with their inputs alone (`backend/steps.rs`, docs/blackhole.md §14).
 //!
 //! A matmul and its end (`kernels/bias_act_rows.cpp`: the K pieces summed, the bias, bf16, GELU
 //! or the residual add) are one program, and so is the LayerNorm or attention before it when it
@@ -35,7 +36,8 @@
 //! computes them once per observation into device tensors the steps read.
 //!
 //! Tensor names: `c/…` live as long as the device (the scaler tile, the plain LayerNorm's
-//! vectors, the biases), `o/…` one observation, `t/…` one step (released at its end).
+//! vectors, the biases), `o/…` one observation, `t/…` one step (released at its end, or kept
+//! with the step's graph for the next step to replay: [`step_inputs`]).
 
 use serde_json::{Value, json};
 use tt_blackhole::bf16::round_to_bf16;
@@ -196,6 +198,9 @@ pub(crate) struct Graph<'a> {
     plan: &'a MegakernelPlan,
     steps: Vec<Value>,
     sources: serde_json::Map<String, Value>,
+    /// The prefix of the matmuls' partials: `t` in a step's graph, `o` in the observation's
+    /// (which must not take a kept step's tensors: `op_replay`).
+    scratch: &'static str,
 }
 
 impl<'a> Graph<'a> {
@@ -205,6 +210,7 @@ impl<'a> Graph<'a> {
             plan,
             steps: Vec::new(),
             sources: serde_json::Map::new(),
+            scratch: "t",
         }
     }
 
@@ -238,7 +244,7 @@ impl<'a> Graph<'a> {
         let mut mm = Value::Null;
         for (j, (block, kind, act, m, out)) in jobs.iter().enumerate() {
             let spec = self.dev.matmul_spec(self.plan, *block, *kind, *m)?;
-            let partials = format!("t/partials/{j}");
+            let partials = format!("{}/partials/{j}", self.scratch);
             let mut h = spec.header;
             h["act"] = json!(act);
             h["out"] = json!(partials);
@@ -440,7 +446,9 @@ impl<'a> Graph<'a> {
     }
 
     /// The worker's request: `inputs` put first, then the steps; `outputs` read back; every
-    /// `t/` tensor released at the end. Runs of matmul-and-end steps go as programs of several
+    /// `t/` tensor released at the end, unless the graph is kept under the name `keep` for the
+    /// worker to run again (`op_replay`: a step's graph is the same step after step, only its
+    /// inputs differ), which holds them. Runs of matmul-and-end steps go as programs of several
     /// steps, with the cores of every phase, as the plan packs them
     /// ([`tt_blackhole::plan::program::pack_programs`] on the device's grid; each step a program
     /// of its own when `GR00T_MK_CHAIN=0`). Also answers how many programs that is.
@@ -449,6 +457,7 @@ impl<'a> Graph<'a> {
         self,
         inputs: &Upload,
         outputs: &[(&str, usize, usize)],
+        keep: Option<&str>,
     ) -> Result<(Value, usize), DitRunError> {
         let mut free: Vec<String> = self
             .steps
@@ -467,10 +476,13 @@ impl<'a> Graph<'a> {
         free.dedup();
         let chain = std::env::var("GR00T_MK_CHAIN").as_deref() != Ok("0");
         let (steps, programs) = super::graph_pack::pack(self.steps, self.dev.info.grid, chain)?;
-        let request = json!({
+        let mut request = json!({
             "op": "graph", "inputs": inputs.specs, "steps": steps, "outputs": outputs,
             "free": free, "sources": self.sources,
         });
+        if let Some(name) = keep {
+            request["keep"] = json!(name);
+        }
         Ok((request, programs))
     }
 
@@ -512,6 +524,7 @@ pub(crate) fn observation_graph<'a>(
     let cw = tiles(cross) * 32;
     let mut up = Upload::new();
     let mut g = Graph::new(dev, plan);
+    g.scratch = "o";
     let mut keys = CrossKeys::default();
     let self_np = tiles(dims.sa_tokens) * 32;
     up.add(
@@ -559,6 +572,16 @@ pub(crate) fn observation_graph<'a>(
     Ok((g, up, keys))
 }
 
+/// A step's inputs: `tokens` `[m, d]` (the fp32 stream) as `t/x0`, SiLU(temb) (bf16 values) as
+/// `t/temb`; all a replay of the step's kept graph sends.
+pub(crate) fn step_inputs(d: usize, tokens: &[f32], act: &[f32]) -> Upload {
+    let m = tokens.len() / d;
+    let mut up = Upload::new();
+    up.add_padded("t/x0", tokens, m, d, tiles(m) * 32, tiles(d) * 32, "f32");
+    up.add_padded("t/temb", act, 1, d, 32, tiles(d) * 32, "bf16");
+    up
+}
+
 /// One denoising step's graph: `tokens` `[sa_tokens, D]` (fp32 stream) and SiLU(temb) (bf16
 /// values) in, the name of the stream after the last block out.
 pub(crate) fn step_graph<'a>(
@@ -573,9 +596,7 @@ pub(crate) fn step_graph<'a>(
     let d = dims.width();
     let m = tokens.len() / d;
     let (mt, wt) = (tiles(m), tiles(d));
-    let mut up = Upload::new();
-    up.add_padded("t/x0", tokens, m, d, mt * 32, wt * 32, "f32");
-    up.add_padded("t/temb", act, 1, d, 32, wt * 32, "bf16");
+    let up = step_inputs(d, tokens, act);
     let mut g = Graph::new(dev, plan);
     let mut x = "t/x0".to_string();
     // Every block's AdaLN depends on SiLU(temb) alone: one program for all (and one for the ends).

@@ -119,11 +119,15 @@ fn full_size_block(grid: Option<[usize; 2]>) -> u64 {
     let t = Instant::now();
     let got = steps.run_blocks(&inputs).unwrap();
     let wall_s = t.elapsed().as_secs_f64();
+    // The next step replays the graph the worker kept: the same inputs give the same bits.
+    let t = Instant::now();
+    let again = steps.run_blocks(&inputs).unwrap();
+    let replay_s = t.elapsed().as_secs_f64();
     // What the plan packs for this grid, from the dimensions alone.
     let planned = steps.plan.step_programs(dev.info.grid).unwrap();
     drop(steps);
     let stats = dev.stats().expect("a finished forward");
-    let step = stats.per_step[0];
+    let (step, replayed) = (stats.per_step[0], stats.per_step[1]);
     let before_step = stats.cumulative.traffic;
 
     assert_eq!(got.len(), want.len());
@@ -142,6 +146,22 @@ fn full_size_block(grid: Option<[usize; 2]>) -> u64 {
         step.programs, step.host_to_device_bytes, step.device_to_host_bytes, before_step
     );
     let times = dev.times();
+    let (bt, rt) = (&times.built, &times.replayed);
+    eprintln!(
+        "  the step built: runtime {:.2} ms, worker's host share {:.2} ms, request {} B; \
+         replayed: runtime {:.3} ms, worker's host share {:.2} ms, request {} B, {replay_s:.1} s",
+        bt.build.as_secs_f64() * 1e3,
+        bt.worker.as_secs_f64() * 1e3,
+        bt.request_bytes,
+        rt.build.as_secs_f64() * 1e3,
+        rt.worker.as_secs_f64() * 1e3,
+        rt.request_bytes
+    );
+    assert_eq!((bt.steps, rt.steps), (1, 1));
+    assert!(
+        again == got,
+        "the replayed step differs from the step it replays"
+    );
     for (label, n, t) in &times.graph {
         eprintln!("  {label}: {n} programs, {:.2} s", t.as_secs_f64());
     }
@@ -168,7 +188,8 @@ fn full_size_block(grid: Option<[usize; 2]>) -> u64 {
     assert_eq!(ran, planned.iter().map(sizes).collect::<Vec<_>>());
     // The observation's K and V: one program for both and their ends (the attention reader
     // splits the heads).
-    assert_eq!(before_step.programs, step.programs + 1);
+    assert_eq!(before_step.programs, 2 * step.programs + 1);
+    assert_eq!(replayed.programs, step.programs);
     let m = dims.sa_tokens;
     assert_eq!(step.device_to_host_bytes, (m * d * 4) as u64);
     // In: the stream and SiLU(temb), and the task tables the worker wrote to the device for the
@@ -181,5 +202,8 @@ fn full_size_block(grid: Option<[usize; 2]>) -> u64 {
         "{} B in, {inputs} B of inputs",
         step.host_to_device_bytes
     );
+    // The replay writes the inputs alone.
+    assert_eq!(replayed.host_to_device_bytes, inputs);
+    assert_eq!(replayed.device_to_host_bytes, (m * d * 4) as u64);
     step.programs
 }

@@ -26,12 +26,14 @@ pub mod task_table;
 pub mod watchdog;
 pub mod worker;
 
-pub use backend::{DeviceInfo, DeviceSteps, MatmulTimes, SFPU, SfpuPlacement, TtDevice};
+pub use backend::{DeviceInfo, DeviceSteps, MatmulTimes, SFPU, SfpuPlacement, StepHost, TtDevice};
 pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerError};
 #[cfg(test)]
 mod attention_tests;
 #[cfg(test)]
 mod graph_tests;
+#[cfg(test)]
+mod replay_tests;
 #[cfg(test)]
 mod rows_tests;
 #[cfg(test)]

@@ -27,7 +27,7 @@ use crate::policy::Policy;
 use crate::weights::WeightStore;
 
 /// The simulator must be there: these tests run only when asked for (`--ignored`).
-fn require_simulator(test: &str) {
+pub(super) fn require_simulator(test: &str) {
     assert!(
         std::env::var_os("TT_METAL_SIMULATOR").is_some(),
         "{test}: TT_METAL_SIMULATOR is not set (source the simulator's env.sh, or run \
@@ -86,7 +86,8 @@ fn every_worker_op_is_classified_as_the_worker_runs_it() {
         let body = chunk.split_once('\n').map_or("", |(_, b)| b);
         let launches = body.contains("generic_op(")
             || body.contains("_program(")
-            || body.contains("_on_device(");
+            || body.contains("_on_device(")
+            || body.contains("self._run(");
         assert_eq!(
             super::backend::runs_program(name),
             launches,
@@ -103,6 +104,7 @@ fn every_worker_op_is_classified_as_the_worker_runs_it() {
         "attention",
         "put",
         "graph",
+        "replay",
         "close",
     ] {
         assert!(ops.iter().any(|o| o == op), "no op_{op} in {ops:?}");

@@ -27,24 +27,89 @@ class GraphOps:
         self.buffers[name] = t
         return t
 
-    def _put(self, specs, payload):
-        """Named device tensors from f32 payload values, one [rows, cols] block per spec, in order."""
+    def _put(self, specs, payload, into=None):
+        """Named device tensors from f32 payload values, one [rows, cols] block per spec, in order. A tensor of
+        that name, shape and dtype is written in place, so it keeps its address: the programs and task tables
+        that name it stay right (a kept graph's, a cached table). into: {name: tensor} to write instead of
+        self.buffers' (op_replay's, which must all be written in place)."""
         v, at = np.frombuffer(payload, dtype=np.float32), 0
         for t in specs:
             r, c = t.get("real", (t["rows"], t["cols"]))  # the values sent; zero-padded here to whole tiles
             n = r * c
             if at + n > len(v):
                 raise RuntimeError(f"put {t['name']}: the payload ends at {len(v)} values, want {at + n}")
-            old = self.buffers.pop(t["name"], None)
-            if old is not None:
-                ttnn.deallocate(old)
             x = np.zeros((t["rows"], t["cols"]), np.float32)
             x[:r, :c] = v[at:at + n].reshape(r, c)
-            self.buffers[t["name"]] = ttnn.Tensor(x, ACT_DTYPES[t["dtype"]], self.dev, ttnn.TILE_LAYOUT,
-                                                  ttnn.DRAM_MEMORY_CONFIG)
             at += n
+            dtype = ACT_DTYPES[t["dtype"]]
+            old = (into if into is not None else self.buffers).get(t["name"])
+            if old is not None and old.is_allocated() and list(old.shape) == [t["rows"], t["cols"]] \
+                    and old.dtype == dtype:
+                ttnn.copy_host_to_device_tensor(ttnn.Tensor(x, dtype, None, ttnn.TILE_LAYOUT), old)
+                continue
+            if into is not None:
+                raise RuntimeError(f"replay: input {t['name']} is no longer on the device as it was")
+            if old is not None:
+                ttnn.deallocate(self.buffers.pop(t["name"]))
+            self.buffers[t["name"]] = ttnn.Tensor(x, dtype, self.dev, ttnn.TILE_LAYOUT, ttnn.DRAM_MEMORY_CONFIG)
         if at != len(v):
             raise RuntimeError(f"put: {len(v)} payload values, the specs take {at}")
+
+    def _run(self, tensors, prog):
+        """One program over these tensors, run to its end; recorded when a graph is being kept (op_graph's
+        "keep"), with the label of the step it runs."""
+        t = time.time()
+        ttnn.generic_op(tensors, prog)
+        ttnn.synchronize_device(self.dev)
+        self.launch_s += time.time() - t
+        if self.recording is not None:
+            self.recording.append((self.label, self.chain_steps, tensors, prog))
+
+    def _outputs(self, outputs):
+        """The tensors named in outputs ([name, rows, cols]: the real rows and columns) read back as f32."""
+        outs = []
+        for o in outputs:
+            host = ttnn.from_device(self.buffers[o[0]])
+            if host.dtype != ttnn.float32:  # a bf16 host tensor's to_numpy is an object array: widen it (exact)
+                host = ttnn.to_dtype(host, ttnn.float32)
+            outs.append(np.ascontiguousarray(host.to_numpy()[:o[1], :o[2]], dtype=np.float32).tobytes())
+        return b"".join(outs)
+
+    def _drop_kept(self, name=None):
+        """Forgets the kept graph of that name (every one without a name), releasing the tensors only it held:
+        those its graph replaced under their names while it ran (its named ones the next graph reuses)."""
+        for n in [name] if name is not None else list(self.kept):
+            k = self.kept.pop(n, None)
+            for t in k["held"] if k else ():
+                ttnn.deallocate(t)
+
+    def op_replay(self, h, payload):
+        """The graph kept under h["name"] (op_graph's "keep") run again: h["inputs"] (the same specs it was
+        kept with) written into its input tensors in place, its programs launched as recorded (the same
+        descriptors, so nothing is rebuilt and no task table rewritten), its outputs read back. When no such
+        graph is kept, its inputs differ, or a tensor it uses has been released since (another graph
+        re-allocated it), nothing runs and the answer says {"replayed": false}: the Rust side then sends the
+        whole graph. Answers as op_graph, with "replayed" and the host's share of the time ("host_ms")."""
+        t0, s0 = time.time(), self.launch_s
+        k = self.kept.get(h["name"])
+        if k is None or k["inputs"] != h["inputs"] or not all(
+                t.is_allocated() for *_, ts, _ in k["launches"] for t in ts):
+            self._drop_kept(h["name"])
+            return {"replayed": False}, b""
+        self._put(h["inputs"], payload, into=k["tensors"])
+        times = {}
+        for label, steps, tensors, prog in k["launches"]:
+            t1 = time.time()
+            if steps:  # as op_graph says it: a chain's deadline is one per step (worker.rs, CHAIN_LINE)
+                print(f"gr00t-worker: program of {steps} steps", file=sys.stderr, flush=True)
+            self._run(tensors, prog)
+            print("gr00t-worker: program done", file=sys.stderr, flush=True)  # the host's deadline restarts
+            n, ms = times.get(label, (0, 0.0))
+            times[label] = (n + 1, ms + (time.time() - t1) * 1e3)
+        out = self._outputs(k["outputs"])
+        total = (time.time() - t0) * 1e3
+        return {"replayed": True, "programs": len(k["launches"]), "steps": k["steps"], "chains": k["chains"],
+                "by_label": times, "total_ms": total, "host_ms": total - (self.launch_s - s0) * 1e3}, out
 
     def op_put(self, h, payload):
         """Named device tensors kept for later graphs (constants, one observation's context): h["tensors"]
@@ -60,11 +125,17 @@ class GraphOps:
         then h["outputs"] ([name, rows, cols]) are read back (f32, the real rows and columns, in order) and the
         names in h["free"] released. A "chain" is matmul_end steps as ONE program, with the cores of every
         phase as the Rust plan packed them (tt_blackhole::plan::program): the worker runs what it is given.
-        Answers the number of programs launched, the number of matmul_end and other steps run, each chain's
-        phases with their cores, and per label its programs and time."""
-        t0 = time.time()
+        With h["keep"] (a name) the graph is kept for op_replay: its launches recorded, its "free" names not
+        released (the next step's graph reuses them). Answers the number of programs launched, the number of
+        matmul_end and other steps run, each chain's phases with their cores, per label its programs and time,
+        and the host's share of the time ("host_ms": building the programs, putting, reading back)."""
+        t0, s0 = time.time(), self.launch_s
         self._put(h["inputs"], payload)
         b = self.buffers
+        keep = h.get("keep")
+        if keep:  # recorded for op_replay; its step tensors stay until it is replaced
+            self._drop_kept(keep)
+            self.recording = []
         times, launched, ran, chains = {}, 0, 0, []
         sources = h.get("sources", {})
         src = lambda p: {**p, "kernels": {r: sources.get(n, n) for r, n in p["kernels"].items()}} if p else None
@@ -75,6 +146,7 @@ class GraphOps:
             if "kernel" in st:
                 st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
             t1 = time.time()
+            self.label, self.chain_steps = st.get("label", kind), len(st["steps"]) if kind == "chain" else 0
             if kind == "chain":  # matmul_end steps, one after the other: one program
                 # Its deadline: one exchange deadline per step (worker.rs, CHAIN_LINE).
                 print(f"gr00t-worker: program of {len(st['steps'])} steps", file=sys.stderr, flush=True)
@@ -101,17 +173,20 @@ class GraphOps:
             print("gr00t-worker: program done", file=sys.stderr, flush=True)  # the host's deadline restarts
             n, ms = times.get(st.get("label", kind), (0, 0.0))
             times[st.get("label", kind)] = (n + 1, ms + (time.time() - t1) * 1e3)
-        outs = []
-        for o in h["outputs"]:  # [name, rows, cols]: the real rows and columns of the tensor
-            host = ttnn.from_device(b[o[0]])
-            if host.dtype != ttnn.float32:  # a bf16 host tensor's to_numpy is an object array: widen it (exact)
-                host = ttnn.to_dtype(host, ttnn.float32)
-            outs.append(np.ascontiguousarray(host.to_numpy()[:o[1], :o[2]], dtype=np.float32).tobytes())
-        for name in h.get("free", []):
-            t = b.pop(name, None)
-            if t is not None:
-                ttnn.deallocate(t)
-        return {"programs": launched, "steps": ran, "chains": chains, "by_label": times, "total_ms": (time.time() - t0) * 1e3}, b"".join(outs)
+        out = self._outputs(h["outputs"])
+        if keep:
+            self.kept[keep] = {"inputs": h["inputs"], "tensors": {t["name"]: b[t["name"]] for t in h["inputs"]},
+                               "launches": self.recording, "outputs": h["outputs"], "steps": ran, "chains": chains,
+                               "held": self.held}
+            self.recording, self.held = None, []
+        else:
+            for name in h.get("free", []):
+                t = b.pop(name, None)
+                if t is not None:
+                    ttnn.deallocate(t)
+        total = (time.time() - t0) * 1e3
+        return {"programs": launched, "steps": ran, "chains": chains, "by_label": times, "total_ms": total,
+                "host_ms": total - (self.launch_s - s0) * 1e3}, out
 
     def _task(self, st, b):
         """A graph phase's task for its parts builder (ttnn_parts.py), its output allocated under its name: a
@@ -224,5 +299,4 @@ class GraphOps:
                                   core_ranges=cores, compile_time_args=acc(src) + acc(dst), runtime_args=rd,
                                   config=ttnn.ReaderConfigDescriptor()),
         ], semaphores=[], cbs=cbs)
-        ttnn.generic_op([src, dst], prog)
-        ttnn.synchronize_device(self.dev)
+        self._run([src, dst], prog)

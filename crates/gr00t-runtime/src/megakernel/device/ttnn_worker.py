@@ -69,10 +69,11 @@ def read_exact(n):
 
 
 def read_frame():
+    """A request: its header, its payload, and the header's bytes (what building the request cost to send)."""
     (hlen,) = struct.unpack("<I", read_exact(4))
     header = json.loads(read_exact(hlen))
     (plen,) = struct.unpack("<Q", read_exact(8))
-    return header, read_exact(plen) if plen else bytearray()
+    return header, read_exact(plen) if plen else bytearray(), hlen
 
 
 def write_frame(header, payload=b""):
@@ -89,6 +90,11 @@ class Worker(GraphOps, PartsOps):
         self.retired = []  # tensors replaced under their names while a program being built may use them
         self.tables = {}  # task tables on the device, by their words (ttnn_parts.py), the newest last
         self.table_bytes = 0  # the bytes of task tables written to the device so far
+        self.kept = {}  # graphs kept for op_replay, by name (ttnn_graph.py)
+        self.recording = None  # the launches of the graph being kept, while it runs
+        self.held = []  # tensors replaced under their names while a graph was being kept (its launches use them)
+        self.label, self.chain_steps = "", 0  # the graph step running: its label, a chain's steps (for replays)
+        self.launch_s = 0.0  # seconds spent in launched programs so far (the rest of an op is the host's)
 
     def op_open(self, h, _):
         sim = os.environ.get("TT_METAL_SIMULATOR")
@@ -160,10 +166,12 @@ class Worker(GraphOps, PartsOps):
     def _launch(self, tensors, kernels, cbs, semaphores=()):
         """One program of these kernels and CBs over these device tensors, run to its end."""
         prog = ttnn.ProgramDescriptor(kernels=kernels, semaphores=list(semaphores), cbs=cbs)
-        ttnn.generic_op(list(tensors.values()), prog)
-        ttnn.synchronize_device(self.dev)
-        for t in self.retired:
-            ttnn.deallocate(t)
+        self._run(list(tensors.values()), prog)
+        for t in self.retired:  # a graph being kept holds them: its recorded launches may name them
+            if self.recording is not None:
+                self.held.append(t)
+            else:
+                ttnn.deallocate(t)
         self.retired.clear()
 
     def _matmul_jobs(self, h, jobs):
@@ -358,6 +366,7 @@ class Worker(GraphOps, PartsOps):
 
     def op_close(self, h, _):
         if self.dev is not None:
+            self._drop_kept()
             for b in list(self.buffers.values()) + list(self.tables.values()) + self.retired:
                 ttnn.deallocate(b)
             self.buffers.clear()
@@ -372,17 +381,21 @@ def main():
     w = Worker()
     while True:
         try:
-            h, payload = read_frame()
+            h, payload, hlen = read_frame()
         except EOFError:
             break
         try:
             written = w.table_bytes
             ans, out = getattr(w, "op_" + h["op"])(h, payload)
             # The task tables this op wrote to the device: host-to-device bytes like its payload.
-            write_frame({"ok": True, **ans, "table_bytes": w.table_bytes - written}, out)
+            write_frame({"ok": True, **ans, "table_bytes": w.table_bytes - written, "request_bytes": hlen}, out)
         except Exception as e:  # every failure goes back to the Rust side, located
             traceback.print_exc(file=sys.stderr)
             write_frame({"ok": False, "error": f"{type(e).__name__}: {e}"})
+        if w.recording is not None:  # a graph that failed while being kept is not kept
+            w.recording = None
+            w.retired += w.held
+            w.held = []
         if h.get("op") == "close":
             break
     if w.dev is not None:

@@ -1,12 +1,30 @@
 //! [`DeviceSteps`]' on-device step: the device-lifetime constants put once per worker, the
-//! observation's cross K/V once per observation, then one graph exchange per step
-//! (`super::super::graph` builds them).
+//! observation's cross K/V once per observation, then one exchange per step: the step's graph
+//! (`super::super::graph` builds it), kept by the worker, and after that a replay of it with
+//! the step's inputs alone, until the worker no longer holds it as it was.
 
-use serde_json::json;
+use std::time::Instant;
+
+use serde_json::{Value, json};
 use tt_blackhole::device::{DitRunError, DitStepInputs};
 
-use super::super::graph::{CrossKeys, Upload, observation_graph, step_graph};
+use super::super::graph::{CrossKeys, observation_graph, step_graph, step_inputs};
 use super::{DeviceSteps, lock};
+
+/// The name the worker keeps the step graph under.
+const STEP_GRAPH: &str = "step";
+
+/// The step graph the worker keeps (`op_replay`), and what it was built for: a step's graph
+/// depends on the device's weights and grid (fixed for a [`super::TtDevice`]), the observation's
+/// key counts (the plan is cut for its context length) and the step's tokens, nothing else.
+#[derive(Clone)]
+pub(in super::super) struct KeptStep {
+    worker: u32,
+    keys: CrossKeys,
+    tokens: usize,
+    steps: usize,
+    programs: usize,
+}
 
 /// What the cross K/V on the device were computed from, and on which worker (a reopened
 /// device holds none of them).
@@ -64,25 +82,27 @@ impl DeviceSteps<'_> {
             inp.text_mask,
             inp.image_mask,
         )?;
-        let (request, _) = g.request(&up, &[])?;
+        let (request, _) = g.request(&up, &[], None)?;
         self.dev.call(&request, &up.bytes())?;
         *obs = Some((key, keys));
         Ok(keys)
     }
 
-    /// One step's graph: the tokens and SiLU(temb) in, the stream after the last block out.
+    /// One step: the tokens and SiLU(temb) in, the stream after the last block out. The
+    /// step's graph goes to the worker whole once and is kept there; later steps replay it
+    /// (`GR00T_MK_REPLAY=0`: every step sends its graph whole, as before the replays).
     pub(super) fn run_step_graph(
         &self,
         inp: &DitStepInputs<'_>,
         keys: CrossKeys,
     ) -> Result<Vec<f32>, DitRunError> {
+        let t0 = Instant::now();
         let dims = &self.plan.dims;
-        let d = dims.width();
-        if inp.tokens.len() != dims.sa_tokens * d || inp.temb.len() != d {
+        let (d, m) = (dims.width(), dims.sa_tokens);
+        if inp.tokens.len() != m * d || inp.temb.len() != d {
             return Err(DitRunError::Input(format!(
-                "tokens {} (want {}x{d}), temb {}",
+                "tokens {} (want {m}x{d}), temb {}",
                 inp.tokens.len(),
-                dims.sa_tokens,
                 inp.temb.len()
             )));
         }
@@ -91,30 +111,69 @@ impl DeviceSteps<'_> {
         crate::cpu::norms::silu(&mut act);
         act.iter_mut()
             .for_each(|v| *v = tt_blackhole::bf16::round_to_bf16(*v));
-        let (g, up, out): (_, Upload, String) =
-            step_graph(self.dev, &self.plan, self.weights, inp.tokens, &act, keys)?;
+        let replays = std::env::var("GR00T_MK_REPLAY").as_deref() != Ok("0");
+        let kept = lock(&self.dev.kept_step).clone().filter(|k| {
+            replays && k.worker == self.dev.reopened() && k.keys == keys && k.tokens == m
+        });
+        if let Some(k) = kept {
+            let up = step_inputs(d, inp.tokens, &act);
+            let request = json!({"op": "replay", "name": STEP_GRAPH, "inputs": up.specs()});
+            let build = t0.elapsed();
+            let (ans, back) = self.dev.call(&request, &up.bytes())?;
+            if ans["replayed"] == true {
+                check_ran(&ans, k.steps, k.programs)?;
+                lock(&self.dev.times).replayed.add(build, &ans);
+                return stream_of(&back, m * d);
+            }
+            // The worker no longer holds it as it was (another graph re-allocated one of its
+            // tensors: a context of another length): the graph goes whole again, kept anew.
+            *lock(&self.dev.kept_step) = None;
+        }
+        let (g, up, out) = step_graph(self.dev, &self.plan, self.weights, inp.tokens, &act, keys)?;
         let steps = g.steps();
-        let m = dims.sa_tokens;
-        let (request, programs) = g.request(&up, &[(&out, m, d)])?;
+        let keep = replays.then_some(STEP_GRAPH);
+        let (request, programs) = g.request(&up, &[(&out, m, d)], keep)?;
+        let build = t0.elapsed();
         let (ans, back) = self.dev.call(&request, &up.bytes())?;
-        if ans["steps"].as_u64() != Some(steps as u64)
-            || ans["programs"].as_u64() != Some(programs as u64)
-        {
-            return Err(DitRunError::Device(format!(
-                "the step graph ran {} of its {steps} steps in {} programs, the plan packed {programs}",
-                ans["steps"], ans["programs"]
-            )));
+        check_ran(&ans, steps, programs)?;
+        lock(&self.dev.times).built.add(build, &ans);
+        if replays {
+            *lock(&self.dev.kept_step) = Some(KeptStep {
+                worker: self.dev.reopened(),
+                keys,
+                tokens: m,
+                steps,
+                programs,
+            });
         }
-        if back.len() != m * d * 4 {
-            return Err(DitRunError::Device(format!(
-                "the step graph returned {} bytes, want {}",
-                back.len(),
-                m * d * 4
-            )));
-        }
-        Ok(back
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
+        stream_of(&back, m * d)
     }
+}
+
+/// Whether the worker ran the step graph's `steps` in the `programs` the plan packed.
+fn check_ran(ans: &Value, steps: usize, programs: usize) -> Result<(), DitRunError> {
+    if ans["steps"].as_u64() != Some(steps as u64)
+        || ans["programs"].as_u64() != Some(programs as u64)
+    {
+        return Err(DitRunError::Device(format!(
+            "the step graph ran {} of its {steps} steps in {} programs, the plan packed {programs}",
+            ans["steps"], ans["programs"]
+        )));
+    }
+    Ok(())
+}
+
+/// The stream after the last block (`values` f32) from the worker's answer.
+fn stream_of(back: &[u8], values: usize) -> Result<Vec<f32>, DitRunError> {
+    if back.len() != values * 4 {
+        return Err(DitRunError::Device(format!(
+            "the step graph returned {} bytes, want {}",
+            back.len(),
+            values * 4
+        )));
+    }
+    Ok(back
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
 }
