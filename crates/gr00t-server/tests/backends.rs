@@ -94,13 +94,19 @@ fn plan_prints_the_full_size_core_plan() {
         report.contains("GB/s") || report.contains("DRAM"),
         "{report}"
     );
-    // The full-size step's 129 matmul steps in the programs the device path packs them into:
-    // one, its other phases in 9 groups on the 14 cores beside the 96 matmul cores.
+    // The full-size step's 128 matmul steps in the programs the device path packs them into:
+    // one, its other phases in 8 groups on the 14 cores beside the 96 matmul cores (the AdaLN
+    // matmuls are the timestep's, outside the steps).
     assert!(
         report.contains(
-            "device programs per step: 1 for its 129 matmul steps on the 11x10 grid (their \
-             LayerNorms, attentions and ends in 9 groups on 14 cores)"
+            "device programs per step: 1 for its 128 matmul steps on the 11x10 grid (their \
+             LayerNorms, attentions and ends in 8 groups on 14 cores)"
         ),
+        "{report}"
+    );
+    // The stream as the device path runs it: the cross K/V and the AdaLN hoisted.
+    assert!(
+        report.contains("882.4 MB/step, DRAM-bound 1723.4 us/step"),
         "{report}"
     );
 }

@@ -1,5 +1,5 @@
 //! The plan's packer (`plan::program`), which the device backend runs for every denoising step's
-//! graph: the full-size step's 129 matmul steps packed for a p150a's 11 × 10 grid and the
+//! graph: the full-size step's 128 matmul steps packed for a p150a's 11 × 10 grid and the
 //! simulator's 13 × 10 (one program each, 9 phase groups).
 
 use divan::Bencher;

@@ -6,7 +6,7 @@ use crate::common;
 use tt_blackhole::ArenaDtype;
 use tt_blackhole::arena::arena_layout;
 use tt_blackhole::dims::{DitDims, WeightKind};
-use tt_blackhole::plan::program::ProgramCores;
+use tt_blackhole::plan::program::{ProgramCores, pack_programs};
 use tt_blackhole::plan::roofline::{
     KERNEL_FIDELITY, MathFidelity, SEED_MS_PER_STEP, hoistable_params, roofline,
 };
@@ -208,6 +208,20 @@ fn full_size_roofline() {
         (r.bound_ms_per_chunk_kv_hoisted - (4.0 * 2036.74 + 208.90) / 1e3).abs() < 1e-3,
         "{r:?}"
     );
+    // As the device path runs it: the AdaLN (32 x 1536 x 3072 params, 147,456 tiles of 1088 B)
+    // once per timestep and device too: 882,376,704 B per step, 1723.4 us; per chunk 4 x that
+    // plus the K/V once.
+    assert_eq!(r.ada_bytes, 160_432_128);
+    assert_eq!(r.weight_bytes_per_step_as_run, 882_376_704);
+    assert!(
+        (r.dram_bound_us_per_step_as_run - 1723.39).abs() < 0.1,
+        "{}",
+        r.dram_bound_us_per_step_as_run
+    );
+    assert!(
+        (r.bound_ms_per_chunk_as_run - (4.0 * 1723.39 + 208.90) / 1e3).abs() < 1e-3,
+        "{r:?}"
+    );
     assert_eq!(r.seed_ms_per_step, SEED_MS_PER_STEP);
     assert!(r.l1.iter().all(|u| u.max_fraction <= 1.0));
     let r4 = roofline(&build_plan(&DitDims::FULL, ArenaDtype::Bfp4B).unwrap());
@@ -260,21 +274,21 @@ fn step_programs_of_the_tiny_and_the_full_size_dit() {
         p.groups.iter().map(|(k, c)| (k.clone(), c.len())).collect()
     };
     let g = |k: &str, n: usize| (k.to_string(), n);
-    // The tiny config (8 blocks, D = 40): its 33 steps are one program on either grid, in 9
-    // groups: the AdaLN's end (8 units, one per block) on 8 cores, the Q, K and V ends on 3, every
-    // other on one.
+    // The tiny config (8 blocks, D = 40): its 32 steps are one program on either grid, in 8
+    // groups: the Q, K and V ends on 3 cores, every other on one. (The AdaLN matmuls are the
+    // timestep's, one program of their own: `timestep_needs`.)
     let tiny = build_plan(&common::tiny_dims(), ArenaDtype::Bfp8B).unwrap();
-    assert_eq!(tiny.step_needs().len(), 1 + 4 * 8);
+    assert_eq!(tiny.step_needs().len(), 4 * 8);
     for grid in [[13, 10], [11, 10]] {
         let p = tiny.step_programs(grid).unwrap();
         assert_eq!(p.len(), 1, "{grid:?}");
-        assert_eq!(p[0].groups.len(), 9);
-        assert_eq!(group_cores(grid, &p[0]), 8 + 3 + 7);
+        assert_eq!(p[0].groups.len(), 8);
+        assert_eq!(group_cores(grid, &p[0]), 3 + 7);
     }
 
-    // One full-size cross block: one program on either grid, its 7 groups sharing the cores the
+    // One full-size cross block: one program on either grid, its 6 groups sharing the cores the
     // 96 matmul cores leave: 34 on the simulator's grid (each group as many as its phases can
-    // use, but the AdaLN's end: 4 of its 6 units' worth), 14 on a p150a's.
+    // use), 14 on a p150a's.
     let one = build_plan(
         &DitDims {
             num_layers: 1,
@@ -285,17 +299,16 @@ fn step_programs_of_the_tiny_and_the_full_size_dit() {
     .unwrap();
     let p = one.step_programs([13, 10]).unwrap();
     assert_eq!(p.len(), 1);
-    assert_eq!(p[0].steps.len(), 5);
+    assert_eq!(p[0].steps.len(), 4);
     assert_eq!(
         groups(&p[0]),
         [
-            g("finish/f32", 4),
             g("ln_ada", 2),
-            g("finish/bf16", 4),
+            g("finish/bf16", 5),
             g("attention/text", 8),
             g("finish_residual/f32", 6),
             g("ln_plain", 2),
-            g("finish_gelu/bf16", 8),
+            g("finish_gelu/bf16", 11),
         ]
     );
     assert!(p[0].steps.iter().all(|s| s.matmul.len() == 96));
@@ -303,24 +316,26 @@ fn step_programs_of_the_tiny_and_the_full_size_dit() {
     assert_eq!(p.len(), 1);
     assert_eq!(group_cores([11, 10], &p[0]), 14);
 
-    // All 32 blocks: the 129 steps are ONE program on either grid (the runtime args of the
-    // compute kernels and the task tables of the others hold them), in 9 groups: on a p150a
+    // All 32 blocks: the 128 steps are ONE program on either grid (the runtime args of the
+    // compute kernels and the task tables of the others hold them), in 8 groups: on a p150a
     // 14 cores for them all (it was 114 programs while every phase had cores of its own).
     let full = build_plan(&DitDims::FULL, ArenaDtype::Bfp8B).unwrap();
-    assert_eq!(full.step_needs().len(), 1 + 4 * 32);
+    assert_eq!(full.step_needs().len(), 4 * 32);
     for grid in [[13, 10], [11, 10]] {
         let p = full.step_programs(grid).unwrap();
         assert_eq!(p.len(), 1, "{grid:?}");
-        assert_eq!(p[0].steps.len(), 129);
-        assert_eq!(p[0].groups.len(), 9);
+        assert_eq!(p[0].steps.len(), 128);
+        assert_eq!(p[0].groups.len(), 8);
         assert!(group_cores(grid, &p[0]) <= 34);
+        // A timestep's AdaLN matmuls and their ends: one program of their own.
+        let t = pack_programs(grid, &full.timestep_needs(), true).unwrap();
+        assert_eq!((t.len(), t[0].steps.len()), (1, 1), "{grid:?}");
     }
     assert_eq!(
         groups(&full.step_programs([11, 10]).unwrap()[0]),
         [
-            g("finish/f32", 1),
             g("ln_ada", 1),
-            g("finish/bf16", 2),
+            g("finish/bf16", 3),
             g("attention/text", 1),
             g("finish_residual/f32", 2),
             g("ln_plain", 1),

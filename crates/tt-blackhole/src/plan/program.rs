@@ -420,12 +420,39 @@ pub fn end_kernels(compute: &str, out_f32: bool) -> String {
 }
 
 impl super::MegakernelPlan {
+    /// A timestep's line as the device backend builds it (`gr00t-runtime`'s `ada_graph`): every
+    /// block's AdaLN matmul (M = 1, SiLU(temb)) and its end, one step. It depends on the
+    /// timestep alone, so it runs once per timestep and device, not in the steps.
+    pub fn timestep_needs(&self) -> Vec<StepNeed> {
+        use crate::dims::WeightKind;
+        let layers = 0..self.dims.num_layers;
+        vec![StepNeed {
+            before: None,
+            matmul_jobs: layers
+                .clone()
+                .map(|b| {
+                    let split = &self.class(b, WeightKind::AdaNorm).split;
+                    split
+                        .units
+                        .iter()
+                        .map(|u| super::compute_coord(u.core))
+                        .collect()
+                })
+                .collect(),
+            end_jobs: layers
+                .map(|b| (1, self.class(b, WeightKind::AdaNorm).split.nt))
+                .collect(),
+            end_kernels: end_kernels("finish", true),
+        }]
+    }
+
     /// One denoising step's line as the device backend builds it (`gr00t-runtime`'s
-    /// `step_graph`): every block's AdaLN in one step; then per block the AdaLN LayerNorm with
-    /// Q (with K and V in a self block), the attention with the output projection and its
-    /// residual, the plain LayerNorm with FF-up and its GELU, FF-down and its residual. The cross
-    /// blocks' K and V are the observation's, computed before the steps. The kernels' names are
-    /// the graph's (`ln_ada`, `ln_plain`, `attention/self|text|image`, [`end_kernels`]).
+    /// `step_graph`): per block the AdaLN LayerNorm (its rows the timestep's,
+    /// [`Self::timestep_needs`]) with Q (with K and V in a self block), the attention with the
+    /// output projection and its residual, the plain LayerNorm with FF-up and its GELU, FF-down
+    /// and its residual. The cross blocks' K and V are the observation's, computed before the
+    /// steps. The kernels' names are the graph's (`ln_ada`, `ln_plain`,
+    /// `attention/self|text|image`, [`end_kernels`]).
     pub fn step_needs(&self) -> Vec<StepNeed> {
         use crate::dims::{DitDims, WeightKind};
         let d = &self.dims;
@@ -449,16 +476,7 @@ impl super::MegakernelPlan {
             end_jobs: kinds.iter().map(|k| (m_tiles, nt(block, *k))).collect(),
             end_kernels: end,
         };
-        let mut line = vec![StepNeed {
-            before: None,
-            matmul_jobs: (0..d.num_layers)
-                .map(|b| job(b, WeightKind::AdaNorm))
-                .collect(),
-            end_jobs: (0..d.num_layers)
-                .map(|b| (1, nt(b, WeightKind::AdaNorm)))
-                .collect(),
-            end_kernels: end_kernels("finish", true),
-        }];
+        let mut line = Vec::new();
         let rows = Before::Rows { row_tiles: mt };
         let attention = Before::Attention {
             heads: d.num_heads,

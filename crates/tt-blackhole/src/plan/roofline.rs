@@ -139,6 +139,19 @@ pub struct Roofline {
     /// The same with the cross K/V hoisted: their bytes and FLOPs once per chunk, the rest
     /// every step.
     pub bound_ms_per_chunk_kv_hoisted: f64,
+    /// Bytes of the AdaLN weights: their products depend on the timestep alone, and a
+    /// forward's timesteps are the same every forward.
+    pub ada_bytes: u64,
+    /// Weight bytes per step as the device path runs it: the cross K/V once per observation,
+    /// the AdaLN rows once per timestep and device (`weight_bytes_per_step - cross_kv_bytes -
+    /// ada_bytes`).
+    pub weight_bytes_per_step_as_run: u64,
+    /// Microseconds to stream `weight_bytes_per_step_as_run` at [`DRAM_BYTES_PER_S`].
+    pub dram_bound_us_per_step_as_run: f64,
+    /// Bound for one action chunk as the device path runs it: each step's bytes and FLOPs
+    /// without the K/V and AdaLN, the K/V once per chunk (the AdaLN rows are the device's,
+    /// computed in its first forward), milliseconds.
+    pub bound_ms_per_chunk_as_run: f64,
     /// The seed's measured step on a p150a ([`SEED_MS_PER_STEP`]), milliseconds.
     pub seed_ms_per_step: f64,
     /// Compute cores the peak counts.
@@ -155,6 +168,7 @@ fn pad32(x: usize) -> f64 {
 pub fn roofline(plan: &MegakernelPlan) -> Roofline {
     let d = &plan.dims;
     let (mut flops, mut tile_flops, mut kv_flops, mut act_bytes) = (0f64, 0f64, 0f64, 0u64);
+    let mut ada_flops = 0f64;
     for op in &plan.schedule {
         match *op {
             StepOp::Matmul {
@@ -168,6 +182,9 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
                 tile_flops += padded;
                 if is_cross_kv(block, weight) {
                     kv_flops += padded;
+                }
+                if weight == WeightKind::AdaNorm {
+                    ada_flops += padded;
                 }
                 act_bytes += 2 * (m_tokens * (k + n)) as u64;
             }
@@ -184,8 +201,11 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
             StepOp::LayerNorm { .. } | StepOp::Residual { .. } => {}
         }
     }
-    let (kv_params, _) = hoistable_params(d);
-    let kv_bytes = kv_params / TILE_ELEMS as u64 * plan.dtype.format().tile_bytes() as u64;
+    let (kv_params, ada_params) = hoistable_params(d);
+    let bytes_of =
+        |params: u64| params / TILE_ELEMS as u64 * plan.dtype.format().tile_bytes() as u64;
+    let (kv_bytes, ada_bytes) = (bytes_of(kv_params), bytes_of(ada_params));
+    let as_run_bytes = plan.arena_bytes - kv_bytes - ada_bytes;
     let hoisted_bytes = plan.arena_bytes - kv_bytes;
     let us = |bytes: u64| bytes as f64 / DRAM_BYTES_PER_S * 1e6;
     let peak = peak_flops(KERNEL_FIDELITY);
@@ -196,6 +216,7 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
     // Hoisted: every step streams and multiplies all but the K/V; the K/V once per chunk.
     let step_hoisted_us = us(hoisted_bytes).max((tile_flops - kv_flops) / peak * 1e6);
     let kv_once_us = us(kv_bytes).max(kv_flops / peak * 1e6);
+    let step_as_run_us = us(as_run_bytes).max((tile_flops - kv_flops - ada_flops) / peak * 1e6);
     Roofline {
         dtype: plan.dtype,
         arena_bytes: plan.arena_bytes,
@@ -221,6 +242,10 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
         steps,
         bound_ms_per_chunk: dram_us.max(compute_us) * steps as f64 / 1e3,
         bound_ms_per_chunk_kv_hoisted: (step_hoisted_us * steps as f64 + kv_once_us) / 1e3,
+        ada_bytes,
+        weight_bytes_per_step_as_run: as_run_bytes,
+        dram_bound_us_per_step_as_run: us(as_run_bytes),
+        bound_ms_per_chunk_as_run: (step_as_run_us * steps as f64 + kv_once_us) / 1e3,
         seed_ms_per_step: SEED_MS_PER_STEP,
         compute_cores: COMPUTE_CORES,
         l1: l1_use(plan),
@@ -285,7 +310,15 @@ impl Roofline {
              ({fid}, what our matmul kernel runs; {cores} cores) -> {cu:.1} us/step \
              ({pfid}, the format's usual pairing: {pu:.1} us/step)\n\
              bound: {bound}; per 4-step chunk {chunk:.2} ms ({chunk_h:.2} ms with the K/V once per chunk)\n\
-             the seed, measured on a p150a: {seed:.2} ms/step ({r:.2}x this bound, {rh:.2}x the K/V-hoisted one)\n",
+             as the device path runs it (the K/V once per observation, the AdaLN {ada:.1} MB once per timestep and device): \
+             {run:.1} MB/step, DRAM-bound {run_us:.1} us/step, {chunk_r:.2} ms per chunk\n\
+             the seed, measured on a p150a: {seed:.2} ms/step ({r:.2}x this bound, {rh:.2}x the K/V-hoisted one, {rr:.2}x the one as run)\n",
+            ada = mb(self.ada_bytes),
+            run = mb(self.weight_bytes_per_step_as_run),
+            run_us = self.dram_bound_us_per_step_as_run,
+            chunk_r = self.bound_ms_per_chunk_as_run,
+            rr = self.seed_ms_per_step * 1e3
+                / (self.bound_ms_per_chunk_as_run * 1e3 / self.steps as f64),
             dtype = self.dtype,
             ab = self.arena_bytes,
             gb = self.arena_bytes as f64 / 1e9,

@@ -165,8 +165,11 @@ pub struct TtDevice {
     counters: DeviceCounters,
     /// Whether the graphs' device-lifetime tensors (biases, constants) are on this worker.
     constants: Mutex<bool>,
-    /// The step graph the worker keeps for replays, and what it was built for.
-    kept_step: Mutex<Option<steps::KeptStep>>,
+    /// The step graphs the worker keeps for replays (one per timestep slot), and what each
+    /// was built for.
+    kept_steps: Mutex<Vec<steps::KeptStep>>,
+    /// The timesteps whose AdaLN rows are on the device, by slot.
+    timesteps: Mutex<steps::Timesteps>,
 }
 
 /// One observation's view of the device: the plan cut for its context length, the model's
@@ -232,7 +235,8 @@ impl TtDevice {
             times: Mutex::new(MatmulTimes::default()),
             counters,
             constants: Mutex::new(false),
-            kept_step: Mutex::new(None),
+            kept_steps: Mutex::new(Vec::new()),
+            timesteps: Mutex::new(steps::Timesteps::default()),
         })
     }
 
@@ -282,7 +286,7 @@ impl TtDevice {
         *lock(&self.worker) = Some(worker);
         *lock(&self.lost) = None;
         *lock(&self.constants) = false;
-        *lock(&self.kept_step) = None;
+        lock(&self.kept_steps).clear();
         self.counters.record_exchange(false, arena.len(), 0);
         self.reopened.fetch_add(1, Ordering::SeqCst);
         Ok(())
@@ -676,11 +680,13 @@ impl DitDevice for DeviceSteps<'_> {
 
     /// One denoising step; what its exchanges moved is the step's window of the counters.
     fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
-        // The device's constants and the observation's cross K/V first, outside the step.
+        // The device's constants, the observation's cross K/V and the timestep's AdaLN rows
+        // first, outside the step.
         let keys = self
             .ensure_constants()
-            .and_then(|()| self.ensure_observation(inputs));
-        let keys = match keys {
+            .and_then(|()| self.ensure_observation(inputs))
+            .and_then(|keys| Ok((keys, self.ensure_timestep(inputs.temb)?)));
+        let (keys, slot) = match keys {
             Ok(k) => k,
             Err(e) => {
                 self.failed.store(true, Ordering::SeqCst);
@@ -688,7 +694,7 @@ impl DitDevice for DeviceSteps<'_> {
             }
         };
         let before = self.dev.counters.total();
-        let out = self.run_step_graph(inputs, keys);
+        let out = self.run_step_graph(inputs, keys, slot);
         match &out {
             Ok(_) => self
                 .dev

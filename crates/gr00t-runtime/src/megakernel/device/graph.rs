@@ -12,15 +12,16 @@
 //! phase's reader waits for all of them). Independent matmuls (a self block's Q, K and V) share
 //! it too.
 //!
-//! First every block's AdaLN (it depends on SiLU(temb) alone): one program for all blocks. Then per block
-//! (the emulator's `run_step_with`, op for op): LayerNorm with the AdaLN modulation
+//! Every block's AdaLN rows depend on SiLU(temb) alone, so on the timestep alone: they are
+//! computed once per timestep and device ([`ada_graph`]), and a step reads them. Per block (the
+//! emulator's `run_step_with`, op for op): LayerNorm with the AdaLN modulation
 //! (`kernels/layernorm_rows.cpp`, `GR00T_LN_ONE_PLUS_G`; its reader splits the `[scale | shift]`
 //! row) → Q (and K, V for a self block, in the same program) → attention per head
 //! (`kernels/attention_head.cpp`; its reader cuts the heads out of the `[tokens, D]`
 //! projections, its writer puts them back) → the output projection, whose end adds the residual
 //! stream (`GR00T_FINISH_RESIDUAL`) → the plain LayerNorm → FF-up with GELU → FF-down, whose end
-//! adds the stream again. Every step holds a matmul: 1, then 4 per block (33 for the tiny
-//! config's 8 blocks: the AdaLN LayerNorm with Q (K, V), attention with the output projection,
+//! adds the stream again. Every step holds a matmul: 4 per block (32 for the tiny
+//! config's 8 blocks; 33 while the AdaLN matmuls were the step's first: the AdaLN LayerNorm with Q (K, V), attention with the output projection,
 //! the plain LayerNorm with FF-up, FF-down). Consecutive steps run as ONE program while
 //! the grid, the compute kernels' runtime args and the task tables hold them: the plan packs
 //! them, shares the other cores out to the phase groups (each phase names its `group`: phases
@@ -36,8 +37,9 @@
 //! computes them once per observation into device tensors the steps read.
 //!
 //! Tensor names: `c/…` live as long as the device (the scaler tile, the plain LayerNorm's
-//! vectors, the biases), `o/…` one observation, `t/…` one step (released at its end, or kept
-//! with the step's graph for the next step to replay: [`step_inputs`]).
+//! vectors, the biases, each timestep's AdaLN rows), `o/…` one observation, `a/…` one
+//! timestep's graph, `t/…` one step (released at its end, or kept with the step's graph for
+//! the next step to replay: [`step_inputs`]).
 
 use serde_json::{Value, json};
 use tt_blackhole::bf16::round_to_bf16;
@@ -198,8 +200,8 @@ pub(crate) struct Graph<'a> {
     plan: &'a MegakernelPlan,
     steps: Vec<Value>,
     sources: serde_json::Map<String, Value>,
-    /// The prefix of the matmuls' partials: `t` in a step's graph, `o` in the observation's
-    /// (which must not take a kept step's tensors: `op_replay`).
+    /// The prefix of the matmuls' partials: `t` in a step's graph, `o` in the observation's,
+    /// `a` in a timestep's (which must not take a kept step's tensors: `op_replay`).
     scratch: &'static str,
 }
 
@@ -244,7 +246,9 @@ impl<'a> Graph<'a> {
         let mut mm = Value::Null;
         for (j, (block, kind, act, m, out)) in jobs.iter().enumerate() {
             let spec = self.dev.matmul_spec(self.plan, *block, *kind, *m)?;
-            let partials = format!("{}/partials/{j}", self.scratch);
+            // A name of its own per step: the partials of the graph's matmuls never share a
+            // tensor, so a kept graph's tensors are never re-allocated under it.
+            let partials = format!("{}/partials/{}/{j}", self.scratch, self.steps.len());
             let mut h = spec.header;
             h["act"] = json!(act);
             h["out"] = json!(partials);
@@ -469,7 +473,7 @@ impl<'a> Graph<'a> {
             })
             .filter_map(|s| s["out"].as_str().or(s["dst"].as_str()))
             .chain(inputs.specs.iter().filter_map(|s| s["name"].as_str()))
-            .filter(|n| n.starts_with("t/"))
+            .filter(|n| n.starts_with("t/") || n.starts_with("a/"))
             .map(str::to_string)
             .collect();
         free.sort();
@@ -572,41 +576,66 @@ pub(crate) fn observation_graph<'a>(
     Ok((g, up, keys))
 }
 
-/// A step's inputs: `tokens` `[m, d]` (the fp32 stream) as `t/x0`, SiLU(temb) (bf16 values) as
-/// `t/temb`; all a replay of the step's kept graph sends.
-pub(crate) fn step_inputs(d: usize, tokens: &[f32], act: &[f32]) -> Upload {
+/// A step's inputs: `tokens` `[m, d]` (the fp32 stream) as `t/x0`; all a replay of the step's
+/// kept graph sends (SiLU(temb) went in with its timestep's graph, [`ada_graph`]).
+pub(crate) fn step_inputs(d: usize, tokens: &[f32]) -> Upload {
     let m = tokens.len() / d;
     let mut up = Upload::new();
     up.add_padded("t/x0", tokens, m, d, tiles(m) * 32, tiles(d) * 32, "f32");
-    up.add_padded("t/temb", act, 1, d, 32, tiles(d) * 32, "bf16");
     up
 }
 
-/// One denoising step's graph: `tokens` `[sa_tokens, D]` (fp32 stream) and SiLU(temb) (bf16
-/// values) in, the name of the stream after the last block out.
+/// The name of block `block`'s AdaLN rows (`[scale | shift]`, fp32) for the timestep in `slot`.
+fn ada_name(slot: usize, block: usize) -> String {
+    format!("c/ada/{slot}/{block}")
+}
+
+/// A timestep's graph: SiLU(temb) (`act`, bf16 values) put as `c/temb/{slot}`, and every block's
+/// AdaLN rows computed from it into `c/ada/{slot}/{block}` (the matmuls and their ends, one
+/// program). They depend on the timestep alone, and a forward's timesteps are the same every
+/// forward: computed once per timestep and device, they leave the steps' weight stream (the
+/// AdaLN weights are about 14 % of the bytes a step streamed; docs/blackhole.md §4, §15).
+pub(crate) fn ada_graph<'a>(
+    dev: &'a TtDevice,
+    plan: &'a MegakernelPlan,
+    w: &DitWeights,
+    act: &[f32],
+    slot: usize,
+) -> Result<(Graph<'a>, Upload), DitRunError> {
+    let d = plan.dims.width();
+    let temb = format!("c/temb/{slot}");
+    let mut up = Upload::new();
+    up.add_padded(&temb, act, 1, d, 32, tiles(d) * 32, "bf16");
+    let mut g = Graph::new(dev, plan);
+    g.scratch = "a";
+    let ada: Vec<_> = (0..w.blocks.len())
+        .map(|i| (i, WeightKind::AdaNorm, temb.as_str(), 1, ada_name(slot, i)))
+        .collect();
+    g.matmuls(&ada, End::Plain, true)?;
+    Ok((g, up))
+}
+
+/// One denoising step's graph: `tokens` `[sa_tokens, D]` (fp32 stream) in, the AdaLN rows of
+/// the timestep in `slot` ([`ada_graph`]) read on the device, the name of the stream after the
+/// last block out.
 pub(crate) fn step_graph<'a>(
     dev: &'a TtDevice,
     plan: &'a MegakernelPlan,
     w: &DitWeights,
     tokens: &[f32],
-    act: &[f32],
+    slot: usize,
     keys: CrossKeys,
 ) -> Result<(Graph<'a>, Upload, String), DitRunError> {
     let dims = &plan.dims;
     let d = dims.width();
     let m = tokens.len() / d;
     let (mt, wt) = (tiles(m), tiles(d));
-    let up = step_inputs(d, tokens, act);
+    let up = step_inputs(d, tokens);
     let mut g = Graph::new(dev, plan);
     let mut x = "t/x0".to_string();
-    // Every block's AdaLN depends on SiLU(temb) alone: one program for all (and one for the ends).
-    let ada: Vec<_> = (0..w.blocks.len())
-        .map(|i| (i, WeightKind::AdaNorm, "t/temb", 1, format!("t/ada/{i}")))
-        .collect();
-    g.matmuls(&ada, End::Plain, true)?;
     for (i, b) in w.blocks.iter().enumerate() {
         let (xa, xb) = (format!("t/x{}", 2 * i + 1), format!("t/x{}", 2 * i + 2));
-        g.layernorm(&x, d, mt, Some(&format!("t/ada/{i}")), "t/h");
+        g.layernorm(&x, d, mt, Some(&ada_name(slot, i)), "t/h");
         let (k, v, mask, n) = match b.kind {
             BlockKind::SelfAttn => {
                 // Q, K and V all read h: one program (and one for the ends).

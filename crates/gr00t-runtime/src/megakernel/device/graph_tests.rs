@@ -188,13 +188,14 @@ fn full_size_block(grid: Option<[usize; 2]>) -> u64 {
     assert_eq!(ran, planned.iter().map(sizes).collect::<Vec<_>>());
     // The observation's K and V: one program for both and their ends (the attention reader
     // splits the heads).
-    assert_eq!(before_step.programs, 2 * step.programs + 1);
+    // Before the steps: the observation's K/V and the timestep's AdaLN rows, a program each.
+    assert_eq!(before_step.programs, 2 * step.programs + 2);
     assert_eq!(replayed.programs, step.programs);
     let m = dims.sa_tokens;
     assert_eq!(step.device_to_host_bytes, (m * d * 4) as u64);
-    // In: the stream and SiLU(temb), and the task tables the worker wrote to the device for the
+    // In: the stream (SiLU(temb) went in with the timestep), and the task tables the worker wrote for the
     // step's program (this first step's; a step whose tables are already there sends none).
-    let inputs = ((m + 1) * d * 4) as u64;
+    let inputs = (m * d * 4) as u64;
     let tables = step.host_to_device_bytes - inputs.min(step.host_to_device_bytes);
     eprintln!("  the step's task tables: {tables} B");
     assert!(

@@ -1,7 +1,7 @@
-//! The step graph kept by the worker and replayed (`op_replay`), on the simulated p150a: every
-//! step after the first sends only its inputs, across forwards and observations of one context
-//! length; an observation of another length re-allocates the cross K/V, so its step is built
-//! and kept again. Every step gives the emulator's result.
+//! The step graphs kept by the worker and replayed (`op_replay`), on the simulated p150a: a
+//! timestep's step, once built, sends only its tokens, across forwards and observations of one
+//! context length; an observation of another length re-allocates the cross K/V, so its step is
+//! built and kept again. Every step gives the emulator's result.
 
 use tt_blackhole::ArenaDtype;
 use tt_blackhole::device::{DitDevice, DitStepInputs};
@@ -33,25 +33,29 @@ fn sim_steps_replay_the_kept_graph() {
     let mut seed = 23u64;
     let mut draw = |n: usize| (0..n).map(|_| rand(&mut seed)).collect::<Vec<f32>>();
     let (ctx_a, ctx_b, ctx_c) = (draw(20 * cross), draw(20 * cross), draw(28 * cross));
-    // (what, context, text rows, then the steps built and replayed so far)
-    let cases: [(&str, &[f32], usize, u64, u64); 6] = [
-        ("the first step", &ctx_a, 8, 1, 0),
-        ("the next step", &ctx_a, 8, 1, 1),
-        ("a later forward, same observation", &ctx_a, 8, 1, 2),
-        ("another observation of the same length", &ctx_b, 8, 1, 3),
+    // A forward's timesteps are the same every forward: two of them here.
+    let tembs = [draw(d), draw(d)];
+    // (what, context, text rows, timestep, then the steps built and replayed so far)
+    type Case<'a> = (&'a str, &'a [f32], usize, usize, u64, u64);
+    let cases: [Case<'_>; 7] = [
+        ("the first step", &ctx_a, 8, 0, 1, 0),
+        ("the next step, another timestep", &ctx_a, 8, 1, 2, 0),
+        ("a later forward, same observation", &ctx_a, 8, 0, 2, 1),
+        ("its next step", &ctx_a, 8, 1, 2, 2),
+        ("another observation of the same length", &ctx_b, 8, 0, 2, 3),
         // The worker refuses the replay (a tensor its programs name is gone) and the step's
         // graph goes whole again.
-        ("a tensor of the kept graph released", &ctx_b, 8, 2, 3),
-        ("an observation of another length", &ctx_c, 12, 3, 3),
+        ("a tensor of the kept graph released", &ctx_b, 8, 1, 3, 3),
+        ("an observation of another length", &ctx_c, 12, 0, 4, 3),
     ];
     let mut sim_dev = sim.executor().unwrap().device;
     let mut emu_dev = emu.executor().unwrap().device;
-    for (i, (case, context, text, built, replayed)) in cases.into_iter().enumerate() {
+    for (i, (case, context, text, ts, built, replayed)) in cases.into_iter().enumerate() {
         if i == 2 {
-            // A new forward: the kept graph is the device's, not the forward's.
+            // A new forward: the kept graphs and the timesteps are the device's, not the forward's.
             sim_dev = sim.executor().unwrap().device;
         }
-        if i == 4 {
+        if i == 5 {
             let dev = sim.device().unwrap();
             dev.raw_call(&serde_json::json!({"op": "free", "name": "t/h"}), &[])
                 .unwrap();
@@ -59,10 +63,10 @@ fn sim_steps_replay_the_kept_graph() {
         let ctx = context.len() / cross;
         let image_mask: Vec<bool> = (0..ctx).map(|r| r >= text).collect();
         let text_mask: Vec<bool> = image_mask.iter().map(|m| !m).collect();
-        let (tokens, temb) = (draw(dims.sa_tokens * d), draw(d));
+        let (tokens, temb) = (draw(dims.sa_tokens * d), &tembs[ts]);
         let inputs = DitStepInputs {
             tokens: &tokens,
-            temb: &temb,
+            temb,
             context,
             text_mask: &text_mask,
             image_mask: &image_mask,
@@ -92,9 +96,10 @@ fn sim_steps_replay_the_kept_graph() {
             (built, replayed),
             "{case}: steps (built, replayed)"
         );
-        if i == 1 {
-            // A replay writes the step's inputs and nothing else: no task table, no graph.
-            let inputs = (tokens.len() + temb.len()) * 4;
+        if i == 3 {
+            // A replay writes the step's tokens and nothing else: no task table, no graph, no
+            // timestep (its AdaLN rows are on the device).
+            let inputs = tokens.len() * 4;
             assert_eq!(
                 moved.host_to_device_bytes, inputs as u64,
                 "{case}: {moved:?}"

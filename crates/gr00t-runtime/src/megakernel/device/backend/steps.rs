@@ -8,22 +8,43 @@ use std::time::Instant;
 use serde_json::{Value, json};
 use tt_blackhole::device::{DitRunError, DitStepInputs};
 
-use super::super::graph::{CrossKeys, observation_graph, step_graph, step_inputs};
+use super::super::graph::{CrossKeys, ada_graph, observation_graph, step_graph, step_inputs};
 use super::{DeviceSteps, lock};
 
-/// The name the worker keeps the step graph under.
-const STEP_GRAPH: &str = "step";
+/// How many timesteps' AdaLN rows the device keeps (a forward has `num_inference_timesteps`
+/// of them, 4 in N1.6); past that, the oldest slot is computed again for the new one.
+pub(in super::super) const TIMESTEP_SLOTS: usize = 8;
 
-/// The step graph the worker keeps (`op_replay`), and what it was built for: a step's graph
-/// depends on the device's weights and grid (fixed for a [`super::TtDevice`]), the observation's
-/// key counts (the plan is cut for its context length) and the step's tokens, nothing else.
-#[derive(Clone)]
+/// A step graph the worker keeps (`op_replay`, under `step/{slot}`), and what it was built
+/// for: a step's graph depends on the device's weights and grid (fixed for a
+/// [`super::TtDevice`]), the observation's key counts (the plan is cut for its context length),
+/// the step's tokens and the slot of its timestep's AdaLN rows, nothing else.
+#[derive(Clone, PartialEq)]
 pub(in super::super) struct KeptStep {
     worker: u32,
     keys: CrossKeys,
     tokens: usize,
+    slot: usize,
     steps: usize,
     programs: usize,
+}
+
+/// The timesteps whose AdaLN rows are on the device: each slot's SiLU(temb) (bf16 values), on
+/// which worker.
+#[derive(Default)]
+pub(in super::super) struct Timesteps {
+    worker: u32,
+    slots: Vec<Vec<f32>>,
+    next: usize,
+}
+
+/// SiLU(temb), packed to bf16, as the emulator computes it.
+fn silu_bf16(temb: &[f32]) -> Vec<f32> {
+    let mut act = temb.to_vec();
+    crate::cpu::norms::silu(&mut act);
+    act.iter_mut()
+        .for_each(|v| *v = tt_blackhole::bf16::round_to_bf16(*v));
+    act
 }
 
 /// What the cross K/V on the device were computed from, and on which worker (a reopened
@@ -88,13 +109,46 @@ impl DeviceSteps<'_> {
         Ok(keys)
     }
 
-    /// One step: the tokens and SiLU(temb) in, the stream after the last block out. The
-    /// step's graph goes to the worker whole once and is kept there; later steps replay it
-    /// (`GR00T_MK_REPLAY=0`: every step sends its graph whole, as before the replays).
+    /// The step's timestep on the device: its AdaLN rows computed there ([`ada_graph`]) once
+    /// per SiLU(temb) and worker, outside the steps. Answers their slot.
+    pub(super) fn ensure_timestep(&self, temb: &[f32]) -> Result<usize, DitRunError> {
+        let act = silu_bf16(temb);
+        let worker = self.dev.reopened();
+        let mut t = lock(&self.dev.timesteps);
+        if t.worker != worker {
+            *t = Timesteps {
+                worker,
+                ..Timesteps::default()
+            };
+        }
+        if let Some(slot) = t.slots.iter().position(|s| *s == act) {
+            return Ok(slot);
+        }
+        let slot = if t.slots.len() < TIMESTEP_SLOTS {
+            t.slots.push(Vec::new());
+            t.slots.len() - 1
+        } else {
+            let oldest = t.next;
+            t.next = (oldest + 1) % TIMESTEP_SLOTS;
+            oldest
+        };
+        t.slots[slot].clear(); // no timestep's until its graph has run
+        let (g, up) = ada_graph(self.dev, &self.plan, self.weights, &act, slot)?;
+        let (request, _) = g.request(&up, &[], None)?;
+        self.dev.call(&request, &up.bytes())?;
+        t.slots[slot] = act;
+        Ok(slot)
+    }
+
+    /// One step: the tokens in, the stream after the last block out, the AdaLN rows of the
+    /// timestep in `slot` read on the device. The step's graph goes to the worker whole once
+    /// per slot and is kept there; later steps replay it (`GR00T_MK_REPLAY=0`: every step
+    /// sends its graph whole, as before the replays).
     pub(super) fn run_step_graph(
         &self,
         inp: &DitStepInputs<'_>,
         keys: CrossKeys,
+        slot: usize,
     ) -> Result<Vec<f32>, DitRunError> {
         let t0 = Instant::now();
         let dims = &self.plan.dims;
@@ -106,18 +160,17 @@ impl DeviceSteps<'_> {
                 inp.temb.len()
             )));
         }
-        // SiLU(temb) on the host, packed to bf16, as the emulator does it.
-        let mut act = inp.temb.to_vec();
-        crate::cpu::norms::silu(&mut act);
-        act.iter_mut()
-            .for_each(|v| *v = tt_blackhole::bf16::round_to_bf16(*v));
         let replays = std::env::var("GR00T_MK_REPLAY").as_deref() != Ok("0");
-        let kept = lock(&self.dev.kept_step).clone().filter(|k| {
-            replays && k.worker == self.dev.reopened() && k.keys == keys && k.tokens == m
-        });
+        let name = format!("step/{slot}");
+        let worker = self.dev.reopened();
+        let kept = lock(&self.dev.kept_steps)
+            .iter()
+            .find(|k| k.worker == worker && k.keys == keys && k.tokens == m && k.slot == slot)
+            .cloned()
+            .filter(|_| replays);
         if let Some(k) = kept {
-            let up = step_inputs(d, inp.tokens, &act);
-            let request = json!({"op": "replay", "name": STEP_GRAPH, "inputs": up.specs()});
+            let up = step_inputs(d, inp.tokens);
+            let request = json!({"op": "replay", "name": name, "inputs": up.specs()});
             let build = t0.elapsed();
             let (ans, back) = self.dev.call(&request, &up.bytes())?;
             if ans["replayed"] == true {
@@ -127,21 +180,24 @@ impl DeviceSteps<'_> {
             }
             // The worker no longer holds it as it was (another graph re-allocated one of its
             // tensors: a context of another length): the graph goes whole again, kept anew.
-            *lock(&self.dev.kept_step) = None;
+            lock(&self.dev.kept_steps).retain(|x| *x != k);
         }
-        let (g, up, out) = step_graph(self.dev, &self.plan, self.weights, inp.tokens, &act, keys)?;
+        let (g, up, out) = step_graph(self.dev, &self.plan, self.weights, inp.tokens, slot, keys)?;
         let steps = g.steps();
-        let keep = replays.then_some(STEP_GRAPH);
+        let keep = replays.then_some(name.as_str());
         let (request, programs) = g.request(&up, &[(&out, m, d)], keep)?;
         let build = t0.elapsed();
         let (ans, back) = self.dev.call(&request, &up.bytes())?;
         check_ran(&ans, steps, programs)?;
         lock(&self.dev.times).built.add(build, &ans);
         if replays {
-            *lock(&self.dev.kept_step) = Some(KeptStep {
-                worker: self.dev.reopened(),
+            let mut kept = lock(&self.dev.kept_steps);
+            kept.retain(|k| k.worker == worker && k.slot != slot);
+            kept.push(KeptStep {
+                worker,
                 keys,
                 tokens: m,
+                slot,
                 steps,
                 programs,
             });
