@@ -6,8 +6,10 @@
 //! * A denoising step runs on the device whole (`super::graph`): one exchange per step runs
 //!   every block's programs over device tensors (matmuls from the arena as the plan splits
 //!   them, the K pieces summed on the device, LayerNorm/AdaLN, attention, GELU, residual adds
-//!   with our SFPU library), so only the step's tokens and SiLU(temb) go in and the stream
-//!   after the last block comes back. The cross blocks' K/V are computed once per observation
+//!   with our SFPU library), so only the step's tokens go in and the stream after the last
+//!   block comes back. The cross blocks' K/V are computed once per observation, every block's
+//!   AdaLN rows once per timestep and device (SiLU(temb) goes in with them), and the worker
+//!   keeps each step's graph for the next step with that timestep to replay
 //!   ([`SfpuPlacement::Device`]). [`TtDevice::matmul_raw`] (one matmul, partials read back) is
 //!   kept for the matmul tests.
 //! * Every exchange is counted where it happens ([`TtDevice::stats`]: programs, bytes each way,

@@ -1,8 +1,8 @@
 //! The DiT blocks on the device with their activations kept there: a denoising step is one
 //! worker exchange (`op: graph`) that runs every block's programs back to back over named
-//! device tensors, the residual stream included, so only the step's tokens and SiLU(temb) go
-//! in and the last block's stream comes back. The worker keeps the step's graph, and later steps
-//! replay it with their inputs alone (`backend/steps.rs`, docs/blackhole.md §14).
+//! device tensors, the residual stream included, so only the step's tokens go in and the last
+//! block's stream comes back. The worker keeps the step's graph, and later steps replay it with
+//! their tokens alone (`backend/steps.rs`, docs/blackhole.md §14–15).
 //!
 //! A matmul and its end (`kernels/bias_act_rows.cpp`: the K pieces summed, the bias, bf16, GELU
 //! or the residual add) are one program, and so is the LayerNorm or attention before it when it

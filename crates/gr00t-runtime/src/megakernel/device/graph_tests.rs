@@ -37,12 +37,12 @@ fn sim_full_size_blocks_on_device_match_emulator() {
     // own) and 5 before that (the AdaLN, then LayerNorm with Q, attention with the output
     // projection, LayerNorm with FF-up, FF-down, each matmul's end and the LayerNorm or attention
     // that makes its input in its program behind semaphores). The matmuls run on the plan's 96
-    // cores; every other phase on the cores of its group (the AdaLN's end, the AdaLN LayerNorm,
+    // cores; every other phase on the cores of its group (the AdaLN LayerNorm,
     // Q's end, the text attention, the residual ends, the plain LayerNorm, FF-up's GELU end),
     // each group's cores doing their share of each of its phases in turn (docs/blackhole.md §12).
     // Its K/V are the observation's, not the step's; the head split and merge and the AdaLN
-    // split ride in the readers and writers, the residual adds in the matmul ends; the stream and
-    // SiLU(temb) in, the stream out.
+    // split ride in the readers and writers, the residual adds in the matmul ends; the stream in
+    // (the AdaLN rows are the timestep's, computed before), the stream out.
     assert_eq!(full_size_block(None), 1);
 }
 
