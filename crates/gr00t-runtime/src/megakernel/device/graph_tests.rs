@@ -18,13 +18,7 @@ use crate::megakernel::{CheckpointTensors, Emulator, dit_dims};
 use crate::model::dit::{BlockKind, DitWeights};
 use crate::weights::{DType, RandomWeights};
 
-/// A deterministic uniform value in [-1, 1).
-fn rand(seed: &mut u64) -> f32 {
-    *seed = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-}
+use super::tests::rand;
 
 /// Block 0 (cross-attention to the text keys) at full size, one step through the device graph
 /// vs the emulator's `run_step`: PCC ≥ 0.9999 and the largest

@@ -14,13 +14,7 @@ use crate::cpu::norms::gelu_tanh;
 use crate::megakernel::emulator::{finish_matmul, norm_from_partials};
 use crate::megakernel::tests::pcc;
 
-/// A deterministic uniform value in [-1, 1).
-fn rand(seed: &mut u64) -> f32 {
-    *seed = seed
-        .wrapping_mul(6364136223846793005)
-        .wrapping_add(1442695040888963407);
-    ((*seed >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-}
+use super::tests::rand;
 
 #[test]
 #[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]

@@ -296,8 +296,8 @@ fn sim_arena_upload_reads_back_identical() {
     );
 }
 
-/// A deterministic uniform value in [-1, 1).
-fn rand(seed: &mut u64) -> f32 {
+/// A deterministic uniform value in [-1, 1) (every device test's inputs).
+pub(super) fn rand(seed: &mut u64) -> f32 {
     *seed = seed
         .wrapping_mul(6364136223846793005)
         .wrapping_add(1442695040888963407);
