@@ -38,6 +38,41 @@ pub(in super::super) struct Timesteps {
     next: usize,
 }
 
+impl Timesteps {
+    /// The slot for `act` (SiLU(temb)) on `worker`, and whether its rows must be computed: a
+    /// timestep already there keeps its slot; a new one takes an empty slot (one whose graph
+    /// failed), else a new slot up to [`TIMESTEP_SLOTS`], else the oldest in turn. A slot holds no timestep until
+    /// [`Timesteps::computed`] says its graph ran.
+    fn slot_for(&mut self, worker: u32, act: &[f32]) -> (usize, bool) {
+        if self.worker != worker {
+            *self = Timesteps {
+                worker,
+                ..Timesteps::default()
+            };
+        }
+        if let Some(slot) = self.slots.iter().position(|s| s == act) {
+            return (slot, false);
+        }
+        let slot = if let Some(empty) = self.slots.iter().position(Vec::is_empty) {
+            empty
+        } else if self.slots.len() < TIMESTEP_SLOTS {
+            self.slots.push(Vec::new());
+            self.slots.len() - 1
+        } else {
+            let oldest = self.next;
+            self.next = (oldest + 1) % TIMESTEP_SLOTS;
+            oldest
+        };
+        self.slots[slot].clear();
+        (slot, true)
+    }
+
+    /// The rows of `act` are in `slot` now.
+    fn computed(&mut self, slot: usize, act: Vec<f32>) {
+        self.slots[slot] = act;
+    }
+}
+
 /// SiLU(temb), packed to bf16, as the emulator computes it.
 fn silu_bf16(temb: &[f32]) -> Vec<f32> {
     let mut act = temb.to_vec();
@@ -113,30 +148,14 @@ impl DeviceSteps<'_> {
     /// per SiLU(temb) and worker, outside the steps. Answers their slot.
     pub(super) fn ensure_timestep(&self, temb: &[f32]) -> Result<usize, DitRunError> {
         let act = silu_bf16(temb);
-        let worker = self.dev.reopened();
         let mut t = lock(&self.dev.timesteps);
-        if t.worker != worker {
-            *t = Timesteps {
-                worker,
-                ..Timesteps::default()
-            };
+        let (slot, new) = t.slot_for(self.dev.reopened(), &act);
+        if new {
+            let (g, up) = ada_graph(self.dev, &self.plan, self.weights, &act, slot)?;
+            let (request, _) = g.request(&up, &[], None)?;
+            self.dev.call(&request, &up.bytes())?;
+            t.computed(slot, act);
         }
-        if let Some(slot) = t.slots.iter().position(|s| *s == act) {
-            return Ok(slot);
-        }
-        let slot = if t.slots.len() < TIMESTEP_SLOTS {
-            t.slots.push(Vec::new());
-            t.slots.len() - 1
-        } else {
-            let oldest = t.next;
-            t.next = (oldest + 1) % TIMESTEP_SLOTS;
-            oldest
-        };
-        t.slots[slot].clear(); // no timestep's until its graph has run
-        let (g, up) = ada_graph(self.dev, &self.plan, self.weights, &act, slot)?;
-        let (request, _) = g.request(&up, &[], None)?;
-        self.dev.call(&request, &up.bytes())?;
-        t.slots[slot] = act;
         Ok(slot)
     }
 
@@ -232,4 +251,38 @@ fn stream_of(back: &[u8], values: usize) -> Result<Vec<f32>, DitRunError> {
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{TIMESTEP_SLOTS, Timesteps};
+
+    /// A forward's timesteps take a slot each and keep it; past the slots the oldest is
+    /// recycled; a slot whose graph failed holds nothing; a new worker starts empty.
+    #[test]
+    fn timesteps_keep_their_slots() {
+        let mut t = Timesteps::default();
+        let act = |k: usize| vec![k as f32; 4];
+        for k in 0..4 {
+            assert_eq!(t.slot_for(0, &act(k)), (k, true));
+            t.computed(k, act(k));
+        }
+        for k in 0..4 {
+            assert_eq!(t.slot_for(0, &act(k)), (k, false), "timestep {k} again");
+        }
+        // A graph that failed: its slot is empty, computed again next time.
+        assert_eq!(t.slot_for(0, &act(4)), (4, true));
+        assert_eq!(t.slot_for(0, &act(4)), (4, true));
+        t.computed(4, act(4));
+        for k in 5..TIMESTEP_SLOTS {
+            assert_eq!(t.slot_for(0, &act(k)), (k, true));
+            t.computed(k, act(k));
+        }
+        // The slots are full: the next new timestep takes the oldest slot, 0.
+        assert_eq!(t.slot_for(0, &act(99)), (0, true));
+        t.computed(0, act(99));
+        assert_eq!(t.slot_for(0, &act(0)), (1, true), "timestep 0 was recycled");
+        // Another worker holds none of them.
+        assert_eq!(t.slot_for(1, &act(99)), (0, true));
+    }
 }
