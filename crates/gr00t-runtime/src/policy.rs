@@ -65,6 +65,12 @@ pub trait DeviceSupervision: Send + Sync {
     fn stats(&self) -> Option<crate::megakernel::counters::DeviceStats> {
         None
     }
+    /// The host's share of the denoising steps since the device opened, as JSON: the steps
+    /// whose graph went to the device's worker whole (`built`) and those it replayed
+    /// (`replayed`); `None` for a device without a worker.
+    fn step_host(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// A device's state, as `/health` reports it.

@@ -107,18 +107,25 @@ impl Runtime {
     /// show it: `null` for a backend without a device (CPU reference, emulator); for a device,
     /// the last finished forward's counts (`programs_per_step`, `host_to_device_bytes_per_step`,
     /// `device_to_host_bytes_per_step`, `steps`, each step, the forward, the totals since the
-    /// device opened), or `{"forwards": 0, "note": ...}` before the first forward.
+    /// device opened), or `{"forwards": 0, "note": ...}` before the first forward; and under
+    /// `step_host` the host's share of the steps since the device opened, those whose graph
+    /// was sent whole (`built`: a timestep or context the worker did not hold yet) and those
+    /// the worker replayed (`replayed`: only the tokens sent).
     pub fn device_stats(&self) -> serde_json::Value {
         let Some(dev) = self.policy.device() else {
             return serde_json::Value::Null;
         };
-        match dev.stats() {
+        let mut v = match dev.stats() {
             Some(s) => serde_json::to_value(s).unwrap_or(serde_json::Value::Null),
             None => serde_json::json!({
                 "forwards": 0,
                 "note": "no forward has finished on the device yet: the counts come after the first",
             }),
+        };
+        if let Some(host) = dev.step_host() {
+            v["step_host"] = host;
         }
+        v
     }
 
     /// Parse and run one `/predict` body.

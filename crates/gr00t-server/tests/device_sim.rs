@@ -247,11 +247,32 @@ fn sim_serve_boot_runs_the_warmup_gate() {
         "served boot with the warm-up gate on the simulator: {:.1} s; {ready}",
         t.elapsed().as_secs_f64()
     );
+    // A request after the warm-up: its steps replay the step graphs the warm-up left on the
+    // worker (the same timesteps, the same context length), only the tokens sent.
+    let body = serde_json::to_vec(&case1_request()).unwrap();
+    let (code, _, pred) = http_within(port, "POST", "/predict", &body, Duration::from_secs(300));
+    assert_eq!(code, 200, "{pred}");
+    let p = pcc(&flat(&pred["actions"]), &flat(&case1_expected()["actions"]));
+    assert!(p >= 0.999, "PCC vs the f32 golden after the warm-up {p}");
     let (code, v) = http(port, "GET", "/info", b"");
     let _ = child.kill();
     let _ = child.wait();
     std::fs::remove_dir_all(&demo).unwrap();
     assert_eq!(code, 200);
+    let host = &v["device"]["step_host"];
+    eprintln!("/info device.step_host after the warm-up and one request: {host}");
+    let steps = v["device"]["steps"].as_u64().unwrap();
+    assert_eq!(host["built"]["steps"], steps, "{host}");
+    assert_eq!(host["replayed"]["steps"], steps, "{host}");
+    assert!(
+        host["replayed"]["request_bytes_per_step"].as_u64().unwrap() < 1024,
+        "{host}"
+    );
+    assert_eq!(
+        v["device"]["per_step"][0]["host_to_device_bytes"],
+        v["device"]["per_step"][1]["host_to_device_bytes"],
+        "{v}"
+    );
     assert_eq!(v["backend"], "megakernel-sim", "{v}");
     assert_eq!(v["stage"], "stage2-megakernel-sim-devicestep", "{v}");
     let p = v["warmup_pcc"].as_f64().expect("the warm-up gate ran");

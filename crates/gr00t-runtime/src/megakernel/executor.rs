@@ -440,6 +440,18 @@ impl DeviceSupervision for MegakernelPolicy {
         }
         None
     }
+
+    fn step_host(&self) -> Option<serde_json::Value> {
+        #[cfg(feature = "device")]
+        if let Some(dev) = &self.device {
+            let t = dev.times();
+            return Some(serde_json::json!({
+                "built": t.built.to_json(),
+                "replayed": t.replayed.to_json(),
+            }));
+        }
+        None
+    }
 }
 
 /// A revision string for a checkpoint directory: SHA-256 over every `*.safetensors` file's

@@ -108,6 +108,32 @@ pub struct StepHost {
 }
 
 impl StepHost {
+    /// As `/info` and `predict --stats-json` show it (under `device.step_host`): the steps, the
+    /// runtime's and the worker's host time in milliseconds (totals and per step), the request
+    /// bytes (total and per step).
+    pub fn to_json(&self) -> serde_json::Value {
+        let per = |x: f64| {
+            if self.steps == 0 {
+                0.0
+            } else {
+                x / self.steps as f64
+            }
+        };
+        let (build, worker) = (
+            self.build.as_secs_f64() * 1e3,
+            self.worker.as_secs_f64() * 1e3,
+        );
+        json!({
+            "steps": self.steps,
+            "runtime_ms": build,
+            "worker_ms": worker,
+            "request_bytes": self.request_bytes,
+            "runtime_ms_per_step": per(build),
+            "worker_ms_per_step": per(worker),
+            "request_bytes_per_step": per(self.request_bytes as f64).round() as u64,
+        })
+    }
+
     fn add(&mut self, build: Duration, ans: &serde_json::Value) {
         self.steps += 1;
         self.build += build;
