@@ -444,11 +444,7 @@ impl DeviceSupervision for MegakernelPolicy {
     fn step_host(&self) -> Option<serde_json::Value> {
         #[cfg(feature = "device")]
         if let Some(dev) = &self.device {
-            let t = dev.times();
-            return Some(serde_json::json!({
-                "built": t.built.to_json(),
-                "replayed": t.replayed.to_json(),
-            }));
+            return Some(dev.times().step_host_json());
         }
         None
     }
