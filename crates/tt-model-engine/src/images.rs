@@ -45,21 +45,35 @@ impl ImageFacts {
             .unwrap_or_else(|| self.id.clone())
     }
 
-    /// [`ImageFacts::pinned_ref`] for the image pulled as `reference`: the registry digest of
-    /// that repository when the image has one (an image pushed to several repositories has a
-    /// digest for each), else the first registry digest, else the local id.
-    pub fn pinned_ref_for(&self, reference: &str) -> String {
+    /// The registry digest (`repo@sha256:…`) this image has in the repository `reference`
+    /// names (its tag or digest ignored; `docker.io/library/` spelled or not), if any: an
+    /// image pushed to or pulled from several repositories has one digest for each, and only
+    /// the one of the repository asked about pins that reference.
+    pub fn digest_in_repository_of(&self, reference: &str) -> Option<&str> {
         let target = crate::pull::pull_target(reference);
-        let repository = target
+        let wanted = target
             .from_image
             .split_once('@')
             .map_or(target.from_image.as_str(), |(r, _)| r);
+        let wanted = familiar_repository(wanted);
         self.repo_digests
             .iter()
-            .find(|d| d.split_once('@').is_some_and(|(r, _)| r == repository))
-            .cloned()
-            .unwrap_or_else(|| self.pinned_ref())
+            .find(|d| {
+                d.split_once('@')
+                    .is_some_and(|(r, _)| familiar_repository(r) == wanted)
+            })
+            .map(String::as_str)
     }
+}
+
+/// A Docker Hub repository as the engine lists it (`busybox`, `org/app`): `docker.io/` and
+/// `library/` dropped, so that a reference spelled in full matches the engine's short form.
+fn familiar_repository(repository: &str) -> &str {
+    let short = repository
+        .strip_prefix("docker.io/")
+        .or_else(|| repository.strip_prefix("index.docker.io/"))
+        .unwrap_or(repository);
+    short.strip_prefix("library/").unwrap_or(short)
 }
 
 /// The loaded image compared with the build a package records.
@@ -273,12 +287,33 @@ mod tests {
             repo_digests: vec!["r/x@sha256:aa".into(), "h:5/t/b@sha256:bb".into()],
             ..pushed
         };
-        assert_eq!(both.pinned_ref_for("h:5/t/b:v1"), "h:5/t/b@sha256:bb");
-        assert_eq!(both.pinned_ref_for("r/x"), "r/x@sha256:aa");
         assert_eq!(
-            both.pinned_ref_for("other:1"),
-            "r/x@sha256:aa",
-            "no digest of that repository: the first one"
+            both.digest_in_repository_of("h:5/t/b:v1"),
+            Some("h:5/t/b@sha256:bb")
+        );
+        assert_eq!(both.digest_in_repository_of("r/x"), Some("r/x@sha256:aa"));
+        assert_eq!(
+            both.digest_in_repository_of("h:5/t/b@sha256:cc"),
+            Some("h:5/t/b@sha256:bb"),
+            "a reference by digest names its repository too"
+        );
+        assert_eq!(
+            both.digest_in_repository_of("other:1"),
+            None,
+            "another repository's digest never pins this one"
+        );
+        assert_eq!(
+            both.digest_in_repository_of("h:5/t/bb:v1"),
+            None,
+            "a repository whose name only starts the same is another one"
+        );
+        let hub = ImageFacts {
+            repo_digests: vec!["busybox@sha256:dd".into()],
+            ..ImageFacts::default()
+        };
+        assert_eq!(
+            hub.digest_in_repository_of("docker.io/library/busybox:1.36"),
+            Some("busybox@sha256:dd")
         );
     }
 }

@@ -3,7 +3,8 @@ use super::*;
 const EPOCH: u64 = 1_700_000_000;
 
 /// A layer as the daemon writes one: ustar headers with user names, a directory, a file, a
-/// symlink, a long name (GNU extension) and a PAX header carrying times and an xattr.
+/// symlink, a long name (GNU extension) and a PAX header carrying every record the
+/// normalisation drops (`atime`, `ctime`, `uname`, `gname`), a time and an xattr.
 fn layer(build_time: u64) -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());
     let mut dir = tar::Header::new_ustar();
@@ -19,7 +20,9 @@ fn layer(build_time: u64) -> Vec<u8> {
     b.append_pax_extensions([
         ("mtime", format!("{build_time}.123456").as_bytes()),
         ("atime", format!("{build_time}").as_bytes()),
+        ("ctime", format!("{build_time}.5").as_bytes()),
         ("uname", b"builder".as_slice()),
+        ("gname", b"builders".as_slice()),
         ("SCHILY.xattr.security.capability", b"\x01\x00".as_slice()),
     ])
     .unwrap();
@@ -178,4 +181,23 @@ fn numbers_parse_in_octal_and_base_256() {
     big[10] = 1;
     assert_eq!(parse_numeric(&big), Ok(257));
     assert!(parse_numeric(b"9\0").is_err());
+}
+
+#[test]
+fn each_host_or_time_record_is_dropped_from_a_pax_header() {
+    // One at a time, so that keeping any one of them is seen on its own.
+    for key in ["atime", "ctime", "uname", "gname"] {
+        let mut data = Vec::new();
+        push_record(&mut data, b"path", b"opt/a");
+        push_record(&mut data, key.as_bytes(), b"1700000123.25");
+        push_record(&mut data, b"SCHILY.xattr.user.k", b"v");
+        let mut kept = Vec::new();
+        push_record(&mut kept, b"path", b"opt/a");
+        push_record(&mut kept, b"SCHILY.xattr.user.k", b"v");
+        assert_eq!(
+            normalize_pax(&data, EPOCH).unwrap(),
+            kept,
+            "the `{key}` record is dropped"
+        );
+    }
 }

@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use tt_model_engine::images::ImageFacts;
 use tt_model_engine::oneshot::OneShot;
 use tt_model_engine::pull::PullProgress;
 
@@ -38,8 +39,7 @@ impl PullPolicy {
 pub const OPENMPI_DIR: &str = "/opt/openmpi-v5.0.7-ulfm";
 
 /// Makes sure `reference` is in the engine, pulling it as the policy says (with byte progress
-/// as events), and returns its pinned reference: the registry digest it was pulled by, else
-/// the local image id.
+/// as events), and returns its pinned reference ([`pin_of`]).
 pub(super) async fn pin_base(
     reference: &str,
     run: &mut Run<'_, '_>,
@@ -53,7 +53,7 @@ pub(super) async fn pin_base(
         (PullPolicy::Always, _) | (PullPolicy::Missing, None) => true,
         (PullPolicy::Never | PullPolicy::Missing, Some(_)) => false,
     };
-    let facts = if pull {
+    let facts: ImageFacts = if pull {
         let started = Instant::now();
         let client = run.client;
         let credentials = &run.options.credentials;
@@ -98,7 +98,31 @@ pub(super) async fn pin_base(
     } else {
         present.expect("checked above")
     };
-    Ok(facts.pinned_ref_for(reference))
+    pin_of(&facts, reference, pull).map_err(|answer| PackageError::BaseImagePull {
+        reference: reference.to_string(),
+        answer,
+    })
+}
+
+/// The pin recorded for the base `reference`. A pulled image is pinned by the digest the
+/// engine lists for the repository it was pulled from: never the local id (which no
+/// registry serves) and never another repository's digest (the same image pushed elsewhere
+/// says nothing of what this reference resolves to). An image the engine already had is
+/// pinned by that repository's digest when it has one, else by its local id. The error
+/// (a pulled image without its repository's digest) is the answer to report.
+pub(super) fn pin_of(facts: &ImageFacts, reference: &str, pulled: bool) -> Result<String, String> {
+    match facts.digest_in_repository_of(reference) {
+        Some(digest) => Ok(digest.to_string()),
+        None if pulled => Err(format!(
+            "the pull finished but the engine lists no registry digest of that repository for it (it lists {})",
+            if facts.repo_digests.is_empty() {
+                "none".to_string()
+            } else {
+                facts.repo_digests.join(", ")
+            }
+        )),
+        None => Ok(facts.id.clone()),
+    }
 }
 
 /// The provenance record of a base: the reference as named, `@` the digest it was pinned to
@@ -144,7 +168,61 @@ pub(super) async fn base_has_openmpi(
 
 #[cfg(test)]
 mod tests {
-    use super::recorded;
+    use super::{pin_of, recorded};
+    use tt_model_engine::images::ImageFacts;
+
+    /// An image as the engine lists one after a pull: the pulled repository's digest second,
+    /// so that the first digest of any repository is the wrong answer.
+    fn pulled_image() -> ImageFacts {
+        ImageFacts {
+            id: "sha256:1d1d".into(),
+            repo_tags: vec!["127.0.0.1:5000/tt/base:v1".into(), "mirror/base:v1".into()],
+            repo_digests: vec![
+                "mirror/base@sha256:aaaa".into(),
+                "127.0.0.1:5000/tt/base@sha256:bbbb".into(),
+            ],
+            ..ImageFacts::default()
+        }
+    }
+
+    #[test]
+    fn a_pulled_base_is_pinned_by_its_own_repositorys_digest() {
+        let facts = pulled_image();
+        assert_eq!(
+            pin_of(&facts, "127.0.0.1:5000/tt/base:v1", true).unwrap(),
+            "127.0.0.1:5000/tt/base@sha256:bbbb",
+            "not the first digest listed, not the local id"
+        );
+        assert_eq!(
+            pin_of(&facts, "mirror/base:v1", true).unwrap(),
+            "mirror/base@sha256:aaaa"
+        );
+    }
+
+    #[test]
+    fn a_pulled_base_without_its_repositorys_digest_is_refused_not_pinned_by_another() {
+        let mut facts = pulled_image();
+        facts.repo_digests.retain(|d| d.starts_with("mirror/"));
+        let answer = pin_of(&facts, "127.0.0.1:5000/tt/base:v1", true).unwrap_err();
+        assert!(answer.contains("mirror/base@sha256:aaaa"), "{answer}");
+        facts.repo_digests.clear();
+        assert!(pin_of(&facts, "127.0.0.1:5000/tt/base:v1", true).is_err());
+    }
+
+    #[test]
+    fn a_local_base_is_pinned_by_its_id_unless_its_repository_has_a_digest() {
+        let mut facts = pulled_image();
+        assert_eq!(
+            pin_of(&facts, "local/busybox:tt-model", false).unwrap(),
+            "sha256:1d1d",
+            "another repository's digest does not pin a local tag"
+        );
+        facts.repo_digests.push("local/busybox@sha256:cccc".into());
+        assert_eq!(
+            pin_of(&facts, "local/busybox:tt-model", false).unwrap(),
+            "local/busybox@sha256:cccc"
+        );
+    }
 
     #[test]
     fn the_record_names_the_reference_and_one_digest() {

@@ -40,3 +40,5 @@ mod rows_tests;
 mod sfpu_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod worker_replay_tests;

@@ -36,7 +36,7 @@ pub(super) fn require_simulator(test: &str) {
 }
 
 /// `python3` on `PATH` (scripts/setup.sh installs it): the stand-in workers run on it.
-fn system_python() -> String {
+pub(super) fn system_python() -> String {
     let found = std::env::var_os("PATH").and_then(|path| {
         std::env::split_paths(&path)
             .map(|d| d.join("python3"))
