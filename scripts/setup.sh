@@ -23,6 +23,17 @@ python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 [ -x /usr/bin/docker-registry ] || need+=(docker-registry)
 # A venv for kubernetes-validate (the fleet checks of `serve --print k8s`).
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
+# numpy for the device worker's own Python, which a default test runs over a stand-in ttnn on
+# the PATH's python3 (gr00t-runtime, megakernel/device/worker_replay_tests.rs): Debian's
+# package for Debian's python3, pip (below) for another one (pyenv's).
+numpy_by_pip=0
+if ! python3 -c 'import numpy' >/dev/null 2>&1; then
+  if [ "$(readlink -f "$(command -v python3)")" = "$(readlink -f /usr/bin/python3)" ]; then
+    need+=(python3-numpy)
+  else
+    numpy_by_pip=1
+  fi
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     sudo=()
@@ -38,13 +49,21 @@ if [ ${#need[@]} -gt 0 ]; then
   "${sudo[@]}" apt-get install -y -qq "${need[@]}"
 fi
 
+if [ "$numpy_by_pip" = 1 ]; then
+  echo "setup: installing numpy for $(command -v python3)"
+  python3 -m pip install -q "numpy>=1.24,<3"
+fi
+
 # kubernetes-validate (PyPI; bundles Kubernetes' published schemas, runs offline) for the
 # `serve --print k8s` fleet tests, which find it through TT_MODEL_K8S_VALIDATE (default: here).
+# 1.37.x holds the schemas of 1.34 (resource.k8s.io/v1, the DRA claims a fleet renders) and
+# newer; a venv holding another version (CI caches it) is upgraded in place.
+k8s_validate_version=1.37.0
 k8s_venv="$HOME/.cache/tt-model-ci/k8s-venv"
-if ! "$k8s_venv/bin/kubernetes-validate" --version >/dev/null 2>&1; then
-  echo "setup: installing kubernetes-validate into $k8s_venv"
+if ! "$k8s_venv/bin/pip" show kubernetes-validate 2>/dev/null | grep -qx "Version: $k8s_validate_version"; then
+  echo "setup: installing kubernetes-validate $k8s_validate_version into $k8s_venv"
   python3 -m venv "$k8s_venv"
-  "$k8s_venv/bin/pip" install -q kubernetes-validate==1.33.1
+  "$k8s_venv/bin/pip" install -q "kubernetes-validate==$k8s_validate_version"
 fi
 
 # Tenstorrent's `tt` CLI (PyPI `tenstorrent`, pinned; newer typer breaks its import) for the

@@ -6,7 +6,7 @@ use std::process::Command;
 
 use clap::FromArgMatches;
 use tt_model::args::{Cli, Commands};
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
+use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 use super::serve_cli::{Env, TempDir, docker, ensure_image, free_port, text, weights_repo};
 
@@ -299,4 +299,81 @@ async fn chips_are_refused_before_any_download() {
     assert!(layouts.is_empty(), "no image layout was downloaded");
     assert!(!t.join("state/pulled/acme__serve-ndjson-chips").exists());
     assert!(!snapshot.exists(), "no weights were downloaded");
+}
+
+/// A container that exits while it boots: the boot's step fails and the stream ends in an
+/// `error` event carrying the diagnosis card's cause (the device held by another process, read
+/// from the boot log), its evidence and its actions, as the terminal's `✗` card says them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_container_that_exits_during_boot_ends_the_stream_with_the_cards_error() {
+    ensure_image();
+    let server = HubServer::start(vec![]).await.unwrap();
+    let env = Env {
+        tmp: TempDir::new(),
+        endpoint: server.endpoint(),
+    };
+    let name = "serve-ndjson-bootfail";
+    let container = format!("tt-model-{name}-default");
+    let m = env.package(
+        name,
+        serde_json::json!([
+            "sh",
+            "-c",
+            "echo 'starting the server'; sleep 1; echo 'TT_THROW: CHIP_IN_USE: another PID holds the device lock' >&2; exit 3"
+        ]),
+        None,
+    );
+    let (ms, port) = (m.to_str().unwrap().to_string(), free_port().to_string());
+    let rm = |c: String| {
+        let _ = Command::new(docker()).args(["rm", "-f", &c]).output();
+    };
+    rm(container.clone());
+    let out = tokio::task::block_in_place(|| {
+        env.cmd_env(
+            &[
+                "serve",
+                &ms,
+                "--device",
+                "none",
+                "--port",
+                &port,
+                "--timeout",
+                "2m",
+            ],
+            &NDJSON,
+        )
+    });
+    rm(container);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let (values, shape) = events(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    let n = shape.len();
+    assert!(n >= 3, "{shape:?}");
+    assert_eq!(shape[n - 1], "error", "{shape:?}\n{}", text(&out));
+    assert!(
+        shape[n - 2].starts_with("step ") && shape[n - 2].ends_with(" fail"),
+        "the step the boot was in fails before the error: {shape:?}"
+    );
+    assert!(
+        shape.contains(&"step container done".to_string()),
+        "the container had started: {shape:?}"
+    );
+    let err = &values.last().unwrap();
+    let cause = err["cause"].as_str().unwrap();
+    assert_eq!(
+        cause, "the container exited — another process is holding the Tenstorrent device",
+        "{err}"
+    );
+    assert!(
+        stderr.contains(&format!("✗ {cause}")),
+        "the terminal's card has the same cause: {stderr}"
+    );
+    let said = err.to_string();
+    assert!(said.contains("CHIP_IN_USE"), "the evidence: {err}");
+    assert!(
+        err["actions"].as_array().is_some_and(|a| a
+            .iter()
+            .any(|x| x.as_str().unwrap().contains("tt-model ps"))),
+        "{err}"
+    );
 }
