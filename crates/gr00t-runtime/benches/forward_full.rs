@@ -3,6 +3,9 @@
 //! of the full architecture generated in memory (same shapes, same work).
 //! Run: `cargo bench -p gr00t-runtime --bench forward_full` (`GR00T_FULL_ITERS` = timed runs, default 2).
 
+// This program's measurements and findings are its output.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use gr00t_runtime::config::ModelConfig;
 use gr00t_runtime::model::synthetic::full_size_inputs;
 use gr00t_runtime::model::{Gr00tModel, Taps};

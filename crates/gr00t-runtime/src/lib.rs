@@ -7,7 +7,6 @@
 //! Module ownership while the runtime is being built: `config`, `weights`, `model` (the forward);
 //! `policy` (the seam); the host modules are added beside them.
 // A library reports through its return values and its callers' printers, never the terminal.
-#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![warn(missing_docs)]
 
 pub mod beside;

@@ -8,6 +8,9 @@
 //!
 //! `cargo bench -p gr00t-server --bench overhead_interleaved [-- ROUNDS]`
 
+// This program's measurements and findings are its output.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 #[path = "../tests/common/mod.rs"]
 mod common;
 

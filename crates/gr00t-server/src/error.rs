@@ -55,6 +55,10 @@ pub enum ApiError {
     Internal(String),
 }
 
+/// The `Retry-After` a request gets while the device is being reopened (by the supervisor,
+/// `supervise.rs`, whose backoff starts at half a second).
+pub const RETRY_AFTER_S: u64 = 5;
+
 impl ApiError {
     /// A 400 naming `field`.
     pub(crate) fn bad(field: impl Into<String>, message: impl Into<String>) -> Self {

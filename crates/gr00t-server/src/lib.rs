@@ -7,7 +7,6 @@
 //!                  ▲ supervise: a lost device ► Recovering ► reopened ► Ready
 //! ```
 // A library reports through its return values and its callers' printers, never the terminal.
-#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![warn(missing_docs)]
 
 pub mod api;

@@ -1,5 +1,9 @@
 //! `gr00t-server`: serve GR00T N1.6 over HTTP, or run one request with `predict`.
 
+// A binary: its answers (`predict`, `plan`) go to stdout and its refusals to stderr; the
+// libraries below it report through return values.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -18,9 +18,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use serde_json::json;
 
-use crate::error::ApiError;
+use crate::error::{ApiError, RETRY_AFTER_S};
 use crate::state::{AppState, Health};
-use crate::supervise::RETRY_AFTER_S;
 
 /// The server's routes (the table above) over `state`, request bodies capped at the state's
 /// body limit ([`MAX_BODY_BYTES`](crate::state::MAX_BODY_BYTES)).

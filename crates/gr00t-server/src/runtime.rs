@@ -180,7 +180,7 @@ fn forward_error(e: PolicyError) -> ApiError {
         PolicyError::Shape(m) => ApiError::bad("body", format!("does not fit the model: {m}")),
         PolicyError::DeviceUnavailable { device, reason } => ApiError::Unavailable {
             message: format!("forward failed: device {device} unavailable: {reason}"),
-            retry_after_s: crate::supervise::RETRY_AFTER_S,
+            retry_after_s: crate::error::RETRY_AFTER_S,
         },
         e @ PolicyError::Backend(_) => ApiError::Internal(format!("forward failed: {e}")),
     }

@@ -18,8 +18,6 @@ const POLL: Duration = Duration::from_millis(100);
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 /// The longest wait between two reopen attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
-/// The `Retry-After` a request gets while the device is being reopened.
-pub const RETRY_AFTER_S: u64 = 5;
 
 /// Start supervising the device of `state`'s runtime (none for a host-only backend: the
 /// thread then ends at once). It stops when [`AppState::stop`] is called.

@@ -12,7 +12,6 @@
 //! Pure: nothing here knows about the GR00T runtime; tensors come in through
 //! [`arena::TensorSource`].
 // A library reports through its return values and its callers' printers, never the terminal.
-#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![warn(missing_docs)]
 
 pub mod arena;

@@ -19,8 +19,9 @@
 //! are `tt-model-oci`'s, which makes no engine call. Readiness (the log and the health probe
 //! together) is `tt-model-local`'s boot watch, built on `logs` and `containers`.
 //! `buildkit` runs `build`'s builds through BuildKit instead, for `RUN --mount=type=cache`.
+//! `torn_line_end` is the decoder quirk every streamed answer lets pass (also for callers that
+//! stream through bollard themselves).
 // A library reports through its return values and its callers' printers, never the terminal.
-#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![warn(missing_docs)]
 
 pub mod build;
@@ -33,9 +34,7 @@ pub mod oci_load;
 pub mod oneshot;
 pub mod pull;
 pub mod reproducible;
-#[cfg(feature = "testing")]
-pub mod testing;
-mod torn_line_end;
+pub mod torn_line_end;
 // serving
 pub mod containers;
 pub mod logs;

@@ -10,8 +10,10 @@
 //! work is done (the image is there, the exit code came) and only then lets it pass.
 //! `tests/torn_line_end.rs` replays both answers from a fake engine.
 
-/// Whether `error` is the decoder's "bytes remaining on stream" at the end of an answer.
-pub(crate) fn is_torn_line_end(error: &bollard::errors::Error) -> bool {
+/// Whether `error` is the decoder's "bytes remaining on stream" at the end of an answer. Public
+/// for the callers that stream an engine answer through bollard themselves (the test kit's
+/// image push), which must let it pass the same way.
+pub fn is_torn_line_end(error: &crate::error::Cause) -> bool {
     matches!(
         error,
         bollard::errors::Error::IOError { err }

@@ -17,8 +17,8 @@
 use bytes::Bytes;
 use tt_model_engine::build::{BuildEvent, BuildRequest};
 use tt_model_engine::buildkit::BuildKitError;
-use tt_model_engine::testing::engine_or_skip as engine;
 use tt_model_engine::{Client, EngineError};
+use tt_model_testkit::engine::engine_or_skip as engine;
 
 const BASE: &str = "local/busybox:tt-model";
 const REPO: &str = "tt-model-test/buildkit";

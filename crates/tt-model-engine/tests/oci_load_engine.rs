@@ -12,7 +12,7 @@ use tt_model_engine::oci_load::LoadError;
 use tt_model_oci::LayoutError;
 use tt_model_oci::OciLayout;
 
-use tt_model_engine::testing::engine_or_skip as engine;
+use tt_model_testkit::engine::engine_or_skip as engine;
 
 /// A rootfs whose one file is unique to this run, so the image exists nowhere else and
 /// removing its tag really deletes it.

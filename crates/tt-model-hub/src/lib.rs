@@ -9,11 +9,8 @@
 //! [`Downloader::snapshot`] with no patterns downloads a whole repo (a package: manifest, code,
 //! OCI image layout) the same way.
 //!
-//! `testserver` (behind the feature of that name, so never in the release CLI) is a small
-//! Hub-protocol server on 127.0.0.1 used by the tests of this crate and of the CLI: it serves
-//! real files in the real URL shapes.
+//! The tests' Hub-protocol server (and OCI registry) is the dev-only crate `tt-model-testkit`'s.
 // A library reports through its return values and its callers' printers, never the terminal.
-#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![warn(missing_docs)]
 
 pub mod api;
@@ -27,8 +24,6 @@ pub mod patterns;
 pub mod plan;
 pub mod registry;
 pub mod review;
-#[cfg(feature = "testserver")]
-pub mod testserver;
 pub mod upload;
 pub mod verify;
 

@@ -4,9 +4,9 @@ use crate::common;
 
 use common::{Count, env};
 use tt_model_hub::download::{LocalStatus, local_status};
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
 use tt_model_hub::verify::sha256_hex;
 use tt_model_hub::{Downloader, HashKind, HubCache, HubError, NoProgress};
+use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 fn weights() -> Vec<u8> {
     (0..300_000u32)

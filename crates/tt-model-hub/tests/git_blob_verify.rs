@@ -5,9 +5,9 @@ use crate::common;
 
 use common::{Count, env};
 use tt_model_hub::download::{LocalStatus, local_status};
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
 use tt_model_hub::verify::git_blob_id;
 use tt_model_hub::{Downloader, HashKind, HubError, NoProgress};
+use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 const README: &[u8] = b"# acme/pkg\n\nA package repo with no LFS files.\n";
 

@@ -7,9 +7,9 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::{Count, env};
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
 use tt_model_hub::verify::{git_blob_id, sha256_hex};
 use tt_model_hub::{Downloader, NoProgress};
+use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 const CODE_FILES: usize = 40;
 

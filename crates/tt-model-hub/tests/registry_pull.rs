@@ -5,9 +5,9 @@
 
 use tt_model_hub::registry::pull::pull_layout;
 use tt_model_hub::registry::{OCI_MANIFEST, Registry, RegistryError, RegistryTarget};
-use tt_model_hub::testserver::registry::RegistryServer;
 use tt_model_hub::upload::Quiet;
 use tt_model_hub::verify::sha256_hex;
+use tt_model_testkit::registry::RegistryServer;
 
 const NAMESPACE: &str = "tt";
 const NAME: &str = "demo";

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use tt_model_hub::Downloader;
 use tt_model_hub::hub::HubClient;
-use tt_model_hub::testserver::HubServer;
 use tt_model_hub::upload::{LocalFile, Quiet, upload};
+use tt_model_testkit::hub::HubServer;
 
 const REPO: &str = "acme/up";
 

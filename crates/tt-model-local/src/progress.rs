@@ -1,37 +1,44 @@
-//! How the crate reports progress: the caller (the CLI's printer and bars) draws; nothing here
+//! How the crate reports progress: its use cases emit [`Event`]s and byte counts into the
+//! caller's [`Progress`] (the CLI's printer and bars, or its NDJSON stream); nothing here
 //! writes to the terminal.
 
 use tt_model_hub::DownloadReporter;
+use tt_model_hub::upload::UploadReporter;
 
-/// Where a step's outcome and a transfer's bytes go.
+use crate::event::Event;
+
+/// Where a use case's events and a transfer's bytes go.
 pub trait Progress: Sync {
-    /// A step finished (`detail`: what it did, in a few words).
-    fn done(&self, message: &str, detail: Option<&str>);
-    /// A fact worth telling on the way.
-    fn note(&self, message: &str);
-    /// Something is not as it should be, and the command goes on.
-    fn warn(&self, message: &str);
-    /// What the user can run next.
-    fn next(&self, hint: &str);
-    /// A byte transfer labelled `what` (a repo id) starts; the reporter is dropped after
-    /// [`Transfer::finish`].
-    fn transfer(&self, what: &str) -> Box<dyn Transfer>;
-    /// A step of serve's checklist starts (`key`: `host`, `image`, `weights`, `container`,
-    /// the keys the progress stream shares with tt); nothing by default.
-    fn step_start(&self, _key: &str, _label: &str) {}
-    /// The step `key` finished: [`Progress::done`] by default.
-    fn step_done(&self, _key: &str, message: &str, detail: Option<&str>) {
-        self.done(message, detail);
-    }
+    /// One report, in the order the use case makes them.
+    fn emit(&self, event: Event);
+    /// A byte transfer labelled `what` (a repo id, an image) whose bytes are step `key`'s
+    /// progress; the reporter is dropped after [`Transfer::finish`].
+    fn transfer(&self, key: &str, what: &str) -> Box<dyn Transfer>;
 }
 
 /// One byte transfer's reporter.
 pub trait Transfer: DownloadReporter {
     /// The transfer ended (the caller reports the outcome).
     fn finish(&self);
-    /// The transfer's total, for one that has no download plan (an image load); nothing by
-    /// default.
+    /// The transfer's total, for one that has no download plan (an image load, a registry
+    /// pull); nothing by default.
     fn total(&self, _bytes: u64) {}
+}
+
+/// A transfer seen as a registry client's byte reporter (a registry pull reports as an
+/// upload does: a total, then bytes).
+pub(crate) struct AsUpload<'a>(pub(crate) &'a dyn Transfer);
+
+impl UploadReporter for AsUpload<'_> {
+    fn planned(&self, bytes: u64) {
+        self.0.total(bytes);
+    }
+    fn file_started(&self, path: &str) {
+        self.0.file_started(path, None, 0);
+    }
+    fn bytes(&self, n: u64) {
+        DownloadReporter::bytes(self.0, n);
+    }
 }
 
 /// Reports nothing (tests, and callers that print the outcome themselves).
@@ -42,11 +49,8 @@ impl Transfer for tt_model_hub::download::NoProgress {
 }
 
 impl Progress for Silent {
-    fn done(&self, _message: &str, _detail: Option<&str>) {}
-    fn note(&self, _message: &str) {}
-    fn warn(&self, _message: &str) {}
-    fn next(&self, _hint: &str) {}
-    fn transfer(&self, _what: &str) -> Box<dyn Transfer> {
+    fn emit(&self, _event: Event) {}
+    fn transfer(&self, _key: &str, _what: &str) -> Box<dyn Transfer> {
         Box::new(tt_model_hub::download::NoProgress)
     }
 }

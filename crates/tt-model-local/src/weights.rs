@@ -4,6 +4,7 @@
 use tt_model_hub::download::{LocalStatus, local_status};
 use tt_model_hub::{Downloader, HubCache, HubError};
 
+use crate::event::Event;
 use crate::package::{Package, WeightsRef};
 use crate::progress::{Progress, human_bytes};
 use crate::{Local, LocalError};
@@ -80,11 +81,11 @@ pub async fn ensure(
     if no_weights || local_only {
         return match local_status(&cache, &w.repo_id, &w.revision)? {
             LocalStatus::Complete { .. } => {
-                printer.step_done(
+                printer.emit(Event::step_done(
                     "weights",
-                    &format!("weights {}@{short}", w.repo_id),
-                    Some("in the local HF cache"),
-                );
+                    format!("weights {}@{short}", w.repo_id),
+                    Some("in the local HF cache".into()),
+                ));
                 Ok(WeightsOutcome::OnHost)
             }
             other => {
@@ -94,26 +95,29 @@ pub async fn ensure(
                     }
                     _ => String::new(),
                 };
-                printer.warn(&format!(
+                printer.emit(Event::Warning(format!(
                     "weights {}@{short} are not in your local HF cache{partial}; {}",
                     w.repo_id,
                     WeightsOutcome::InContainer.container_note()
-                ));
-                printer.next(&format!(
+                )));
+                printer.emit(Event::Next(format!(
                     "prefetch them: serve without --no-weights, or hf download {} --revision {}",
                     w.repo_id, w.revision
-                ));
+                )));
                 Ok(WeightsOutcome::InContainer)
             }
         };
     }
     let d = Downloader::new(env);
     let started = std::time::Instant::now();
-    printer.step_start("weights", &format!("weights {}@{short}", w.repo_id));
+    printer.emit(Event::step_start(
+        "weights",
+        format!("weights {}@{short}", w.repo_id),
+    ));
     let result = async {
         let plan = d.plan(&w.repo_id, &w.revision, &w.allow, &w.ignore).await?;
         d.check_space(&plan)?;
-        let bar = printer.transfer(&format!("weights {}", w.repo_id));
+        let bar = printer.transfer("weights", &format!("weights {}", w.repo_id));
         let r = d.download(&plan, bar.as_ref()).await;
         bar.finish();
         r.map(|snap| (plan, snap))
@@ -132,11 +136,11 @@ pub async fn ensure(
                     started.elapsed().as_secs_f64()
                 )
             };
-            printer.step_done(
+            printer.emit(Event::step_done(
                 "weights",
-                &format!("weights {}@{}", w.repo_id, &plan.commit[..8]),
-                Some(&detail),
-            );
+                format!("weights {}@{}", w.repo_id, &plan.commit[..8]),
+                Some(detail),
+            ));
             Ok(WeightsOutcome::OnHost)
         }
         Err(e) if e.is_no_space() => Err(LocalError::refused(
@@ -158,11 +162,13 @@ pub async fn ensure(
             format!("weights {}: {e}", w.repo_id),
         )),
         Err(e) => {
-            printer.warn(&format!(
+            printer.emit(Event::Warning(format!(
                 "could not prefetch the weights {}@{short}: {e}",
                 w.repo_id
+            )));
+            printer.emit(Event::Note(
+                WeightsOutcome::InContainer.container_note().to_string(),
             ));
-            printer.note(WeightsOutcome::InContainer.container_note());
             Ok(WeightsOutcome::InContainer)
         }
     }

@@ -2,4 +2,8 @@
 //! One binary links the dependency graph once instead of once per file (CI builds in a
 //! fraction of the time); run one file's tests with `cargo test --test integration <module>::`.
 
+// Tests and their helpers print what they measured and why they skipped (the print lints
+// are for library and binary code).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod serve_engine;

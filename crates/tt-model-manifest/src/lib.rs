@@ -26,7 +26,6 @@
 //! assert_eq!(typo.label.as_deref(), Some("did you mean `mesh_device`?"));
 //! ```
 // A library reports through its return values and its callers' printers, never the terminal.
-#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
 #![warn(missing_docs)]
 
 pub mod decode;

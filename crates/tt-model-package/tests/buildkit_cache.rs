@@ -173,7 +173,7 @@ fn ccache_stats(events: &[Event]) -> (usize, usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "slow: two image builds on a Debian base (the --ignored pass runs it)"]
 async fn a_warm_rebuild_compiles_nothing_ccache_already_holds() {
-    let Some(client) = tt_model_engine::testing::engine_or_skip().await else {
+    let Some(client) = tt_model_testkit::engine::engine_or_skip().await else {
         return;
     };
     if client.image(CC_BASE).await.unwrap().is_none() {

@@ -19,7 +19,7 @@ pub fn repo_root() -> PathBuf {
 /// The engine with [`BASE`] in it (made now if missing); `None` (the test passes) without an
 /// engine, unless `TT_MODEL_REQUIRE_DOCKER=1`.
 pub async fn engine_with_base() -> Option<Client> {
-    let client = tt_model_engine::testing::engine_or_skip().await?;
+    let client = tt_model_testkit::engine::engine_or_skip().await?;
     if client.image(BASE).await.unwrap().is_none() {
         let out = std::process::Command::new(repo_root().join("scripts/make-base-images.sh"))
             .env("TT_MODEL_SKIP_PYTHON_BASE", "1")

@@ -24,7 +24,7 @@ fn repo_root() -> PathBuf {
         .unwrap()
 }
 
-use tt_model_engine::testing::engine_or_skip as engine;
+use tt_model_testkit::engine::engine_or_skip as engine;
 
 async fn ensure_base(client: &Client) {
     if client.image(BASE).await.unwrap().is_some() {

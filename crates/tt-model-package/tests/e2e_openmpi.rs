@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 
 use tt_model_engine::Client;
 use tt_model_engine::oneshot::OneShot;
-use tt_model_engine::testing::{derive_image, engine_or_skip};
 use tt_model_package::pipeline::{OPENMPI_DIR, RUNTIME_USER};
 use tt_model_package::report::{Event, Recorder};
 use tt_model_package::{PackageError, PackageOptions, Packaged, package_manifest};
+use tt_model_testkit::engine::{derive_image, engine_or_skip};
 
 const BASE: &str = "local/busybox:tt-model";
 const OMPI_BASE: &str = "tt-model-test/busybox-openmpi:latest";

@@ -14,8 +14,6 @@ use std::sync::{Arc, Mutex};
 
 use serde::Serialize;
 
-use crate::printer::DiagnosisCard;
-
 /// An `error` event whose cause is one short clause: tt words a failed serve `<id> could not
 /// start: <cause>.`, adding its own period. A longer first line is cut at its first sentence
 /// or clause break (`. `, `; `, ` (`) and kept whole at the head of `detail`, so nothing is lost.
@@ -55,6 +53,19 @@ fn error(
 pub const PROGRESS_ENV: &str = "TT_MODEL_PROGRESS";
 /// The variable tt sets so that our live view (spinners, bars) does not fight its pipe.
 pub const NO_PIN_ENV: &str = "TT_MODEL_NO_PIN";
+
+/// Why something failed and what to do about it (the original's "diagnosis card").
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DiagnosisCard {
+    /// One line: what went wrong, in the user's terms.
+    pub cause: String,
+    /// The facts that show it (a log line, a path, a value).
+    pub evidence: Vec<String>,
+    /// What happens because of it, if not obvious.
+    pub consequence: Option<String>,
+    /// Concrete things to try, most likely first.
+    pub actions: Vec<String>,
+}
 
 /// Where a step is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -10,20 +10,7 @@
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
-use crate::events::{Event, EventSink, StepState};
-
-/// Why something failed and what to do about it (the original's "diagnosis card").
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct DiagnosisCard {
-    /// One line: what went wrong, in the user's terms.
-    pub cause: String,
-    /// The facts that show it (a log line, a path, a value).
-    pub evidence: Vec<String>,
-    /// What happens because of it, if not obvious.
-    pub consequence: Option<String>,
-    /// Concrete things to try, most likely first.
-    pub actions: Vec<String>,
-}
+use crate::events::{DiagnosisCard, Event, EventSink, StepState};
 
 /// ANSI styles the printer uses.
 #[derive(Debug, Clone, Copy)]
@@ -206,6 +193,22 @@ impl Printer {
     /// `○ message  detail`: a benign skip or no-op.
     pub fn skipped(&self, message: &str, detail: Option<&str>) {
         self.glyph_line("○", Style::Dim, message, detail);
+    }
+
+    /// A library use case's report, drawn as its kind says (`✓`, `○`, `•`, `!`, `→`), with
+    /// the step events tt follows.
+    pub fn show(&self, event: &tt_model_local::event::Event) {
+        use tt_model_local::event::Event;
+        match event {
+            Event::StepStart { key, label } => self.step_start(key, label),
+            Event::StepDone { key, what, detail } => self.step_done(key, what, detail.as_deref()),
+            Event::StepEnd { key, detail } => self.step_end(key, detail.as_deref()),
+            Event::Done { what, detail } => self.done(what, detail.as_deref()),
+            Event::Skipped { what, detail } => self.skipped(what, detail.as_deref()),
+            Event::Note(text) => self.note(text),
+            Event::Warning(text) => self.warn(text),
+            Event::Next(text) => self.next(text),
+        }
     }
 
     /// `! message`: an actionable warning.

@@ -101,29 +101,12 @@ impl tt_model_local::progress::Transfer for ByteBar {
     }
 }
 
-/// The library's progress, drawn by the printer (steps) and a byte bar (transfers).
+/// The library's progress, drawn by the printer (its events) and a byte bar (transfers).
 impl tt_model_local::Progress for crate::printer::Printer {
-    fn done(&self, message: &str, detail: Option<&str>) {
-        crate::printer::Printer::done(self, message, detail);
+    fn emit(&self, event: tt_model_local::event::Event) {
+        self.show(&event);
     }
-    fn note(&self, message: &str) {
-        crate::printer::Printer::note(self, message);
-    }
-    fn warn(&self, message: &str) {
-        crate::printer::Printer::warn(self, message);
-    }
-    fn next(&self, hint: &str) {
-        crate::printer::Printer::next(self, hint);
-    }
-    fn transfer(&self, what: &str) -> Box<dyn tt_model_local::progress::Transfer> {
-        // The library labels a weights download `weights <repo>`: its bytes are that step's.
-        let key = what.split_whitespace().next().unwrap_or(what);
+    fn transfer(&self, key: &str, what: &str) -> Box<dyn tt_model_local::progress::Transfer> {
         Box::new(ByteBar::for_step(what, key, self))
-    }
-    fn step_start(&self, key: &str, label: &str) {
-        crate::printer::Printer::step_start(self, key, label);
-    }
-    fn step_done(&self, key: &str, message: &str, detail: Option<&str>) {
-        crate::printer::Printer::step_done(self, key, message, detail);
     }
 }

@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use base64::Engine;
 use common::*;
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
 use tt_model_hub::verify::sha256_hex;
+use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 pub(crate) const WEIGHTS_REPO: &str = "tt-model-fixtures/gr00t-n1.6-tiny";
 pub(crate) const REVISION: &str = "b0aa383ce258466d68221ea1c3f7838c566fb476";

@@ -8,8 +8,8 @@
 //! The engine test needs Docker: without one it prints why and passes, unless
 //! `TT_MODEL_REQUIRE_DOCKER=1` (CI sets it) turns that into a failure.
 
-use tt_model_hub::testserver::HubServer;
 use tt_model_local::localdb::{Entry, LocalDb, Source};
+use tt_model_testkit::hub::HubServer;
 
 use crate::common;
 

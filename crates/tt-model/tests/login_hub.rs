@@ -9,7 +9,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
 use common::*;
-use tt_model_hub::testserver::{HubServer, TEST_TOKEN};
+use tt_model_testkit::hub::{HubServer, TEST_TOKEN};
 
 fn login(t: &std::path::Path, endpoint: &str, token: &str) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_tt-model"))

@@ -12,7 +12,7 @@ use crate::common;
 
 use common::registry::{LocalRegistry, PASSWORD, USER};
 use common::*;
-use tt_model_engine::testing::{derive_image, push_image};
+use tt_model_testkit::engine::{derive_image, push_image};
 
 const NAME: &str = "pull-http";
 

@@ -11,8 +11,8 @@
 use crate::common;
 
 use common::*;
-use tt_model_hub::testserver::{FakeRepo, HubServer};
 use tt_model_local::localdb::{LocalDb, Source};
+use tt_model_testkit::hub::{FakeRepo, HubServer};
 
 const NAME: &str = "pull-http";
 const ID: &str = "acme/pull-http";

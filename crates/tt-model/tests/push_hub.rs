@@ -16,7 +16,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::*;
-use tt_model_hub::testserver::{HubServer, TEST_TOKEN};
+use tt_model_testkit::hub::{HubServer, TEST_TOKEN};
 
 const NAME: &str = "push-http";
 const ID: &str = "acme/push-http";

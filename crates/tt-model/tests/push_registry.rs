@@ -14,7 +14,7 @@ use crate::common;
 
 use common::registry::{LocalRegistry, PASSWORD};
 use common::*;
-use tt_model_hub::testserver::{HubServer, TEST_TOKEN};
+use tt_model_testkit::hub::{HubServer, TEST_TOKEN};
 
 const NAME: &str = "reg-http";
 const ID: &str = "acme/reg-http";
@@ -175,8 +175,8 @@ async fn push_to_a_registry_pull_by_digest_serve_and_refuse_a_corrupt_blob() {
         fleet_yaml.contains(&pinned) && fleet_yaml.contains("replicas: 2"),
         "{fleet_yaml}"
     );
-    if let Some(v) = tt_model_fleet::testing::validator_or_skip() {
-        let report = tt_model_fleet::testing::validate(&v, &fleet_yaml);
+    if let Some(v) = tt_model_testkit::k8s::validator_or_skip() {
+        let report = tt_model_testkit::k8s::validate(&v, &fleet_yaml);
         assert!(report.is_ok(), "{report:?}\n{fleet_yaml}");
     }
     let port = free_port();

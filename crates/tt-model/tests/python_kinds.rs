@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use common::*;
 use tt_model_engine::oneshot::OneShot;
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
 use tt_model_package::launcher::TT_SMI_VERSION;
+use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 /// The Python base `scripts/make-base-images.sh` builds.
 const PYTHON_BASE: &str = "local/python:tt-model";

@@ -9,8 +9,8 @@
 use crate::common;
 
 use common::*;
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
 use tt_model_local::localdb::LocalDb;
+use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 const NAME: &str = "aux-http";
 const ID: &str = "acme/aux-http";

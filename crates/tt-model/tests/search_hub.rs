@@ -10,8 +10,8 @@ use std::sync::Arc;
 use common::*;
 use tt_model_hub::env::HubEnv;
 use tt_model_hub::hub::HubClient;
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer, TEST_TOKEN};
 use tt_model_hub::upload::{LocalFile, Quiet, upload};
+use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer, TEST_TOKEN};
 
 fn repo(id: &str, tags: &[&str]) -> FakeRepo {
     let front: String = tags.iter().map(|t| format!("- {t}\n")).collect();

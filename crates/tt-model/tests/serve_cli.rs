@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Instant;
 
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer};
+use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 const IMAGE: &str = "tt-model-test/busybox-serve:1";
 /// Same script as the engine tests' image (they share the tag).

@@ -5,7 +5,7 @@
 use crate::common;
 
 use common::*;
-use tt_model_hub::testserver::HubServer;
+use tt_model_testkit::hub::HubServer;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn minimal_http_example_packages_serves_and_stops() {

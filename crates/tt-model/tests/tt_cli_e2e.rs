@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use common::*;
-use tt_model_hub::testserver::{HubServer, TEST_TOKEN};
+use tt_model_testkit::hub::{HubServer, TEST_TOKEN};
 
 /// The bundle: the id `tt-model push` publishes it under (the manifest's `repo:`), and its
 /// package name (the container is `tt-model-<name>-<profile>`). Not the example's own: the

@@ -8,7 +8,7 @@ use crate::common;
 
 use common::*;
 use serde_json::json;
-use tt_model_hub::testserver::{FakeFile, FakeRepo, HubServer, HubUser};
+use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer, HubUser};
 
 const REVIEWER: &str = "hf_reviewer";
 const COPY: &str = "Tenstorrent/gr00t-n1.6-tiny";

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use tt_model_hub::DownloadReporter;
 use tt_model_hub::env::HubEnv;
-use tt_model_hub::testserver::HubServer;
+use tt_model_testkit::hub::HubServer;
 
 /// Endpoint = the test server, cache under `dir`, a token so its forwarding can be checked.
 pub fn env(server: &HubServer, dir: &std::path::Path) -> HubEnv {

@@ -5,10 +5,11 @@
 use std::path::Path;
 
 use serde_json::json;
-use tt_model_manifest::{CheckOptions, Diagnostic, ManifestError, Report, check_bytes};
+use tt_model_manifest::{CheckOptions, ManifestError, Report, check_bytes};
 
 use crate::args::{LintArgs, LintFormat};
 use crate::printer::Printer;
+use crate::report::findings::{plural, verdict};
 use crate::{ExitStatus, UserError};
 
 /// Runs `tt-model lint`.
@@ -88,10 +89,6 @@ pub fn run(args: &LintArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     })
 }
 
-fn plural(n: usize) -> &'static str {
-    if n == 1 { "" } else { "s" }
-}
-
 fn human(printer: &Printer, path: &Path, bytes: &[u8], report: &Report) {
     let file = path.display().to_string();
     let src = String::from_utf8_lossy(bytes);
@@ -102,52 +99,12 @@ fn human(printer: &Printer, path: &Path, bytes: &[u8], report: &Report) {
     verdict(printer, &file, report.counts());
 }
 
-/// Where the findings of a command other than `lint` go: stderr, as every status line of
-/// those commands (their stdout is a result: a path, an argv).
-pub(crate) fn print_findings_stderr(
-    printer: &Printer,
-    path: &Path,
-    src: &str,
-    diagnostics: &[Diagnostic],
-) {
-    let file = path.display().to_string();
-    for d in diagnostics {
-        printer.err_raw(&d.render(&file, src, printer.color_stderr()));
-        printer.err_raw("\n");
-    }
-}
-
-/// Prints a manifest that failed to load as `lint` shows it (snippets with carets, dotted
-/// paths, did-you-mean labels, then the verdict), on stderr.
-pub(crate) fn print_invalid(printer: &Printer, path: &Path, src: &str, diagnostics: &[Diagnostic]) {
-    print_findings_stderr(printer, path, src, diagnostics);
-    let errors = diagnostics.iter().filter(|d| d.is_error()).count();
-    verdict(
-        printer,
-        &path.display().to_string(),
-        (errors, diagnostics.len() - errors),
-    );
-}
-
 /// A manifest load failure as a command error: an invalid manifest stays typed, so the
-/// top-level printer renders it as `lint` does ([`print_invalid`]); an unreadable file is a
+/// top-level printer renders it as `lint` does ([`crate::report::findings::print_invalid`]); an unreadable file is a
 /// plain user error.
 pub(crate) fn manifest_error(e: ManifestError) -> anyhow::Error {
     match e {
         ManifestError::Read { ref source, .. } => UserError(format!("{e}: {source}")).into(),
         e => anyhow::Error::new(e),
-    }
-}
-
-/// The per-file verdict on stderr.
-fn verdict(printer: &Printer, file: &str, counts: (usize, usize)) {
-    match counts {
-        (0, 0) => printer.done(file, Some("no problems")),
-        (0, w) => printer.warn(&format!("{file}  {w} warning{}", plural(w))),
-        (e, w) => printer.error(&format!(
-            "{file}  {e} error{}, {w} warning{}",
-            plural(e),
-            plural(w)
-        )),
     }
 }

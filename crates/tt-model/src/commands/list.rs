@@ -7,7 +7,8 @@ use tt_model_local::localdb::{Entry, Source};
 
 use crate::ExitStatus;
 use crate::args::ListArgs;
-use crate::printer::{DiagnosisCard, Printer};
+use crate::events::DiagnosisCard;
+use crate::printer::Printer;
 use crate::progress::human_bytes;
 use tt_model_local::Local;
 use tt_model_local::host;
@@ -66,7 +67,7 @@ async fn check(mut entry: Entry, client: Option<&Client>) -> Row {
                     reload_hint(&entry)
                 )),
             }
-            running = super::stop::running_of(c, &entry.name, None, false)
+            running = tt_model_local::containers::of_package(c, &entry.name, None, false)
                 .await
                 .map(|v| v.len())
                 .unwrap_or(0);

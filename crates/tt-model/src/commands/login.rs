@@ -1,21 +1,19 @@
-//! `tt-model login` / `logout`: the token store `huggingface_hub` uses (`$HF_HOME/token`).
+//! `tt-model login` / `logout` over the token store `huggingface_hub` uses (`$HF_HOME/token`,
+//! kept by `tt_model_local::account`).
 //!
 //! The token comes from `--token` when given (the original's non-interactive form, which `tt`
 //! uses), else from standard input when it is not a terminal, else from a prompt with echo off. It is checked with `whoami` before it is stored (mode 0600, temp file +
 //! rename), and never printed.
 
 use std::io::{BufRead, IsTerminal, Write};
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
-use tt_model_local::Local;
 
-use tt_model_hub::env::HubEnv;
-use tt_model_hub::hub::HubClient;
+use tt_model_local::account::LoggedOut;
+use tt_model_local::{Local, LocalError};
 
 use super::hub;
+use crate::ExitStatus;
 use crate::args::{LoginArgs, LogoutArgs};
 use crate::printer::Printer;
-use crate::{ExitStatus, UserError};
 
 /// Reads one line from the terminal with echo off (restored afterwards, even on error).
 fn read_hidden(prompt: &str) -> std::io::Result<String> {
@@ -44,28 +42,6 @@ fn read_hidden(prompt: &str) -> std::io::Result<String> {
     Ok(line)
 }
 
-/// Writes `token` to `path` with mode 0600 through a temp file and a rename.
-fn store(path: &Path, token: &str) -> anyhow::Result<()> {
-    let dir = path.parent().expect("the token file has a parent");
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
-    let tmp = dir.join(format!(".token.{}.tmp", std::process::id()));
-    let write = || -> std::io::Result<()> {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&tmp)?;
-        f.write_all(token.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    };
-    write().map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow::anyhow!("cannot write {}: {e}", path.display())
-    })
-}
-
 /// Runs `tt-model login`.
 pub fn login(args: &LoginArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let stdin = std::io::stdin();
@@ -78,27 +54,14 @@ pub fn login(args: &LoginArgs, printer: &Printer, local: &Local) -> anyhow::Resu
         stdin.lock().read_line(&mut line)?;
         line
     };
-    let token = raw.trim().to_string();
-    if token.is_empty() {
-        return Err(UserError(
-            "no token given: paste a token from https://huggingface.co/settings/tokens, or pipe it in (tt-model login < token.txt)".into(),
-        )
-        .into());
-    }
-    let env = HubEnv {
-        token: Some(token.clone()),
-        ..local.hub().clone()
-    };
-    let path = env.hf_home.join("token");
-    let client = HubClient::new(env);
     let rt = crate::runtime()?;
-    let who = rt
-        .block_on(client.whoami())
-        .map_err(hub::consequence("the token was not stored"))?;
-    store(&path, &token)?;
+    let who = rt.block_on(local.login(&raw)).map_err(|e| match e {
+        LocalError::Hub(e) => hub::consequence("the token was not stored")(e),
+        e => e.into(),
+    })?;
     printer.done(
         &format!("Logged in as {}", who.name),
-        Some(&format!("token stored in {}", path.display())),
+        Some(&format!("token stored in {}", who.path.display())),
     );
     if local.hf_token_in_env() {
         printer.warn("HF_TOKEN is set in this environment and wins over the stored token");
@@ -108,13 +71,13 @@ pub fn login(args: &LoginArgs, printer: &Printer, local: &Local) -> anyhow::Resu
 
 /// Runs `tt-model logout`.
 pub fn logout(_args: &LogoutArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
-    let path = local.hub().hf_home.join("token");
-    match std::fs::remove_file(&path) {
-        Ok(()) => printer.done("logged out", Some(&format!("removed {}", path.display()))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    match local.logout()? {
+        LoggedOut::Removed(path) => {
+            printer.done("logged out", Some(&format!("removed {}", path.display())))
+        }
+        LoggedOut::NotLoggedIn(path) => {
             printer.skipped("not logged in", Some(&format!("no {}", path.display())))
         }
-        Err(e) => return Err(anyhow::anyhow!("cannot remove {}: {e}", path.display())),
     }
     if local.hf_token_in_env() {
         printer.warn("HF_TOKEN is still set in this environment: unset it too");

@@ -4,10 +4,10 @@
 use tt_model_engine::containers::ContainerInfo;
 use tt_model_engine::logs::{self, LogStream};
 
-use super::stop::running_of;
 use crate::args::LogsArgs;
 use crate::printer::Printer;
 use crate::{ExitStatus, UserError};
+use tt_model_local::containers;
 use tt_model_local::{Local, host, target};
 
 /// Runs `tt-model logs`.
@@ -18,7 +18,7 @@ pub fn run(args: &LogsArgs, printer: &Printer, local: &Local) -> anyhow::Result<
 async fn show(args: &LogsArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let (package, _) = target::resolve_name(local, &args.target)?;
     let client = host::engine().await?;
-    let all = running_of(&client, &package, args.profile.as_deref(), true).await?;
+    let all = containers::of_package(&client, &package, args.profile.as_deref(), true).await?;
     let Some(c) = pick(&all) else {
         return Err(UserError(format!(
             "no container for {package}. Start it:  tt-model serve {}",

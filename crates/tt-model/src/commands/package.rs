@@ -87,8 +87,9 @@ impl Reporter for CliReporter<'_> {
                 // Shown as `lint` shows them: snippet, caret, dotted path, suggestion.
                 let src = std::fs::read_to_string(&self.manifest).unwrap_or_default();
                 let (printer, path) = (self.printer, &self.manifest);
-                self.bar
-                    .suspend(|| super::lint::print_findings_stderr(printer, path, &src, &findings));
+                self.bar.suspend(|| {
+                    crate::report::findings::print_findings_stderr(printer, path, &src, &findings)
+                });
             }
             Event::Log(path) => self.log = Some(path),
             Event::PhaseStarted(p) => {

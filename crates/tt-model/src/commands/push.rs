@@ -20,13 +20,14 @@
 use std::path::Path;
 use std::sync::Arc;
 use tt_model_local::Local;
+use tt_model_local::push_record::PushRecord;
 
 use tt_model_hub::card_tags;
 use tt_model_hub::upload::{self, LocalFile};
 use tt_model_manifest::WireManifest;
 use tt_model_package::publish::{self, Listing, Visibility};
 
-use super::hub::{self, UploadBar, record, registry};
+use super::hub::{self, UploadBar, registry};
 use crate::args::PushArgs;
 use crate::printer::Printer;
 use crate::progress::human_bytes;
@@ -223,14 +224,13 @@ async fn push(args: &PushArgs, printer: &Printer, local: &Local) -> anyhow::Resu
         Listing::Delist => printer.warn(&format!("delisted {repo} (pushed --private)")),
         Listing::Unlisted => {}
     }
-    let recorded = record::write(
-        local,
-        &repo,
-        &outcome.commit,
+    let recorded = local.record_push(&PushRecord {
+        repo: &repo,
+        commit: &outcome.commit,
         dir,
-        outcome.bytes_sent,
-        pinned_image.as_deref(),
-    )?;
+        bytes_sent: outcome.bytes_sent,
+        image: pinned_image.as_deref(),
+    })?;
     printer.done(
         &format!("pushed {repo}"),
         Some(&format!(

@@ -12,7 +12,7 @@ use tt_model_oci::labels;
 use crate::ExitStatus;
 use crate::args::StopArgs;
 use crate::printer::Printer;
-use tt_model_local::{Local, host, target};
+use tt_model_local::{Local, containers, host, target};
 
 /// Bound on the reset container.
 const RESET_TIMEOUT: Duration = Duration::from_secs(180);
@@ -32,30 +32,10 @@ pub fn run(args: &StopArgs, printer: &Printer, local: &Local) -> anyhow::Result<
     crate::block_on(stop(args, printer, local))
 }
 
-/// The running containers of `package` (only `profile` when given), default profile first.
-pub(crate) async fn running_of(
-    client: &Client,
-    package: &str,
-    profile: Option<&str>,
-    all: bool,
-) -> anyhow::Result<Vec<ContainerInfo>> {
-    let mut v: Vec<ContainerInfo> = client
-        .tt_model_containers(Some(package), all)
-        .await?
-        .into_iter()
-        // Exact label match: the list filter already is exact, the name check guards against
-        // containers that were renamed.
-        .filter(|c| c.label(labels::PACKAGE) == Some(package))
-        .filter(|c| profile.is_none_or(|p| c.label(labels::PROFILE) == Some(p)))
-        .collect();
-    v.sort_by_key(|c| (!c.running, c.name.clone()));
-    Ok(v)
-}
-
 async fn stop(args: &StopArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let (package, _) = target::resolve_name(local, &args.target)?;
     let client = host::engine().await?;
-    let targets = running_of(&client, &package, args.profile.as_deref(), false).await?;
+    let targets = containers::of_package(&client, &package, args.profile.as_deref(), false).await?;
     if targets.is_empty() {
         printer.skipped("nothing running", Some(&package));
         return Ok(ExitStatus::Success);

@@ -4,14 +4,16 @@
 //! as its cause chain. Library errors are recognised whether they come directly or inside a
 //! [`LocalError`].
 
+pub(crate) mod findings;
 mod package;
 
 use tt_model_local::{Local, LocalError};
 
 pub use package::PackageFailed;
 
-use crate::printer::{DiagnosisCard, Printer};
-use crate::{ExitStatus, HubConsequence, UsageError, UserError, commands};
+use crate::events::DiagnosisCard;
+use crate::printer::Printer;
+use crate::{ExitStatus, HubConsequence, UsageError, UserError};
 
 /// The library error a [`LocalError`] carries (the engine's, the Hub's, a manifest's), so each
 /// library's errors are rendered by one rule whether or not they came through the local crate.
@@ -207,7 +209,7 @@ pub(crate) fn report(err: &anyhow::Error, printer: &Printer, local: &Local) -> E
         diagnostics,
     }) = find_in_chain::<ManifestError>(err)
     {
-        commands::lint::print_invalid(printer, path, source_text, diagnostics);
+        findings::print_invalid(printer, path, source_text, diagnostics);
         ExitStatus::Failure
     } else if let Some(LocalError::Manifest(e @ ManifestError::Read { source, .. })) =
         err.downcast_ref::<LocalError>()

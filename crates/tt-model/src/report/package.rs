@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use tt_model_engine::EngineError;
 use tt_model_package::{ErrorClass, PackageError};
 
-use crate::printer::{DiagnosisCard, Printer};
-use crate::{ExitStatus, commands};
+use crate::ExitStatus;
+use crate::events::DiagnosisCard;
+use crate::printer::Printer;
 
 /// A failed `package`, with what its rendering names: the manifest (to locate a field's
 /// problem in) and the build log.
@@ -134,7 +135,7 @@ fn by_class(p: &PackageFailed, printer: &Printer) -> Option<ExitStatus> {
                 Some(problem) => {
                     let src = std::fs::read_to_string(&p.manifest).unwrap_or_default();
                     let finding = problem.to_diagnostic(&src);
-                    commands::lint::print_findings_stderr(printer, &p.manifest, &src, &[finding]);
+                    super::findings::print_findings_stderr(printer, &p.manifest, &src, &[finding]);
                     printer.error("nothing was built; the previous output is untouched");
                 }
                 None => printer.error(&e.to_string()),

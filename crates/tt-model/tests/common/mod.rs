@@ -9,7 +9,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use tt_model_hub::testserver::{FakeFile, FakeRepo};
+use tt_model_testkit::hub::{FakeFile, FakeRepo};
 
 /// The local base image `scripts/make-base-images.sh` builds (no registry here).
 pub const BASE: &str = "local/busybox:tt-model";
@@ -75,7 +75,7 @@ pub fn stderr(o: &Output) -> String {
 }
 
 #[allow(unused_imports)] // each test binary uses its own subset (login_hub needs no engine)
-pub use tt_model_engine::testing::engine_or_skip as engine;
+pub use tt_model_testkit::engine::engine_or_skip as engine;
 
 /// Builds [`BASE`] if it is missing (idempotent).
 pub fn make_base_images() {

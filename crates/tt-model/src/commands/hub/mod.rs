@@ -1,9 +1,7 @@
 //! What the Hub commands (`push`, `publish`, `unpublish`, `login`, `logout`, `info`, `search`)
-//! share: the client for `HF_ENDPOINT` and the token, the byte bar of an upload, the local
-//! record of a push, and the README read and written by the commands that list, delist or review
-//! a package.
+//! share: the client for `HF_ENDPOINT` and the token, the byte bar of an upload, and the README
+//! read and written by the commands that list, delist or review a package.
 
-pub(crate) mod record;
 pub(crate) mod registry;
 
 use indicatif::ProgressBar;

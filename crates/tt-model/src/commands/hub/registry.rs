@@ -1,19 +1,20 @@
 //! The image's trip through an OCI registry, for a package whose manifest sets
 //! `image.registry`: `push` sends the staged layout's blobs and manifest (skipping what the
-//! registry has, mounting what another repository of it holds), and `pull`/`serve <id>` fetch
-//! the image by the digest the package pins into a layout the engine loads.
+//! registry has, mounting what another repository of it holds); `pull`/`serve <id>` fetch the
+//! image by the digest the package pins through `tt_model_local::registry`.
 //!
 //! Which repository holds which blob is remembered in the state root's blob index
 //! ([`tt_model_local::blob_index`]), so a second package on the same base mounts the base
 //! layers instead of sending them again.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
+use tt_model_hub::registry::Registry;
 use tt_model_hub::registry::push::{BlobFile, ImageToPush, PushReport, push_image};
-use tt_model_hub::registry::{Registry, RegistryTarget, pull};
 use tt_model_local::Local;
 use tt_model_local::blob_index::BlobIndex;
+use tt_model_local::registry::target_of;
 use tt_model_manifest::WireManifest;
 use tt_model_oci::OciLayout;
 
@@ -21,17 +22,6 @@ use super::UploadBar;
 use crate::UserError;
 use crate::printer::Printer;
 use crate::progress::human_bytes;
-
-/// Where the package's image goes: `image.registry` + `image.repository` (default: the name).
-pub(crate) fn target_of(wire: &WireManifest) -> anyhow::Result<RegistryTarget> {
-    let image = &wire.container.image;
-    let repository = if image.repository.is_empty() {
-        wire.name.as_str()
-    } else {
-        image.repository.as_str()
-    };
-    RegistryTarget::new(&image.registry, repository).map_err(|e| UserError(e.to_string()).into())
-}
 
 /// The staged layout as the registry will store it; refuses a layout that is not the image
 /// the manifest pins (a package staged before registry pinning, or edited since).
@@ -113,47 +103,4 @@ pub(crate) async fn push(
         )),
     );
     Ok((report, pinned))
-}
-
-/// Pulls the image `wire` pins from its registry into a fresh layout under `under`; returns
-/// the layout's directory (the caller loads it, then deletes it).
-pub(crate) async fn pull_layout(
-    wire: &WireManifest,
-    under: &Path,
-    printer: &Printer,
-) -> anyhow::Result<PathBuf> {
-    let target = target_of(wire)?;
-    let Some(digest) = wire
-        .container
-        .image
-        .digest
-        .clone()
-        .filter(|d| !d.is_empty())
-    else {
-        return Err(UserError(format!(
-            "{} names registry {} but pins no image digest: ask its publisher to push it again",
-            wire.name, wire.container.image.registry
-        ))
-        .into());
-    };
-    let dest = under.join(digest.trim_start_matches("sha256:"));
-    if dest.exists() {
-        std::fs::remove_dir_all(&dest)
-            .map_err(|e| anyhow::anyhow!("cannot clear {}: {e}", dest.display()))?;
-    }
-    let registry = Registry::connect(target.clone(), false, &[]).await?;
-    let bar = UploadBar::new(&format!("{}/{}", target.host, target.repository));
-    let ref_name = wire.container.image.tag.clone().unwrap_or_default();
-    let report = pull::pull_layout(&registry, &digest, &ref_name, &dest, &bar).await;
-    bar.finish();
-    let report = report?;
-    printer.done(
-        &format!("fetched image {}", target.pinned(&digest)),
-        Some(&format!(
-            "{} blobs · {} downloaded",
-            report.blobs,
-            human_bytes(report.bytes)
-        )),
-    );
-    Ok(dest)
 }

@@ -67,7 +67,7 @@ pub(crate) async fn refresh(
         short(&installed_rev),
         short(&latest)
     ));
-    match super::super::pull::pull(local, &format!("{id}@{latest}"), false, printer).await {
+    match super::super::pull::pull(local, &format!("{id}@{latest}"), printer).await {
         Ok(new) => Ok(new),
         Err(e) => {
             printer.warn(&format!(

@@ -107,7 +107,7 @@ pub(crate) async fn start(
                 let e = anyhow::Error::new(e);
                 printer.note(format!("{e:#}").lines().next().unwrap_or_default());
                 printer.note(&format!("re-pulling {id}@{}", &rev[..rev.len().min(8)]));
-                super::super::pull::pull(local, &format!("{id}@{rev}"), false, printer).await?;
+                super::super::pull::pull(local, &format!("{id}@{rev}"), printer).await?;
                 image::ensure(local, &client, pkg, printer).await.map_err(|e| {
                     let e = anyhow::Error::new(e);
                     UserError(format!(

@@ -13,7 +13,8 @@ use super::plan::Settings;
 use super::start::Started;
 use crate::ExitStatus;
 use crate::args::ServeArgs;
-use crate::printer::{DiagnosisCard, Printer};
+use crate::events::DiagnosisCard;
+use crate::printer::Printer;
 
 /// The boot diagnosis as the printer's card.
 pub(crate) fn card_for_printer(c: &Card) -> DiagnosisCard {

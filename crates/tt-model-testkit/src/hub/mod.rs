@@ -3,7 +3,7 @@
 //! It speaks the part of the real protocol that `tt-model` uses, in the URL shapes, headers and
 //! JSON `huggingface_hub` sends and reads (`hf_api.py`, `_commit_api.py`, `lfs.py`):
 //!
-//! Download side ([`read`]):
+//! Download side (`read`):
 //! * `GET /api/models/{org}/{name}[/revision/{rev}][?blobs=true]` → `{id, sha, private, tags,
 //!   lastModified, siblings[]}`, siblings with `blobId`, `size` and, for LFS files, `lfs
 //!   {sha256, size, pointerSize}` when `blobs=true` (only `rfilename` otherwise, as on the Hub);
@@ -17,7 +17,7 @@
 //! * `GET /api/models?search=&filter=&author=&limit=&sort=&direction=` (`list_models`, in the
 //!   Hub's orders), `GET /api/whoami-v2`.
 //!
-//! Upload side ([`write`]):
+//! Upload side (`write`, `lfs`):
 //! * `POST /api/validate-yaml` (`{content, repoType}` → `{errors, warnings}`, 400 on errors:
 //!   the README check `upload_folder` makes first);
 //! * `POST /api/repos/create` (`{name, organization, private, type}`; 409 when it exists), which
@@ -38,16 +38,19 @@
 //! repo's namespace; a private repo is visible only to such a token (an anonymous request gets
 //! 401 `RepoNotFound`, another user's 404, as on the Hub).
 //!
-//! [`registry`] is its OCI counterpart: the pull side of the distribution API.
+//!
+//! [`registry`](crate::registry) is its OCI counterpart: the pull side of the distribution API.
 
 // The handlers' helpers fail with the HTTP answer itself (a `Response`): test support where
 // the size of an error path does not matter.
 #![allow(clippy::result_large_err)]
 
+mod access;
 mod duplicate;
+mod lfs;
 mod read;
-pub mod registry;
-pub(crate) mod state;
+mod seed;
+mod state;
 mod write;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -61,239 +64,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
-use sha2::{Digest, Sha256};
 
-use crate::verify::{git_blob_id, hex, sha256_hex};
-use state::{Commit, Entry, Repo, Store, entry_for, next_seq};
-
-/// A file of a seeded repo.
-#[derive(Debug, Clone)]
-pub struct FakeFile {
-    /// Path in the repo (`/`-separated).
-    pub path: String,
-    /// The file's real content (what the listing's ids and sizes describe).
-    pub content: Vec<u8>,
-    /// Stored in LFS (gets an `lfs.sha256` in the listing and a CDN redirect).
-    pub lfs: bool,
-    /// Serve these bytes instead of `content` while the listing and headers still advertise
-    /// `content`'s ids: simulates a corrupted transfer.
-    pub corrupt_with: Option<Vec<u8>>,
-}
-
-impl FakeFile {
-    /// A regular (non-LFS) file.
-    pub fn regular(path: &str, content: impl Into<Vec<u8>>) -> Self {
-        FakeFile {
-            path: path.into(),
-            content: content.into(),
-            lfs: false,
-            corrupt_with: None,
-        }
-    }
-    /// A file stored in LFS.
-    pub fn lfs(path: &str, content: impl Into<Vec<u8>>) -> Self {
-        FakeFile {
-            path: path.into(),
-            content: content.into(),
-            lfs: true,
-            corrupt_with: None,
-        }
-    }
-    /// The git object id of the file in the repo tree (`blobId`): of the pointer for LFS files.
-    pub fn blob_id(&self) -> String {
-        if self.lfs {
-            let pointer = format!(
-                "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
-                sha256_hex(&self.content),
-                self.content.len()
-            );
-            git_blob_id(pointer.as_bytes())
-        } else {
-            git_blob_id(&self.content)
-        }
-    }
-}
-
-/// A seeded public repo at one commit, reachable by the commit sha and by its branches.
-#[derive(Debug, Clone)]
-pub struct FakeRepo {
-    /// The repo id (`org/name`).
-    pub id: String,
-    /// The 40-hex commit sha every branch of the repo points to.
-    pub commit: String,
-    /// Branch names that resolve to `commit` (`["main"]` by default).
-    pub branches: Vec<String>,
-    /// The repo's files at `commit`.
-    pub files: Vec<FakeFile>,
-}
-
-impl FakeRepo {
-    /// A repo whose commit sha is derived from its id and files (stable across runs).
-    pub fn new(id: &str, files: Vec<FakeFile>) -> Self {
-        let mut h = Sha256::new();
-        h.update(id.as_bytes());
-        for f in &files {
-            h.update(f.path.as_bytes());
-            h.update(&f.content);
-        }
-        FakeRepo {
-            id: id.into(),
-            commit: hex(&h.finalize())[..40].to_string(),
-            branches: vec!["main".into()],
-            files,
-        }
-    }
-}
-
-/// An account the server knows: its token, its name, and the orgs it can write to.
-#[derive(Debug, Clone)]
-pub struct HubUser {
-    /// The bearer token that authenticates as this user.
-    pub token: String,
-    /// The user name, also the namespace it can write to.
-    pub name: String,
-    /// Organizations whose namespaces it can also write to.
-    pub orgs: Vec<String>,
-}
-
-impl HubUser {
-    /// A user with `token`, named `name`, who can also write to `orgs`.
-    pub fn new(token: &str, name: &str, orgs: &[&str]) -> Self {
-        HubUser {
-            token: token.into(),
-            name: name.into(),
-            orgs: orgs.iter().map(|o| o.to_string()).collect(),
-        }
-    }
-    fn can_write(&self, namespace: &str) -> bool {
-        self.name == namespace || self.orgs.iter().any(|o| o == namespace)
-    }
-}
-
-/// The token and user [`HubServer::start`] registers (writes to `tester/*` and `acme/*`).
-pub const TEST_TOKEN: &str = "hf_test";
-
-/// One request the server saw.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SeenRequest {
-    /// The HTTP method (`GET`, `HEAD`, …).
-    pub method: String,
-    /// The URL path, without the query string.
-    pub path: String,
-    /// The `Range` header, when sent.
-    pub range: Option<String>,
-    /// The `Authorization` header as sent (`Bearer …`), when sent.
-    pub authorization: Option<String>,
-}
-
-/// A file of a repo at a revision, as the tests inspect it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredFile {
-    /// Path in the repo.
-    pub path: String,
-    /// Content length in bytes.
-    pub size: u64,
-    /// sha256 of the content, lowercase hex.
-    pub sha256: String,
-    /// Whether the file is stored in LFS.
-    pub lfs: bool,
-}
-
-#[derive(Clone)]
-pub(crate) struct Shared {
-    pub repos: Arc<Mutex<HashMap<String, Repo>>>,
-    pub store: Arc<Store>,
-    pub users: Arc<Vec<HubUser>>,
-    seen: Arc<Mutex<Vec<SeenRequest>>>,
-    /// Request body bytes received by the upload routes (LFS PUTs and commit payloads).
-    pub received: Arc<AtomicU64>,
-    /// Disables the upload routes' answers after this many LFS bytes (an interrupted push).
-    pub cut_after: Arc<AtomicU64>,
-    /// The `X-Repo-Commit` resolves claim instead of the commit they serve, when set.
-    pub claimed_commit: Arc<Mutex<Option<String>>>,
-}
-
-/// Who a request comes from.
-pub(crate) enum Caller<'a> {
-    Anonymous,
-    User(&'a HubUser),
-    /// A token the server does not know (the Hub answers 401).
-    BadToken,
-}
-
-impl Shared {
-    pub fn caller(&self, h: &HeaderMap) -> Caller<'_> {
-        let Some(auth) = h.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) else {
-            return Caller::Anonymous;
-        };
-        let token = auth.strip_prefix("Bearer ").unwrap_or(auth);
-        match self.users.iter().find(|u| u.token == token) {
-            Some(u) => Caller::User(u),
-            None => Caller::BadToken,
-        }
-    }
-
-    /// The repo `id` as `caller` may see it, or the Hub's refusal.
-    pub fn readable(&self, id: &str, h: &HeaderMap) -> Result<(), Response> {
-        let repos = self.repos.lock().unwrap();
-        let caller = self.caller(h);
-        if matches!(caller, Caller::BadToken) {
-            return Err(error(
-                StatusCode::UNAUTHORIZED,
-                None,
-                "Invalid credentials in Authorization header",
-            ));
-        }
-        let visible = match repos.get(id) {
-            None => false,
-            Some(r) if !r.private => true,
-            Some(_) => match caller {
-                Caller::User(u) => u.can_write(id.split('/').next().unwrap_or("")),
-                _ => false,
-            },
-        };
-        if visible {
-            return Ok(());
-        }
-        // huggingface.co answers an anonymous request for an unknown (or private) repo with
-        // 401, not 404; only the error code says what it is.
-        let status = match caller {
-            Caller::Anonymous => StatusCode::UNAUTHORIZED,
-            _ => StatusCode::NOT_FOUND,
-        };
-        Err(error(status, Some("RepoNotFound"), "Repository not found"))
-    }
-
-    /// The user behind a write to `namespace`, or the Hub's refusal.
-    pub fn writer(&self, namespace: &str, h: &HeaderMap) -> Result<HubUser, Response> {
-        match self.caller(h) {
-            Caller::Anonymous => Err(error(
-                StatusCode::UNAUTHORIZED,
-                None,
-                "Invalid username or password.",
-            )),
-            Caller::BadToken => Err(error(
-                StatusCode::UNAUTHORIZED,
-                None,
-                "Invalid credentials in Authorization header",
-            )),
-            Caller::User(u) if u.can_write(namespace) => Ok(u.clone()),
-            Caller::User(u) => Err(error(
-                StatusCode::FORBIDDEN,
-                None,
-                &format!(
-                    "You don't have the rights to create a model under the namespace \"{namespace}\" ({} is not a member)",
-                    u.name
-                ),
-            )),
-        }
-    }
-
-    /// The commit `rev` of `id` names, for a caller already checked by [`Shared::readable`].
-    pub fn commit(&self, id: &str, rev: &str) -> Option<Arc<Commit>> {
-        self.repos.lock().unwrap().get(id)?.resolve(rev)
-    }
-}
+use access::{Caller, Shared};
+pub use seed::{FakeFile, FakeRepo, HubUser, SeenRequest, StoredFile, TEST_TOKEN};
+use state::{Commit, Entry, Repo, Store, entry_for};
 
 /// `{"error": msg}` with the Hub's `X-Error-Code` / `X-Error-Message` headers.
 pub(crate) fn error(status: StatusCode, code: Option<&'static str>, msg: &str) -> Response {
@@ -306,6 +80,19 @@ pub(crate) fn error(status: StatusCode, code: Option<&'static str>, msg: &str) -
         r.headers_mut().insert("x-error-message", v);
     }
     r
+}
+
+fn bad_request(msg: &str) -> Response {
+    error(StatusCode::BAD_REQUEST, Some("BadRequest"), msg)
+}
+
+/// The base URL the client reached us at (for the hrefs and urls we hand back).
+fn base_url(h: &HeaderMap) -> String {
+    let host = h
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    format!("http://{host}")
 }
 
 /// A running server; it stops, and its store is deleted, when dropped.
@@ -366,12 +153,7 @@ impl HubServer {
                 .filter(|e| e.lfs)
                 .map(|e| e.sha256.clone())
                 .collect();
-            let commit = Arc::new(Commit {
-                id: r.commit.clone(),
-                tree,
-                at: now(),
-                seq: next_seq(),
-            });
+            let commit = Commit::new(r.commit.clone(), tree, now());
             map.insert(
                 r.id.clone(),
                 Repo {
@@ -423,12 +205,9 @@ impl HubServer {
                 post(write::preupload),
             )
             .route("/api/models/{org}/{name}/commit/{rev}", post(write::commit))
-            .route(
-                "/{org}/{name}/info/lfs/objects/batch",
-                post(write::lfs_batch),
-            )
-            .route("/lfs-upload/{org}/{name}/{oid}", put(write::lfs_upload))
-            .route("/lfs-verify/{org}/{name}/{oid}", post(write::lfs_verify))
+            .route("/{org}/{name}/info/lfs/objects/batch", post(lfs::lfs_batch))
+            .route("/lfs-upload/{org}/{name}/{oid}", put(lfs::lfs_upload))
+            .route("/lfs-verify/{org}/{name}/{oid}", post(lfs::lfs_verify))
             .layer(DefaultBodyLimit::disable())
             .layer(middleware::from_fn_with_state(shared.clone(), record))
             .with_state(shared.clone());

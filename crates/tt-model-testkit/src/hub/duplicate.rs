@@ -3,13 +3,13 @@
 //! the target exists. The copy keeps the source's visibility, as the Hub's does by default.
 
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::json;
 
 use super::state::Repo;
-use super::{Shared, error};
+use super::{Shared, bad_request, base_url, error};
 
 #[derive(Deserialize)]
 pub(super) struct DuplicateBody {
@@ -27,20 +27,12 @@ pub(super) async fn duplicate(
         return r;
     }
     let Some((ns, _)) = b.repository.split_once('/') else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            Some("BadRequest"),
-            "repository must be <namespace>/<name>",
-        );
+        return bad_request("repository must be <namespace>/<name>");
     };
     if let Err(r) = s.writer(ns, &h) {
         return r;
     }
-    let host = h
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("127.0.0.1");
-    let url = format!("http://{host}/{}", b.repository);
+    let url = format!("{}/{}", base_url(&h), b.repository);
     let mut repos = s.repos.lock().unwrap();
     if repos.contains_key(&b.repository) {
         return (

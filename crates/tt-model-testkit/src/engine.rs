@@ -1,7 +1,8 @@
-//! Test support (feature `testing`, enabled only by test builds): the one rule every test that
-//! needs the Docker engine follows.
+//! The container engine in tests: the one rule every test that needs the Docker engine follows
+//! ([`engine_or_skip`]), and the images tests make and push through it.
 
-use crate::Client;
+use tt_model_engine::Client;
+use tt_model_engine::torn_line_end::is_torn_line_end;
 
 /// The engine, or `None` when none is reachable: the test then passes with a `SKIPPED` line,
 /// unless `TT_MODEL_REQUIRE_DOCKER` is set (CI sets it), which makes a missing engine a failure.
@@ -30,7 +31,7 @@ pub async fn derive_image(
     from: &str,
     tag: &str,
     files: &[(&str, Vec<u8>)],
-) -> Result<String, crate::EngineError> {
+) -> Result<String, tt_model_engine::EngineError> {
     let mut tar = tar::Builder::new(Vec::new());
     let mut add = |path: &str, data: &[u8]| {
         let mut header = tar::Header::new_gnu();
@@ -49,7 +50,7 @@ pub async fn derive_image(
         add(&format!("files/{}", path.trim_start_matches('/')), data);
     }
     let context = bytes::Bytes::from(tar.into_inner().expect("an in-memory tar finishes"));
-    let request = crate::build::BuildRequest {
+    let request = tt_model_engine::build::BuildRequest {
         tag: tag.to_string(),
         dockerfile: "Dockerfile".into(),
         network_mode: Some("none".into()),
@@ -64,9 +65,10 @@ pub async fn derive_image(
         .await
 }
 
-/// Pushes `reference` (`host/repository:tag`) through the engine with Basic credentials, as
-/// `docker push` does: how a test puts an image into a loopback registry. The error is the
-/// engine's answer.
+/// Pushes `reference` (`host/repository:tag`) through the engine `client` talks to, with Basic
+/// credentials, as `docker push` does: how a test puts an image into a loopback registry. The
+/// error is the engine's answer. (Pushing is test support only, so it goes through bollard here
+/// rather than through a `Client` method.)
 pub async fn push_image(
     client: &Client,
     reference: &str,
@@ -74,7 +76,12 @@ pub async fn push_image(
     password: &str,
 ) -> Result<(), String> {
     use futures_util::StreamExt;
-    let target = crate::pull::pull_target(reference);
+    let docker = bollard::Docker::connect_with_host(client.host())
+        .map_err(|e| format!("connecting to {}: {e}", client.host()))?
+        .negotiate_version()
+        .await
+        .map_err(|e| format!("connecting to {}: {e}", client.host()))?;
+    let target = tt_model_engine::pull::pull_target(reference);
     let credentials = bollard::auth::DockerCredentials {
         username: Some(username.to_string()),
         password: Some(password.to_string()),
@@ -85,16 +92,17 @@ pub async fn push_image(
         tag: Some(target.tag.clone()),
         ..Default::default()
     };
-    let mut stream =
-        client
-            .docker()
-            .push_image(&target.from_image, Some(options), Some(credentials));
+    let mut stream = docker.push_image(&target.from_image, Some(options), Some(credentials));
     while let Some(item) = stream.next().await {
         match item {
             Ok(_) => {}
-            // Whole but for a line end (see `torn_line_end`); the tests pull what they push.
-            Err(e) if crate::torn_line_end::is_torn_line_end(&e) => break,
-            Err(e) => return Err(format!("pushing {reference}: {}", crate::pull::answer(&e))),
+            // Whole but for a line end (see `tt_model_engine::torn_line_end`); the tests pull
+            // what they push.
+            Err(e) if is_torn_line_end(&e) => break,
+            Err(bollard::errors::Error::DockerStreamError { error }) => {
+                return Err(format!("pushing {reference}: {}", error.trim()));
+            }
+            Err(e) => return Err(format!("pushing {reference}: {e}")),
         }
     }
     Ok(())

@@ -9,8 +9,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::state::{Commit, iso8601};
-use super::{Caller, Shared, error};
-use crate::card_tags;
+use super::{Caller, Shared, base_url, error};
+use tt_model_hub::card_tags;
 
 /// The tags the Hub derives from a commit's README frontmatter.
 fn tags_of(s: &Shared, c: &Commit) -> Vec<String> {
@@ -83,15 +83,9 @@ pub(super) async fn revision(
     h: HeaderMap,
 ) -> Response {
     let id = format!("{org}/{name}");
-    if let Err(r) = s.readable(&id, &h) {
-        return r;
-    }
-    let Some(c) = s.commit(&id, &rev) else {
-        return error(
-            StatusCode::NOT_FOUND,
-            Some("RevisionNotFound"),
-            &format!("Invalid rev id: {rev}"),
-        );
+    let c = match s.readable_commit(&id, &rev, &h, &format!("Invalid rev id: {rev}")) {
+        Ok(c) => c,
+        Err(r) => return r,
     };
     let blobs = q
         .get("blobs")
@@ -117,15 +111,9 @@ pub(super) async fn tree(
     h: HeaderMap,
 ) -> Response {
     let id = format!("{org}/{name}");
-    if let Err(r) = s.readable(&id, &h) {
-        return r;
-    }
-    let Some(c) = s.commit(&id, &rev) else {
-        return error(
-            StatusCode::NOT_FOUND,
-            Some("RevisionNotFound"),
-            &format!("Invalid rev id: {rev}"),
-        );
+    let c = match s.readable_commit(&id, &rev, &h, &format!("Invalid rev id: {rev}")) {
+        Ok(c) => c,
+        Err(r) => return r,
     };
     let recursive = q
         .get("recursive")
@@ -274,15 +262,9 @@ pub(super) async fn resolve(
     h: HeaderMap,
 ) -> Response {
     let id = format!("{org}/{name}");
-    if let Err(r) = s.readable(&id, &h) {
-        return r;
-    }
-    let Some(c) = s.commit(&id, &rev) else {
-        return error(
-            StatusCode::NOT_FOUND,
-            Some("RevisionNotFound"),
-            "Revision not found",
-        );
+    let c = match s.readable_commit(&id, &rev, &h, "Revision not found") {
+        Ok(c) => c,
+        Err(r) => return r,
     };
     let Some(e) = c.tree.get(&file) else {
         return error(
@@ -293,11 +275,7 @@ pub(super) async fn resolve(
     };
     let claimed = s.claimed_commit.lock().unwrap().clone();
     let commit = HeaderValue::from_str(claimed.as_deref().unwrap_or(&c.id)).unwrap();
-    let host = h
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("127.0.0.1")
-        .to_string();
+    let base = base_url(&h);
     if e.lfs {
         let mut resp = StatusCode::FOUND.into_response();
         let hd = resp.headers_mut();
@@ -305,8 +283,7 @@ pub(super) async fn resolve(
             header::LOCATION,
             // Absolute, as the Hub's CDN URLs are (a relative one would be followed by
             // `huggingface_hub`'s HEAD, which must see this answer's headers).
-            HeaderValue::from_str(&format!("http://{host}/cdn-lfs/{org}/{name}/{}", e.sha256))
-                .unwrap(),
+            HeaderValue::from_str(&format!("{base}/cdn-lfs/{org}/{name}/{}", e.sha256)).unwrap(),
         );
         hd.insert(
             "x-linked-etag",

@@ -1,36 +1,18 @@
-//! The upload side: repo create / settings, preupload, LFS batch + upload + verify, commit.
+//! The upload side: repo create / settings, preupload, commit, the README check (the LFS
+//! transfers between preupload and commit are `lfs`'s).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
-use futures_util::StreamExt as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use sha2::Digest as _;
-use tokio::io::AsyncWriteExt as _;
 
-use super::state::{self, Commit, Entry, Op, Repo, apply, commit_id, entry_for, next_seq};
-use super::{Shared, error, now};
-use crate::verify::hex;
-
-/// The base URL the client reached us at (for the hrefs and urls we hand back).
-fn base(h: &HeaderMap) -> String {
-    let host = h
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("127.0.0.1");
-    format!("http://{host}")
-}
-
-fn bad_request(msg: &str) -> Response {
-    error(StatusCode::BAD_REQUEST, Some("BadRequest"), msg)
-}
+use super::state::{self, Commit, Entry, Op, Repo, apply, commit_id, entry_for};
+use super::{Shared, bad_request, base_url, error, now};
 
 /// A repo path the Hub accepts: relative, no `..`, no empty segment.
 fn valid_path(p: &str) -> bool {
@@ -76,10 +58,10 @@ pub(super) async fn create(
         return r;
     }
     let id = format!("{ns}/{}", b.name);
-    if crate::cache::validate_repo_id(&id).is_err() {
+    if tt_model_hub::cache::validate_repo_id(&id).is_err() {
         return bad_request(&format!("invalid repo name {id}"));
     }
-    let url = format!("{}/{id}", base(&h));
+    let url = format!("{}/{id}", base_url(&h));
     let entry = match entry_for(&s.store, GITATTRIBUTES.as_bytes(), false) {
         Ok(e) => e,
         Err(e) => return error(StatusCode::INTERNAL_SERVER_ERROR, None, &e.to_string()),
@@ -100,15 +82,7 @@ pub(super) async fn create(
         Repo {
             id: id.clone(),
             private: b.private.unwrap_or(false),
-            commits: HashMap::from([(
-                cid.clone(),
-                Arc::new(Commit {
-                    id: cid.clone(),
-                    tree,
-                    at,
-                    seq: next_seq(),
-                }),
-            )]),
+            commits: HashMap::from([(cid.clone(), Commit::new(cid.clone(), tree, at))]),
             branches: HashMap::from([("main".to_string(), cid)]),
             lfs: HashSet::new(),
         },
@@ -130,10 +104,7 @@ pub(super) async fn settings(
     axum::Json(b): axum::Json<SettingsBody>,
 ) -> Response {
     let id = format!("{org}/{name}");
-    if let Err(r) = s
-        .readable(&id, &h)
-        .and_then(|()| s.writer(&org, &h).map(|_| ()))
-    {
+    if let Err(r) = s.writable(&id, &org, &h) {
         return r;
     }
     let mut repos = s.repos.lock().unwrap();
@@ -164,18 +135,12 @@ pub(super) async fn preupload(
     axum::Json(b): axum::Json<PreuploadBody>,
 ) -> Response {
     let id = format!("{org}/{name}");
-    if let Err(r) = s
-        .readable(&id, &h)
-        .and_then(|()| s.writer(&org, &h).map(|_| ()))
+    let c = match s
+        .writable(&id, &org, &h)
+        .and_then(|()| s.readable_commit(&id, &rev, &h, &format!("Invalid rev id: {rev}")))
     {
-        return r;
-    }
-    let Some(c) = s.commit(&id, &rev) else {
-        return error(
-            StatusCode::NOT_FOUND,
-            Some("RevisionNotFound"),
-            &format!("Invalid rev id: {rev}"),
-        );
+        Ok(c) => c,
+        Err(r) => return r,
     };
     let mut files = Vec::new();
     for f in b.files {
@@ -198,178 +163,6 @@ pub(super) async fn preupload(
         }));
     }
     axum::Json(json!({ "files": files, "commitOid": c.id })).into_response()
-}
-
-#[derive(Deserialize)]
-struct BatchObject {
-    oid: String,
-    size: u64,
-}
-
-#[derive(Deserialize)]
-pub(super) struct BatchBody {
-    operation: String,
-    objects: Vec<BatchObject>,
-}
-
-fn lfs_json(v: Value) -> Response {
-    let mut r = axum::Json(v).into_response();
-    r.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/vnd.git-lfs+json"),
-    );
-    r
-}
-
-/// The git-lfs batch API (`upload`, `basic` transfer): objects the repo has get no `actions`.
-pub(super) async fn lfs_batch(
-    State(s): State<Shared>,
-    Path((org, name_git)): Path<(String, String)>,
-    h: HeaderMap,
-    body: axum::body::Bytes,
-) -> Response {
-    let Some(name) = name_git.strip_suffix(".git") else {
-        return error(StatusCode::NOT_FOUND, None, "Not Found");
-    };
-    let Ok(b) = serde_json::from_slice::<BatchBody>(&body) else {
-        return bad_request("malformed LFS batch request");
-    };
-    let id = format!("{org}/{name}");
-    if let Err(r) = s
-        .readable(&id, &h)
-        .and_then(|()| s.writer(&org, &h).map(|_| ()))
-    {
-        return r;
-    }
-    if b.operation != "upload" {
-        return bad_request("this test Hub serves LFS downloads through resolve only");
-    }
-    let have = s
-        .repos
-        .lock()
-        .unwrap()
-        .get(&id)
-        .map(|r| r.lfs.clone())
-        .unwrap_or_default();
-    let base = base(&h);
-    let objects: Vec<Value> = b
-        .objects
-        .iter()
-        .map(|o| {
-            let valid = o.oid.len() == 64 && o.oid.bytes().all(|c| c.is_ascii_hexdigit());
-            if !valid {
-                return json!({ "oid": o.oid, "size": o.size, "error": { "code": 422, "message": "invalid oid" } });
-            }
-            if have.contains(&o.oid) && s.store.has(&o.oid) {
-                return json!({ "oid": o.oid, "size": o.size });
-            }
-            json!({
-                "oid": o.oid,
-                "size": o.size,
-                "authenticated": true,
-                "actions": {
-                    "upload": { "href": format!("{base}/lfs-upload/{id}/{}?size={}", o.oid, o.size) },
-                    "verify": { "href": format!("{base}/lfs-verify/{id}/{}", o.oid) },
-                },
-            })
-        })
-        .collect();
-    lfs_json(json!({ "transfer": "basic", "objects": objects, "hash_algo": "sha256" }))
-}
-
-/// The upload href (the real Hub hands out a presigned storage URL: no token needed). The bytes
-/// are hashed while streamed to a temp file and kept only when they hash to the oid; a body cut
-/// short leaves nothing behind.
-pub(super) async fn lfs_upload(
-    State(s): State<Shared>,
-    Path((org, name, oid)): Path<(String, String, String)>,
-    body: Body,
-) -> Response {
-    let id = format!("{org}/{name}");
-    if !s.repos.lock().unwrap().contains_key(&id) {
-        return error(StatusCode::NOT_FOUND, None, "no such repo");
-    }
-    let tmp = s.store.temp_path();
-    let result = async {
-        let mut file = tokio::fs::File::create(&tmp).await?;
-        let mut hasher = state::hasher();
-        let mut size = 0u64;
-        let mut stream = body.into_data_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(std::io::Error::other)?;
-            // An interrupted push: stall here, mid-body, until the test lifts the cut (by then
-            // the client is dead and the rest of the body never comes).
-            // The cut counts this upload's own bytes: uploads run side by side, and an object
-            // that fits under the cut always completes, whatever the others send meanwhile.
-            s.received.fetch_add(chunk.len() as u64, Ordering::SeqCst);
-            while size + chunk.len() as u64 >= s.cut_after.load(Ordering::SeqCst) {
-                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-            }
-            hasher.update(&chunk);
-            size += chunk.len() as u64;
-            file.write_all(&chunk).await?;
-        }
-        file.flush().await?;
-        file.sync_all().await?;
-        Ok::<_, std::io::Error>((hex(&hasher.finalize()), size))
-    }
-    .await;
-    let (sha, size) = match result {
-        Ok(v) => v,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            return bad_request(&format!("upload interrupted: {e}"));
-        }
-    };
-    if sha != oid {
-        let _ = std::fs::remove_file(&tmp);
-        return bad_request(&format!(
-            "the uploaded bytes hash to {sha}, not {oid} ({size} bytes)"
-        ));
-    }
-    if let Err(e) = std::fs::rename(&tmp, s.store.object(&oid)) {
-        return error(StatusCode::INTERNAL_SERVER_ERROR, None, &e.to_string());
-    }
-    if let Some(r) = s.repos.lock().unwrap().get_mut(&id) {
-        r.lfs.insert(oid);
-    }
-    StatusCode::OK.into_response()
-}
-
-#[derive(Deserialize)]
-pub(super) struct VerifyBody {
-    oid: String,
-    size: u64,
-}
-
-/// The verify href: 200 when the repo holds the object with that size.
-pub(super) async fn lfs_verify(
-    State(s): State<Shared>,
-    Path((org, name, oid)): Path<(String, String, String)>,
-    h: HeaderMap,
-    axum::Json(b): axum::Json<VerifyBody>,
-) -> Response {
-    let id = format!("{org}/{name}");
-    if let Err(r) = s.writer(&org, &h) {
-        return r;
-    }
-    let held = s
-        .repos
-        .lock()
-        .unwrap()
-        .get(&id)
-        .is_some_and(|r| r.lfs.contains(&oid));
-    let size = std::fs::metadata(s.store.object(&oid))
-        .map(|m| m.len())
-        .ok();
-    if b.oid != oid || !held || size != Some(b.size) {
-        return error(
-            StatusCode::NOT_FOUND,
-            None,
-            &format!("object {oid} of {} bytes not found", b.size),
-        );
-    }
-    lfs_json(json!({ "message": "ok" }))
 }
 
 /// One NDJSON line of a commit payload.
@@ -463,10 +256,7 @@ pub(super) async fn commit(
     body: axum::body::Bytes,
 ) -> Response {
     let id = format!("{org}/{name}");
-    if let Err(r) = s
-        .readable(&id, &h)
-        .and_then(|()| s.writer(&org, &h).map(|_| ()))
-    {
+    if let Err(r) = s.writable(&id, &org, &h) {
         return r;
     }
     s.received.fetch_add(body.len() as u64, Ordering::SeqCst);
@@ -500,15 +290,8 @@ pub(super) async fn commit(
     };
     let at = now();
     let cid = commit_id(parent.as_ref().map(|p| p.id.as_str()), &tree, &summary, at);
-    r.commits.insert(
-        cid.clone(),
-        Arc::new(Commit {
-            id: cid.clone(),
-            tree,
-            at,
-            seq: next_seq(),
-        }),
-    );
+    r.commits
+        .insert(cid.clone(), Commit::new(cid.clone(), tree, at));
     r.branches.insert(rev.clone(), cid.clone());
     axum::Json(json!({
         "success": true,
@@ -519,10 +302,6 @@ pub(super) async fn commit(
         "pullRequestUrl": Value::Null,
     }))
     .into_response()
-}
-
-fn base_url(h: &HeaderMap) -> String {
-    base(h)
 }
 
 #[derive(Deserialize)]

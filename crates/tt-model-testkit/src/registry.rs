@@ -22,7 +22,7 @@ use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
-use crate::verify::sha256_hex;
+use tt_model_hub::verify::sha256_hex;
 
 /// One stored object: its bytes and, for a manifest, its media type.
 #[derive(Clone)]

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use sha1::{Digest as _, Sha1};
 use sha2::Sha256;
 
-use crate::verify::{git_blob_id, hex, sha256_hex};
+use tt_model_hub::verify::{git_blob_id, sha256_hex};
 
 /// One file of a tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,10 +31,7 @@ pub(crate) struct Entry {
 impl Entry {
     /// The LFS pointer file git stores in place of an LFS file's content.
     pub fn lfs_pointer(&self) -> String {
-        format!(
-            "version https://git-lfs.github.com/spec/v1\noid sha256:{}\nsize {}\n",
-            self.sha256, self.size
-        )
+        lfs_pointer(&self.sha256, self.size)
     }
     /// The git object id in the tree (`blobId`, the tree API's `oid`): of the pointer for LFS.
     pub fn blob_id(&self) -> String {
@@ -50,6 +47,11 @@ impl Entry {
     }
 }
 
+/// The LFS pointer file of content with this sha256 and size.
+pub(crate) fn lfs_pointer(sha256: &str, size: u64) -> String {
+    format!("version https://git-lfs.github.com/spec/v1\noid sha256:{sha256}\nsize {size}\n")
+}
+
 /// An immutable commit.
 #[derive(Debug)]
 pub(crate) struct Commit {
@@ -60,6 +62,18 @@ pub(crate) struct Commit {
     /// Commits in the order they were made ([`next_seq`]): what orders two commits of the
     /// same second, as the real Hub's millisecond timestamps do.
     pub seq: u64,
+}
+
+impl Commit {
+    /// A new commit `id` of `tree` made at `at`, the latest so far ([`next_seq`]).
+    pub fn new(id: String, tree: BTreeMap<String, Entry>, at: u64) -> Arc<Commit> {
+        Arc::new(Commit {
+            id,
+            tree,
+            at,
+            seq: next_seq(),
+        })
+    }
 }
 
 /// The next commit sequence number (process-wide, increasing).
@@ -170,7 +184,7 @@ pub(crate) fn commit_id(
     }
     h.update(message.as_bytes());
     h.update(at.to_le_bytes());
-    hex(&h.finalize())
+    hex::encode(h.finalize())
 }
 
 /// The tree `ops` make of `base` (pure). Deleting a path that does not exist is an error, as
