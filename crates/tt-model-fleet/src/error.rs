@@ -36,18 +36,28 @@ pub enum FleetError {
     /// A fleet of zero replicas.
     #[error("a fleet needs at least 1 replica")]
     ZeroReplicas,
-    /// The profile runs on a card but names no board, so the device plugin's resource is unknown.
+    /// The profile runs on a card but names no board, so a DRA claim cannot select one.
     #[error(
-        "profile `{profile}` runs on a Tenstorrent card but names no `hardware` board, so the device plugin's \
-         resource is unknown: set `serve.hardware` (e.g. p150) or pass --board-resource NAME"
+        "profile `{profile}` runs on a Tenstorrent card but names no `hardware` board, so the fleet's device \
+         claim cannot select one: set `serve.hardware` (e.g. p150), or pass --devices extended to ask for \
+         chips of an extended resource instead"
     )]
     NoBoard {
         /// The profile.
         profile: String,
     },
+    /// `--board-resource` names an extended resource, which a DRA fleet does not ask for.
+    #[error(
+        "--board-resource names an extended resource, but this fleet claims its boards through DRA \
+         (the default): add --devices extended to ask for `{name}` instead"
+    )]
+    ResourceWithoutExtended {
+        /// The name as given.
+        name: String,
+    },
     /// A resource name that is not `<domain>/<name>`.
     #[error(
-        "`{name}` is not an extended resource name: it must be `<domain>/<name>`, e.g. tenstorrent.com/p150"
+        "`{name}` is not an extended resource name: it must be `<domain>/<name>`, e.g. tenstorrent.com/chip"
     )]
     BadResourceName {
         /// The name as given.

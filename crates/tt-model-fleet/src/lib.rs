@@ -1,11 +1,13 @@
 //! Kubernetes fleets for a packaged model: `tt-model serve TARGET --print k8s` renders a
-//! Deployment, a Service and a PodDisruptionBudget from the same [`RunSpec`] that `serve`
+//! Deployment, a Service and a PodDisruptionBudget (and, on a card, the ResourceClaimTemplate
+//! its pods claim their boards from) from the same [`RunSpec`] that `serve`
 //! composes for one container, so a fleet keeps what `serve` knows (the card's device and
 //! hugepages, the hardening, the environment, the port, readiness on the health path, weights
 //! at the pinned revision) instead of a hand-written copy of it.
 //!
 //! Everything here is a pure function of its inputs: [`render`] builds typed `k8s-openapi`
-//! objects (API version 1.33) and [`Fleet::to_yaml`] writes them as multi-document YAML.
+//! objects (API version 1.34, the first with `resource.k8s.io/v1`) and [`Fleet::to_yaml`]
+//! writes them as multi-document YAML.
 //! [`pinned_image`] decides which image reference a cluster can pull (a registry image by
 //! digest) and says how to get one when the package has none.
 //!
@@ -13,20 +15,20 @@
 
 #![warn(missing_docs)]
 
+mod card;
 mod error;
 mod image;
 mod names;
 mod options;
 mod pod;
 mod render;
-#[cfg(feature = "testing")]
-pub mod testing;
 
+pub use card::board_selector;
 pub use error::FleetError;
 pub use image::{check_pinned, pinned_image};
 pub use options::{
-    BOARD_LABEL, DEFAULT_CPU, DEFAULT_HF_TOKEN_SECRET, DEFAULT_HUGEPAGES_GIB_PER_CHIP,
-    DEFAULT_MEMORY, DEFAULT_RESOURCE_PREFIX, DEFAULT_WEIGHTS_CLAIM, FleetOptions,
-    HF_TOKEN_SECRET_KEY, WeightsPin,
+    BOARD_NAME_ATTRIBUTE, DEFAULT_CPU, DEFAULT_EXTENDED_RESOURCE, DEFAULT_HF_TOKEN_SECRET,
+    DEFAULT_HUGEPAGES_GIB_PER_CHIP, DEFAULT_MEMORY, DEFAULT_WEIGHTS_CLAIM, DEVICE_CLASS,
+    DeviceMode, FleetOptions, HAS_TT_LABEL, HF_TOKEN_SECRET_KEY, NFD_PCI_LABEL, WeightsPin,
 };
 pub use render::{Fleet, render};

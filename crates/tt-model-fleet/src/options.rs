@@ -1,14 +1,24 @@
-//! What a fleet needs beyond the run spec: how many replicas, where, the card's resource, and
-//! the documented defaults for what a manifest does not say.
+//! What a fleet needs beyond the run spec: how many replicas, where, how a pod gets its card,
+//! and the documented defaults for what a manifest does not say.
 
 use std::time::Duration;
 
-/// The device plugin's resource is `tenstorrent.com/<board>` (`tenstorrent.com/p150`), one unit
-/// per chip (one `/dev/tenstorrent/N` node), as the community Tenstorrent device plugins
-/// advertise boards; `--board-resource` names another.
-pub const DEFAULT_RESOURCE_PREFIX: &str = "tenstorrent.com/";
-/// The node label a fleet selects card hosts by (`tenstorrent.com/board=p150`).
-pub const BOARD_LABEL: &str = "tenstorrent.com/board";
+/// The DeviceClass (and DRA driver) name of Tenstorrent's `tt-operator`: one device per board.
+pub const DEVICE_CLASS: &str = "tenstorrent.com";
+/// The device attribute naming the board (`p150`, `p300`, `n150`, ...): the driver's docs warn
+/// that `chipArch` + `chipCount` cannot tell a Galaxy's MMIO chip from an n150, so selectors
+/// name the board.
+pub const BOARD_NAME_ATTRIBUTE: &str = "boardName";
+/// The extended resource of `--devices extended`: one unit per chip (one `/dev/tenstorrent/N`
+/// node), the name tt-operator's DeviceClass also maps to its boards where Kubernetes' DRA
+/// extended-resource feature is on; `--board-resource` names another.
+pub const DEFAULT_EXTENDED_RESOURCE: &str = "tenstorrent.com/chip";
+/// The node label tt-operator's own DaemonSets (the DRA driver's kubelet plugin) are placed
+/// by, set by the cluster's operator on card nodes.
+pub const HAS_TT_LABEL: &str = "tenstorrent.com/has-tt";
+/// The label node-feature-discovery (which tt-operator installs) sets on every node with a
+/// Tenstorrent PCI device: class 0x1200 (processing accelerator), vendor 0x1e52.
+pub const NFD_PCI_LABEL: &str = "feature.node.kubernetes.io/pci-1200_1e52.present";
 /// 1 GiB hugepages per chip: the host memory UMD maps for each chip's system-memory channel.
 pub const DEFAULT_HUGEPAGES_GIB_PER_CHIP: u32 = 1;
 /// CPU requested per replica when the manifest says nothing: the server, its tokenizer and the
@@ -23,6 +33,18 @@ pub const DEFAULT_WEIGHTS_CLAIM: &str = "tt-model-hf-hub";
 pub const DEFAULT_HF_TOKEN_SECRET: &str = "hf-token";
 /// The key of the token in that Secret.
 pub const HF_TOKEN_SECRET_KEY: &str = "token";
+
+/// How a pod gets its card.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum DeviceMode {
+    /// Dynamic Resource Allocation (`resource.k8s.io/v1`, Kubernetes 1.34+): a claim per pod
+    /// for the profile's boards by name, satisfied by tt-operator's DRA driver. The vendor's
+    /// supported path.
+    #[default]
+    Dra,
+    /// An extended resource counted in chips, for clusters with a device plugin and no DRA.
+    Extended,
+}
 
 /// A weights repository at the revision the package pins.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,9 +66,13 @@ pub struct FleetOptions {
     pub namespace: Option<String>,
     /// Chips each replica needs (the profile's); 0 for a runtime without a card.
     pub chips: u32,
-    /// The profile's board (`p150`), for the default resource name and the node selector.
+    /// Boards each replica claims (the profile's `xN`): the DRA claim's count.
+    pub boards: u32,
+    /// The profile's board (`p150`), which the DRA claim's selector names.
     pub board: Option<String>,
-    /// The device plugin's resource; `None` is `tenstorrent.com/<board>`.
+    /// How a pod gets its card.
+    pub devices: DeviceMode,
+    /// `--devices extended`'s resource; `None` is [`DEFAULT_EXTENDED_RESOURCE`].
     pub board_resource: Option<String>,
     /// 1 GiB hugepages per chip.
     pub hugepages_gib_per_chip: u32,
@@ -75,7 +101,9 @@ impl FleetOptions {
             replicas: 1,
             namespace: None,
             chips: 0,
+            boards: 0,
             board: None,
+            devices: DeviceMode::Dra,
             board_resource: None,
             hugepages_gib_per_chip: DEFAULT_HUGEPAGES_GIB_PER_CHIP,
             cpu: DEFAULT_CPU.into(),

@@ -1,11 +1,10 @@
 //! The pod template: serve's container (image, command, environment, port, hardening) with the
-//! host's bind mounts turned into pod volumes and the card into device-plugin resources.
+//! host's bind mounts turned into pod volumes and the card into a claim (see `card.rs`).
 //!
 //! What changes on the way from `docker run` to a pod, and why:
-//! - `/dev/tenstorrent/N` comes from the device plugin (the board resource), not a device
-//!   mapping; `--ipc host` is dropped: it serves the host-wide chip lock between serves, and the
-//!   plugin already gives each pod its own chips.
-//! - Hugepages are a `HugePages-1Gi` emptyDir at the path serve binds, sized by the request.
+//! - `/dev/tenstorrent/N` comes from the DRA driver (or a device plugin), not a device mapping;
+//!   `--ipc host` stays (`hostIPC`), and hugepages are the host's, as Tenstorrent's chart runs
+//!   its servers (`card.rs` says why).
 //! - The state directories (`/cache`, `/weight-cache`, `/tensor-cache`) are per-pod emptyDirs:
 //!   a pod's first boot compiles its kernels (the startup probe allows for it).
 //! - The hub cache is a read-only claim holding the pinned weights, and the server runs with
@@ -21,12 +20,16 @@ use k8s_openapi::api::core::v1::{
     ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext,
     TopologySpreadConstraint, Volume, VolumeMount,
 };
+
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use tt_model_engine::run_spec::{HUB_CACHE_IN_CONTAINER, HUGEPAGES_1G, RunSpec};
 
-use crate::options::{BOARD_LABEL, FleetOptions, HF_TOKEN_SECRET_KEY};
+use crate::card::{
+    Card, add_card, card_node_affinity, cleanup_container, hugepages_volume, pod_claims,
+};
+use crate::options::{FleetOptions, HF_TOKEN_SECRET_KEY};
 
 /// The uid and gid packages are verified as, and the fleet runs as.
 pub(crate) const RUN_AS: i64 = 1000;
@@ -45,8 +48,10 @@ pub(crate) struct PodInputs<'a> {
     pub kind: &'a str,
     pub port: u16,
     pub health_path: &'a str,
-    /// The board resource when the pod gets chips.
-    pub board_resource: Option<String>,
+    /// How the pod gets its card; `None` without one.
+    pub card: Option<Card>,
+    /// The name of the fleet's claim template (a DRA card's).
+    pub claim_template: &'a str,
     pub selector: &'a BTreeMap<String, String>,
 }
 
@@ -55,13 +60,10 @@ fn volume_name(dst: &str) -> String {
     crate::names::dns_label(dst)
 }
 
-fn empty_dir(name: &str, medium: Option<&str>) -> Volume {
+fn empty_dir(name: &str) -> Volume {
     Volume {
         name: name.into(),
-        empty_dir: Some(EmptyDirVolumeSource {
-            medium: medium.map(str::to_string),
-            ..Default::default()
-        }),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
         ..Default::default()
     }
 }
@@ -99,9 +101,10 @@ pub(crate) fn reads_offline(spec: &RunSpec) -> bool {
 /// Volumes and their mounts, in the order serve binds them.
 fn volumes(p: &PodInputs<'_>, read_only_root: bool) -> (Vec<Volume>, Vec<VolumeMount>) {
     let (mut vols, mut mounts) = (Vec::new(), Vec::new());
-    if p.board_resource.is_some() {
-        vols.push(empty_dir("hugepages", Some("HugePages-1Gi")));
-        mounts.push(mount("hugepages", HUGEPAGES_1G, false));
+    if p.card.is_some() {
+        let (vol, m) = hugepages_volume();
+        vols.push(vol);
+        mounts.push(m);
     }
     for b in &p.spec.binds {
         if b.dst == HUGEPAGES_1G {
@@ -119,12 +122,12 @@ fn volumes(p: &PodInputs<'_>, read_only_root: bool) -> (Vec<Volume>, Vec<VolumeM
             });
             mounts.push(mount(&name, &b.dst, true));
         } else {
-            vols.push(empty_dir(&name, None));
+            vols.push(empty_dir(&name));
             mounts.push(mount(&name, &b.dst, false));
         }
     }
     if read_only_root {
-        vols.push(empty_dir("tmp", None));
+        vols.push(empty_dir("tmp"));
         mounts.push(mount("tmp", "/tmp", false));
     }
     (vols, mounts)
@@ -172,19 +175,22 @@ fn resources(p: &PodInputs<'_>) -> ResourceRequirements {
         ("memory".to_string(), q(&p.opts.memory)),
     ]);
     let mut limits = BTreeMap::from([("memory".to_string(), q(&p.opts.memory))]);
-    if let Some(res) = &p.board_resource {
-        // Extended resources and hugepages: requests must equal limits.
+    if p.card.is_some() {
+        // Hugepages: requests must equal limits.
         let hugepages = format!("{}Gi", p.opts.chips * p.opts.hugepages_gib_per_chip);
         for m in [&mut requests, &mut limits] {
-            m.insert(res.clone(), q(&p.opts.chips.to_string()));
             m.insert("hugepages-1Gi".into(), q(&hugepages));
         }
     }
-    ResourceRequirements {
+    let mut res = ResourceRequirements {
         requests: Some(requests),
         limits: Some(limits),
         ..Default::default()
+    };
+    if let Some(card) = &p.card {
+        add_card(&mut res, card, p.opts.chips);
     }
+    res
 }
 
 /// The pod spec of every replica.
@@ -231,18 +237,26 @@ pub(crate) fn pod_spec(p: &PodInputs<'_>) -> PodSpec {
         }),
         ..Default::default()
     };
+    let card = p.card.as_ref();
     PodSpec {
+        init_containers: card.map(|c| {
+            vec![cleanup_container(
+                &p.opts.image,
+                c,
+                p.opts.chips,
+                &p.spec.cap_drop,
+            )]
+        }),
         containers: vec![container],
         volumes: Some(volumes),
+        resource_claims: card.and_then(|c| pod_claims(c, p.claim_template)),
+        // UMD's chip lock is in host shared memory: the pod takes the same lock as every
+        // other process on the node that opens the board (serve's `--ipc host`).
+        host_ipc: card.map(|_| true),
+        affinity: card.map(|_| card_node_affinity()),
         // The server never talks to the API server.
         automount_service_account_token: Some(false),
         enable_service_links: Some(false),
-        node_selector: p
-            .opts
-            .board
-            .as_ref()
-            .filter(|_| p.board_resource.is_some())
-            .map(|b| BTreeMap::from([(BOARD_LABEL.to_string(), b.clone())])),
         security_context: Some(PodSecurityContext {
             run_as_user: Some(RUN_AS),
             run_as_group: Some(RUN_AS),

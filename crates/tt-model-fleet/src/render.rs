@@ -1,5 +1,6 @@
-//! The fleet's objects: a Deployment of interchangeable replicas, a Service for the port, and a
-//! PodDisruptionBudget, written as multi-document YAML.
+//! The fleet's objects: a Deployment of interchangeable replicas, the ResourceClaimTemplate its
+//! pods claim their boards from (DRA), a Service for the port, and a PodDisruptionBudget,
+//! written as multi-document YAML.
 //!
 //! A Deployment, not a StatefulSet: replicas share nothing and need no stable identity (each
 //! reads the same pinned weights and compiles its own kernels), so ordered start-up and
@@ -13,13 +14,15 @@ use k8s_openapi::api::apps::v1::{
 };
 use k8s_openapi::api::core::v1::{PodTemplateSpec, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
+use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use tt_model_engine::run_spec::RunSpec;
 use tt_model_oci::labels;
 
+use crate::card::{Card, card, claim_template};
 use crate::names::{dns_label, label_value};
-use crate::options::{DEFAULT_RESOURCE_PREFIX, FleetOptions};
+use crate::options::FleetOptions;
 use crate::pod::{PORT_NAME, PodInputs, pod_spec};
 use crate::{FleetError, check_pinned};
 
@@ -29,6 +32,8 @@ const PROGRESS_GRACE_S: u64 = 5 * 60;
 /// The rendered fleet.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fleet {
+    /// The claim each pod's boards come from (a DRA fleet on a card; `None` otherwise).
+    pub claim_template: Option<ResourceClaimTemplate>,
     /// The replicas.
     pub deployment: Deployment,
     /// The port, in front of the ready replicas.
@@ -38,33 +43,26 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// Multi-document YAML, Deployment first, as `kubectl apply -f -` takes it.
+    /// Multi-document YAML as `kubectl apply -f -` takes it: the claim template first, so the
+    /// Deployment's pods find it, then the Deployment, the Service and the budget.
     pub fn to_yaml(&self) -> Result<String, FleetError> {
         // Long single-line values (the image reference, paths) stay on their line: a folded
         // `>-` block reads worse and is one more thing for a reviewer to decode.
         let opts = || serde_saphyr::ser_options! { prefer_block_scalars: false };
-        let docs = [
-            serde_saphyr::to_string_with_options(&self.deployment, opts())?,
-            serde_saphyr::to_string_with_options(&self.service, opts())?,
-            serde_saphyr::to_string_with_options(&self.disruption_budget, opts())?,
-        ];
-        Ok(docs.join("---\n"))
-    }
-}
-
-fn resource_name(spec_profile: &str, opts: &FleetOptions) -> Result<String, FleetError> {
-    let name = match (&opts.board_resource, &opts.board) {
-        (Some(r), _) => r.clone(),
-        (None, Some(b)) => format!("{DEFAULT_RESOURCE_PREFIX}{b}"),
-        (None, None) => {
-            return Err(FleetError::NoBoard {
-                profile: spec_profile.to_string(),
-            });
+        let mut docs = Vec::new();
+        if let Some(t) = &self.claim_template {
+            docs.push(serde_saphyr::to_string_with_options(t, opts())?);
         }
-    };
-    match name.split_once('/') {
-        Some((domain, n)) if domain.contains('.') && !n.is_empty() && !n.contains('/') => Ok(name),
-        _ => Err(FleetError::BadResourceName { name }),
+        docs.push(serde_saphyr::to_string_with_options(
+            &self.deployment,
+            opts(),
+        )?);
+        docs.push(serde_saphyr::to_string_with_options(&self.service, opts())?);
+        docs.push(serde_saphyr::to_string_with_options(
+            &self.disruption_budget,
+            opts(),
+        )?);
+        Ok(docs.join("---\n"))
     }
 }
 
@@ -85,8 +83,8 @@ pub fn render(spec: &RunSpec, opts: &FleetOptions) -> Result<Fleet, FleetError> 
         .map(|p| p.container_port)
         .or_else(|| label(labels::PORT).and_then(|p| p.parse().ok()))
         .unwrap_or(20000);
-    let card = !spec.devices.is_empty() && opts.chips > 0;
-    let board_resource = card.then(|| resource_name(profile, opts)).transpose()?;
+    let on_card = !spec.devices.is_empty() && opts.chips > 0;
+    let card = on_card.then(|| card(profile, opts)).transpose()?;
 
     let name = dns_label(&spec.name);
     let selector = BTreeMap::from([
@@ -128,7 +126,8 @@ pub fn render(spec: &RunSpec, opts: &FleetOptions) -> Result<Fleet, FleetError> 
         kind,
         port,
         health_path,
-        board_resource,
+        card: card.clone(),
+        claim_template: &name,
         selector: &selector,
     };
     let label_selector = LabelSelector {
@@ -189,7 +188,12 @@ pub fn render(spec: &RunSpec, opts: &FleetOptions) -> Result<Fleet, FleetError> 
         }),
         ..Default::default()
     };
+    let claim_template = match &card {
+        Some(Card::Dra { boards, board }) => Some(claim_template(meta(), *boards, board)),
+        _ => None,
+    };
     Ok(Fleet {
+        claim_template,
         deployment,
         service,
         disruption_budget,

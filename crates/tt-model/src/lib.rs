@@ -17,8 +17,6 @@
 //! * a child's own code ([`ExitStatus::Child`]): `curl` exits as the `curl` it ran, as the
 //!   original's does.
 
-#![cfg_attr(not(test), warn(clippy::print_stdout, clippy::print_stderr))]
-
 pub mod args;
 pub mod commands;
 pub mod events;
@@ -30,11 +28,8 @@ mod report;
 
 use std::process::ExitCode;
 
-use clap::FromArgMatches;
-
 use tt_model_local::Local;
 
-use crate::args::Cli;
 use crate::printer::Printer;
 pub use crate::report::{diagnosis_for, engine_unreachable_card, hub_card, registry_card};
 
@@ -174,9 +169,7 @@ where
     T: Into<std::ffi::OsString> + Clone,
 {
     let argv: Vec<std::ffi::OsString> = argv.into_iter().map(Into::into).collect();
-    let parsed = args::command()
-        .try_get_matches_from(&argv)
-        .and_then(|m| Cli::from_arg_matches(&m));
+    let parsed = args::parse(argv.iter().cloned());
     let cli = match parsed {
         Ok(cli) => cli,
         Err(err) => {

@@ -1,13 +1,14 @@
 //! `tt-model serve TARGET --print k8s`: the fleet of every servable example (every example
-//! `serve --print` accepts), of a staged registry package and of the GR00T -rs card example at
+//! `serve --print` accepts) in both forms of the card (a DRA claim, the default, and
+//! `--devices extended`), of a staged registry package and of the GR00T -rs card example at
 //! 4 replicas (a golden file), each checked by `kubernetes-validate --strict` against
-//! Kubernetes 1.33's schemas (required under `CI`). Nothing runs; no engine or cluster needed.
+//! Kubernetes 1.34's schemas (required under `CI`). Nothing runs; no engine or cluster needed.
 //! `UPDATE_GOLDEN=1` rewrites the golden file (review the diff).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use tt_model_fleet::testing::{validate, validator_or_skip};
+use tt_model_testkit::k8s::{validate, validator_or_skip};
 
 /// A digest for examples rendered with `--image` (they are not built here).
 const DIGEST: &str = "sha256:5e1f0c9a7b3d2e4f6a8b0c1d3e5f7a9b2c4d6e8f0a1b3c5d7e9f1a2b4c6d8e0f";
@@ -68,19 +69,42 @@ fn every_servable_example_renders_a_fleet_kubernetes_accepts() {
             continue;
         }
         let image = format!("registry.example/tt-model/{name}@{DIGEST}");
-        let yaml = ok_stdout(
-            &name,
-            &serve(&dir, ".", &["--print", "k8s", "--image", &image]),
-        );
-        assert!(yaml.contains(&format!("image: {image}")), "{name}:\n{yaml}");
-        for kind in [
-            "kind: Deployment",
-            "kind: Service",
-            "kind: PodDisruptionBudget",
-        ] {
-            assert!(yaml.contains(kind), "{name}: no {kind}\n{yaml}");
+        let on_card = serve(&dir, ".", &["--print"])
+            .stdout
+            .windows(16)
+            .any(|w| w == b"/dev/tenstorrent");
+        for devices in ["dra", "extended"] {
+            let what = format!("{name} --devices {devices}");
+            let yaml = ok_stdout(
+                &what,
+                &serve(
+                    &dir,
+                    ".",
+                    &["--print", "k8s", "--image", &image, "--devices", devices],
+                ),
+            );
+            assert!(yaml.contains(&format!("image: {image}")), "{what}:\n{yaml}");
+            for kind in [
+                "kind: Deployment",
+                "kind: Service",
+                "kind: PodDisruptionBudget",
+            ] {
+                assert!(yaml.contains(kind), "{what}: no {kind}\n{yaml}");
+            }
+            // A card example claims its boards (DRA) or asks for chips (extended); one
+            // without a card does neither.
+            let claims = yaml.contains("kind: ResourceClaimTemplate");
+            let chips = yaml.contains("tenstorrent.com/chip:");
+            assert_eq!(
+                (claims, chips),
+                (
+                    on_card && devices == "dra",
+                    on_card && devices == "extended"
+                ),
+                "{what}:\n{yaml}"
+            );
+            check_valid(&what, &yaml);
         }
-        check_valid(&name, &yaml);
         rendered.push(name);
     }
     for must in [
@@ -111,11 +135,21 @@ fn gr00t_rs_card_example_renders_four_replicas() {
         &image,
     ];
     let yaml = ok_stdout("gr00t-rs", &serve(&dir, ".", &args));
+    assert!(
+        !yaml.contains("tenstorrent.com/board") && !yaml.contains("tenstorrent.com/p150"),
+        "no hand-made board label, no per-board extended resource:\n{yaml}"
+    );
     for part in [
         "replicas: 4",
-        "tenstorrent.com/p150: \"1\"",
+        "kind: ResourceClaimTemplate",
+        "deviceClassName: tenstorrent.com",
+        "allocationMode: ExactCount",
+        "count: 1",
+        "expression: device.attributes[\"tenstorrent.com\"].boardName == \"p150\"",
+        "resourceClaimTemplateName: tt-model-gr00t-n1-6-3b-p150-rs-default",
         "hugepages-1Gi: 1Gi",
-        "tenstorrent.com/board: p150",
+        "hostIPC: true",
+        "path: /dev/hugepages-1G",
         "value: megakernel",
         "claimName: tt-model-hf-hub",
         "tt.model.weights: nvidia/GR00T-N1.6-3B@d0814e7ecb19202e7c8468b46098b0b7ef3a6d61",
@@ -190,7 +224,8 @@ fn a_staged_registry_package_runs_its_pinned_digest() {
     for part in [
         format!("image: 127.0.0.1:5000/tt/echo@{DIGEST}"),
         "replicas: 3".into(),
-        "tenstorrent.com/p150: \"2\"".into(),
+        "count: 2".into(),
+        "boardName == \"p150\"".into(),
         "hugepages-1Gi: 2Gi".into(),
         "path: /healthz".into(),
         "name: hf-token".into(),
@@ -202,4 +237,136 @@ fn a_staged_registry_package_runs_its_pinned_digest() {
         "--no-weights: the pods download\n{yaml}"
     );
     check_valid("staged", &yaml);
+}
+
+/// The 4-board example: one claim for exactly four p150 boards, selected by board name (never
+/// chipArch + chipCount), with a GiB of hugepages per chip; `--devices extended` asks for its
+/// four chips instead, or for another resource with `--board-resource`.
+#[test]
+fn p150x4_example_claims_four_p150_boards_by_name() {
+    let dir = repo_root().join("examples/llama-3.1-8b-p150x4");
+    let image = format!("registry.example/tt-model/llama@{DIGEST}");
+    let yaml = ok_stdout(
+        "p150x4",
+        &serve(&dir, ".", &["--print", "k8s", "--image", &image]),
+    );
+    let template = yaml
+        .split("---\n")
+        .find(|d| d.contains("kind: ResourceClaimTemplate"))
+        .unwrap_or_else(|| panic!("no claim template:\n{yaml}"));
+    for part in [
+        "allocationMode: ExactCount",
+        "count: 4",
+        "deviceClassName: tenstorrent.com",
+        "expression: device.attributes[\"tenstorrent.com\"].boardName == \"p150\"",
+    ] {
+        assert!(template.contains(part), "{part}:\n{template}");
+    }
+    assert!(!template.contains("chipArch") && !template.contains("chipCount"));
+    assert_eq!(
+        yaml.matches("hugepages-1Gi: 4Gi").count(),
+        2,
+        "request = limit:\n{yaml}"
+    );
+
+    let extended = ok_stdout(
+        "p150x4 extended",
+        &serve(
+            &dir,
+            ".",
+            &["--print", "k8s", "--image", &image, "--devices", "extended"],
+        ),
+    );
+    assert!(
+        extended.contains("tenstorrent.com/chip: \"4\""),
+        "{extended}"
+    );
+    let named = ok_stdout(
+        "p150x4 named",
+        &serve(
+            &dir,
+            ".",
+            &[
+                "--print",
+                "k8s",
+                "--image",
+                &image,
+                "--devices",
+                "extended",
+                "--board-resource",
+                "squat.ai/tenstorrent",
+            ],
+        ),
+    );
+    assert!(named.contains("squat.ai/tenstorrent: \"4\""), "{named}");
+    check_valid("p150x4", &yaml);
+    check_valid("p150x4 extended", &extended);
+
+    // A resource name means nothing to a DRA claim: refused, with the flag that makes it count.
+    let refused = serve(
+        &dir,
+        ".",
+        &[
+            "--print",
+            "k8s",
+            "--image",
+            &image,
+            "--board-resource",
+            "squat.ai/tenstorrent",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("--devices extended"),
+        "{stderr}"
+    );
+}
+
+/// serve's own options after a passed-through one are still serve's (the original's click
+/// parses them wherever they stand), and a near miss of one is named.
+#[test]
+fn own_options_after_a_passed_through_one_still_count() {
+    let dir = repo_root().join("examples/gr00t-n1.6-3b-p150-rs");
+    let image = format!("ghcr.io/changh95/gr00t-n1.6-3b-p150-rs@{DIGEST}");
+    let out = serve(
+        &dir,
+        ".",
+        &[
+            "--print",
+            "k8s",
+            "--replica",
+            "3",
+            "--image",
+            &image,
+            "--prot",
+            "9",
+        ],
+    );
+    let yaml = ok_stdout("passthrough", &out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(yaml.contains(&format!("image: {image}")), "{yaml}");
+    assert!(
+        yaml.contains("replicas: 1"),
+        "--replica is not --replicas:\n{yaml}"
+    );
+    for (given, meant) in [("--replica", "--replicas"), ("--prot", "--port")] {
+        assert!(
+            stderr.lines().any(|l| l.starts_with('!')
+                && l.contains(given)
+                && l.contains(&format!("Did you mean {meant}?"))),
+            "no warning for {given}:\n{stderr}"
+        );
+    }
+    // The passed-through flags reach the server's argv, each with its value.
+    let args_at = yaml.find("- args:").expect("args");
+    let argv: Vec<&str> = yaml[args_at..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("        - "))
+        .map(|l| l.trim_start_matches("        - ").trim_matches('"'))
+        .collect();
+    assert!(
+        argv.ends_with(&["--replica", "3", "--prot", "9"]),
+        "{argv:?}"
+    );
 }

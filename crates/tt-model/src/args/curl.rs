@@ -1,22 +1,40 @@
 //! `tt-model curl` arguments.
 
 use clap::Args;
+use clap::builder::PossibleValuesParser;
 
-/// Send a chat completion to the model being served (any other `--key value` goes into the body).
+/// Send the served model one request for its task (any other `--key value` goes into the body).
 ///
-/// The model id is asked of the server (`GET /v1/models`), else taken from the one installed
-/// package. Any option not listed here becomes a request field, dashes as underscores and the
-/// value typed as JSON: `tt-model curl "a haiku" --max-tokens 40 --temperature 0.7`. A server
-/// without an OpenAI chat API (GR00T's `/predict`, a diffusion server) is refused, naming the
-/// routes it does answer. Exits with curl's own exit code.
+/// The task is a Hugging Face pipeline tag: `--task`, else the served package's card, else
+/// text-generation. text-generation sends a chat completion, image-text-to-text one with a small
+/// PNG (224×224, red above blue) as a data URL, text-to-image asks /v1/images/generations (the
+/// image is saved to a file), feature-extraction /v1/embeddings; robotics (GR00T) posts the
+/// server's own demo observation (GET /demo) to /predict, and is also chosen when a server
+/// without chat completions answers /demo. automatic-speech-recognition, text-to-speech,
+/// text-to-video and image-classification have no request: only the health route is checked.
+///
+/// `--tools` offers a chat model a `get_weather` tool and asks for a call to it; an answer
+/// without a tool call exits 1. The model id is asked of the server (`GET /v1/models`), else
+/// taken from the one installed package. Any option not listed here becomes a request field,
+/// dashes as underscores and the value typed as JSON: `tt-model curl "a haiku" --max-tokens 40
+/// --temperature 0.7`. The answer is printed as text; an error answer exits 1, a failed
+/// transfer with curl's own exit code (28 when no answer comes within the task's timeout).
 #[derive(Debug, Args)]
 pub struct CurlArgs {
-    /// The user message to send [default: "Say hello in one sentence."].
+    /// The prompt (robotics: the instruction) [default: the task's own, e.g. "Say hello in one
+    /// sentence."].
     #[arg(value_name = "PROMPT", allow_hyphen_values = true)]
     pub prompt: Option<String>,
     /// Print the equivalent curl command instead of sending it.
     #[arg(long = "print")]
     pub print: bool,
+    /// The task the served model performs, as a Hugging Face pipeline tag [default: the served
+    /// package's card, else text-generation].
+    #[arg(long, value_name = "TASK", value_parser = PossibleValuesParser::new(CurlArgs::TASKS))]
+    pub task: Option<String>,
+    /// Offer a chat model a weather tool and ask for a call to it (no tool call: exit 1).
+    #[arg(long)]
+    pub tools: bool,
     /// The model id to name in the request [default: ask the running server].
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
@@ -36,4 +54,35 @@ pub struct CurlArgs {
         num_args = 0..
     )]
     pub fields: Vec<String>,
+}
+
+impl CurlArgs {
+    /// The tasks that send a request, in the original's order.
+    pub const REQUEST_TASKS: [&str; 4] = [
+        "text-generation",
+        "image-text-to-text",
+        "text-to-image",
+        "feature-extraction",
+    ];
+    /// GR00T's pipeline tag: `/predict` with the server's demo observation.
+    pub const ROBOTICS: &str = "robotics";
+    /// The original's tasks `curl` has no request for: a health check only.
+    pub const HEALTH_ONLY_TASKS: [&str; 4] = [
+        "automatic-speech-recognition",
+        "text-to-speech",
+        "text-to-video",
+        "image-classification",
+    ];
+    /// Every task `--task` takes.
+    pub const TASKS: [&str; 9] = [
+        Self::REQUEST_TASKS[0],
+        Self::REQUEST_TASKS[1],
+        Self::REQUEST_TASKS[2],
+        Self::REQUEST_TASKS[3],
+        Self::ROBOTICS,
+        Self::HEALTH_ONLY_TASKS[0],
+        Self::HEALTH_ONLY_TASKS[1],
+        Self::HEALTH_ONLY_TASKS[2],
+        Self::HEALTH_ONLY_TASKS[3],
+    ];
 }

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 mod curl;
 mod info;
@@ -23,6 +23,7 @@ mod rm;
 mod schema;
 mod search;
 mod serve;
+pub mod serve_argv;
 mod stop;
 mod version;
 mod whitelist;
@@ -42,7 +43,7 @@ pub use push::PushArgs;
 pub use rm::RmArgs;
 pub use schema::SchemaArgs;
 pub use search::SearchArgs;
-pub use serve::{PrintFormat, ServeArgs};
+pub use serve::{FleetDevices, PrintFormat, ServeArgs};
 pub use stop::StopArgs;
 pub use version::VersionArgs;
 pub use whitelist::{UnwhitelistArgs, WhitelistArgs};
@@ -140,6 +141,19 @@ pub fn command() -> clap::Command {
     cmd.help_template(template)
 }
 
+/// Parses `tt-model`'s argv (the first item is the program name), serve's own options wherever
+/// they stand ([`serve_argv::reorder`]).
+pub fn parse<I, T>(argv: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString>,
+{
+    let cmd = command();
+    let argv = serve_argv::reorder(&cmd, argv.into_iter().map(Into::into).collect());
+    cmd.try_get_matches_from(argv)
+        .and_then(|m| Cli::from_arg_matches(&m))
+}
+
 /// The commands, in the order `--help` lists them.
 #[derive(Debug, Subcommand)]
 pub enum Commands {
@@ -169,7 +183,7 @@ pub enum Commands {
     Info(InfoArgs),
     /// Show a package's serve profiles, the default marked (pick one with `serve --profile`).
     Profiles(ProfilesArgs),
-    /// Send a chat completion to the model being served (any other `--key value` goes into the body).
+    /// Send the served model one request for its task (`--task`; any other `--key value` goes into the body).
     Curl(CurlArgs),
     /// Print the tt-model version (the same as `--version`).
     Version(VersionArgs),

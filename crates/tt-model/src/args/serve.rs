@@ -4,6 +4,15 @@ use std::ffi::OsString;
 
 use clap::{Args, ValueEnum};
 
+/// How a fleet's pods get their card (`serve --print k8s --devices`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FleetDevices {
+    /// A DRA claim for the profile's boards by name (tt-operator's driver; Kubernetes 1.34+).
+    Dra,
+    /// An extended resource counted in chips, for clusters with a device plugin and no DRA.
+    Extended,
+}
+
 /// What `serve --print` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PrintFormat {
@@ -109,7 +118,17 @@ pub struct K8sArgs {
     /// The namespace written into the fleet's objects [default: none: kubectl's].
     #[arg(long, value_name = "NS", requires = "print")]
     pub namespace: Option<String>,
-    /// The device plugin's resource, asked for once per chip [default: tenstorrent.com/<board>].
+    /// How pods get their card: `dra` claims the profile's boards by name through tt-operator's
+    /// DRA driver (Kubernetes 1.34+); `extended` asks a device plugin for chips [default: dra].
+    #[arg(
+        long,
+        value_name = "HOW",
+        requires = "print",
+        hide_possible_values = true
+    )]
+    pub devices: Option<FleetDevices>,
+    /// With --devices extended: the resource asked for once per chip
+    /// [default: tenstorrent.com/chip].
     #[arg(long, value_name = "NAME", requires = "print")]
     pub board_resource: Option<String>,
     /// Run this image (`REF@sha256:…`) instead of the package's registry image.

@@ -19,11 +19,16 @@ use tt_model_local::package::{self, Package};
 use tt_model_local::{Local, target};
 
 use crate::ExitStatus;
-use crate::args::{PrintFormat, ServeArgs};
+use crate::args::{PrintFormat, ServeArgs, serve_argv};
 use crate::printer::Printer;
 
 /// Runs `tt-model serve`.
 pub fn run(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
+    // A misspelt serve option would reach the server silently (and fail there, or not at all).
+    let cmd = crate::args::command();
+    for (given, meant) in serve_argv::near_misses(&cmd, &args.passthrough) {
+        printer.warn(&serve_argv::near_miss_warning(&given, &meant));
+    }
     crate::block_on(serve(args, printer, local))
 }
 
@@ -52,7 +57,13 @@ async fn resolve(
             printer.note(&format!("{} is not installed: pulling it", args.target));
             // The chips are judged on the fetched manifest, before the image is downloaded.
             let check = async |pkg: &Package| start::precheck(args, pkg, facts).await;
-            super::pull::pull_checked(local, &args.target, false, false, printer, check).await?
+            {
+                let req = tt_model_local::pull::PullRequest {
+                    target: &args.target,
+                    ..Default::default()
+                };
+                tt_model_local::pull::pull(local, &req, printer, check).await?
+            }
         }
         r => r?,
     };

@@ -5,8 +5,8 @@
 
 use tt_model_engine::run_spec::{Chips, compose};
 use tt_model_fleet::{
-    DEFAULT_CPU, DEFAULT_HF_TOKEN_SECRET, DEFAULT_MEMORY, DEFAULT_WEIGHTS_CLAIM, FleetOptions,
-    WeightsPin, check_pinned, pinned_image, render,
+    DEFAULT_CPU, DEFAULT_HF_TOKEN_SECRET, DEFAULT_MEMORY, DEFAULT_WEIGHTS_CLAIM, DeviceMode,
+    FleetOptions, WeightsPin, check_pinned, pinned_image, render,
 };
 use tt_model_local::host;
 use tt_model_local::package::Package;
@@ -14,7 +14,7 @@ use tt_model_manifest::validate::hardware::parse_hardware;
 
 use super::plan::{Settings, request};
 use crate::UserError;
-use crate::args::ServeArgs;
+use crate::args::{FleetDevices, ServeArgs};
 
 fn user(e: tt_model_fleet::FleetError) -> UserError {
     UserError(e.to_string())
@@ -55,13 +55,18 @@ pub(crate) fn fleet_yaml(args: &ServeArgs, pkg: &Package, s: &Settings) -> anyho
     opts.replicas = args.k8s.replicas.unwrap_or(1);
     opts.namespace = args.k8s.namespace.clone();
     opts.chips = chips as u32;
-    opts.board = s
+    let hardware = s
         .profile
         .settings
         .hardware
         .as_deref()
-        .and_then(|h| parse_hardware(h).ok())
-        .map(|h| h.board.to_string());
+        .and_then(|h| parse_hardware(h).ok());
+    opts.board = hardware.map(|h| h.board.to_string());
+    opts.boards = hardware.map_or(1, |h| h.count);
+    opts.devices = match args.k8s.devices {
+        None | Some(FleetDevices::Dra) => DeviceMode::Dra,
+        Some(FleetDevices::Extended) => DeviceMode::Extended,
+    };
     opts.board_resource = args.k8s.board_resource.clone();
     opts.cpu = args.k8s.cpu.clone().unwrap_or_else(|| DEFAULT_CPU.into());
     opts.memory = args
