@@ -89,6 +89,9 @@ pub struct FleetOptions {
     pub weights_claim: String,
     /// The Secret holding `HF_TOKEN` for pods that download.
     pub hf_token_secret: String,
+    /// A ReadWriteMany claim that keeps the compiled kernels (`TT_METAL_CACHE`) between pods,
+    /// one directory per image; `None`: each pod compiles its own (an emptyDir).
+    pub kernel_cache_claim: Option<String>,
     /// The log line that says the server is ready, recorded for people reading the fleet.
     pub ready_line: Option<String>,
 }
@@ -112,6 +115,7 @@ impl FleetOptions {
             weights: Vec::new(),
             weights_claim: DEFAULT_WEIGHTS_CLAIM.into(),
             hf_token_secret: DEFAULT_HF_TOKEN_SECRET.into(),
+            kernel_cache_claim: None,
             ready_line: None,
         }
     }

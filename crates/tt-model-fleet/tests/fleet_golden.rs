@@ -485,3 +485,60 @@ fn extended_form_defaults_to_tenstorrent_chips() {
     assert_on_card_as_the_vendor_runs_it(&fleet, "tenstorrent.com/chip");
     insta::assert_snapshot!("extended_fleet_of_one_p300", yaml);
 }
+
+/// `--kernel-cache-claim`: `/cache` (tt-metal's compiled kernels) comes from the claim, in a
+/// directory of the image's own, so every replica and later pod of the image boots warm and a
+/// new build never reads an old build's kernels; without it each pod compiles its own.
+#[test]
+fn a_kernel_cache_claim_keeps_one_images_kernels_for_every_pod() {
+    let spec = compose(
+        &request("http-server", Chips::Ids(vec![0]), true, &[]),
+        &host(true, true),
+    );
+    let cache_volume = |opts: &FleetOptions| {
+        let (fleet, _) = yaml_checked(&spec, opts);
+        let pod = fleet.deployment.spec.unwrap().template.spec.unwrap();
+        let m = pod.containers[0]
+            .volume_mounts
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|m| m.mount_path == "/cache")
+            .expect("/cache is mounted")
+            .clone();
+        let v = pod
+            .volumes
+            .unwrap()
+            .into_iter()
+            .find(|v| v.name == m.name)
+            .unwrap();
+        (m, v)
+    };
+    let (m, v) = cache_volume(&card_options(4));
+    assert!(v.empty_dir.is_some() && m.sub_path.is_none(), "{v:?}");
+
+    let mut opts = card_options(4);
+    opts.kernel_cache_claim = Some("tt-kernels".into());
+    let (m, v) = cache_volume(&opts);
+    let claim = v.persistent_volume_claim.expect("the claim");
+    assert_eq!(claim.claim_name, "tt-kernels");
+    assert_ne!(
+        claim.read_only,
+        Some(true),
+        "pods write the kernels they compile"
+    );
+    assert_ne!(m.read_only, Some(true));
+    let hex = DIGEST.trim_start_matches("sha256:");
+    assert_eq!(
+        m.sub_path.as_deref(),
+        Some(format!("kernels/{}", &hex[..16]).as_str())
+    );
+
+    // Another build of the package: another directory.
+    opts.image = format!(
+        "ghcr.io/acme/gr00t-n1.6-3b-p150-rs@sha256:{}",
+        "e".repeat(64)
+    );
+    let (m, _) = cache_volume(&opts);
+    assert_eq!(m.sub_path.as_deref(), Some("kernels/eeeeeeeeeeeeeeee"));
+}

@@ -137,6 +137,10 @@ pub struct K8sArgs {
     /// The PersistentVolumeClaim holding the pinned weights [default: tt-model-hf-hub].
     #[arg(long, value_name = "NAME", requires = "print")]
     pub weights_claim: Option<String>,
+    /// A ReadWriteMany claim that keeps the compiled kernels between pods, one directory per
+    /// image [default: none: each pod compiles its own].
+    #[arg(long, value_name = "NAME", requires = "print")]
+    pub kernel_cache_claim: Option<String>,
     /// The Secret (key `token`) with HF_TOKEN for pods that download [default: hf-token].
     #[arg(long, value_name = "NAME", requires = "print")]
     pub hf_token_secret: Option<String>,

@@ -87,6 +87,7 @@ pub(crate) fn fleet_yaml(args: &ServeArgs, pkg: &Package, s: &Settings) -> anyho
         .weights_claim
         .clone()
         .unwrap_or_else(|| DEFAULT_WEIGHTS_CLAIM.into());
+    opts.kernel_cache_claim = args.k8s.kernel_cache_claim.clone();
     opts.hf_token_secret = args
         .k8s
         .hf_token_secret
