@@ -8,6 +8,7 @@
 
 mod cli;
 mod cli_contract;
+mod cli_thin;
 mod common;
 mod curl_task;
 mod exit_codes;
