@@ -395,8 +395,10 @@ fn sim_server_survives_a_stopped_and_a_killed_worker() {
     )
     .unwrap();
     // A denoising step is one program of about 15 s on the simulator (every core of the chain
-    // is simulated while it waits at its barrier), but the worker announces it as a chain of 33
-    // steps, which gets the deadline 33 times: a 15 s deadline only fires on the stopped worker.
+    // is simulated while it waits at its barrier). Its deadline is derived (docs/blackhole.md
+    // §16): unknown before its first run (the 15 s exchange deadline per step of its chain),
+    // then the simulator's 30 s floor + 3 × its measured time; a 15 s exchange deadline only
+    // fires on the stopped worker.
     let timeout_s = 15;
     let port = free_port();
     let mut child = with_sim(clean_env(&mut Command::new(BIN)))

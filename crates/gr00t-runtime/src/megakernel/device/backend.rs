@@ -25,6 +25,7 @@ use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs};
 use tt_blackhole::dims::{DitDims, WeightKind};
 use tt_blackhole::plan::{CoreRole, MegakernelPlan, build_plan, compute_coord};
 
+use super::deadline::{DeadlineRule, ProgramDeadlines, program_roofline};
 use super::graph::CrossKeys;
 use super::task_table::with_task_table;
 use super::watchdog::Liveness;
@@ -122,6 +123,9 @@ pub struct TtDevice {
     kept_steps: Mutex<Vec<steps::KeptStep>>,
     /// The timesteps whose AdaLN rows are on the device, by slot.
     timesteps: Mutex<steps::Timesteps>,
+    /// What the graphs' programs are expected to take, for their deadlines (kept across
+    /// reopens: a new worker runs the same programs).
+    deadlines: Mutex<ProgramDeadlines>,
 }
 
 /// One observation's view of the device: the plan cut for its context length, the model's
@@ -189,6 +193,10 @@ impl TtDevice {
             constants: Mutex::new(false),
             kept_steps: Mutex::new(Vec::new()),
             timesteps: Mutex::new(steps::Timesteps::default()),
+            deadlines: Mutex::new(ProgramDeadlines::new(DeadlineRule::for_device(
+                kind == DeviceKind::Simulator,
+                config.call_timeout,
+            ))),
         })
     }
 
@@ -283,6 +291,8 @@ impl TtDevice {
         // no program the forward can use (and such a forward is not reported).
         if let Ok((ans, back)) = &answer {
             let op = header["op"].as_str().unwrap_or("");
+            // What each program took sets its next deadline.
+            lock(&self.deadlines).learn(ans);
             // A graph runs many programs in one exchange: its worker counts them as it launches.
             // A replay the worker refused ran nothing and wrote nothing to the device.
             if op == "replay" && ans["replayed"] != true {
@@ -342,7 +352,14 @@ impl TtDevice {
                     .unwrap_or_else(|| "the ttnn worker is gone".into()),
             ));
         };
-        match w.call(header, payload) {
+        let called = match header["op"].as_str() {
+            Some("graph" | "replay") => {
+                let programs = std::sync::Arc::new(lock(&self.deadlines).clone());
+                w.call_programs(header, payload, programs)
+            }
+            _ => w.call(header, payload),
+        };
+        match called {
             Ok(answer) => Ok(answer),
             Err(e) => {
                 if e.is_fatal() {
@@ -579,6 +596,11 @@ impl<'a> DeviceSteps<'a> {
             ));
         }
         let plan = build_plan(dims, dev.index.dtype)?;
+        // On a card, a program no run has measured yet is expected within the roofline's
+        // bound (the simulator's times have no bound: they are measured first).
+        if dev.kind != DeviceKind::Simulator {
+            lock(&dev.deadlines).set_roofline(program_roofline(&plan));
+        }
         // One `DeviceSteps` is one observation's forward: its steps are counted as one.
         dev.counters.begin_forward();
         Ok(DeviceSteps {

@@ -4,7 +4,8 @@
 //! same arena upload on both.
 //!
 //! * [`worker`]: the ttnn worker process and its framed protocol, each exchange under a
-//!   deadline that [`watchdog`] enforces.
+//!   deadline that [`watchdog`] enforces, each program of a graph under the one [`deadline`]
+//!   derives from what it is expected to take.
 //! * [`backend`]: [`TtDevice`] (the open device holding the arena) and [`DeviceSteps`], the
 //!   `DitDevice` over it; our kernels in `kernels/`.
 //! * [`sfpu`]: our SFPU library (`kernels/sfpu/`: exp, reciprocal, rsqrt, SiLU, GELU-tanh in
@@ -18,6 +19,7 @@
 
 pub mod attention;
 pub mod backend;
+pub mod deadline;
 pub(crate) mod graph;
 mod graph_pack;
 pub mod rows;
@@ -27,6 +29,7 @@ pub mod watchdog;
 pub mod worker;
 
 pub use backend::{DeviceInfo, DeviceSteps, MatmulTimes, SFPU, SfpuPlacement, StepHost, TtDevice};
+pub use deadline::{DeadlineRule, Expected, ProgramDeadlines};
 pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerError};
 #[cfg(test)]
 mod attention_tests;

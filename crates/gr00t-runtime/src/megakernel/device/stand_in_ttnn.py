@@ -1,7 +1,8 @@
 """A host-only stand-in for the parts of ttnn's Python API that the worker's graph ops use (tests only:
 worker_replay_tests.rs). Tensors are numpy arrays with an allocated flag; a program is run by copying its
-first tensor into its second (enough for a relayout step whose source and destination have one shape);
-a program over a released tensor fails, as a device would read or write memory no longer its own."""
+first tensor into its second (enough for a relayout step whose source and destination have one shape), taking
+the time `launches` says; a program over a released tensor fails, as a device would read or write memory no
+longer its own."""
 import numpy as _np
 
 bfloat16, float32, bfloat8_b, bfloat4_b, uint8 = "bf16", "f32", "bfp8_b", "bfp4_b", "u8"
@@ -92,10 +93,23 @@ def to_dtype(t, dtype):
     return Tensor(t.data, dtype)
 
 
+# What each launch does besides its copy, in order (a test sets it): seconds it takes, or "stop": the worker
+# stops itself (SIGSTOP) inside the program, as a hung device program would leave it.
+launches = []
+
+
 def generic_op(tensors, program):
     released = [i for i, t in enumerate(tensors) if not t.allocated]
     if released:
         raise RuntimeError(f"a program over released tensors (positions {released})")
+    if launches:
+        what = launches.pop(0)
+        if what == "stop":
+            import os, signal
+            os.kill(os.getpid(), signal.SIGSTOP)
+        else:
+            import time
+            time.sleep(what)
     tensors[1].data[...] = tensors[0].data
 
 

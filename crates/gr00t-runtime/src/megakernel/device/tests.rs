@@ -7,6 +7,7 @@
 //! without the simulator, on stand-in programs that speak the worker's protocol.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tt_blackhole::ArenaDtype;
@@ -18,6 +19,7 @@ use tt_blackhole::device::{DeviceKind, DitDevice, DitStepInputs};
 use tt_blackhole::dims::{DitDims, WeightKind};
 use tt_blackhole::plan::{build_plan, roofline};
 
+use super::deadline::{DeadlineRule, ProgramDeadlines};
 use super::{TtDevice, TtnnWorker, WorkerConfig, WorkerError};
 use crate::megakernel::emulator::split_matmul;
 use crate::megakernel::tests::{case_dir, golden_inputs, pcc};
@@ -111,8 +113,36 @@ fn every_worker_op_is_classified_as_the_worker_runs_it() {
     }
 }
 
+/// The worker's program announcement as the watchdog reads it: steps and label (a chain's
+/// label may itself say `steps`), the older line without a label, nothing else.
+#[test]
+fn program_start_lines_are_read() {
+    use super::worker::program_start;
+    assert_eq!(
+        program_start(
+            "gr00t-worker: program of 33 steps: 33 steps: rows + matmul Q … matmul FfDown"
+        ),
+        Some((33, "33 steps: rows + matmul Q … matmul FfDown"))
+    );
+    assert_eq!(
+        program_start("gr00t-worker: program of 1 steps: attention"),
+        Some((1, "attention"))
+    );
+    assert_eq!(
+        program_start("gr00t-worker: program of 4 steps"),
+        Some((4, ""))
+    );
+    assert_eq!(
+        program_start("gr00t-worker: program of many steps: x"),
+        None
+    );
+    assert_eq!(program_start("gr00t-worker: program done"), None);
+}
+
 /// A stand-in worker speaking the real framing: it answers every request with `{"ok": true}`
-/// and its header echoed, except `hang`, which it never answers.
+/// and its header echoed, except `hang`, which it never answers. A request with `programs`
+/// ([label, seconds] each) announces and runs those as the worker does its programs, then,
+/// with `hang_in` (a label), starts one more program and never ends it.
 const ECHO_WORKER: &str = r#"
 import json, struct, sys, time
 inp, out = sys.stdin.buffer, sys.stdout.buffer
@@ -137,6 +167,13 @@ while True:
     if h["op"] == "chain":
         print("gr00t-worker: program of 4 steps", file=sys.stderr, flush=True)
         time.sleep(1.2)
+    for label, secs in h.get("programs", []):
+        print(f"gr00t-worker: program of 1 steps: {label}", file=sys.stderr, flush=True)
+        time.sleep(secs)
+        print("gr00t-worker: program done", file=sys.stderr, flush=True)
+    if h.get("hang_in"):
+        print(f"gr00t-worker: program of 64 steps: {h['hang_in']}", file=sys.stderr, flush=True)
+        time.sleep(3600)
     a = json.dumps({"ok": True, "echo": h}).encode()
     out.write(struct.pack("<I", len(a)) + a + struct.pack("<Q", 0))
     out.flush()
@@ -196,9 +233,10 @@ fn progress_restarts_the_deadline() {
     assert!(!w.stderr_tail().contains(super::worker::PROGRESS_LINE));
 }
 
-/// A program that chains several steps of a graph is announced with how many: its deadline is
-/// the exchange deadline that many times (each step was a program with the deadline), so a
-/// chain that takes longer than one deadline but less than its share is not killed.
+/// A program that chains several steps of a graph is announced with how many: while its time
+/// is not known (nothing measured, no roofline) its deadline is the exchange deadline that many
+/// times (each step was a program with the deadline), so a chain that takes longer than one
+/// deadline but less than its share is not killed.
 #[test]
 fn a_chain_gets_a_deadline_per_step() {
     let mut w = echo_worker(Duration::from_millis(500));
@@ -213,6 +251,64 @@ fn a_chain_gets_a_deadline_per_step() {
     );
     assert!(w.liveness().is_alive());
     assert!(!w.stderr_tail().contains(super::worker::CHAIN_LINE));
+}
+
+/// A worker that reports progress and then hangs inside a program is killed one deadline after
+/// its LAST progress line: each line sets the deadline from the moment it is read (a started
+/// program its own, a finished one the exchange's), never from the deadline before it. Five
+/// programs of 0.25 s (each within its 0.6 s, the whole past the 1.5 s exchange deadline), then
+/// a sixth that never ends: killed 0.6 s after it started, at about 1.85 s, and the error names
+/// that program's deadline. (A deadline pushed further out with each line, or one that only
+/// grows, ends past 2.75 s.)
+#[test]
+fn a_hang_after_progress_is_killed_one_deadline_after_the_last_line() {
+    let exchange = Duration::from_millis(1500);
+    let mut w = echo_worker(exchange);
+    w.call(&serde_json::json!({"op": "open"}), &[]).unwrap();
+    let mut deadlines = ProgramDeadlines::new(DeadlineRule {
+        floor: Duration::from_millis(300),
+        factor: 3.0,
+        exchange,
+    });
+    deadlines.learn(&serde_json::json!({"by_label": {"p": [1, 100.0, 100.0]}}));
+    let program = deadlines.for_program("replay", "p", 64);
+    assert_eq!(program.limit, Duration::from_millis(600));
+    let request = serde_json::json!({
+        "op": "replay", "programs": vec![("p", 0.25); 5], "hang_in": "p",
+    });
+    let t = Instant::now();
+    let err = w
+        .call_programs(&request, &[], Arc::new(deadlines))
+        .unwrap_err();
+    let waited = t.elapsed();
+    let last_line = Duration::from_millis(5 * 250);
+    assert!(
+        waited >= last_line + program.limit,
+        "killed after {waited:?}, before its last line and a deadline"
+    );
+    assert!(
+        waited < last_line + program.limit + Duration::from_millis(600),
+        "killed after {waited:?}: more than one deadline after the last line"
+    );
+    let text = err.to_string();
+    match &err {
+        WorkerError::Timeout {
+            op,
+            after,
+            deadline,
+            ..
+        } => {
+            assert_eq!(op, "replay");
+            assert_eq!(*after, program.limit);
+            assert_eq!(*deadline, program.why);
+        }
+        other => panic!("not a timeout: {other}"),
+    }
+    assert!(
+        text.contains("`replay` within 0.6 s (program `p`: 3 × 0.1 s measured + 0.3 s floor)"),
+        "{text}"
+    );
+    assert!(!w.liveness().is_alive());
 }
 
 /// A stopped worker (SIGSTOP) is a hang too: killed at the deadline, even mid-upload of a

@@ -55,6 +55,21 @@ class GraphOps:
         if at != len(v):
             raise RuntimeError(f"put: {len(v)} payload values, the specs take {at}")
 
+    @staticmethod
+    def _announce(steps, label):
+        """Before each program of a graph or replay: its steps and label. The host gives the program the
+        deadline it derives for that label (worker.rs, CHAIN_LINE; deadline.rs): a multiple of its last time."""
+        print(f"gr00t-worker: program of {steps} steps: {label}", file=sys.stderr, flush=True)
+
+    @staticmethod
+    def _done(times, label, t1):
+        """After each program: the host's deadline goes back to the exchange's; the program's time counted under
+        its label in times ({label: (programs, total ms, slowest ms)}, the answer's "by_label")."""
+        print("gr00t-worker: program done", file=sys.stderr, flush=True)
+        ms = (time.time() - t1) * 1e3
+        n, total, slowest = times.get(label, (0, 0.0, 0.0))
+        times[label] = (n + 1, total + ms, max(slowest, ms))
+
     def _run(self, tensors, prog):
         """One program over these tensors, run to its end; recorded when a graph is being kept (op_graph's
         "keep"), with the label of the step it runs."""
@@ -100,12 +115,9 @@ class GraphOps:
         times = {}
         for label, steps, tensors, prog in k["launches"]:
             t1 = time.time()
-            if steps:  # as op_graph says it: a chain's deadline is one per step (worker.rs, CHAIN_LINE)
-                print(f"gr00t-worker: program of {steps} steps", file=sys.stderr, flush=True)
+            self._announce(steps or 1, label)
             self._run(tensors, prog)
-            print("gr00t-worker: program done", file=sys.stderr, flush=True)  # the host's deadline restarts
-            n, ms = times.get(label, (0, 0.0))
-            times[label] = (n + 1, ms + (time.time() - t1) * 1e3)
+            self._done(times, label, t1)
         out = self._outputs(k["outputs"])
         total = (time.time() - t0) * 1e3
         return {"replayed": True, "programs": len(k["launches"]), "steps": k["steps"], "chains": k["chains"],
@@ -127,8 +139,9 @@ class GraphOps:
         phase as the Rust plan packed them (tt_blackhole::plan::program): the worker runs what it is given.
         With h["keep"] (a name) the graph is kept for op_replay: its launches recorded, its "free" names not
         released (the next step's graph reuses them). Answers the number of programs launched, the number of
-        matmul_end and other steps run, each chain's phases with their cores, per label its programs and time,
-        and the host's share of the time ("host_ms": building the programs, putting, reading back)."""
+        matmul_end and other steps run, each chain's phases with their cores, per label its programs, total and
+        slowest time, and the host's share of the time ("host_ms": building the programs, putting, reading
+        back)."""
         t0, s0 = time.time(), self.launch_s
         self._put(h["inputs"], payload)
         b = self.buffers
@@ -147,9 +160,8 @@ class GraphOps:
                 st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
             t1 = time.time()
             self.label, self.chain_steps = st.get("label", kind), len(st["steps"]) if kind == "chain" else 0
+            self._announce(self.chain_steps or 1, self.label)
             if kind == "chain":  # matmul_end steps, one after the other: one program
-                # Its deadline: one exchange deadline per step (worker.rs, CHAIN_LINE).
-                print(f"gr00t-worker: program of {len(st['steps'])} steps", file=sys.stderr, flush=True)
                 if len(st["cores"]) != len(st["steps"]):
                     raise RuntimeError(f"graph: a chain of {len(st['steps'])} steps with cores for {len(st['cores'])}")
                 # The end's units are cut for the cores the plan cut them for (end_cut).
@@ -170,9 +182,7 @@ class GraphOps:
                 raise RuntimeError(f"graph: unknown step kind {kind!r}")
             launched += 1
             ran += 1 if kind != "chain" else 0
-            print("gr00t-worker: program done", file=sys.stderr, flush=True)  # the host's deadline restarts
-            n, ms = times.get(st.get("label", kind), (0, 0.0))
-            times[st.get("label", kind)] = (n + 1, ms + (time.time() - t1) * 1e3)
+            self._done(times, self.label, t1)
         out = self._outputs(h["outputs"])
         if keep:
             self.kept[keep] = {"inputs": h["inputs"], "tensors": {t["name"]: b[t["name"]] for t in h["inputs"]},

@@ -7,6 +7,12 @@
 //! the worker (SIGKILL, which also ends a stopped process), which closes the pipes and unblocks
 //! the reader and the writer. Between exchanges it polls the process, so a worker that dies
 //! while idle is noticed at once (the server's `/health` reads [`Liveness::is_alive`]).
+//!
+//! Within an exchange the deadline follows the worker's progress lines: a program that starts
+//! ([`Liveness::program_start`]) gets its own deadline ([`super::deadline`]), one that is done
+//! ([`Liveness::program_done`]) gives the exchange deadline back to the host's work that
+//! follows. Each line sets the deadline from the moment it is read, never from the deadline
+//! before it: a worker is killed one deadline after its last line.
 
 use std::collections::VecDeque;
 use std::process::Child;
@@ -17,16 +23,31 @@ use std::time::{Duration, Instant};
 /// How often the watch polls the process for an exit when nothing is armed.
 const POLL: Duration = Duration::from_millis(100);
 
-use super::worker::WorkerError;
+use super::deadline::{DeadlineRule, Expected, ProgramDeadlines, derive};
+use super::worker::{TIMEOUT_VAR, WorkerError};
+
+/// The exchange in flight.
+struct Armed {
+    op: String,
+    /// The exchange deadline: the host's work outside the programs.
+    exchange: Duration,
+    /// The programs' deadlines; `None`: each program gets the exchange deadline per step.
+    programs: Option<Arc<ProgramDeadlines>>,
+    /// The deadline in force and what set it.
+    applied: (Duration, String),
+}
+
+/// A deadline that passed: the exchange's op, the deadline and what set it.
+pub type Missed = (String, Duration, String);
 
 #[derive(Default)]
 struct Watch {
-    /// When the exchange in flight must have been answered.
+    /// When the exchange in flight must have been answered (or its program have ended).
     deadline: Option<Instant>,
-    /// The exchange in flight: its op and deadline.
-    armed_for: Option<(String, Duration)>,
-    /// The exchange whose deadline passed, once the worker was killed for it.
-    killed_for: Option<(String, Duration)>,
+    /// The exchange in flight.
+    armed: Option<Armed>,
+    /// The deadline that passed, once the worker was killed for it.
+    killed_for: Option<Missed>,
     /// A deadline passed and the worker was killed (for good).
     killed: bool,
     /// The deadline of the exchange armed last passed.
@@ -67,20 +88,48 @@ impl Liveness {
         self.0.pid
     }
 
-    /// The worker reported progress within its exchange (a `graph` finished one of its
-    /// programs): the armed deadline starts again from now, so a long graph is bounded per
-    /// program, not as a whole.
-    pub fn progress(&self) {
-        self.progress_for(1);
+    /// A program of the exchange in flight is done: the host's work that follows (the next
+    /// program's build, the outputs read back) has the exchange deadline, from now.
+    pub fn program_done(&self) {
+        let mut w = lock(&self.0.watch);
+        if w.deadline.is_none() {
+            return;
+        }
+        if let Some(a) = w.armed.as_mut() {
+            a.applied = (a.exchange, TIMEOUT_VAR.to_string());
+            let limit = a.exchange;
+            w.deadline = Some(Instant::now() + limit);
+        }
+        drop(w);
+        self.0.wake.notify_all();
     }
 
-    /// The worker starts a program that does the work of `steps` (a chain of a graph's steps):
-    /// the deadline starts again from now, `steps` times the armed limit.
-    pub fn progress_for(&self, steps: u32) {
+    /// The worker starts program `label` of `steps` steps (a chain of a graph's steps, or one):
+    /// its deadline, from now, is the one [`ProgramDeadlines::for_program`] derives (without
+    /// them, the exchange deadline per step).
+    pub fn program_start(&self, steps: u32, label: &str) {
         let mut w = lock(&self.0.watch);
-        if let (Some(_), Some((_, limit))) = (w.deadline, w.armed_for.as_ref()) {
-            w.deadline = Some(Instant::now() + *limit * steps.max(1));
+        if w.deadline.is_none() {
+            return;
         }
+        if let Some(a) = w.armed.as_mut() {
+            let d = match &a.programs {
+                Some(p) => p.for_program(&a.op, label, steps),
+                None => {
+                    let rule = DeadlineRule {
+                        floor: Duration::ZERO,
+                        factor: DeadlineRule::FACTOR,
+                        exchange: a.exchange,
+                    };
+                    derive(&rule, label, Expected::Unknown, steps, a.op != "replay")
+                }
+            };
+            let limit = d.limit;
+            a.applied = (d.limit, d.why);
+            w.deadline = Some(Instant::now() + limit);
+        }
+        drop(w);
+        self.0.wake.notify_all();
     }
 
     /// Why the worker is gone, worded as the call that met it would have been (a missed
@@ -99,7 +148,12 @@ impl Liveness {
             .collect::<Vec<_>>()
             .join("\n");
         Some(match killed_for {
-            Some((op, after)) => WorkerError::Timeout { op, after, tail },
+            Some((op, after, deadline)) => WorkerError::Timeout {
+                op,
+                after,
+                deadline,
+                tail,
+            },
             None => WorkerError::Exited {
                 what: format!("between requests; {}", exited.unwrap_or_default()),
                 tail,
@@ -149,11 +203,23 @@ impl Watchdog {
     }
 
     /// An exchange (`op`) starts: kill the worker unless [`Watchdog::disarm`] comes within
-    /// `limit`.
-    pub fn arm(&self, op: &str, limit: Duration) {
+    /// `limit` (what set it: `why`), or, once a program starts, within that program's
+    /// deadline from `programs` ([`Liveness::program_start`]).
+    pub fn arm(
+        &self,
+        op: &str,
+        limit: Duration,
+        why: &str,
+        programs: Option<Arc<ProgramDeadlines>>,
+    ) {
         let mut w = lock(&self.shared.watch);
         w.deadline = Some(Instant::now() + limit);
-        w.armed_for = Some((op.to_string(), limit));
+        w.armed = Some(Armed {
+            op: op.to_string(),
+            exchange: limit,
+            programs,
+            applied: (limit, why.to_string()),
+        });
         w.expired = false;
         drop(w);
         self.shared.wake.notify_all();
@@ -165,11 +231,16 @@ impl Watchdog {
         lock(&self.shared.watch).exited.get_or_insert(status);
     }
 
-    /// The exchange ended. Returns whether the deadline had passed and the worker was killed.
-    pub fn disarm(&self) -> bool {
+    /// The exchange ended. Returns the deadline that passed when the worker was killed for it.
+    pub fn disarm(&self) -> Option<Missed> {
         let mut w = lock(&self.shared.watch);
         w.deadline = None;
-        w.expired
+        w.armed = None;
+        if w.expired {
+            w.killed_for.clone()
+        } else {
+            None
+        }
     }
 }
 
@@ -202,7 +273,10 @@ fn run(s: &Shared) {
                 let _ = lock(&s.child).kill();
                 w.killed = true;
                 w.expired = true;
-                w.killed_for = w.armed_for.clone();
+                w.killed_for = w
+                    .armed
+                    .as_ref()
+                    .map(|a| (a.op.clone(), a.applied.0, a.applied.1.clone()));
                 w.deadline = None;
                 POLL
             }

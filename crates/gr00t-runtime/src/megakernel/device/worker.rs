@@ -8,9 +8,10 @@
 //! (`TT_THROW`, a simulator assert) aborts its process, which must not be the HTTP server; and
 //! the binary stays independent of the Python build (any venv with ttnn serves).
 //!
-//! Every exchange has a deadline ([`WorkerConfig`]), enforced here on the host by the
-//! [`Watchdog`]: a worker that does not answer in time is killed and the call fails with
-//! [`WorkerError::Timeout`], so a hung device never holds its caller forever.
+//! Every exchange has a deadline ([`WorkerConfig`]), and every program of a `graph` or `replay`
+//! its own ([`super::deadline`]), enforced here on the host by the [`Watchdog`]: a worker that
+//! does not answer in time is killed and the call fails with [`WorkerError::Timeout`] (naming
+//! the deadline that passed), so a hung device never holds its caller forever.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -20,6 +21,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::deadline::{ProgramDeadlines, secs};
 use super::watchdog::{Liveness, Watchdog};
 
 /// The worker's Python source, shipped inside the binary: the graph ops' and the programs'
@@ -33,13 +35,21 @@ pub const WORKER_SOURCE: &str = concat!(
     include_str!("ttnn_worker.py")
 );
 
-/// What the worker writes to its stderr after each program of a graph (not kept in the tail).
+/// What the worker writes to its stderr after each program of a graph (not kept in the tail):
+/// the host's work that follows has the exchange deadline again.
 pub const PROGRESS_LINE: &str = "gr00t-worker: program done";
-/// What the worker writes to its stderr before a program that chains several steps of a graph:
-/// this, the number of steps, then ` steps`. That program's deadline is that many times the
-/// exchange deadline (each step was a program of its own, each with the deadline, and the chain
-/// compiles all their kernels inside its one launch).
+/// What the worker writes to its stderr before each program of a graph or replay: this, the
+/// number of graph steps the program does (a chain's, else 1), ` steps`, then `: ` and the
+/// program's label (its `by_label` key). The program gets the deadline derived for it
+/// ([`super::deadline::ProgramDeadlines::for_program`]).
 pub const CHAIN_LINE: &str = "gr00t-worker: program of ";
+
+/// A program's start line ([`CHAIN_LINE`]): its steps and label (empty when the line has none).
+pub fn program_start(line: &str) -> Option<(u32, &str)> {
+    let (n, rest) = line.strip_prefix(CHAIN_LINE)?.split_once(" steps")?;
+    let steps = n.parse::<u32>().ok()?;
+    Some((steps, rest.strip_prefix(": ").unwrap_or(rest)))
+}
 
 /// Lines of the worker's stderr kept for error messages.
 const STDERR_TAIL: usize = 40;
@@ -52,7 +62,8 @@ pub const TIMEOUT_VAR: &str = "GR00T_MK_DEVICE_TIMEOUT_S";
 pub struct WorkerConfig {
     /// The Python interpreter with ttnn (default [`DEFAULT_PYTHON`]).
     pub python: String,
-    /// Deadline of each exchange of a forward (a matmul program, a read-back):
+    /// Deadline of each exchange of a forward (a matmul program, a read-back, the host's work
+    /// between a graph's programs; a graph's programs have their own, `super::deadline`):
     /// `GR00T_MK_DEVICE_TIMEOUT_S`, default [`WorkerConfig::DEFAULT_CALL_TIMEOUT`].
     pub call_timeout: Duration,
     /// Deadline of the boot exchanges (`open`: ttnn's import and the device's initialisation;
@@ -106,14 +117,16 @@ pub enum WorkerError {
     /// The worker gave no answer within the deadline and was killed (a hung device program, a
     /// stopped process).
     #[error(
-        "the ttnn worker gave no answer to `{op}` within {} s ({TIMEOUT_VAR}); it was killed; its last output:\n{tail}",
-        after.as_secs_f64()
+        "the ttnn worker gave no answer to `{op}` within {} s ({deadline}); it was killed; its last output:\n{tail}",
+        secs(*after)
     )]
     Timeout {
         /// The request's `"op"`.
         op: String,
         /// The deadline that passed.
         after: Duration,
+        /// What set it: the exchange deadline's setting, or a program's derivation.
+        deadline: String,
         /// The last lines of the worker's stderr.
         tail: String,
     },
@@ -223,21 +236,18 @@ impl TtnnWorker {
             })?;
         let live = watchdog.liveness();
         // Drain stderr (tt-metal logs a lot; a full pipe would stall the worker), keep the end;
-        // the worker's progress lines (one per program of a graph) restart the deadline.
+        // the worker's progress lines (before and after each program of a graph) set the
+        // deadline.
         std::thread::Builder::new()
             .name("ttnn-worker-stderr".into())
             .spawn(move || {
                 for line in BufReader::new(stderr).lines().map_while(Result::ok) {
                     if line == PROGRESS_LINE {
-                        live.progress();
+                        live.program_done();
                         continue;
                     }
-                    if let Some(steps) = line
-                        .strip_prefix(CHAIN_LINE)
-                        .and_then(|r| r.strip_suffix(" steps"))
-                        .and_then(|n| n.parse::<u32>().ok())
-                    {
-                        live.progress_for(steps);
+                    if let Some((steps, label)) = program_start(&line) {
+                        live.program_start(steps, label);
                         continue;
                     }
                     if let Ok(mut t) = tail.lock() {
@@ -316,18 +326,45 @@ impl TtnnWorker {
     }
 
     /// One request, one answer, within the exchange deadline (`open` and `upload` within the
-    /// boot deadline; a `graph` restarts the deadline at each program it finishes, its
-    /// [`PROGRESS_LINE`]s). `header` must carry `"op"`.
+    /// boot deadline); each program of a graph has the exchange deadline per step
+    /// ([`TtnnWorker::call_programs`] gives them theirs). `header` must carry `"op"`.
     pub fn call(
         &mut self,
         header: &Value,
         payload: &[u8],
     ) -> Result<(Value, Vec<u8>), WorkerError> {
-        let limit = match header["op"].as_str() {
-            Some("open" | "upload") => self.config.boot_timeout,
-            _ => self.config.call_timeout,
+        self.call_with(header, payload, None)
+    }
+
+    /// [`TtnnWorker::call`] for a `graph` or `replay`: each program the worker announces gets
+    /// the deadline `programs` derives for it, the host's work before, between and after them
+    /// the exchange deadline.
+    pub fn call_programs(
+        &mut self,
+        header: &Value,
+        payload: &[u8],
+        programs: Arc<ProgramDeadlines>,
+    ) -> Result<(Value, Vec<u8>), WorkerError> {
+        self.call_with(header, payload, Some(programs))
+    }
+
+    fn call_with(
+        &mut self,
+        header: &Value,
+        payload: &[u8],
+        programs: Option<Arc<ProgramDeadlines>>,
+    ) -> Result<(Value, Vec<u8>), WorkerError> {
+        let (limit, why) = match header["op"].as_str() {
+            Some("open" | "upload") => (
+                self.config.boot_timeout,
+                format!(
+                    "the boot deadline: {TIMEOUT_VAR}, at least {} s",
+                    secs(WorkerConfig::DEFAULT_BOOT_TIMEOUT)
+                ),
+            ),
+            _ => (self.config.call_timeout, TIMEOUT_VAR.to_string()),
         };
-        self.call_within(header, payload, limit)
+        self.call_armed(header, payload, limit, &why, programs)
     }
 
     /// One request, one answer within `limit`, else the worker is killed and the call fails
@@ -338,14 +375,26 @@ impl TtnnWorker {
         payload: &[u8],
         limit: Duration,
     ) -> Result<(Value, Vec<u8>), WorkerError> {
+        self.call_armed(header, payload, limit, TIMEOUT_VAR, None)
+    }
+
+    fn call_armed(
+        &mut self,
+        header: &Value,
+        payload: &[u8],
+        limit: Duration,
+        why: &str,
+        programs: Option<Arc<ProgramDeadlines>>,
+    ) -> Result<(Value, Vec<u8>), WorkerError> {
         let op = header["op"].as_str().unwrap_or("?").to_string();
-        self.watchdog.arm(&op, limit);
+        self.watchdog.arm(&op, limit, why, programs);
         let answer = self.exchange(&op, header, payload);
-        if self.watchdog.disarm() {
+        if let Some((_, after, deadline)) = self.watchdog.disarm() {
             let _ = self.try_wait();
             return Err(WorkerError::Timeout {
                 op,
-                after: limit,
+                after,
+                deadline,
                 tail: self.stderr_tail(),
             });
         }
@@ -410,7 +459,8 @@ impl Drop for TtnnWorker {
     fn drop(&mut self) {
         let grace = self.config.call_timeout.min(CLOSE_GRACE);
         if self.liveness().is_alive() {
-            let _ = self.call_within(&serde_json::json!({"op": "close"}), &[], grace);
+            let why = format!("closing: at most {} s", secs(CLOSE_GRACE));
+            let _ = self.call_armed(&serde_json::json!({"op": "close"}), &[], grace, &why, None);
         }
         let deadline = std::time::Instant::now() + grace;
         while std::time::Instant::now() < deadline && self.try_wait().is_none() {
