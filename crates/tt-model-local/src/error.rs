@@ -83,6 +83,16 @@ pub enum LocalError {
     /// An OCI registry.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// A Hub or registry failure, with what it means for the user's repo or data: the
+    /// diagnosis card's consequence ([`crate::hub_access::consequence`]).
+    #[error("{consequence}")]
+    Consequence {
+        /// What did or did not happen because of it.
+        consequence: String,
+        /// The Hub's or the registry's error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 impl LocalError {
@@ -116,6 +126,7 @@ impl LocalError {
             LocalError::Load(e) => Some(e),
             LocalError::Hub(e) => Some(e),
             LocalError::Registry(e) => Some(e),
+            LocalError::Consequence { source, .. } => Some(source.as_ref()),
         }
     }
 }

@@ -1,7 +1,8 @@
 //! tt-model-local: what this machine holds and runs, which every command reads.
 //!
 //! * the use cases the CLI runs with one call: login and logout ([`account`]), the record of
-//!   a push ([`push_record`]), `pull` ([`pull`], with a registry image through [`registry`]),
+//!   a push ([`push_record`]), `push` ([`push`]) and `pull` ([`pull`]), a registry image
+//!   through [`registry`], the Hub client and a failure's consequence ([`hub_access`]),
 //!   `rm` ([`remove`]); they report their steps as [`event::Event`]s into [`Progress`];
 //! * a package's containers ([`containers`]);
 //! * the state root and the settings every command shares ([`state::Local`]);
@@ -32,6 +33,7 @@ pub mod diagnose;
 pub mod error;
 pub mod event;
 pub mod host;
+pub mod hub_access;
 pub mod image;
 pub mod installed;
 pub mod localdb;
@@ -39,6 +41,7 @@ pub mod openai;
 pub mod package;
 pub mod progress;
 pub mod pull;
+pub mod push;
 pub mod push_record;
 pub mod registry;
 pub mod remove;

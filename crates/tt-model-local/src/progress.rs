@@ -41,6 +41,21 @@ impl UploadReporter for AsUpload<'_> {
     }
 }
 
+/// A transfer owned as an upload's reporter (an upload holds its reporter in an `Arc`).
+pub(crate) struct UploadOf(pub(crate) Box<dyn Transfer>);
+
+impl UploadReporter for UploadOf {
+    fn planned(&self, bytes: u64) {
+        AsUpload(self.0.as_ref()).planned(bytes);
+    }
+    fn file_started(&self, path: &str) {
+        AsUpload(self.0.as_ref()).file_started(path);
+    }
+    fn bytes(&self, n: u64) {
+        AsUpload(self.0.as_ref()).bytes(n);
+    }
+}
+
 /// Reports nothing (tests, and callers that print the outcome themselves).
 pub struct Silent;
 

@@ -1,14 +1,20 @@
-//! A package's image in an OCI registry (`image.registry` set): where it lives, and the pull
-//! of the pinned image into a layout the engine loads (`pull`, and `serve <id>` through it).
+//! A package's image in an OCI registry (`image.registry` set): where it lives, `push` sending
+//! the staged layout's blobs and manifest (skipping what the registry has, mounting what
+//! another repository of it holds, as the blob index remembers), and the pull of the pinned
+//! image into a layout the engine loads (`pull`, and `serve <id>` through it).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use tt_model_hub::registry::push::{BlobFile, ImageToPush, PushReport, push_image};
 use tt_model_hub::registry::{Registry, RegistryTarget, pull};
 use tt_model_manifest::WireManifest;
+use tt_model_oci::OciLayout;
 
-use crate::LocalError;
+use crate::blob_index::BlobIndex;
 use crate::event::Event;
-use crate::progress::{AsUpload, Progress, human_bytes};
+use crate::progress::{AsUpload, Progress, UploadOf, human_bytes};
+use crate::{Local, LocalError};
 
 /// Where the package's image goes: `image.registry` + `image.repository` (default: the name).
 pub fn target_of(wire: &WireManifest) -> Result<RegistryTarget, LocalError> {
@@ -75,4 +81,91 @@ pub async fn pull_layout(
         )),
     ));
     Ok(dest)
+}
+
+/// The staged layout as the registry will store it; refuses a layout that is not the image
+/// the manifest pins (a package staged before registry pinning, or edited since).
+fn image_to_push(dir: &Path, wire: &WireManifest) -> Result<ImageToPush, LocalError> {
+    let layout = OciLayout::open(&dir.join("image"))
+        .map_err(|e| LocalError::refused("image", e.to_string()))?;
+    let pinned = wire.container.image.digest.as_deref().unwrap_or_default();
+    if pinned != layout.manifest_digest {
+        return Err(LocalError::refused(
+            "image",
+            format!(
+                "{}: image.digest ({}) is not the staged layout's manifest ({}); a registry package pins the manifest it pushes.\n  → re-stage it: tt-model package --container tt-model.yaml",
+                dir.display(),
+                if pinned.is_empty() { "none" } else { pinned },
+                layout.manifest_digest
+            ),
+        ));
+    }
+    let manifest_path = dir
+        .join("image/blobs/sha256")
+        .join(layout.manifest_digest.trim_start_matches("sha256:"));
+    let manifest = std::fs::read(&manifest_path).map_err(|detail| LocalError::Io {
+        action: "read",
+        path: manifest_path.clone(),
+        detail,
+    })?;
+    let media_type = layout.manifest_media_type.clone();
+    let blobs = std::iter::once(&layout.config)
+        .chain(&layout.layers)
+        .map(|b| BlobFile {
+            digest: b.digest.clone(),
+            size: b.size,
+            path: b.path.clone(),
+        })
+        .collect();
+    Ok(ImageToPush {
+        manifest,
+        media_type,
+        manifest_digest: layout.manifest_digest,
+        blobs,
+    })
+}
+
+/// Pushes the staged image of `dir` to its registry; returns what it did and the pinned
+/// reference (`host/repository@digest`).
+pub async fn push(
+    local: &Local,
+    dir: &Path,
+    wire: &WireManifest,
+    progress: &dyn Progress,
+) -> Result<(PushReport, String), LocalError> {
+    let target = target_of(wire)?;
+    let image = image_to_push(dir, wire)?;
+    let tag = wire
+        .container
+        .image
+        .tag
+        .clone()
+        .unwrap_or_else(|| "latest".into());
+    let index = BlobIndex::under(local);
+    let known = index.known(&target.host);
+    let mut sources: Vec<String> = known.values().cloned().collect();
+    sources.sort();
+    sources.dedup();
+    let registry = Registry::connect(target.clone(), true, &sources).await?;
+    let bar = Arc::new(UploadOf(
+        progress.transfer("push", &format!("{}/{}", target.host, target.repository)),
+    ));
+    let report = push_image(&registry, &image, &tag, &known, bar.clone()).await;
+    bar.0.finish();
+    let report = report?;
+    let digests: Vec<String> = image.blobs.iter().map(|b| b.digest.clone()).collect();
+    index.remember(&target.host, &target.repository, &digests);
+    let pinned = target.pinned(&report.manifest_digest);
+    progress.emit(Event::done(
+        format!("pushed image {}:{tag}", target.repository),
+        Some(format!(
+            "{} · {} blobs sent ({}) · {} already there · {} mounted",
+            target.host,
+            report.uploaded,
+            human_bytes(report.bytes_sent),
+            report.present,
+            report.mounted
+        )),
+    ));
+    Ok((report, pinned))
 }

@@ -22,9 +22,7 @@ const KINDS: &[(&str, &[&str], &[&str])] = &[
         ],
         &[
             "commands/hub/mod.rs",
-            "commands/hub/registry.rs",
             "commands/publish.rs",
-            "commands/push.rs",
             "commands/serve/refresh.rs",
         ],
     ),

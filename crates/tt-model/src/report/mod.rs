@@ -48,7 +48,14 @@ pub fn diagnosis_for(err: &anyhow::Error, local: &Local) -> Option<DiagnosisCard
     let consequence = err
         .downcast_ref::<HubConsequence>()
         .or_else(|| err.chain().find_map(|c| c.downcast_ref::<HubConsequence>()))
-        .map(|c| c.0.clone());
+        .map(|c| c.0.clone())
+        .or_else(|| {
+            err.chain()
+                .find_map(|c| match c.downcast_ref::<LocalError>() {
+                    Some(LocalError::Consequence { consequence, .. }) => Some(consequence.clone()),
+                    _ => None,
+                })
+        });
     for cause in err.chain() {
         let cause = unwrap_local(cause);
         if let Some(e) = cause.downcast_ref::<tt_model_engine::EngineError>()
@@ -229,6 +236,41 @@ pub(crate) fn report(err: &anyhow::Error, printer: &Printer, local: &Local) -> E
 #[cfg(test)]
 mod diagnosis_tests {
     use super::*;
+
+    /// A use case's Hub failure (push's) carries its consequence as a library error; the card
+    /// is the Hub's, with that consequence, and it is not repeated among the evidence.
+    #[test]
+    fn a_library_hub_failure_gets_a_card_with_its_consequence() {
+        let e = tt_model_hub::HubError::TokenRejected {
+            repo: "acme/x".into(),
+        };
+        let err = anyhow::Error::new(tt_model_local::hub_access::consequence(
+            "nothing was sent; the repo is unchanged",
+        )(e));
+        let local = Local::new(
+            "/nonexistent".into(),
+            tt_model_hub::env::HubEnv::from_lookup(|_| None),
+        );
+        let card = diagnosis_for(&err, &local).expect("a card");
+        assert!(card.cause.starts_with("the Hub: "), "{}", card.cause);
+        assert_eq!(
+            card.consequence.as_deref(),
+            Some("nothing was sent; the repo is unchanged")
+        );
+        assert!(
+            !card
+                .evidence
+                .iter()
+                .any(|l| l.contains("the repo is unchanged")),
+            "{:?}",
+            card.evidence
+        );
+        assert!(
+            card.actions.iter().any(|a| a.contains("tt-model login")),
+            "{:?}",
+            card.actions
+        );
+    }
 
     #[test]
     fn a_registry_failure_gets_a_card_with_the_commands_consequence() {

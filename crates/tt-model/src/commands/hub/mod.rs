@@ -1,28 +1,16 @@
 //! What the Hub commands (`push`, `publish`, `unpublish`, `login`, `logout`, `info`, `search`)
-//! share: the client for `HF_ENDPOINT` and the token, the byte bar of an upload, and the README
-//! read and written by the commands that list, delist or review a package.
+//! share: the client for `HF_ENDPOINT` and the token (`tt_model_local::hub_access`), and the
+//! README read and written by the commands that list, delist or review a package.
 
-pub(crate) mod registry;
-
-use indicatif::ProgressBar;
 use tt_model_hub::hub::{CommitOp, HubClient, RepoMeta};
-use tt_model_hub::upload::UploadReporter;
 
 use tt_model_local::Local;
 
-use crate::{HubConsequence, UserError};
+use crate::HubConsequence;
 
 /// The client for this environment; `need_token`: refuse without a token (writes).
 pub(crate) fn client(local: &Local, need_token: bool) -> anyhow::Result<HubClient> {
-    let env = local.hub().clone();
-    if need_token && env.token.is_none() {
-        return Err(UserError(format!(
-            "this needs a Hub token with write access to the repo: run `tt-model login` (stored in {}), or set HF_TOKEN",
-            env.hf_home.join("token").display()
-        ))
-        .into());
-    }
-    Ok(HubClient::new(env))
+    Ok(local.hub_client(need_token)?)
 }
 
 /// Wraps a Hub error with what it means for the repo (the diagnosis card's consequence).
@@ -94,37 +82,7 @@ pub(crate) async fn write_readme(
     Ok(())
 }
 
-/// A byte progress bar for an upload.
-pub(crate) struct UploadBar(ProgressBar);
-
-impl UploadBar {
-    pub(crate) fn new(what: &str) -> Self {
-        Self(crate::progress::byte_progress_bar(what))
-    }
-    pub(crate) fn finish(&self) {
-        self.0.finish_and_clear();
-    }
-}
-
-impl UploadReporter for UploadBar {
-    fn planned(&self, bytes: u64) {
-        self.0.set_length(bytes);
-    }
-    fn file_started(&self, path: &str) {
-        self.0.set_message(path.to_string());
-    }
-    fn bytes(&self, n: u64) {
-        self.0.inc(n);
-    }
-}
-
 /// Whether a repo id has the `ns/name` shape the Hub accepts (both parts required here).
 pub(crate) fn check_repo_id(id: &str) -> anyhow::Result<()> {
-    if !id.contains('/') || tt_model_hub::cache::validate_repo_id(id).is_err() {
-        return Err(UserError(format!(
-            "{id} is not a repo id: expected <namespace>/<name> (letters, digits, '-', '_', '.')"
-        ))
-        .into());
-    }
-    Ok(())
+    Ok(tt_model_local::hub_access::check_repo_id(id)?)
 }
