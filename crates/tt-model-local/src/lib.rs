@@ -40,6 +40,7 @@ pub mod localdb;
 pub mod openai;
 pub mod package;
 pub mod progress;
+pub mod publish;
 pub mod pull;
 pub mod push;
 pub mod push_record;

@@ -20,10 +20,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::publish::{self, Listing, Visibility};
 use tt_model_hub::card_tags;
 use tt_model_hub::upload::{self, LocalFile, PushOutcome};
 use tt_model_manifest::WireManifest;
-use tt_model_package::publish::{self, Listing, Visibility};
 
 use crate::event::Event;
 use crate::hub_access::{check_repo_id, consequence};

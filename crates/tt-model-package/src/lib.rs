@@ -23,7 +23,6 @@ pub mod out_root;
 pub mod partials;
 pub mod pipeline;
 pub mod profile;
-pub mod publish;
 pub mod report;
 pub mod shell;
 pub mod sources;

@@ -10,8 +10,8 @@
 use tt_model_hub::card_tags::{self, CATALOG_TAG};
 use tt_model_hub::hub::{HubClient, RepoMeta};
 use tt_model_local::Local;
+use tt_model_local::publish;
 use tt_model_manifest::{WireError, WireManifest};
-use tt_model_package::publish;
 
 use super::hub;
 use crate::args::{PublishArgs, UnpublishArgs};
