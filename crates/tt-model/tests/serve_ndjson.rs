@@ -40,6 +40,11 @@ fn events(stdout: &[u8]) -> (Vec<serde_json::Value>, Vec<String>) {
     (values, shape)
 }
 
+/// Removes a test's container (from an earlier run, or after this one) whatever its state.
+fn remove_container(name: &str) {
+    let _ = Command::new(docker()).args(["rm", "-f", name]).output();
+}
+
 #[test]
 fn the_argv_tt_runs_parses() {
     // model_manager.py `_argv`: `--verbose` before the subcommand, `--detach` after the id,
@@ -103,10 +108,7 @@ async fn detached_serve_streams_the_shared_steps_and_the_container() {
         Some(("acme/tiny", &repo.commit)),
     );
     let (ms, port) = (m.to_str().unwrap().to_string(), free_port().to_string());
-    let rm = |c: String| {
-        let _ = Command::new(docker()).args(["rm", "-f", &c]).output();
-    };
-    rm(container.clone());
+    remove_container(&container);
 
     let out = tokio::task::block_in_place(|| {
         env.cmd_env(
@@ -164,7 +166,7 @@ async fn detached_serve_streams_the_shared_steps_and_the_container() {
         "-v announces steps: {stderr}"
     );
     assert!(!stderr.contains("\"event\"") && !stderr.contains('\x1b'));
-    rm(container);
+    remove_container(&container);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -324,10 +326,7 @@ async fn a_container_that_exits_during_boot_ends_the_stream_with_the_cards_error
         None,
     );
     let (ms, port) = (m.to_str().unwrap().to_string(), free_port().to_string());
-    let rm = |c: String| {
-        let _ = Command::new(docker()).args(["rm", "-f", &c]).output();
-    };
-    rm(container.clone());
+    remove_container(&container);
     let out = tokio::task::block_in_place(|| {
         env.cmd_env(
             &[
@@ -343,7 +342,7 @@ async fn a_container_that_exits_during_boot_ends_the_stream_with_the_cards_error
             &NDJSON,
         )
     });
-    rm(container);
+    remove_container(&container);
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
     let (values, shape) = events(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr).to_string();

@@ -50,6 +50,27 @@ pub(super) fn system_python() -> String {
         .to_string()
 }
 
+/// `err` is the watchdog's kill of `op` at `program`'s derived deadline, reported as derived.
+pub(super) fn assert_timed_out_at(
+    err: &WorkerError,
+    op: &str,
+    program: &super::deadline::Deadline,
+) {
+    match err {
+        WorkerError::Timeout {
+            op: timed_out,
+            after,
+            deadline,
+            ..
+        } => {
+            assert_eq!(timed_out, op);
+            assert_eq!(*after, program.limit);
+            assert_eq!(*deadline, program.why);
+        }
+        other => panic!("not a timeout: {other}"),
+    }
+}
+
 /// Where there is no ttnn, the device path refuses with the cause, not a hang or a panic.
 #[test]
 fn worker_without_ttnn_or_python_fails_clearly() {
@@ -291,19 +312,7 @@ fn a_hang_after_progress_is_killed_one_deadline_after_the_last_line() {
         "killed after {waited:?}: more than one deadline after the last line"
     );
     let text = err.to_string();
-    match &err {
-        WorkerError::Timeout {
-            op,
-            after,
-            deadline,
-            ..
-        } => {
-            assert_eq!(op, "replay");
-            assert_eq!(*after, program.limit);
-            assert_eq!(*deadline, program.why);
-        }
-        other => panic!("not a timeout: {other}"),
-    }
+    assert_timed_out_at(&err, "replay", &program);
     assert!(
         text.contains("`replay` within 0.6 s (program `p`: 3 × 0.1 s measured + 0.3 s floor)"),
         "{text}"

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::deadline::{DeadlineRule, Expected, ProgramDeadlines, secs};
 use super::worker::{TIMEOUT_VAR, WORKER_SOURCE};
-use super::{TtnnWorker, WorkerConfig, WorkerError};
+use super::{TtnnWorker, WorkerConfig};
 
 const STAND_IN_TTNN: &str = include_str!("stand_in_ttnn.py");
 
@@ -164,19 +164,7 @@ fn a_worker_stopped_inside_a_program_is_killed_at_its_derived_deadline() {
         "killed after {waited:?}, its deadline {program:?}"
     );
     let text = err.to_string();
-    match &err {
-        WorkerError::Timeout {
-            op,
-            after,
-            deadline,
-            ..
-        } => {
-            assert_eq!(op, "replay");
-            assert_eq!(*after, program.limit);
-            assert_eq!(*deadline, program.why);
-        }
-        other => panic!("not a timeout: {other}"),
-    }
+    super::tests::assert_timed_out_at(&err, "replay", &program);
     assert!(
         text.contains(&format!(
             "`replay` within {} s (program `copy`: 3 × {} s measured + 0.3 s floor)",
