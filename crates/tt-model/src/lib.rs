@@ -106,19 +106,6 @@ impl std::fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// What a Hub failure means for the repo or this machine (the card's consequence), attached as
-/// context by the command that knows it (`push`: the repo keeps its previous commit).
-#[derive(Debug)]
-pub struct HubConsequence(pub String);
-
-impl std::fmt::Display for HubConsequence {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for HubConsequence {}
-
 /// The original's hint for two command names in a row (`tt-model pull serve org/x`):
 /// `tt-model serve org/x`, the second command with the rest.
 fn two_commands_hint(argv: &[std::ffi::OsString]) -> Option<String> {

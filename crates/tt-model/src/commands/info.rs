@@ -73,8 +73,8 @@ pub fn run(args: &InfoArgs, printer: &Printer, local: &Local) -> anyhow::Result<
             args.id
         ))
     })?;
-    hub::check_repo_id(&id)?;
-    let client = hub::client(local, false)?;
+    tt_model_local::hub_access::check_repo_id(&id)?;
+    let client = local.hub_client(false)?;
     let rt = crate::runtime()?;
     let nothing = "nothing was read";
     let meta = rt

@@ -41,8 +41,8 @@ async fn set_listed(client: &HubClient, meta: &RepoMeta, on: bool) -> anyhow::Re
 /// Runs `tt-model publish`.
 pub fn publish(args: &PublishArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
     let id = &args.id;
-    hub::check_repo_id(id)?;
-    let client = hub::client(local, true)?;
+    tt_model_local::hub_access::check_repo_id(id)?;
+    let client = local.hub_client(true)?;
     let rt = crate::runtime()?;
     rt.block_on(async {
         let meta = hub::meta_of(&client, id, NOTHING).await?;
@@ -92,8 +92,8 @@ pub fn unpublish(
     local: &Local,
 ) -> anyhow::Result<ExitStatus> {
     let id = &args.id;
-    hub::check_repo_id(id)?;
-    let client = hub::client(local, true)?;
+    tt_model_local::hub_access::check_repo_id(id)?;
+    let client = local.hub_client(true)?;
     let rt = crate::runtime()?;
     rt.block_on(async {
         let meta = hub::meta_of(&client, id, NOTHING).await?;

@@ -67,7 +67,7 @@ pub fn python_datetime(iso: &str) -> String {
 
 /// Runs `tt-model search`.
 pub fn run(args: &SearchArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
-    let client = hub::client(local, false)?;
+    let client = local.hub_client(false)?;
     let base = if args.catalog {
         CATALOG_TAG
     } else {

@@ -38,8 +38,8 @@ pub fn whitelist(
     local: &Local,
 ) -> anyhow::Result<ExitStatus> {
     let id = args.id.as_str();
-    hub::check_repo_id(id)?;
-    let client = hub::client(local, true)?;
+    tt_model_local::hub_access::check_repo_id(id)?;
+    let client = local.hub_client(true)?;
     crate::block_on(async {
         let reviewer = client
             .whoami()
@@ -139,7 +139,7 @@ pub fn unwhitelist(
     local: &Local,
 ) -> anyhow::Result<ExitStatus> {
     let id = args.id.as_str();
-    hub::check_repo_id(id)?;
+    tt_model_local::hub_access::check_repo_id(id)?;
     if !id
         .split('/')
         .next()
@@ -150,7 +150,7 @@ pub fn unwhitelist(
         ))
         .into());
     }
-    let client = hub::client(local, true)?;
+    let client = local.hub_client(true)?;
     crate::block_on(async {
         let meta = hub::meta_of(&client, id, NOTHING).await?;
         let readme = hub::readme_of(&client, &meta, NOTHING).await?;

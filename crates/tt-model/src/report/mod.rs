@@ -13,7 +13,7 @@ pub use package::PackageFailed;
 
 use crate::events::DiagnosisCard;
 use crate::printer::Printer;
-use crate::{ExitStatus, HubConsequence, UsageError, UserError};
+use crate::{ExitStatus, UsageError, UserError};
 
 /// The library error a [`LocalError`] carries (the engine's, the Hub's, a manifest's), so each
 /// library's errors are rendered by one rule whether or not they came through the local crate.
@@ -44,17 +44,12 @@ pub fn diagnosis_for(err: &anyhow::Error, local: &Local) -> Option<DiagnosisCard
             .filter(|m| *m != skip)
             .collect()
     };
-    // anyhow's own downcast sees through context layers; the chain's items do not.
+    // What the failure means for the repo, as the use case or command that knows it said.
     let consequence = err
-        .downcast_ref::<HubConsequence>()
-        .or_else(|| err.chain().find_map(|c| c.downcast_ref::<HubConsequence>()))
-        .map(|c| c.0.clone())
-        .or_else(|| {
-            err.chain()
-                .find_map(|c| match c.downcast_ref::<LocalError>() {
-                    Some(LocalError::Consequence { consequence, .. }) => Some(consequence.clone()),
-                    _ => None,
-                })
+        .chain()
+        .find_map(|c| match c.downcast_ref::<LocalError>() {
+            Some(LocalError::Consequence { consequence, .. }) => Some(consequence.clone()),
+            _ => None,
         });
     for cause in err.chain() {
         let cause = unwrap_local(cause);
@@ -280,7 +275,9 @@ mod diagnosis_tests {
             repository: "tt/x".into(),
             reference: "sha256:ab".into(),
         };
-        let err = anyhow::Error::new(e).context(HubConsequence("the repo is unchanged".into()));
+        let err = anyhow::Error::new(tt_model_local::hub_access::consequence(
+            "the repo is unchanged",
+        )(e));
         let local = Local::new(
             "/nonexistent".into(),
             tt_model_hub::env::HubEnv::from_lookup(|_| None),

@@ -4,18 +4,10 @@
 
 use tt_model_hub::hub::{CommitOp, HubClient, RepoMeta};
 
-use tt_model_local::Local;
-
-use crate::HubConsequence;
-
-/// The client for this environment; `need_token`: refuse without a token (writes).
-pub(crate) fn client(local: &Local, need_token: bool) -> anyhow::Result<HubClient> {
-    Ok(local.hub_client(need_token)?)
-}
-
-/// Wraps a Hub error with what it means for the repo (the diagnosis card's consequence).
+/// Wraps a Hub error with what it means for the repo (the diagnosis card's consequence), as
+/// the library's use cases do ([`tt_model_local::hub_access::consequence`]).
 pub(crate) fn consequence(what: &str) -> impl FnOnce(tt_model_hub::HubError) -> anyhow::Error + '_ {
-    move |e| anyhow::Error::new(e).context(HubConsequence(what.to_string()))
+    move |e| anyhow::Error::new(tt_model_local::hub_access::consequence(what)(e))
 }
 
 /// The repo's metadata; a missing repo is the Hub's not-found error, with what it means for the
@@ -30,13 +22,12 @@ pub(crate) async fn meta_of(
         .await
         .map_err(consequence(nothing))?
         .ok_or_else(|| {
-            anyhow::Error::new(tt_model_hub::HubError::NotFound {
+            consequence(nothing)(tt_model_hub::HubError::NotFound {
                 repo: id.to_string(),
                 revision: "main".into(),
                 endpoint: client.env.endpoint.clone(),
                 status: 404,
             })
-            .context(HubConsequence(nothing.into()))
         })
 }
 
@@ -80,9 +71,4 @@ pub(crate) async fn write_readme(
         .await
         .map_err(consequence(nothing))?;
     Ok(())
-}
-
-/// Whether a repo id has the `ns/name` shape the Hub accepts (both parts required here).
-pub(crate) fn check_repo_id(id: &str) -> anyhow::Result<()> {
-    Ok(tt_model_local::hub_access::check_repo_id(id)?)
 }
