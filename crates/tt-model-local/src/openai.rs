@@ -84,24 +84,15 @@ pub fn parse_param(raw: &str) -> Value {
     serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_owned()))
 }
 
-/// The `/v1/chat/completions` body: `model`, `messages`, `max_tokens`, then the extra fields
-/// (which override those three in place).
-pub fn chat_payload(model: &str, prompt: &str, params: &[(String, Value)]) -> Vec<(String, Value)> {
-    let mut body = vec![
-        ("model".to_owned(), Value::String(model.to_owned())),
-        (
-            "messages".to_owned(),
-            serde_json::json!([{"role": "user", "content": prompt}]),
-        ),
-        ("max_tokens".to_owned(), Value::from(DEFAULT_MAX_TOKENS)),
-    ];
+/// `params` applied to a request body: each overrides the field of its name in place, or is
+/// added at the end (the order the original writes them in).
+pub fn apply_params(body: &mut Vec<(String, Value)>, params: &[(String, Value)]) {
     for (k, v) in params {
         match body.iter_mut().find(|(bk, _)| bk == k) {
             Some(slot) => slot.1 = v.clone(),
             None => body.push((k.clone(), v.clone())),
         }
     }
-    body
 }
 
 /// `body` as Python's `json.dumps` writes it (`", "` and `": "`, non-ASCII as `\uXXXX`), so
@@ -177,12 +168,13 @@ fn write_str(out: &mut String, s: &str) {
     out.push('"');
 }
 
-/// The `curl` argv the command runs: `-sS` (no progress meter, transport errors still shown).
-pub fn curl_argv(base_url: &str, body_json: &str) -> Vec<String> {
+/// The `curl` argv that POSTs `body_json` to `path` of the server at `base_url`: `-sS` (no
+/// progress meter, transport errors still shown).
+pub fn curl_argv(base_url: &str, path: &str, body_json: &str) -> Vec<String> {
     [
         "curl",
         "-sS",
-        &format!("{}{CHAT_PATH}", base_url.trim_end_matches('/')),
+        &format!("{}{path}", base_url.trim_end_matches('/')),
         "-H",
         "Content-Type: application/json",
         "-d",
@@ -361,6 +353,18 @@ pub async fn routes(base_url: &str) -> Vec<String> {
 mod tests {
     use super::*;
 
+    /// A chat body as `curl`'s text-generation task starts one.
+    fn chat(model: &str, prompt: &str) -> Vec<(String, Value)> {
+        vec![
+            ("model".to_owned(), Value::from(model)),
+            (
+                "messages".to_owned(),
+                serde_json::json!([{"role": "user", "content": prompt}]),
+            ),
+            ("max_tokens".to_owned(), Value::from(DEFAULT_MAX_TOKENS)),
+        ]
+    }
+
     #[test]
     fn objects_keep_their_order_and_python_spacing() {
         let body = vec![
@@ -394,7 +398,8 @@ mod tests {
             "me",
         ]))
         .unwrap();
-        let body = chat_payload("m", "hi", &p);
+        let mut body = chat("m", "hi");
+        apply_params(&mut body, &p);
         assert_eq!(
             python_json(&body),
             r#"{"model": "m", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 8, "temperature": 0.7, "stop": ["x"], "stream": true, "user": "me"}"#
@@ -405,10 +410,10 @@ mod tests {
 
     #[test]
     fn json_and_quoting_match_python() {
-        let body = chat_payload("m", "héllo \"q\" it's\n", &[]);
+        let body = chat("m", "héllo \"q\" it's\n");
         let j = python_json(&body);
         assert!(j.contains(r#""content": "h\u00e9llo \"q\" it's\n""#), "{j}");
-        let argv = curl_argv("http://127.0.0.1:9/", &j);
+        let argv = curl_argv("http://127.0.0.1:9/", CHAT_PATH, &j);
         assert_eq!(argv[2], "http://127.0.0.1:9/v1/chat/completions");
         let shown = render_curl(&argv);
         let want = format!(

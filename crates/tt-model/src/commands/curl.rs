@@ -331,7 +331,7 @@ pub fn run(args: &CurlArgs, printer: &Printer, local: &Local) -> anyhow::Result<
     };
     let prompt = w.prompt.as_deref().unwrap_or(task.default_prompt(tools));
     let request = task::build(task, &model, prompt, tools, &params);
-    let argv = request_argv(
+    let argv = tt_model_local::openai::curl_argv(
         &root,
         request.path,
         &tt_model_local::openai::python_json(&request.body),
@@ -397,20 +397,6 @@ pub fn run(args: &CurlArgs, printer: &Printer, local: &Local) -> anyhow::Result<
 
 /// `curl -sS <root><path> -H 'Content-Type: application/json' -d <body>`: the original's
 /// command, on the task's route.
-fn request_argv(root: &str, path: &str, body: &str) -> Vec<String> {
-    [
-        "curl",
-        "-sS",
-        &format!("{root}{path}"),
-        "-H",
-        "Content-Type: application/json",
-        "-d",
-        body,
-    ]
-    .map(str::to_owned)
-    .to_vec()
-}
-
 fn nothing_serving(base: &str) -> anyhow::Error {
     UserError(format!(
         "Nothing is serving at {base}. Start it with `tt-model serve <id>`, or use --print to just see the request."

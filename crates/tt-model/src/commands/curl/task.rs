@@ -161,12 +161,7 @@ pub fn build(
             (tt_model_local::openai::CHAT_PATH, CHAT_TIMEOUT)
         }
     };
-    for (k, v) in params {
-        match body.iter_mut().find(|(bk, _)| bk == k) {
-            Some(slot) => slot.1 = v.clone(),
-            None => body.push((k.clone(), v.clone())),
-        }
-    }
+    tt_model_local::openai::apply_params(&mut body, params);
     Request {
         path,
         body,
