@@ -84,6 +84,12 @@ fn yaml_checked(spec: &RunSpec, opts: &FleetOptions) -> (Fleet, String) {
     (fleet, yaml)
 }
 
+/// The Deployment's pod template.
+fn pod_spec(fleet: &Fleet) -> k8s_openapi::api::core::v1::PodSpec {
+    let dep = fleet.deployment.spec.as_ref().expect("a deployment spec");
+    dep.template.spec.clone().expect("a pod spec")
+}
+
 #[test]
 fn card_fleet_of_four_replicas() {
     let spec = compose(
@@ -188,15 +194,7 @@ fn cpu_fleet_downloading_its_weights_takes_the_token_from_a_secret() {
     opts.namespace = None;
     opts.startup_timeout = Duration::from_secs(90);
     let (fleet, yaml) = yaml_checked(&spec, &opts);
-    let pod = fleet
-        .deployment
-        .spec
-        .as_ref()
-        .unwrap()
-        .template
-        .spec
-        .clone()
-        .unwrap();
+    let pod = pod_spec(&fleet);
     let c = &pod.containers[0];
     let token = c
         .env
@@ -466,15 +464,7 @@ fn extended_form_defaults_to_tenstorrent_chips() {
     opts.board = Some("p300".into());
     opts.devices = DeviceMode::Extended;
     let (fleet, yaml) = yaml_checked(&spec, &opts);
-    let pod = fleet
-        .deployment
-        .spec
-        .as_ref()
-        .unwrap()
-        .template
-        .spec
-        .clone()
-        .unwrap();
+    let pod = pod_spec(&fleet);
     let res = pod.containers[0].resources.clone().unwrap();
     for m in [res.requests.unwrap(), res.limits.unwrap()] {
         assert_eq!(m["tenstorrent.com/chip"].0, "2", "one unit per chip");
@@ -497,7 +487,7 @@ fn a_kernel_cache_claim_keeps_one_images_kernels_for_every_pod() {
     );
     let cache_volume = |opts: &FleetOptions| {
         let (fleet, _) = yaml_checked(&spec, opts);
-        let pod = fleet.deployment.spec.unwrap().template.spec.unwrap();
+        let pod = pod_spec(&fleet);
         let m = pod.containers[0]
             .volume_mounts
             .as_ref()
