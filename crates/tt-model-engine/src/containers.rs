@@ -16,6 +16,10 @@ use crate::error::EngineError;
 use crate::run_spec::{DEV_TENSTORRENT, HUGEPAGES_1G, RunSpec};
 use tt_model_oci::labels;
 
+/// The package label of the short-lived container [`Client::reset_chips`] runs `tt-smi -r` in
+/// (listings leave it out).
+pub const RESET_PACKAGE: &str = "tt-smi-reset";
+
 /// What we read back about a container.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ContainerInfo {
@@ -368,8 +372,8 @@ impl Client {
         Ok(out)
     }
 
-    /// `tt-smi -r` from `image`, scoped to `chips` (the whole directory when `None`), bounded
-    /// by `timeout`. Returns the exit code and output.
+    /// `tt-smi -r` from `image` (in a container labelled [`RESET_PACKAGE`]), scoped to `chips`
+    /// (the whole directory when `None`), bounded by `timeout`. Returns the exit code and output.
     pub async fn reset_chips(
         &self,
         image: &str,
@@ -391,7 +395,7 @@ impl Client {
             image: Some(image.to_string()),
             entrypoint: Some(vec!["tt-smi".into()]),
             cmd: Some(vec!["-r".into(), reset_arg]),
-            labels: Some([(labels::PACKAGE.to_string(), "tt-smi-reset".to_string())].into()),
+            labels: Some([(labels::PACKAGE.to_string(), RESET_PACKAGE.to_string())].into()),
             host_config: Some(HostConfig {
                 devices: Some(
                     devices

@@ -83,6 +83,9 @@ pub enum LocalError {
     /// An OCI registry.
     #[error(transparent)]
     Registry(#[from] RegistryError),
+    /// The chip allocation lock (serve).
+    #[error(transparent)]
+    Lock(#[from] crate::devices::LockError),
     /// A Hub or registry failure, with what it means for the user's repo or data: the
     /// diagnosis card's consequence ([`crate::hub_access::consequence`]).
     #[error("{consequence}")]
@@ -126,6 +129,7 @@ impl LocalError {
             LocalError::Load(e) => Some(e),
             LocalError::Hub(e) => Some(e),
             LocalError::Registry(e) => Some(e),
+            LocalError::Lock(e) => Some(e),
             LocalError::Consequence { source, .. } => Some(source.as_ref()),
         }
     }

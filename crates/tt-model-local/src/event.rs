@@ -49,6 +49,16 @@ pub enum Event {
     Warning(String),
     /// What the user can run next (`→ text`).
     Next(String),
+    /// A fact only a verbose run shows (`• text` with `-v`): the container's `docker run` line.
+    Detail(String),
+    /// A container started and answers at `endpoint` (the stream's `container` event, which
+    /// `tt` reads to find the server).
+    Container {
+        /// The container's name.
+        name: String,
+        /// Where it answers, on loopback.
+        endpoint: String,
+    },
 }
 
 impl Event {

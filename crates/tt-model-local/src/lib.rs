@@ -3,8 +3,10 @@
 //! * the use cases the CLI runs with one call: login and logout ([`account`]), the record of
 //!   a push ([`push_record`]), `push` ([`push`]) and `pull` ([`pull`]), a registry image
 //!   through [`registry`], the Hub client and a failure's consequence ([`hub_access`]),
-//!   `rm` ([`remove`]); they report their steps as [`event::Event`]s into [`Progress`];
-//! * a package's containers ([`containers`]);
+//!   `rm` ([`remove`]), `stop` ([`stop`]), `logs` ([`logs`]) and `list`'s readiness of each
+//!   installed package ([`readiness`]); they report their steps as [`event::Event`]s into
+//!   [`Progress`];
+//! * a package's containers and every tt-model container (`ps`) ([`containers`]);
 //! * the state root and the settings every command shares ([`state::Local`]);
 //! * the installed-packages database ([`localdb`]) and the CLI's view of it ([`installed`]);
 //! * staged and pulled packages ([`package`], [`target`]) and their images ([`image`]);
@@ -37,6 +39,7 @@ pub mod hub_access;
 pub mod image;
 pub mod installed;
 pub mod localdb;
+pub mod logs;
 pub mod openai;
 pub mod package;
 pub mod progress;
@@ -44,9 +47,12 @@ pub mod publish;
 pub mod pull;
 pub mod push;
 pub mod push_record;
+pub mod readiness;
 pub mod registry;
 pub mod remove;
+pub mod serve;
 pub mod state;
+pub mod stop;
 pub mod target;
 pub mod watch;
 pub mod weights;

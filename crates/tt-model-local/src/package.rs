@@ -5,16 +5,16 @@
 
 use std::path::{Path, PathBuf};
 
+use tt_model_manifest::launch::{ServerCommand, wire_launch};
 use tt_model_manifest::validate::hardware::chips_or_one;
 use tt_model_manifest::{ServeSettings, WireError, WireManifest};
-use tt_model_package::profile::{ServerCommand, wire_launch};
 
 use crate::LocalError;
 /// The file name of a staged package's manifest.
 pub use crate::state::WIRE_MANIFEST;
 
 /// The tag `serve --print` shows for an image that `package` has not built yet.
-pub use tt_model_package::from_manifest::UNBUILT_TAG;
+pub use tt_model_manifest::wire::preview::UNBUILT_TAG;
 
 /// The revision served when the manifest pins none.
 const DEFAULT_REVISION: &str = "main";
@@ -138,7 +138,7 @@ impl Package {
     pub fn from_authoring(path: &Path) -> Result<Package, LocalError> {
         let (manifest, _warnings) =
             tt_model_manifest::load_path(path, &tt_model_manifest::CheckOptions::default())?;
-        let wire = tt_model_package::from_manifest::wire_manifest(&manifest, None);
+        let wire = WireManifest::preview(&manifest);
         Package::from_wire(wire, path)
     }
 

@@ -13,7 +13,7 @@ use crate::event::Event;
 use crate::localdb::Entry;
 use crate::package::Package;
 use crate::progress::{Progress, human_bytes};
-use crate::{Local, LocalError, containers, installed, target};
+use crate::{Local, LocalError, containers, host, installed, target};
 
 /// What to remove besides the package itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,7 +50,6 @@ fn remove_dir(dir: &Path) -> Result<(), LocalError> {
 /// Removes one package; `entries` is the installed-packages database as read now (a
 /// database entry keeps a package removable after its manifest is gone).
 pub async fn remove(
-    client: &Client,
     local: &Local,
     entries: &[Entry],
     req: &RemoveRequest<'_>,
@@ -66,6 +65,8 @@ pub async fn remove(
         .or_else(|| pkg.as_ref().and_then(|p| installed::find(entries, p)))
         .cloned();
     let pkg = pkg.or_else(|| entry.as_ref().and_then(|e| Package::load(&e.manifest).ok()));
+    let engine = host::engine().await?;
+    let client = &engine;
     for c in containers::of_package(client, &name, None, true).await? {
         client.remove_container_force(&c.name).await?;
         progress.emit(Event::done(

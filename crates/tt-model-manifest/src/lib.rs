@@ -32,6 +32,7 @@ pub mod decode;
 pub mod diagnostic;
 pub mod field_error;
 pub mod glob;
+pub mod launch;
 pub mod node;
 pub mod numfmt;
 mod parse;

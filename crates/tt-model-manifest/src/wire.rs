@@ -10,6 +10,7 @@
 //! What serve takes from a container package is in [`serve`].
 
 mod lenient;
+pub mod preview;
 pub mod serve;
 
 use std::collections::BTreeMap;

@@ -8,14 +8,15 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use tt_model_manifest::launch::{LaunchRuntime, serve_default};
 use tt_model_manifest::wire::WireBuild;
 use tt_model_manifest::{
-    CodeRoot, ComponentSource, ImageRef, KindRuntime, Manifest, Producer, VerifyStep, WireManifest,
+    CodeRoot, ComponentSource, ImageRef, Kind, KindRuntime, Manifest, Producer, VerifyStep,
+    WireManifest,
 };
 
 use crate::error::{FieldError, PackageError};
 use crate::pipeline::Packaged;
-use crate::profile::{launch_runtime, serve_default};
 use crate::spec::{
     CardSpec, CargoSpec, Check, ExtraCode, GitRef, MetalSource, PackageSpec, PluginSource,
     ProfileSummary, Runtime, VllmSource,
@@ -191,9 +192,21 @@ fn hostname() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// The tag an authoring manifest's image has before `package` built it: what `serve --print`
-/// of a `tt-model.yaml` shows in place of the image id.
-pub const UNBUILT_TAG: &str = "unbuilt";
+/// The runtime keys the launcher reads, and the ready line (the runtime's, else the kind's).
+/// The build-only keys (engine sources, lock, packages) are left at their defaults.
+fn launch_runtime(kind: Kind, rt: &tt_model_manifest::RuntimeSpec) -> Runtime {
+    let launch = LaunchRuntime::of(rt);
+    Runtime {
+        ready_line: rt.ready_line(kind),
+        app: launch.app,
+        command: launch.command,
+        model_dir: launch.model_dir,
+        mesh_shape_env: launch.mesh_shape_env,
+        ..Runtime::default()
+    }
+}
+
+pub use tt_model_manifest::wire::preview::UNBUILT_TAG;
 
 /// The wire manifest JSON for a packaged manifest.
 pub fn wire_json(m: &Manifest, packaged: &Packaged) -> Result<String, PackageError> {
@@ -204,35 +217,10 @@ pub fn wire_json(m: &Manifest, packaged: &Packaged) -> Result<String, PackageErr
 /// made, what it writes; without, the preview `serve --print` shows of a manifest not
 /// packaged yet (the image `tt-model/<name>:unbuilt`, no digest, no provenance).
 pub fn wire_manifest(m: &Manifest, packaged: Option<&Packaged>) -> WireManifest {
-    let repository = m.image.repository.clone().unwrap_or_else(|| m.name.clone());
     let Some(packaged) = packaged else {
-        let image = format!(
-            "{}/{}:{UNBUILT_TAG}",
-            crate::pipeline::IMAGE_REPOSITORY_PREFIX,
-            m.name
-        );
-        return WireManifest::from_manifest(
-            m,
-            WireBuild {
-                image: ImageRef {
-                    registry: m.image.registry.clone(),
-                    repository,
-                    tag: Some(UNBUILT_TAG.into()),
-                    digest: None,
-                },
-                runtime: None,
-                built: tt_model_manifest::Built {
-                    image,
-                    ..Default::default()
-                },
-                producer: Producer {
-                    tt_kernel_version: env!("CARGO_PKG_VERSION").into(),
-                    created_at: String::new(),
-                    hostname: String::new(),
-                },
-            },
-        );
+        return WireManifest::preview(m);
     };
+    let repository = m.image.repository.clone().unwrap_or_else(|| m.name.clone());
     let built = &packaged.built;
     let (_, tag) = built.image.rsplit_once(':').unwrap_or((&built.image, ""));
     let mut runtime = m.runtime.clone();

@@ -1,10 +1,12 @@
-//! Per-kind decisions that are pure data: a profile's server argv and env (the one launcher
-//! both `package` and `serve` use), the kind's own verify checks, the default HTTP stack, and
-//! what is excluded from a frozen lock.
+//! Per-kind decisions that are pure data: the image's default command (the manifest crate's
+//! launcher, [`tt_model_manifest::launch`], over the default profile), the kind's own verify
+//! checks, the default HTTP stack, and what is excluded from a frozen lock.
 
 use std::collections::BTreeMap;
 
-use crate::spec::{Check, Kind, PackageSpec, Runtime, ServeDefault};
+use tt_model_manifest::launch::{Launch, LaunchRuntime};
+
+use crate::spec::{Check, Kind, PackageSpec, ServeDefault};
 
 /// The HTTP stack a `tt-dit-server` gets when the author lists no packages.
 pub const DIT_DEFAULT_PACKAGES: &[&str] = &["fastapi", "uvicorn", "pydantic>=2", "pillow"];
@@ -24,9 +26,6 @@ pub fn tt_vllm_builtin_models(spec: &PackageSpec) -> &'static str {
         ""
     }
 }
-
-/// The tt-dit-server env var carrying the mesh shape when the author names none.
-pub const DEFAULT_MESH_SHAPE_ENV: &str = "FLUX2_MESH_SHAPE";
 
 /// The runtime image's system libraries: the link closure of tt-metal and sfpi's JIT.
 pub const APT_PACKAGES: &[&str] = &[
@@ -56,189 +55,43 @@ pub fn dit_packages(spec: &PackageSpec) -> Vec<String> {
     }
 }
 
-/// One profile's launcher inputs. `package` fills it from the spec (the image's default
-/// command, [`serve_argv`]) and `tt-model serve` from the wire manifest
-/// ([`crate::profile::wire_launch`]), so both run the same server the same way.
-#[derive(Debug, Clone, Copy)]
-pub struct Launch<'a> {
-    /// How the image serves.
-    pub kind: Kind,
-    /// What the server loads (`HF_MODEL`).
-    pub weights: &'a str,
-    /// The kind's runtime knobs (`app`, `command`, `model_dir`, `mesh_shape_env`).
-    pub runtime: &'a Runtime,
-    /// The profile's settings, merged over the shared defaults.
-    pub serve: &'a ServeDefault,
-    /// The port the server binds.
-    pub port: u16,
-}
-
-impl<'a> Launch<'a> {
-    /// The default profile of `spec` on its own port.
-    pub fn of_spec(spec: &'a PackageSpec) -> Self {
-        Self {
-            kind: spec.kind,
-            weights: &spec.weights,
-            runtime: &spec.runtime,
-            serve: &spec.serve,
-            port: spec.serve.port,
-        }
-    }
-
-    /// The server argv (§4.7 of the reference: one launcher per kind).
-    pub fn argv(&self) -> Vec<String> {
-        let s = self.serve;
-        let port = self.port.to_string();
-        let mut argv: Vec<String> = Vec::new();
-        let mut push = |items: &[&str]| argv.extend(items.iter().map(|s| s.to_string()));
-        match self.kind {
-            Kind::VllmPlugin => {
-                push(&["vllm", "serve", self.weights]);
-                for (flag, n) in [
-                    ("--max-model-len", s.max_model_len),
-                    ("--max-num-seqs", s.max_num_seqs),
-                    ("--block-size", s.block_size),
-                ] {
-                    if let Some(n) = n {
-                        push(&[flag, &n.to_string()]);
-                    }
-                }
-                if let Some(cfg) = &s.additional_config {
-                    push(&["--additional-config", cfg]);
-                }
-                if let Some(p) = &s.tool_parser {
-                    push(&["--enable-auto-tool-choice", "--tool-call-parser", p]);
-                }
-                if let Some(p) = &s.reasoning_parser {
-                    // The underscore is what the engine accepts, deliberately.
-                    push(&["--reasoning_parser", p]);
-                }
-                argv.extend(s.args.iter().cloned());
-                argv.extend(["--port".to_string(), port]);
-            }
-            Kind::VllmFork => {
-                push(&[
-                    "python",
-                    "-m",
-                    "models.common.readiness_check.run_vllm_server",
-                ]);
-                push(&["--stages", "serve"]);
-                if let Some(dir) = &self.runtime.model_dir {
-                    push(&["--model-dir", dir]);
-                }
-                push(&["--hf-model", self.weights]);
-                if let Some((r, c)) = s.mesh_shape {
-                    push(&["--mesh-device", &format!("({r}, {c})")]);
-                }
-                // The runner's order, which differs from vllm-plugin's.
-                for (flag, n) in [
-                    ("--max-num-seqs", s.max_num_seqs),
-                    ("--max-model-len", s.max_model_len),
-                    ("--block-size", s.block_size),
-                    ("--server-timeout", s.server_timeout),
-                ] {
-                    if let Some(n) = n {
-                        push(&[flag, &n.to_string()]);
-                    }
-                }
-                push(&["--port", &port]);
-                if let Some(cfg) = &s.additional_config
-                    && let Ok(value) = serde_json::from_str::<serde_json::Value>(cfg)
-                    && let Some(tt) = value.get("tt")
-                {
-                    push(&["--tt-config", &tt.to_string()]);
-                }
-                let mut extra: Vec<String> = s.args.clone();
-                if let Some(p) = &s.tool_parser {
-                    extra.extend([
-                        "--enable-auto-tool-choice".into(),
-                        "--tool-call-parser".into(),
-                        p.clone(),
-                    ]);
-                }
-                if let Some(p) = &s.reasoning_parser {
-                    extra.extend(["--reasoning_parser".into(), p.clone()]);
-                }
-                if !extra.is_empty() {
-                    // The runner shlex-splits this string: quote each token so JSON survives.
-                    let joined: Vec<String> =
-                        extra.iter().map(|t| crate::shell::quote(t)).collect();
-                    push(&["--additional-server-args", &joined.join(" ")]);
-                }
-            }
-            Kind::TtDitServer => {
-                push(&[
-                    "python",
-                    "-m",
-                    "uvicorn",
-                    "--host",
-                    "0.0.0.0",
-                    "--port",
-                    &port,
-                    "--lifespan",
-                    "on",
-                ]);
-                argv.extend(s.args.iter().cloned());
-                if let Some(app) = &self.runtime.app {
-                    argv.push(app.clone());
-                }
-            }
-            Kind::HttpServer => {
-                for token in &self.runtime.command {
-                    argv.push(token.replace("{host}", "0.0.0.0").replace("{port}", &port));
-                }
-                // The server's own knobs may need the port too (`--listen {port}`).
-                argv.extend(s.args.iter().map(|t| t.replace("{port}", &port)));
-            }
-        }
-        argv
-    }
-
-    /// The server environment, sorted: `HF_MODEL`, the kind's env, then the profile's env,
-    /// which wins.
-    pub fn env(&self) -> BTreeMap<String, String> {
-        let s = self.serve;
-        let mut env = BTreeMap::new();
-        env.insert("HF_MODEL".to_string(), self.weights.to_string());
-        match self.kind {
-            Kind::VllmPlugin => {
-                if let Some(m) = &s.mesh_device {
-                    env.insert("MESH_DEVICE".into(), m.clone());
-                }
-            }
-            Kind::VllmFork => {
-                env.insert("PYTHONUNBUFFERED".into(), "1".into());
-            }
-            Kind::TtDitServer => {
-                if let Some(m) = &s.mesh_device {
-                    env.insert("MESH_DEVICE".into(), m.clone());
-                }
-                if let Some((r, c)) = s.mesh_shape {
-                    let key = self
-                        .runtime
-                        .mesh_shape_env
-                        .clone()
-                        .unwrap_or_else(|| DEFAULT_MESH_SHAPE_ENV.into());
-                    env.insert(key, format!("{r}x{c}"));
-                }
-            }
-            Kind::HttpServer => {}
-        }
-        for (k, v) in &s.env {
-            env.insert(k.clone(), v.clone());
-        }
-        env
-    }
+/// The default profile's launcher inputs: the runtime's launch keys, the default profile on
+/// its own port.
+fn default_launch(spec: &PackageSpec) -> (LaunchRuntime, &ServeDefault) {
+    let rt = &spec.runtime;
+    let runtime = LaunchRuntime {
+        app: rt.app.clone(),
+        command: rt.command.clone(),
+        model_dir: rt.model_dir.clone(),
+        mesh_shape_env: rt.mesh_shape_env.clone(),
+    };
+    (runtime, &spec.serve)
 }
 
 /// The default profile's server argv, as `tt-model serve` runs it.
 pub fn serve_argv(spec: &PackageSpec) -> Vec<String> {
-    Launch::of_spec(spec).argv()
+    let (runtime, serve) = default_launch(spec);
+    launch(spec, &runtime, serve).argv()
 }
 
 /// The default profile's environment, sorted (kind env first, the profile's env wins).
 pub fn serve_env(spec: &PackageSpec) -> BTreeMap<String, String> {
-    Launch::of_spec(spec).env()
+    let (runtime, serve) = default_launch(spec);
+    launch(spec, &runtime, serve).env()
+}
+
+fn launch<'a>(
+    spec: &'a PackageSpec,
+    runtime: &'a LaunchRuntime,
+    serve: &'a ServeDefault,
+) -> Launch<'a> {
+    Launch {
+        kind: spec.kind,
+        weights: &spec.weights,
+        runtime,
+        serve,
+        port: serve.port,
+    }
 }
 
 /// A Python string literal for `s` (JSON string syntax is valid Python for any text).

@@ -22,7 +22,6 @@ pub mod lock;
 pub mod out_root;
 pub mod partials;
 pub mod pipeline;
-pub mod profile;
 pub mod report;
 pub mod shell;
 pub mod sources;

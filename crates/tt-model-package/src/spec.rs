@@ -4,7 +4,6 @@
 //! (templates, staging plans, the card) are testable from plain values and the manifest's
 //! schema can evolve behind one adapter ([`crate::from_manifest`]).
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -171,38 +170,8 @@ pub struct Runtime {
     pub cargo: Option<CargoSpec>,
 }
 
-/// The default serve profile, resolved (serve defaults merged into the profile).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
-pub struct ServeDefault {
-    /// Profile name.
-    pub name: String,
-    /// The port the server binds inside the container.
-    pub port: u16,
-    /// Board label, e.g. `p150x4`.
-    pub hardware: Option<String>,
-    /// Mesh preset or literal.
-    pub mesh_device: Option<String>,
-    /// The mesh shape `(rows, cols)` when known.
-    pub mesh_shape: Option<(u32, u32)>,
-    /// `--max-model-len`.
-    pub max_model_len: Option<u64>,
-    /// `--max-num-seqs` (required for the vLLM kinds).
-    pub max_num_seqs: Option<u64>,
-    /// `--block-size` (required for the vLLM kinds).
-    pub block_size: Option<u64>,
-    /// vllm-fork `--server-timeout`.
-    pub server_timeout: Option<u64>,
-    /// `serve.additional_config` as JSON text.
-    pub additional_config: Option<String>,
-    /// `--tool-call-parser` (`serve.capabilities.tool_parser`).
-    pub tool_parser: Option<String>,
-    /// `--reasoning-parser` (`serve.capabilities.reasoning_parser`).
-    pub reasoning_parser: Option<String>,
-    /// Raw engine args, flattened.
-    pub args: Vec<String>,
-    /// Extra environment.
-    pub env: BTreeMap<String, String>,
-}
+/// The default serve profile, resolved: the launcher's shape, declared beside it.
+pub use tt_model_manifest::launch::ServeDefault;
 
 /// A serve profile as the card and labels show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]

@@ -208,6 +208,12 @@ impl Printer {
             Event::Note(text) => self.note(text),
             Event::Warning(text) => self.warn(text),
             Event::Next(text) => self.next(text),
+            Event::Detail(text) => {
+                if self.verbose() {
+                    self.note(text);
+                }
+            }
+            Event::Container { name, endpoint } => self.container_event(name, endpoint),
         }
     }
 

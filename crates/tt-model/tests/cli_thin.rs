@@ -26,18 +26,7 @@ const KINDS: &[(&str, &[&str], &[&str])] = &[
             "commands/serve/refresh.rs",
         ],
     ),
-    (
-        "opens the container engine",
-        &["host::engine()"],
-        &[
-            "commands/list.rs",
-            "commands/logs.rs",
-            "commands/ps.rs",
-            "commands/rm.rs",
-            "commands/serve/start.rs",
-            "commands/stop.rs",
-        ],
-    ),
+    ("opens the container engine", &["host::engine()"], &[]),
     (
         "writes files or the state root",
         &[
@@ -55,7 +44,6 @@ const KINDS: &[(&str, &[&str], &[&str])] = &[
             "commands/package.rs",
             // The schema file the user named.
             "commands/schema.rs",
-            "commands/serve/start.rs",
         ],
     ),
 ];

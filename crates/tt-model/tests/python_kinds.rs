@@ -189,7 +189,7 @@ impl Served {
     /// What `serve` launches for the default profile: the package's launcher plus what serve
     /// adds (the pinned weights revision: `TT_MODEL_WEIGHTS_REVISION`, and `--revision` for
     /// vllm-plugin), from the one function serve itself calls.
-    fn launcher_golden(&self) -> tt_model_package::profile::ServerCommand {
+    fn launcher_golden(&self) -> tt_model_manifest::launch::ServerCommand {
         let pkg = tt_model_local::package::Package::load(Path::new(&self.manifest())).unwrap();
         pkg.launch(pkg.profile(None).unwrap(), self.port.parse().unwrap())
     }
@@ -352,7 +352,7 @@ fn launch_record(port: &str) -> serde_json::Value {
 
 /// Every variable of the launcher's environment reached the server with its value.
 fn assert_env_reached(
-    golden: &tt_model_package::profile::ServerCommand,
+    golden: &tt_model_manifest::launch::ServerCommand,
     record: &serde_json::Value,
 ) {
     for (k, v) in &golden.env {

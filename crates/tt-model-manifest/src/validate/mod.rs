@@ -7,7 +7,7 @@
 pub mod hardware;
 pub(crate) mod legacy;
 mod rules;
-mod runtime;
+pub(crate) mod runtime;
 mod sources;
 mod warnings;
 

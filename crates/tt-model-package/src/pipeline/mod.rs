@@ -42,7 +42,7 @@ pub use verify::{RUNTIME_USER, freeze_run, verify_run};
 use verify::{Verified, freeze_lock, verify};
 
 /// The image repository every package is tagged under.
-pub const IMAGE_REPOSITORY_PREFIX: &str = "tt-model";
+pub use tt_model_manifest::wire::preview::IMAGE_REPOSITORY_PREFIX;
 
 /// Options that are not in the manifest.
 #[derive(Debug, Clone)]

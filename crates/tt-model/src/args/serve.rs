@@ -151,3 +151,26 @@ pub struct K8sArgs {
     #[arg(long, value_name = "QUANTITY", requires = "print")]
     pub memory: Option<String>,
 }
+
+impl ServeArgs {
+    /// What the library's `serve` use case takes from these flags.
+    pub fn options(&self) -> tt_model_local::serve::ServeOptions {
+        tt_model_local::serve::ServeOptions {
+            target: self.target.clone(),
+            profile: self.profile.clone(),
+            passthrough: self
+                .passthrough
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            device: self.device.clone(),
+            device_id: self.device_id.clone(),
+            timeout: self.timeout.clone(),
+            port: self.port,
+            expose: self.expose,
+            network: self.network.clone(),
+            no_weights: self.no_weights,
+            local_only: self.local_only,
+        }
+    }
+}

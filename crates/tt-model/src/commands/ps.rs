@@ -8,18 +8,12 @@ use tt_model_oci::labels;
 use crate::ExitStatus;
 use crate::args::PsArgs;
 use crate::printer::Printer;
-use tt_model_local::host;
+use tt_model_local::containers;
 
 /// Runs `tt-model ps`.
 pub fn run(args: &PsArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     crate::block_on(async {
-        let client = host::engine().await?;
-        let list: Vec<ContainerInfo> = client
-            .tt_model_containers(None, args.all)
-            .await?
-            .into_iter()
-            .filter(|c| c.label(labels::PACKAGE) != Some("tt-smi-reset"))
-            .collect();
+        let list = containers::listing(args.all).await?;
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map(|d| d.as_secs() as i64)

@@ -3,10 +3,9 @@
 //! `--keep-cache`) and, with `--include-weights`, its weights in the host HF cache
 //! (`tt_model_local::remove`). Here: the flags, `--all`'s confirmation and its summary.
 
-use tt_model_engine::Client;
 use tt_model_local::localdb::Entry;
 use tt_model_local::remove::{self, RemoveRequest};
-use tt_model_local::{Local, host, installed};
+use tt_model_local::{Local, installed};
 
 use crate::args::RmArgs;
 use crate::printer::Printer;
@@ -22,24 +21,18 @@ pub fn run(args: &RmArgs, printer: &Printer, local: &Local) -> anyhow::Result<Ex
         .into());
     }
     crate::block_on(async {
-        let client = host::engine().await?;
         let Some(target) = &args.target else {
-            return remove_all(&client, local, args, printer).await;
+            return remove_all(local, args, printer).await;
         };
         let entries = installed::all(local, &mut |w| printer.warn(&w));
-        remove(&client, local, &entries, target, args, printer).await?;
+        remove(local, &entries, target, args, printer).await?;
         Ok(ExitStatus::Success)
     })
 }
 
 /// `rm --all`: every installed package, after a confirmation (or `--yes`); a failure is
 /// reported and the next package is removed; the failures are listed at the end (exit 1).
-async fn remove_all(
-    client: &Client,
-    local: &Local,
-    args: &RmArgs,
-    printer: &Printer,
-) -> anyhow::Result<ExitStatus> {
+async fn remove_all(local: &Local, args: &RmArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
     let entries = installed::all(local, &mut |w| printer.warn(&w));
     if entries.is_empty() {
         printer.skipped("nothing to remove", Some("no package is installed"));
@@ -54,7 +47,7 @@ async fn remove_all(
     for id in &ids {
         // The database changes as packages go: each removal reads it afresh.
         let now = installed::all(local, &mut |_| {});
-        if let Err(e) = remove(client, local, &now, id, args, printer).await {
+        if let Err(e) = remove(local, &now, id, args, printer).await {
             printer.error(&format!("{id}: {e:#}"));
             failed.push((id.to_string(), format!("{e:#}")));
         }
@@ -101,7 +94,6 @@ fn confirm(ids: &[&str]) -> anyhow::Result<bool> {
 
 /// Removes one package (reference §4.12), its steps drawn as they are reported.
 async fn remove(
-    client: &Client,
     local: &Local,
     entries: &[Entry],
     target: &str,
@@ -113,6 +105,6 @@ async fn remove(
         keep_cache: args.keep_cache,
         include_weights: args.include_weights,
     };
-    remove::remove(client, local, entries, &req, printer).await?;
+    remove::remove(local, entries, &req, printer).await?;
     Ok(())
 }

@@ -1,14 +1,12 @@
-//! `tt-model serve`, in three steps: [`plan`] (what the user asked for, checked, and the
-//! container composed from it; `--print` stops there), [`start`] (preflight, image, weights,
-//! chips under the allocation lock, the container from a pure run spec), then [`watch`] (the
-//! boot checklist until ready by both signals, the kind's ready line AND the health endpoint,
-//! or a diagnosis card).
+//! `tt-model serve`, in three steps: the library's plan (what the user asked for, checked,
+//! and the container composed from it; `--print` stops there) and start (preflight, image,
+//! weights, chips under the allocation lock, the container from a pure run spec), both in
+//! `tt_model_local::serve`, then [`watch`] (the boot checklist until ready by both signals,
+//! the kind's ready line AND the health endpoint, or a diagnosis card).
 
 pub(crate) mod checklist;
 mod fleet;
-pub(crate) mod plan;
 mod refresh;
-pub(crate) mod start;
 pub(crate) mod watch;
 
 use std::time::Instant;
@@ -16,6 +14,7 @@ use std::time::Instant;
 use tt_model_engine::run_spec;
 use tt_model_local::host::{self, CardFacts};
 use tt_model_local::package::{self, Package};
+use tt_model_local::serve::{self as serving, ServeOptions};
 use tt_model_local::{Local, target};
 
 use crate::ExitStatus;
@@ -36,6 +35,7 @@ pub fn run(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::Result
 /// `--print`, or a Hub package installed first; refreshed with `--refresh`.
 async fn resolve(
     args: &ServeArgs,
+    options: &ServeOptions,
     facts: &CardFacts,
     printer: &Printer,
     local: &Local,
@@ -56,7 +56,7 @@ async fn resolve(
         {
             printer.note(&format!("{} is not installed: pulling it", args.target));
             // The chips are judged on the fetched manifest, before the image is downloaded.
-            let check = async |pkg: &Package| start::precheck(args, pkg, facts).await;
+            let check = async |pkg: &Package| serving::precheck(options, pkg, facts).await;
             {
                 let req = tt_model_local::pull::PullRequest {
                     target: &args.target,
@@ -88,12 +88,13 @@ async fn serve(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::Re
     let mounts_text = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
     let dev_root = std::path::Path::new(run_spec::DEV_TENSTORRENT);
     let facts = host::card_facts(dev_root, &mounts_text);
-    let pkg = resolve(args, &facts, printer, local).await?;
+    let options = args.options();
+    let pkg = resolve(args, &options, &facts, printer, local).await?;
     refresh::advise(args, &pkg, local, printer).await;
-    let settings = plan::settings(args, &pkg)?;
+    let settings = serving::settings(&options, &pkg)?;
 
     if args.print == Some(PrintFormat::K8s) {
-        printer.out_raw(&fleet::fleet_yaml(args, &pkg, &settings)?);
+        printer.out_raw(&fleet::fleet_yaml(args, &options, &pkg, &settings)?);
         return Ok(ExitStatus::Success);
     }
     if args.print.is_some() {
@@ -103,10 +104,10 @@ async fn serve(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::Re
                 args.target, pkg.image
             ));
         }
-        let spec = plan::print_spec(args, &pkg, &settings, &facts, local);
+        let spec = serving::print_spec(&options, &pkg, &settings, &facts, local);
         printer.out(&spec.to_shell());
         return Ok(ExitStatus::Success);
     }
-    let started = start::start(args, &pkg, &settings, &facts, local, printer).await?;
+    let started = serving::start(&options, &pkg, &settings, &facts, local, printer).await?;
     watch::watch(args, &pkg, &settings, started, t0, printer).await
 }

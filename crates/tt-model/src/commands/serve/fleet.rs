@@ -12,9 +12,9 @@ use tt_model_local::host;
 use tt_model_local::package::Package;
 use tt_model_manifest::validate::hardware::parse_hardware;
 
-use super::plan::{Settings, request};
 use crate::UserError;
 use crate::args::{FleetDevices, ServeArgs};
+use tt_model_local::serve::{ServeOptions, Settings, request};
 
 fn user(e: tt_model_fleet::FleetError) -> UserError {
     UserError(e.to_string())
@@ -36,7 +36,12 @@ fn image(args: &ServeArgs, pkg: &Package) -> Result<String, UserError> {
 }
 
 /// The fleet as multi-document YAML.
-pub(crate) fn fleet_yaml(args: &ServeArgs, pkg: &Package, s: &Settings) -> anyhow::Result<String> {
+pub(crate) fn fleet_yaml(
+    args: &ServeArgs,
+    options: &ServeOptions,
+    pkg: &Package,
+    s: &Settings,
+) -> anyhow::Result<String> {
     let image = image(args, pkg)?;
     let chips = if s.card { s.profile.chip_count() } else { 0 };
     let chip_ids = if s.card {
@@ -46,7 +51,7 @@ pub(crate) fn fleet_yaml(args: &ServeArgs, pkg: &Package, s: &Settings) -> anyho
     };
     let on_host = pkg.all_weights().next().is_none() || !args.no_weights;
     let port = args.port.unwrap_or(host::FIRST_PORT);
-    let plan = request(args, pkg, s, port, chip_ids, on_host);
+    let plan = request(options, pkg, s, port, chip_ids, on_host);
     // Paths and ids of this host do not reach the fleet; fixed ones keep the rendering pure.
     let facts = host::host_facts(false, "/hf-hub".into(), "/state".into(), true, false);
     let spec = compose(&plan.req, &facts);

@@ -9,12 +9,11 @@ use tt_model_local::package::Package;
 use tt_model_local::watch::{WaitEvent, WaitOutcome, wait_ready};
 
 use super::checklist;
-use super::plan::Settings;
-use super::start::Started;
 use crate::ExitStatus;
 use crate::args::ServeArgs;
 use crate::events::DiagnosisCard;
 use crate::printer::Printer;
+use tt_model_local::serve::{Settings, Started};
 
 /// The boot diagnosis as the printer's card.
 pub(crate) fn card_for_printer(c: &Card) -> DiagnosisCard {

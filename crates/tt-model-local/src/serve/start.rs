@@ -6,16 +6,16 @@ use std::time::{Duration, Instant};
 
 use tt_model_engine::Client;
 use tt_model_engine::run_spec::{self, Chips, compose, container_name};
-use tt_model_local::devices::{self, AllocLock, ChipError};
-use tt_model_local::host::{self, CardFacts};
-use tt_model_local::package::Package;
-use tt_model_local::{Local, image, installed, weights};
 use tt_model_oci::labels;
 
-use super::plan::{self, Plan, Settings};
-use crate::UserError;
-use crate::args::ServeArgs;
-use crate::printer::Printer;
+use super::plan::{self, Plan, ServeOptions, Settings};
+use crate::devices::{self, AllocLock, ChipError};
+use crate::event::Event;
+use crate::host::{self, CardFacts};
+use crate::package::Package;
+use crate::progress::Progress;
+use crate::pull::{self, PullRequest};
+use crate::{Local, LocalError, image, installed, weights};
 
 /// How long a serve waits for another serve's chip allocation.
 const ALLOC_LOCK_TIMEOUT: Duration = Duration::from_secs(120);
@@ -23,7 +23,8 @@ const ALLOC_LOCK_TIMEOUT: Duration = Duration::from_secs(120);
 const SCAN_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// A container serve started.
-pub(crate) struct Started {
+pub struct Started {
+    /// The engine it runs in (the watch reads its log and state there).
     pub client: Client,
     /// The container's name.
     pub name: String,
@@ -33,15 +34,23 @@ pub(crate) struct Started {
     pub plan: Plan,
 }
 
+fn create_dir(dir: &std::path::Path) -> Result<(), LocalError> {
+    std::fs::create_dir_all(dir).map_err(|detail| LocalError::Io {
+        action: "create",
+        path: dir.to_path_buf(),
+        detail,
+    })
+}
+
 /// Checks the host, readies the image, weights, port and chips, and starts the container.
-pub(crate) async fn start(
-    args: &ServeArgs,
+pub async fn start(
+    o: &ServeOptions,
     pkg: &Package,
     s: &Settings,
     facts: &CardFacts,
     local: &Local,
-    printer: &Printer,
-) -> anyhow::Result<Started> {
+    progress: &dyn Progress,
+) -> Result<Started, LocalError> {
     let card = s.card;
     let profile = &s.profile;
     let needed = profile.chip_count();
@@ -49,7 +58,7 @@ pub(crate) async fn start(
     let state_dir = local.package_state_dir(&pkg.name);
 
     // Preflight.
-    printer.step_start("host", "checking the host");
+    progress.emit(Event::step_start("host", "checking the host"));
     let client = host::engine().await?;
     let rootless = client.is_rootless().await.unwrap_or(false);
     if card {
@@ -61,33 +70,35 @@ pub(crate) async fn start(
         "no Tenstorrent device (runs on CPU)".to_string()
     };
     let rl = if rootless { " (rootless)" } else { "" };
-    printer.step_done(
+    progress.emit(Event::step_done(
         "host",
         "host ready",
-        Some(&format!(
+        Some(format!(
             "docker {}{rl} · {card_detail}",
             client.server_version()
         )),
-    );
+    ));
     if !card {
-        printer.note("serving without a Tenstorrent device: the container gets no /dev/tenstorrent and no hugepages");
+        progress.emit(Event::Note("serving without a Tenstorrent device: the container gets no /dev/tenstorrent and no hugepages".into()));
     }
 
     // One container per package and profile.
     let name = container_name(&pkg.name, &profile.name);
     if let Some(info) = client.container(&name).await? {
         if info.running {
-            return Err(UserError(format!(
-                "{name} is already running. Stop it first:  tt-model stop {}",
-                args.target
-            ))
-            .into());
+            return Err(LocalError::refused(
+                "target",
+                format!(
+                    "{name} is already running. Stop it first:  tt-model stop {}",
+                    o.target
+                ),
+            ));
         }
         client.remove_container_force(&name).await?;
-        printer.note(&format!(
+        progress.emit(Event::Note(format!(
             "removed a stopped container {name} ({})",
             info.status
-        ));
+        )));
     }
 
     // The chips, before any download (image or weights): a full card is refused now, not
@@ -98,53 +109,67 @@ pub(crate) async fn start(
     }
 
     // Image: the recorded build, healed from the staged OCI layout when missing or stale.
-    printer.step_start("image", &format!("image {}", pkg.image));
-    let image = match image::ensure(local, &client, pkg, printer).await {
+    progress.emit(Event::step_start("image", format!("image {}", pkg.image)));
+    let image = match image::ensure(local, &client, pkg, progress).await {
         Ok(facts) => facts,
         // A pulled package whose image is gone: re-pull the recorded revision (never the tip).
-        Err(e) => match installed::pulled_revision(local, pkg).filter(|_| !args.local_only) {
+        Err(e) => match installed::pulled_revision(local, pkg).filter(|_| !o.local_only) {
             Some((id, rev)) => {
-                let e = anyhow::Error::new(e);
-                printer.note(format!("{e:#}").lines().next().unwrap_or_default());
-                printer.note(&format!("re-pulling {id}@{}", &rev[..rev.len().min(8)]));
-                super::super::pull::pull(local, &format!("{id}@{rev}"), printer).await?;
-                image::ensure(local, &client, pkg, printer).await.map_err(|e| {
-                    let e = anyhow::Error::new(e);
-                    UserError(format!(
-                        "re-pulled {id}@{rev} but image {} is still not usable: {e:#}\n  → rebuild it with: tt-model package --container <tt-model.yaml>",
-                        pkg.image
-                    ))
-                })?
+                progress.emit(Event::Note(first_line(&e)));
+                progress.emit(Event::Note(format!(
+                    "re-pulling {id}@{}",
+                    &rev[..rev.len().min(8)]
+                )));
+                let target = format!("{id}@{rev}");
+                let req = PullRequest {
+                    target: &target,
+                    ..PullRequest::default()
+                };
+                pull::pull(local, &req, progress, async |_| Ok::<(), LocalError>(())).await?;
+                image::ensure(local, &client, pkg, progress)
+                    .await
+                    .map_err(|e| {
+                        LocalError::refused(
+                            "image",
+                            format!(
+                                "re-pulled {id}@{rev} but image {} is still not usable: {}\n  → rebuild it with: tt-model package --container <tt-model.yaml>",
+                                pkg.image,
+                                chain(&e)
+                            ),
+                        )
+                    })?
             }
-            None => return Err(e.into()),
+            None => return Err(e),
         },
     };
-    printer.step_done(
+    progress.emit(Event::step_done(
         "image",
-        &format!("image {}", pkg.image),
-        Some(image.short_id()),
-    );
+        format!("image {}", pkg.image),
+        Some(image.short_id().to_string()),
+    ));
 
     // Weights.
-    let outcome =
-        weights::ensure_all(local, pkg, args.no_weights, args.local_only, printer).await?;
+    let outcome = weights::ensure_all(local, pkg, o.no_weights, o.local_only, progress).await?;
 
     // Port.
-    let port = match args.port {
+    let port = match o.port {
         Some(p) => p,
         None => {
             let p = host::pick_free_port(host::FIRST_PORT).ok_or_else(|| {
-                UserError(format!(
-                    "no free port found in {}-{}; pass one explicitly with --port",
-                    host::FIRST_PORT,
-                    host::FIRST_PORT + host::PORT_TRIES - 1
-                ))
+                LocalError::refused(
+                    "--port",
+                    format!(
+                        "no free port found in {}-{}; pass one explicitly with --port",
+                        host::FIRST_PORT,
+                        host::FIRST_PORT + host::PORT_TRIES - 1
+                    ),
+                )
             })?;
             if p != host::FIRST_PORT {
-                printer.note(&format!(
+                progress.emit(Event::Note(format!(
                     "port {} is in use; serving on {p} instead",
                     host::FIRST_PORT
-                ));
+                )));
             }
             p
         }
@@ -152,19 +177,18 @@ pub(crate) async fn start(
 
     // Bind-mount sources are created as the user (dockerd would create them as root).
     for (dir, _, _) in run_spec::state_mounts(&state_dir) {
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
+        create_dir(&dir)?;
     }
-    std::fs::create_dir_all(hub_cache)
-        .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", hub_cache.display()))?;
+    create_dir(hub_cache)?;
 
     // Chips and create, atomically with respect to other serves.
     let lock = if card {
         let path = AllocLock::default_path();
-        Some(
+        let held =
             tokio::task::spawn_blocking(move || AllocLock::acquire(&path, ALLOC_LOCK_TIMEOUT))
-                .await??,
-        )
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))?;
+        Some(held)
     } else {
         None
     };
@@ -173,7 +197,7 @@ pub(crate) async fn start(
     } else {
         Chips::None
     };
-    let plan = plan::request(args, pkg, s, port, chips.clone(), outcome.weights_on_host());
+    let plan = plan::request(o, pkg, s, port, chips.clone(), outcome.weights_on_host());
     let host = host::host_facts(
         rootless,
         hub_cache.clone(),
@@ -182,28 +206,29 @@ pub(crate) async fn start(
         local.hf_token_in_env(),
     );
     let spec = compose(&plan.req, &host);
-    if printer.verbose() {
-        printer.note(&spec.to_shell());
-    }
+    progress.emit(Event::Detail(spec.to_shell()));
     let t_create = Instant::now();
-    printer.step_start("container", "starting the container");
+    progress.emit(Event::step_start("container", "starting the container"));
     client
         .create_and_start(&spec, |k| std::env::var(k).ok())
         .await?;
     drop(lock);
-    printer.container_event(&name, &endpoint_for_events(pkg, port));
+    progress.emit(Event::Container {
+        name: name.clone(),
+        endpoint: endpoint_for_events(pkg, port),
+    });
     let chips_text = match &chips {
         Chips::Ids(ids) => format!("chips {}", labels::format_devices(ids)),
         _ => "no device".into(),
     };
-    printer.step_done(
+    progress.emit(Event::step_done(
         "container",
         "container started",
-        Some(&format!(
+        Some(format!(
             "{name} · {chips_text} · {:.1}s",
             t_create.elapsed().as_secs_f64()
         )),
-    );
+    ));
     Ok(Started {
         client,
         name,
@@ -212,15 +237,31 @@ pub(crate) async fn start(
     })
 }
 
+/// The first line of an error and its causes, as the terminal shows an error chain.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+fn first_line(e: &dyn std::error::Error) -> String {
+    chain(e).lines().next().unwrap_or_default().to_string()
+}
+
 /// The chip pre-check of a first serve, which the auto-pull runs on the fetched manifest before
 /// it downloads the image: the settings, the card and free chips, judged as [`start`] judges
 /// them (no lock: the allocation itself happens in [`start`]).
-pub(crate) async fn precheck(
-    args: &ServeArgs,
+pub async fn precheck(
+    o: &ServeOptions,
     pkg: &Package,
     facts: &CardFacts,
-) -> anyhow::Result<()> {
-    let s = plan::settings(args, pkg)?;
+) -> Result<(), LocalError> {
+    let s = plan::settings(o, pkg)?;
     if !s.card {
         return Ok(());
     }
@@ -233,7 +274,7 @@ pub(crate) async fn precheck(
 
 /// Where the container answers, for the `container` event: on loopback (a published port is
 /// there with or without `--expose`), with `/v1` for an OpenAI server, as tt's contract has it.
-pub(crate) fn endpoint_for_events(pkg: &Package, port: u16) -> String {
+pub fn endpoint_for_events(pkg: &Package, port: u16) -> String {
     let v1 = if pkg.kind.starts_with("vllm") {
         "/v1"
     } else {
@@ -250,20 +291,19 @@ async fn choose_chips(
     facts: &CardFacts,
     needed: usize,
     rootless: bool,
-) -> anyhow::Result<Vec<u32>> {
+) -> Result<Vec<u32>, LocalError> {
+    let refused = |e: ChipError| LocalError::refused("card", e.to_string());
     let claims = match tokio::time::timeout(SCAN_TIMEOUT, client.scan_claims()).await {
         Ok(Ok(c)) => c,
         Ok(Err(e)) => {
-            return Err(UserError(
-                ChipError::CannotAsk(format!("docker ps/inspect failed: {e}")).to_string(),
-            )
-            .into());
+            return Err(refused(ChipError::CannotAsk(format!(
+                "docker ps/inspect failed: {e}"
+            ))));
         }
         Err(_) => {
-            return Err(UserError(
-                ChipError::CannotAsk("docker ps/inspect timed out".into()).to_string(),
-            )
-            .into());
+            return Err(refused(ChipError::CannotAsk(
+                "docker ps/inspect timed out".into(),
+            )));
         }
     };
     let claimed = devices::claimed_chips(&claims, &facts.chips);
@@ -274,15 +314,17 @@ async fn choose_chips(
         &facts.chips,
         &claimed,
     )
-    .map_err(|e| UserError(e.to_string()))?;
+    .map_err(refused)?;
     if rootless {
         let problems = host::rootless_device_problems(&ids, host::ids().0, host::ids().1);
         if !problems.is_empty() {
-            return Err(UserError(format!(
-                "rootless docker cannot open the chips:\n  {}",
-                problems.join("\n  ")
-            ))
-            .into());
+            return Err(LocalError::refused(
+                "card",
+                format!(
+                    "rootless docker cannot open the chips:\n  {}",
+                    problems.join("\n  ")
+                ),
+            ));
         }
     }
     Ok(ids)

@@ -6,17 +6,43 @@
 use std::time::Duration;
 
 use tt_model_engine::run_spec::{Chips, RunSpec, ServeRequest, compose};
-use tt_model_local::host::{self, CardFacts};
-use tt_model_local::package::{Package, Profile};
-use tt_model_local::watch::{DEFAULT_READY_TIMEOUT, ReadySpec};
-use tt_model_local::{Local, devices};
 use tt_model_oci::labels;
 
-use crate::UserError;
-use crate::args::ServeArgs;
+use crate::host::{self, CardFacts};
+use crate::package::{Package, Profile};
+use crate::watch::{DEFAULT_READY_TIMEOUT, ReadySpec};
+use crate::{Local, LocalError, devices};
+
+/// What the user asked `serve` for, as plain values (the CLI fills it from its flags).
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// The package: a staged manifest, a pulled repo id, an installed package's id.
+    pub target: String,
+    /// `--profile`.
+    pub profile: Option<String>,
+    /// Flags after the target, passed to the server.
+    pub passthrough: Vec<String>,
+    /// `--device` (only `none` is accepted: run without a Tenstorrent device).
+    pub device: Option<String>,
+    /// `--device-id`: the chips asked for, as written (`0,2`).
+    pub device_id: Option<String>,
+    /// `--timeout`: the readiness deadline, as written (`90s`, `10m`).
+    pub timeout: Option<String>,
+    /// `--port`: the host port (else the first free one from [`host::FIRST_PORT`]).
+    pub port: Option<u16>,
+    /// `--expose`: publish on every interface, not only loopback.
+    pub expose: bool,
+    /// `--network`.
+    pub network: Option<String>,
+    /// `--no-weights`: the server fetches its own weights.
+    pub no_weights: bool,
+    /// `--local-only`: never touch the network.
+    pub local_only: bool,
+}
 
 /// What the user asked for, checked.
-pub(crate) struct Settings {
+#[derive(Debug, Clone)]
+pub struct Settings {
     /// The profile served.
     pub profile: Profile,
     /// Flags after the target, passed to the server.
@@ -29,50 +55,54 @@ pub(crate) struct Settings {
     pub timeout: Duration,
 }
 
-fn passthrough(args: &ServeArgs) -> Result<Vec<String>, UserError> {
-    let v: Vec<String> = args
-        .passthrough
+fn passthrough(o: &ServeOptions) -> Result<Vec<String>, LocalError> {
+    if o.passthrough
         .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    if v.iter().any(|a| a == "--port" || a.starts_with("--port=")) {
-        return Err(UserError(format!(
-            "--port must come before the target so tt-model can publish it too:  tt-model serve --port N {}",
-            args.target
-        )));
+        .any(|a| a == "--port" || a.starts_with("--port="))
+    {
+        return Err(LocalError::refused(
+            "--port",
+            format!(
+                "--port must come before the target so tt-model can publish it too:  tt-model serve --port N {}",
+                o.target
+            ),
+        ));
     }
-    Ok(v)
+    Ok(o.passthrough.clone())
 }
 
 /// What `--device` / the manifest say about the card.
-fn wants_card(args: &ServeArgs, pkg: &Package) -> Result<bool, UserError> {
-    match args.device.as_deref() {
+fn wants_card(o: &ServeOptions, pkg: &Package) -> Result<bool, LocalError> {
+    match o.device.as_deref() {
         None => Ok(!pkg.runs_without_card()),
         Some("none") => Ok(false),
-        Some(other) => Err(UserError(format!(
-            "--device takes `none` (run without a Tenstorrent device), got '{other}'; pick chips with --device-id"
-        ))),
+        Some(other) => Err(LocalError::refused(
+            "--device",
+            format!(
+                "--device takes `none` (run without a Tenstorrent device), got '{other}'; pick chips with --device-id"
+            ),
+        )),
     }
 }
 
-/// Checks the flags against the package.
-pub(crate) fn settings(args: &ServeArgs, pkg: &Package) -> anyhow::Result<Settings> {
-    let profile = pkg.profile(args.profile.as_deref())?.clone();
-    let extra = passthrough(args)?;
-    let card = wants_card(args, pkg)?;
-    let requested = args
+/// Checks the options against the package.
+pub fn settings(o: &ServeOptions, pkg: &Package) -> Result<Settings, LocalError> {
+    let profile = pkg.profile(o.profile.as_deref())?.clone();
+    let extra = passthrough(o)?;
+    let card = wants_card(o, pkg)?;
+    let requested = o
         .device_id
         .as_deref()
         .map(devices::parse_device_ids)
         .transpose()
-        .map_err(|e| UserError(e.to_string()))?;
+        .map_err(|e| LocalError::refused("--device-id", e.to_string()))?;
     if !card && requested.is_some() {
-        return Err(UserError(
-            "--device-id picks chips, but this serve runs without a device (--device none)".into(),
-        )
-        .into());
+        return Err(LocalError::refused(
+            "--device-id",
+            "--device-id picks chips, but this serve runs without a device (--device none)",
+        ));
     }
-    let timeout = args
+    let timeout = o
         .timeout
         .as_deref()
         .map(host::parse_duration)
@@ -88,14 +118,17 @@ pub(crate) fn settings(args: &ServeArgs, pkg: &Package) -> anyhow::Result<Settin
 }
 
 /// The run request and what "ready" means for it.
-pub(crate) struct Plan {
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The container to run.
     pub req: ServeRequest,
+    /// When it counts as ready.
     pub ready: ReadySpec,
 }
 
 /// The plan for serving `pkg` on `port` with `chips`.
-pub(crate) fn request(
-    args: &ServeArgs,
+pub fn request(
+    o: &ServeOptions,
     pkg: &Package,
     s: &Settings,
     port: u16,
@@ -124,17 +157,17 @@ pub(crate) fn request(
             package: pkg.name.clone(),
             profile: s.profile.name.clone(),
             image: pkg.image.clone(),
-            target: args.target.clone(),
+            target: o.target.clone(),
             kind: pkg.kind.clone(),
             port,
-            expose: args.expose,
+            expose: o.expose,
             health_path: pkg.health_path(),
             chips,
             weights_on_host,
             env,
             labels: lab,
             cmd,
-            network: args.network.clone(),
+            network: o.network.clone(),
         },
         ready: ReadySpec {
             ready_line: pkg.ready_line(),
@@ -149,8 +182,8 @@ pub(crate) fn request(
 /// The container `serve --print` shows: deterministic and side-effect free (no preflight,
 /// port 20000, the first chips the host has, weights assumed on the host unless
 /// `--no-weights`).
-pub(crate) fn print_spec(
-    args: &ServeArgs,
+pub fn print_spec(
+    o: &ServeOptions,
     pkg: &Package,
     s: &Settings,
     facts: &CardFacts,
@@ -166,8 +199,8 @@ pub(crate) fn print_spec(
     } else {
         Chips::All
     };
-    let on_host = pkg.all_weights().next().is_none() || !args.no_weights;
-    let plan = request(args, pkg, s, host::FIRST_PORT, chips, on_host);
+    let on_host = pkg.all_weights().next().is_none() || !o.no_weights;
+    let plan = request(o, pkg, s, host::FIRST_PORT, chips, on_host);
     let host = host::host_facts(
         false,
         local.hub().hub_cache.clone(),

@@ -1,38 +1,16 @@
-//! One serve profile as the launcher reads it, from either manifest: the authoring manifest
-//! (`package`, through [`crate::from_manifest`]) or a published wire manifest
-//! (`tt-model serve`, through [`wire_launch`]). Both meet in [`Launch`], so a profile's server
-//! argv and env have one definition.
+//! One serve profile read from the published wire manifest (`tt-model serve`): its settings
+//! in the launcher's shape and the server it runs.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use tt_model_manifest::validate::hardware::parse_mesh;
-use tt_model_manifest::{KindRuntime, RuntimeSpec, ServeArg, ServeSettings, WireManifest};
 
-use crate::launcher::Launch;
-use crate::spec::{Kind, Runtime, ServeDefault};
+use super::{Launch, LaunchRuntime, ServeDefault};
+use crate::validate::hardware::parse_mesh;
+use crate::{ServeArg, ServeSettings, WireManifest};
 
 /// The port a server binds inside the container when the manifest names none.
 pub const DEFAULT_PORT: u16 = 8000;
-
-/// The runtime keys the launcher reads, and the ready line (the runtime's, else the kind's).
-/// The build-only keys (engine sources, lock, packages) are left at their defaults.
-pub fn launch_runtime(kind: Kind, rt: &RuntimeSpec) -> Runtime {
-    let mut runtime = Runtime {
-        ready_line: rt.ready_line(kind),
-        ..Runtime::default()
-    };
-    match &rt.kind {
-        KindRuntime::TtDitServer(r) => {
-            runtime.app = r.app.clone();
-            runtime.mesh_shape_env = r.mesh_shape_env.clone();
-        }
-        KindRuntime::HttpServer(r) => runtime.command = r.command.clone(),
-        KindRuntime::VllmFork(r) => runtime.model_dir = r.model_dir.clone(),
-        KindRuntime::VllmPlugin(_) => {}
-    }
-    runtime
-}
 
 /// `serve.args` flattened: a `[flag, value]` pair becomes two tokens.
 fn flatten_args(args: &[ServeArg]) -> Vec<String> {
@@ -90,19 +68,16 @@ pub fn wire_launch(
     settings: &ServeSettings,
     port: u16,
 ) -> ServerCommand {
-    let kind = wire.container.kind;
     // A runtime block that does not read (a hand-edited manifest) launches with the kind's
     // defaults, as the rest of a tolerant wire read does.
-    let runtime = match wire.container.runtime_spec() {
-        Ok(rt) => launch_runtime(kind, &rt),
-        Err(_) => Runtime {
-            ready_line: kind.ready_line().map(String::from),
-            ..Runtime::default()
-        },
-    };
+    let runtime = wire
+        .container
+        .runtime_spec()
+        .map(|rt| LaunchRuntime::of(&rt))
+        .unwrap_or_default();
     let serve = serve_default(name, settings);
     let launch = Launch {
-        kind,
+        kind: wire.container.kind,
         weights: wire.weights_id(),
         runtime: &runtime,
         serve: &serve,

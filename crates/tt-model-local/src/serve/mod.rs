@@ -1,0 +1,10 @@
+//! The `serve` use case on this machine: [`plan`] (what the user asked for, checked, and the
+//! container composed from it; `--print` stops there) and [`start`] (preflight, image,
+//! weights, port, and the chips chosen and the container created under the allocation lock).
+//! The readiness watch that follows is [`crate::watch`].
+
+pub mod plan;
+pub mod start;
+
+pub use plan::{Plan, ServeOptions, Settings, print_spec, request, settings};
+pub use start::{Started, endpoint_for_events, precheck, start};
