@@ -51,7 +51,10 @@ impl Local {
             token: Some(token.to_string()),
             ..self.hub().clone()
         };
-        let who = HubClient::new(env).whoami().await?;
+        let who = HubClient::new(env)
+            .whoami()
+            .await
+            .map_err(crate::hub_access::consequence("the token was not stored"))?;
         let path = self.token_path();
         store_token(&path, token)?;
         Ok(LoggedIn {

@@ -28,6 +28,7 @@
 pub mod account;
 pub mod blob_index;
 pub mod bootlog;
+pub mod catalog;
 pub mod compat;
 pub mod containers;
 pub mod devices;
@@ -44,6 +45,7 @@ pub mod openai;
 pub mod package;
 pub mod progress;
 pub mod publish;
+pub mod published;
 pub mod pull;
 pub mod push;
 pub mod push_record;
@@ -56,6 +58,7 @@ pub mod stop;
 pub mod target;
 pub mod watch;
 pub mod weights;
+pub mod whitelist;
 
 pub use error::LocalError;
 pub use progress::Progress;

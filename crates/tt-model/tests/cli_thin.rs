@@ -20,11 +20,7 @@ const KINDS: &[(&str, &[&str], &[&str])] = &[
             "Registry::connect",
             "push_image",
         ],
-        &[
-            "commands/hub/mod.rs",
-            "commands/publish.rs",
-            "commands/serve/refresh.rs",
-        ],
+        &[],
     ),
     ("opens the container engine", &["host::engine()"], &[]),
     (

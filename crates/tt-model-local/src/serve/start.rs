@@ -237,8 +237,8 @@ pub async fn start(
     })
 }
 
-/// The first line of an error and its causes, as the terminal shows an error chain.
-fn chain(e: &dyn std::error::Error) -> String {
+/// An error and its causes on one line, as the terminal shows an error chain.
+pub(super) fn chain(e: &dyn std::error::Error) -> String {
     let mut text = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {

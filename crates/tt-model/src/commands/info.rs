@@ -12,12 +12,10 @@ use tt_model_local::Local;
 use tt_model_local::compat::{self, CompatibilityReport, EnvSource};
 use tt_model_manifest::WireManifest;
 
-use super::hub;
+use crate::ExitStatus;
 use crate::args::InfoArgs;
 use crate::printer::Printer;
-use crate::{ExitStatus, UserError};
-use tt_model_local::state::WIRE_MANIFEST;
-use tt_model_local::target;
+use tt_model_local::published;
 
 /// The facts `info` shows (pure: from the repo listing and the manifest).
 pub(crate) fn facts(meta: &tt_model_hub::hub::RepoMeta, wire: &WireManifest) -> Value {
@@ -67,45 +65,11 @@ pub(crate) fn facts(meta: &tt_model_hub::hub::RepoMeta, wire: &WireManifest) -> 
 
 /// Runs `tt-model info`.
 pub fn run(args: &InfoArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
-    let (id, rev) = target::split_repo(&args.id).ok_or_else(|| {
-        UserError(format!(
-            "{} is not a package id: expected <org>/<name>[@<revision>]",
-            args.id
-        ))
-    })?;
-    tt_model_local::hub_access::check_repo_id(&id)?;
-    let client = local.hub_client(false)?;
-    let rt = crate::runtime()?;
-    let nothing = "nothing was read";
-    let meta = rt
-        .block_on(client.repo_meta(&id))
-        .map_err(hub::consequence(nothing))?
-        .ok_or_else(|| {
-            anyhow::Error::new(tt_model_hub::HubError::NotFound {
-                repo: id.clone(),
-                revision: rev.clone().unwrap_or_else(|| "main".into()),
-                endpoint: client.env.endpoint.clone(),
-                status: 404,
-            })
-        })?;
-    let at = rev.unwrap_or_else(|| meta.sha.clone());
-    if !meta.siblings.iter().any(|s| s.rfilename == WIRE_MANIFEST) {
-        return Err(UserError(format!(
-            "{id} is not a tt-model package (no {WIRE_MANIFEST})."
-        ))
-        .into());
-    }
-    let bytes = rt
-        .block_on(client.read_file(&id, &at, WIRE_MANIFEST))
-        .map_err(hub::consequence(nothing))?;
-    let wire = WireManifest::from_json(&String::from_utf8_lossy(&bytes)).map_err(|e| {
-        UserError(format!(
-            "the published {WIRE_MANIFEST} of {id} cannot be read: {e}"
-        ))
-    })?;
-    let report = compat::compare(&wire, &compat::detect_here(args.arch.as_deref()));
+    let published = crate::block_on(async { Ok(published::read(local, &args.id).await?) })?;
+    let (meta, wire) = (&published.meta, &published.wire);
+    let report = compat::compare(wire, &compat::detect_here(args.arch.as_deref()));
     if args.json {
-        let mut f = facts(&meta, &wire);
+        let mut f = facts(meta, wire);
         f["compatibility"] = serde_json::to_value(&report)?;
         printer.out(&serde_json::to_string_pretty(&f)?);
         return Ok(ExitStatus::Success);

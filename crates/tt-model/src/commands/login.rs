@@ -7,10 +7,9 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
+use tt_model_local::Local;
 use tt_model_local::account::LoggedOut;
-use tt_model_local::{Local, LocalError};
 
-use super::hub;
 use crate::ExitStatus;
 use crate::args::{LoginArgs, LogoutArgs};
 use crate::printer::Printer;
@@ -55,10 +54,7 @@ pub fn login(args: &LoginArgs, printer: &Printer, local: &Local) -> anyhow::Resu
         line
     };
     let rt = crate::runtime()?;
-    let who = rt.block_on(local.login(&raw)).map_err(|e| match e {
-        LocalError::Hub(e) => hub::consequence("the token was not stored")(e),
-        e => e.into(),
-    })?;
+    let who = rt.block_on(local.login(&raw))?;
     printer.done(
         &format!("Logged in as {}", who.name),
         Some(&format!("token stored in {}", who.path.display())),

@@ -10,7 +10,6 @@ use crate::args::Commands;
 use crate::printer::Printer;
 
 mod curl;
-mod hub;
 mod info;
 pub(crate) mod lint;
 mod list;

@@ -2,7 +2,6 @@
 //! (reference §5.3; the use case is `tt_model_local::pull`).
 
 use tt_model_local::Local;
-use tt_model_local::package::Package;
 use tt_model_local::pull::{self, PullRequest};
 
 use crate::ExitStatus;
@@ -21,18 +20,4 @@ pub fn run(args: &PullArgs, printer: &Printer, local: &Local) -> anyhow::Result<
         printer.next(&format!("tt-model serve {}", args.id));
         Ok(ExitStatus::Success)
     })
-}
-
-/// Installs `target` (`org/name[@rev]`) and returns the installed package: `serve` of a
-/// package id that is not installed yet, and `--refresh`.
-pub(crate) async fn pull(
-    local: &Local,
-    target: &str,
-    printer: &Printer,
-) -> anyhow::Result<Package> {
-    let req = PullRequest {
-        target,
-        ..PullRequest::default()
-    };
-    pull::pull(local, &req, printer, async |_| anyhow::Ok(())).await
 }

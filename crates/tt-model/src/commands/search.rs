@@ -9,9 +9,8 @@
 use serde::Serialize;
 use tt_model_hub::card_tags::{CATALOG_TAG, PACKAGE_TAG};
 use tt_model_hub::hub::ModelRow;
-use tt_model_local::Local;
+use tt_model_local::{Local, catalog};
 
-use super::hub;
 use crate::ExitStatus;
 use crate::args::SearchArgs;
 use crate::printer::Printer;
@@ -67,7 +66,6 @@ pub fn python_datetime(iso: &str) -> String {
 
 /// Runs `tt-model search`.
 pub fn run(args: &SearchArgs, printer: &Printer, local: &Local) -> anyhow::Result<ExitStatus> {
-    let client = local.hub_client(false)?;
     let base = if args.catalog {
         CATALOG_TAG
     } else {
@@ -79,10 +77,8 @@ pub fn run(args: &SearchArgs, printer: &Printer, local: &Local) -> anyhow::Resul
     }
     // `tt` passes the query positionally even when it has none (`search "" --json`).
     let query = args.query.as_deref().filter(|q| !q.is_empty());
-    let rt = crate::runtime()?;
-    let rows = rt
-        .block_on(client.list_models(&tags, query, args.limit))
-        .map_err(hub::consequence("nothing was searched"))?;
+    let rows =
+        crate::block_on(async { Ok(catalog::search(local, &tags, query, args.limit).await?) })?;
     if args.json {
         let rows: Vec<Row> = rows.iter().map(Row::from).collect();
         printer.out(&serde_json::to_string_pretty(&rows)?);

@@ -6,7 +6,6 @@
 
 pub(crate) mod checklist;
 mod fleet;
-mod refresh;
 pub(crate) mod watch;
 
 use std::time::Instant;
@@ -68,7 +67,7 @@ async fn resolve(
         r => r?,
     };
     if args.refresh && args.print.is_none() {
-        refresh::refresh(args, pkg, local, printer).await
+        Ok(serving::refresh::refresh(options, pkg, local, printer).await)
     } else {
         Ok(pkg)
     }
@@ -90,7 +89,11 @@ async fn serve(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::Re
     let facts = host::card_facts(dev_root, &mounts_text);
     let options = args.options();
     let pkg = resolve(args, &options, &facts, printer, local).await?;
-    refresh::advise(args, &pkg, local, printer).await;
+    // Not under `--local-only`, `--no-update-check`, `--refresh` (which asks anyway) or
+    // `--print`.
+    if !(args.local_only || args.no_update_check || args.refresh || args.print.is_some()) {
+        serving::refresh::advise(&args.target, &pkg, local, printer).await;
+    }
     let settings = serving::settings(&options, &pkg)?;
 
     if args.print == Some(PrintFormat::K8s) {

@@ -3,11 +3,12 @@
 
 use std::time::Duration;
 
-use tt_model_local::package::Package;
-use tt_model_local::{Local, installed, target};
-
-use crate::args::ServeArgs;
-use crate::printer::Printer;
+use super::plan::ServeOptions;
+use crate::event::Event;
+use crate::package::Package;
+use crate::progress::Progress;
+use crate::pull::{self, PullRequest};
+use crate::{Local, LocalError, installed, target};
 
 /// How long `--refresh` waits for the Hub to say which commit is newest.
 const REFRESH_TIMEOUT: Duration = Duration::from_secs(3);
@@ -15,26 +16,32 @@ const REFRESH_TIMEOUT: Duration = Duration::from_secs(3);
 /// `serve --refresh` (reference §5.4): a pulled, unpinned package is re-pulled (manifest and,
 /// when its digest changed, the image; not the weights) when the Hub's tip moved. Anything
 /// that goes wrong is a warning: the installed package is served unchanged.
-pub(crate) async fn refresh(
-    args: &ServeArgs,
+pub async fn refresh(
+    o: &ServeOptions,
     pkg: Package,
     local: &Local,
-    printer: &Printer,
-) -> anyhow::Result<Package> {
-    if args.local_only {
-        printer.skipped("--refresh", Some("--local-only never asks the Hub"));
-        return Ok(pkg);
+    progress: &dyn Progress,
+) -> Package {
+    if o.local_only {
+        progress.emit(Event::skipped(
+            "--refresh",
+            Some("--local-only never asks the Hub".into()),
+        ));
+        return pkg;
     }
     let Some((id, installed_rev)) = installed::pulled_revision(local, &pkg) else {
-        printer.skipped(
+        progress.emit(Event::skipped(
             "--refresh",
-            Some(&format!("{} is not a pulled package", args.target)),
-        );
-        return Ok(pkg);
+            Some(format!("{} is not a pulled package", o.target)),
+        ));
+        return pkg;
     };
-    if let Some((_, Some(pin))) = target::split_repo(&args.target) {
-        printer.skipped("--refresh", Some(&format!("{id} is pinned to {pin}")));
-        return Ok(pkg);
+    if let Some((_, Some(pin))) = target::split_repo(&o.target) {
+        progress.emit(Event::skipped(
+            "--refresh",
+            Some(format!("{id} is pinned to {pin}")),
+        ));
+        return pkg;
     }
     let dl = tt_model_hub::Downloader::new(local.hub().clone());
     let short = |r: &str| r[..r.len().min(8)].to_string();
@@ -42,62 +49,63 @@ pub(crate) async fn refresh(
     {
         Ok(Ok(sha)) => sha,
         Ok(Err(e)) => {
-            printer.warn(&format!(
+            progress.emit(Event::Warning(format!(
                 "refresh failed ({e}); serving the installed package unchanged"
-            ));
-            return Ok(pkg);
+            )));
+            return pkg;
         }
         Err(_) => {
-            printer.warn(&format!(
+            progress.emit(Event::Warning(format!(
                 "refresh failed (the Hub did not answer within {}s); serving the installed package unchanged",
                 REFRESH_TIMEOUT.as_secs()
-            ));
-            return Ok(pkg);
+            )));
+            return pkg;
         }
     };
     if latest == installed_rev {
-        printer.done(
-            &format!("{id} is up to date"),
-            Some(&format!("revision {}", short(&latest))),
-        );
-        return Ok(pkg);
+        progress.emit(Event::done(
+            format!("{id} is up to date"),
+            Some(format!("revision {}", short(&latest))),
+        ));
+        return pkg;
     }
-    printer.note(&format!(
+    progress.emit(Event::Note(format!(
         "refreshing {id}: {} → {}",
         short(&installed_rev),
         short(&latest)
-    ));
-    match super::super::pull::pull(local, &format!("{id}@{latest}"), printer).await {
-        Ok(new) => Ok(new),
+    )));
+    let target = format!("{id}@{latest}");
+    let req = PullRequest {
+        target: &target,
+        ..PullRequest::default()
+    };
+    match pull::pull(local, &req, progress, async |_| Ok::<(), LocalError>(())).await {
+        Ok(new) => new,
         Err(e) => {
-            printer.warn(&format!(
+            progress.emit(Event::Warning(format!(
                 "refresh failed ({}); serving the installed package unchanged",
-                format!("{e:#}").lines().next().unwrap_or_default()
-            ));
-            Ok(pkg)
+                super::start::chain(&e).lines().next().unwrap_or_default()
+            )));
+            pkg
         }
     }
 }
 
-/// The original's update advisory: a pulled, unpinned package whose Hub tip moved since it
-/// was installed gets one `!` line naming both revisions and the command that updates it. One
-/// request bounded by [`REFRESH_TIMEOUT`]; offline, slow or failing, it says nothing (a serve
-/// must not depend on the Hub). Not under `--local-only`, `--no-update-check`, `--refresh`
-/// (which asks anyway) or `--print`.
-pub(crate) async fn advise(args: &ServeArgs, pkg: &Package, local: &Local, printer: &Printer) {
-    if args.local_only || args.no_update_check || args.refresh || args.print.is_some() {
-        return;
-    }
+/// The original's update advisory: a pulled, unpinned package (`target` as the user named
+/// it) whose Hub tip moved since it was installed gets one `!` line naming both revisions and
+/// the command that updates it. One request bounded by [`REFRESH_TIMEOUT`]; offline, slow or
+/// failing, it says nothing (a serve must not depend on the Hub).
+pub async fn advise(target: &str, pkg: &Package, local: &Local, progress: &dyn Progress) {
     let Some((id, installed_rev)) = installed::pulled_revision(local, pkg) else {
         return;
     };
-    if matches!(target::split_repo(&args.target), Some((_, Some(_)))) {
+    if matches!(target::split_repo(target), Some((_, Some(_)))) {
         return;
     }
     let dl = tt_model_hub::Downloader::new(local.hub().clone());
     let latest = tokio::time::timeout(REFRESH_TIMEOUT, dl.resolve_revision(&id, "main")).await;
     if let Some(line) = advisory(&id, &installed_rev, latest.ok().and_then(Result::ok)) {
-        printer.warn(&line);
+        progress.emit(Event::Warning(line));
     }
 }
 
