@@ -18,8 +18,8 @@ use tt_model_manifest::{
 use crate::error::{FieldError, PackageError};
 use crate::pipeline::Packaged;
 use crate::spec::{
-    CardSpec, CargoSpec, Check, ExtraCode, GitRef, MetalSource, PackageSpec, PluginSource,
-    ProfileSummary, Runtime, VllmSource,
+    CardSpec, CargoSpec, Check, ExtraCode, GitSource, MetalSource, PackageSpec, ProfileSummary,
+    Runtime,
 };
 
 /// A manifest path against `base`, as `lint --check-sources` resolves it (one rule for both).
@@ -53,9 +53,9 @@ pub fn spec_from_manifest(
             CodeRoot::Git(g) => extra_code.push(ExtraCode {
                 root: PathBuf::new(),
                 paths: e.paths.clone(),
-                git: Some(GitRef {
-                    repo: g.repo.clone(),
-                    git_ref: g.git_ref.clone(),
+                git: Some(GitSource {
+                    sha: None,
+                    ..g.clone()
                 }),
             }),
         }
@@ -64,21 +64,17 @@ pub fn spec_from_manifest(
         .runtime_spec()
         .map_err(|e| FieldError::new("invalid-value", "runtime", format!("`runtime`: {e}")))?;
     let resolved = |p: &str| resolve(base, p).to_string_lossy().into_owned();
-    let vllm = rt.vllm().map(|v| match v {
-        ComponentSource::Version { version } => VllmSource::Version {
-            version: version.clone(),
-        },
-        ComponentSource::Wheel { wheel } => VllmSource::Wheel {
+    // The manifest's source with its local paths made absolute.
+    let resolve_source = |v: &ComponentSource| match v {
+        ComponentSource::Wheel { wheel } => ComponentSource::Wheel {
             wheel: resolved(wheel),
         },
-        ComponentSource::Path { path } => VllmSource::Path {
+        ComponentSource::Path { path } => ComponentSource::Path {
             path: resolved(path),
         },
-        ComponentSource::Git { repo, git_ref } => VllmSource::Git {
-            repo: repo.clone(),
-            git_ref: git_ref.clone(),
-        },
-    });
+        other => other.clone(),
+    };
+    let vllm = rt.vllm().map(resolve_source);
     let mut runtime = Runtime {
         lock: rt.lock().map(|l| resolve(base, l)),
         packages: rt.packages().to_vec(),
@@ -95,19 +91,11 @@ pub fn spec_from_manifest(
     };
     if let KindRuntime::VllmPlugin(p) = &rt.kind {
         // A plugin comes from the index, a directory or git; lint refuses `plugin.wheel`.
-        runtime.plugin = p.plugin.as_ref().and_then(|v| match v {
-            ComponentSource::Version { version } => Some(PluginSource::Version {
-                version: version.clone(),
-            }),
-            ComponentSource::Path { path } => Some(PluginSource::Path {
-                path: resolved(path),
-            }),
-            ComponentSource::Git { repo, git_ref } => Some(PluginSource::Git {
-                repo: repo.clone(),
-                git_ref: git_ref.clone(),
-            }),
-            ComponentSource::Wheel { .. } => None,
-        });
+        runtime.plugin = p
+            .plugin
+            .as_ref()
+            .filter(|v| !matches!(v, ComponentSource::Wheel { .. }))
+            .map(resolve_source);
         runtime.extra_models_dir = p.extra_models_dir.clone();
         runtime.overrides = p.overrides.clone();
         runtime.wheels = p.wheels.iter().map(|w| resolved(w)).collect();

@@ -416,11 +416,11 @@ pub fn fetch_sources(
     scratch_parent: &Path,
     scratch_prefix: &str,
 ) -> Result<Fetched, PackageError> {
-    use crate::spec::{MetalSource, PluginSource, VllmSource};
+    use crate::spec::{ComponentSource, MetalSource};
     let needs_dir = matches!(spec.metal, MetalSource::Git { .. })
         || spec.extra_code.iter().any(|e| e.git.is_some())
-        || matches!(spec.runtime.plugin, Some(PluginSource::Git { .. }))
-        || matches!(spec.runtime.vllm, Some(VllmSource::Git { .. }));
+        || matches!(spec.runtime.plugin, Some(ComponentSource::Git { .. }))
+        || matches!(spec.runtime.vllm, Some(ComponentSource::Git { .. }));
     let dir = if needs_dir {
         Some(
             tempfile::Builder::new()
@@ -461,8 +461,8 @@ pub fn fetch_sources(
         extra_code.push(e);
     }
     let plugin = match &spec.runtime.plugin {
-        Some(PluginSource::Path { path }) => Some(local_component("runtime.plugin.path", path)?),
-        Some(PluginSource::Git { repo, git_ref }) => Some(git_component(
+        Some(ComponentSource::Path { path }) => Some(local_component("runtime.plugin.path", path)?),
+        Some(ComponentSource::Git { repo, git_ref }) => Some(git_component(
             "runtime.plugin",
             repo,
             git_ref,
@@ -472,14 +472,14 @@ pub fn fetch_sources(
     };
     let mut vllm_wheels = Vec::new();
     let vllm = match &spec.runtime.vllm {
-        Some(VllmSource::Path { path }) => Some(local_component("runtime.vllm.path", path)?),
-        Some(VllmSource::Git { repo, git_ref }) => Some(git_component(
+        Some(ComponentSource::Path { path }) => Some(local_component("runtime.vllm.path", path)?),
+        Some(ComponentSource::Git { repo, git_ref }) => Some(git_component(
             "runtime.vllm",
             repo,
             git_ref,
             &scratch("vllm"),
         )?),
-        Some(VllmSource::Wheel { wheel }) => {
+        Some(ComponentSource::Wheel { wheel }) => {
             // The entry is resolved already; lint checked the same with the same rules.
             let field = "runtime.vllm.wheel";
             let role = WheelRole::Vllm;

@@ -1,8 +1,11 @@
 //! `PackageSpec`: everything the package pipeline needs from a manifest, already resolved.
 //!
 //! The pipeline and the templates read only this type, never the manifest, so the pure parts
-//! (templates, staging plans, the card) are testable from plain values and the manifest's
-//! schema can evolve behind one adapter ([`crate::from_manifest`]).
+//! (templates, staging plans, the card) are testable from plain values. Where the manifest
+//! already has the type (the kind, a component source, a git ref, a serve profile's launcher
+//! settings) it is used as is, its paths resolved by [`crate::from_manifest`]; what is declared
+//! here is what the pipeline adds: resolved local paths (`MetalSource`, `ExtraCode`'s fetched
+//! root), the checks it runs (the kind's and the author's), the cargo binary's image path.
 
 use std::path::PathBuf;
 
@@ -38,17 +41,12 @@ pub struct ExtraCode {
     pub paths: Vec<String>,
     /// A `{repo, ref}` root, fetched at package time at the ref's commit.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub git: Option<GitRef>,
+    pub git: Option<GitSource>,
 }
 
-/// A `{repo, ref}` pair as authored.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GitRef {
-    /// The repository URL.
-    pub repo: String,
-    /// `ref`: a branch, tag or commit; resolved to a commit at package time.
-    pub git_ref: String,
-}
+/// A `{repo, ref}` pair as authored: the manifest's own type (its `sha` stays unset here; the
+/// pins live in `built`).
+pub use tt_model_manifest::GitSource;
 
 /// One `verify:` entry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -69,56 +67,9 @@ impl Check {
     }
 }
 
-/// Where the vLLM engine comes from (vLLM kinds).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "from", rename_all = "lowercase")]
-pub enum VllmSource {
-    /// A released vLLM from the package index.
-    Version {
-        /// The version to install.
-        version: String,
-    },
-    /// A local wheel file.
-    Wheel {
-        /// The wheel's path, resolved against the base directory.
-        wheel: String,
-    },
-    /// A local source tree (`built.vllm` records its commit and dirty flag).
-    Path {
-        /// The tree's path, resolved against the base directory.
-        path: String,
-    },
-    /// A git repository (the vLLM fork), pinned to the ref's commit at package time.
-    Git {
-        /// The repository URL.
-        repo: String,
-        /// `ref`: a branch, tag or commit.
-        git_ref: String,
-    },
-}
-
-/// Where the vllm-tt-plugin comes from (vllm-plugin kind).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "from", rename_all = "lowercase")]
-pub enum PluginSource {
-    /// A released plugin from the package index.
-    Version {
-        /// The version to install.
-        version: String,
-    },
-    /// A local source tree.
-    Path {
-        /// The tree's path, resolved against the base directory.
-        path: String,
-    },
-    /// A git repository, pinned to the ref's commit at package time.
-    Git {
-        /// The repository URL.
-        repo: String,
-        /// `ref`: a branch, tag or commit.
-        git_ref: String,
-    },
-}
+/// Where a vLLM image's engine or plugin comes from: the manifest's own type, its paths
+/// resolved against the manifest's directory (a plugin is never a wheel: lint refuses it).
+pub use tt_model_manifest::ComponentSource;
 
 /// http-server: a Rust binary built from a Cargo workspace on the build host and shipped in
 /// the image (`runtime.cargo`, see [`crate::cargo_bin`]).
@@ -150,9 +101,9 @@ pub struct Runtime {
     /// The log line that says the server is ready.
     pub ready_line: Option<String>,
     /// vLLM kinds: the engine source.
-    pub vllm: Option<VllmSource>,
+    pub vllm: Option<ComponentSource>,
     /// vllm-plugin: the plugin source.
-    pub plugin: Option<PluginSource>,
+    pub plugin: Option<ComponentSource>,
     /// vLLM kinds: a pip-installable path inside `code/`.
     pub extension: Option<String>,
     /// vllm-plugin: the directory whose children hold `vllm_metadata.json`.

@@ -191,11 +191,11 @@ fn hostile_install_values_stay_single_arguments() {
     }
 
     let mut spec = common::vllm_plugin();
-    spec.runtime.vllm = Some(tt_model_package::spec::VllmSource::Version {
+    spec.runtime.vllm = Some(tt_model_package::spec::ComponentSource::Version {
         version: HOSTILE.into(),
     });
     spec.runtime.overrides = vec![format!("numpy=={HOSTILE}")];
-    spec.runtime.plugin = Some(tt_model_package::spec::PluginSource::Version {
+    spec.runtime.plugin = Some(tt_model_package::spec::ComponentSource::Version {
         version: HOSTILE.into(),
     });
     let rendered = render(&spec, &options(false)).unwrap();

@@ -62,6 +62,36 @@ pub struct VllmPluginRuntime {
     pub wheels: Vec<String>,
 }
 
+/// A component source in its resolved form, as the package pipeline's templates read it: the
+/// variant named by `from` (`version`, `wheel`, `path`, `git`) beside its fields (`ref` as
+/// `git_ref`). The manifest's own (untagged) form is only ever read.
+impl serde::Serialize for ComponentSource {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        match self {
+            ComponentSource::Version { version } => {
+                map.serialize_entry("from", "version")?;
+                map.serialize_entry("version", version)?;
+            }
+            ComponentSource::Wheel { wheel } => {
+                map.serialize_entry("from", "wheel")?;
+                map.serialize_entry("wheel", wheel)?;
+            }
+            ComponentSource::Path { path } => {
+                map.serialize_entry("from", "path")?;
+                map.serialize_entry("path", path)?;
+            }
+            ComponentSource::Git { repo, git_ref } => {
+                map.serialize_entry("from", "git")?;
+                map.serialize_entry("repo", repo)?;
+                map.serialize_entry("git_ref", git_ref)?;
+            }
+        }
+        map.end()
+    }
+}
+
 /// `kind: vllm-fork`: the fork with the plugin in-tree.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct VllmForkRuntime {

@@ -46,10 +46,10 @@ pub fn base(kind: Kind) -> PackageSpec {
 
 pub fn vllm_plugin() -> PackageSpec {
     let mut s = base(Kind::VllmPlugin);
-    s.runtime.vllm = Some(VllmSource::Version {
+    s.runtime.vllm = Some(ComponentSource::Version {
         version: "0.10.1".into(),
     });
-    s.runtime.plugin = Some(PluginSource::Git {
+    s.runtime.plugin = Some(ComponentSource::Git {
         repo: "https://github.com/tenstorrent/vllm-tt-plugin".into(),
         git_ref: "v0.3.0".into(),
     });
@@ -67,7 +67,7 @@ pub fn vllm_plugin() -> PackageSpec {
 
 pub fn vllm_fork() -> PackageSpec {
     let mut s = base(Kind::VllmFork);
-    s.runtime.vllm = Some(VllmSource::Git {
+    s.runtime.vllm = Some(ComponentSource::Git {
         repo: "https://github.com/tenstorrent/vllm".into(),
         git_ref: "dev".into(),
     });
