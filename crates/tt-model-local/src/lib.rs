@@ -3,9 +3,11 @@
 //! * the use cases the CLI runs with one call: login and logout ([`account`]), the record of
 //!   a push ([`push_record`]), `push` ([`push`]) and `pull` ([`pull`]), a registry image
 //!   through [`registry`], the Hub client and a failure's consequence ([`hub_access`]),
-//!   `rm` ([`remove`]), `stop` ([`stop`]), `logs` ([`logs`]) and `list`'s readiness of each
-//!   installed package ([`readiness`]); they report their steps as [`event::Event`]s into
-//!   [`Progress`];
+//!   `rm` ([`remove`]), `stop` ([`stop`]), `logs` ([`logs`]), `list`'s readiness of each
+//!   installed package ([`readiness`]), `serve`'s plan, start and refresh ([`serve`]), the
+//!   community catalog's `publish`/`unpublish`/`search` ([`catalog`]), the review copy
+//!   ([`whitelist`]) and `info`'s read of a published package ([`published`]); they report
+//!   their steps as [`event::Event`]s into [`Progress`];
 //! * a package's containers and every tt-model container (`ps`) ([`containers`]);
 //! * the state root and the settings every command shares ([`state::Local`]);
 //! * the installed-packages database ([`localdb`]) and the CLI's view of it ([`installed`]);
