@@ -5,12 +5,12 @@
 use std::path::Path;
 
 use serde_json::json;
-use tt_model_manifest::{CheckOptions, ManifestError, Report, check_bytes};
+use tt_model_manifest::{CheckOptions, Report, check_bytes};
 
+use crate::ExitStatus;
 use crate::args::{LintArgs, LintFormat};
 use crate::printer::Printer;
 use crate::report::findings::{plural, verdict};
-use crate::{ExitStatus, UserError};
 
 /// Runs `tt-model lint`.
 pub fn run(args: &LintArgs, printer: &Printer) -> anyhow::Result<ExitStatus> {
@@ -97,14 +97,4 @@ fn human(printer: &Printer, path: &Path, bytes: &[u8], report: &Report) {
         printer.out("");
     }
     verdict(printer, &file, report.counts());
-}
-
-/// A manifest load failure as a command error: an invalid manifest stays typed, so the
-/// top-level printer renders it as `lint` does ([`crate::report::findings::print_invalid`]); an unreadable file is a
-/// plain user error.
-pub(crate) fn manifest_error(e: ManifestError) -> anyhow::Error {
-    match e {
-        ManifestError::Read { ref source, .. } => UserError(format!("{e}: {source}")).into(),
-        e => anyhow::Error::new(e),
-    }
 }

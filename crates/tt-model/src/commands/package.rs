@@ -262,7 +262,7 @@ pub fn run(args: &PackageArgs, printer: &Printer, local: &Local) -> anyhow::Resu
         .take()
         .unwrap_or_else(|| log_dir(local).join("<name>.log"));
     match outcome {
-        Err(PackageError::Manifest(e)) => Err(super::lint::manifest_error(*e)),
+        Err(PackageError::Manifest(e)) => Err(anyhow::Error::new(*e)),
         Ok(done) => {
             printer.done(
                 &format!("Packaged {}", done.built.image),

@@ -213,11 +213,14 @@ pub(crate) fn report(err: &anyhow::Error, printer: &Printer, local: &Local) -> E
     {
         findings::print_invalid(printer, path, source_text, diagnostics);
         ExitStatus::Failure
-    } else if let Some(LocalError::Manifest(e @ ManifestError::Read { source, .. })) =
-        err.downcast_ref::<LocalError>()
+    } else if let Some(e @ ManifestError::Read { source, .. }) = find_in_chain::<ManifestError>(err)
     {
         // An unreadable manifest is the user's input, as lint reports it.
         printer.error(&format!("{e}: {source}"));
+        ExitStatus::Failure
+    } else if let Some(fleet) = err.downcast_ref::<tt_model_fleet::FleetError>() {
+        // A fleet that cannot be rendered names what to pass instead.
+        printer.error(&fleet.to_string());
         ExitStatus::Failure
     } else if let Some(card) = diagnosis_for(err, local) {
         printer.fail(&card);

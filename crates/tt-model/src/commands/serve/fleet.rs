@@ -12,18 +12,13 @@ use tt_model_local::host;
 use tt_model_local::package::Package;
 use tt_model_manifest::validate::hardware::parse_hardware;
 
-use crate::UserError;
 use crate::args::{FleetDevices, ServeArgs};
 use tt_model_local::serve::{ServeOptions, Settings, request};
 
-fn user(e: tt_model_fleet::FleetError) -> UserError {
-    UserError(e.to_string())
-}
-
 /// The image a cluster pulls: `--image` (pinned), else the package's registry image by digest.
-fn image(args: &ServeArgs, pkg: &Package) -> Result<String, UserError> {
+fn image(args: &ServeArgs, pkg: &Package) -> Result<String, tt_model_fleet::FleetError> {
     if let Some(reference) = &args.k8s.image {
-        check_pinned(reference).map_err(user)?;
+        check_pinned(reference)?;
         return Ok(reference.clone());
     }
     let i = &pkg.wire().container.image;
@@ -32,7 +27,7 @@ fn image(args: &ServeArgs, pkg: &Package) -> Result<String, UserError> {
     } else {
         &i.repository
     };
-    pinned_image(&pkg.name, &i.registry, repository, i.digest.as_deref()).map_err(user)
+    pinned_image(&pkg.name, &i.registry, repository, i.digest.as_deref())
 }
 
 /// The fleet as multi-document YAML.
@@ -99,6 +94,6 @@ pub(crate) fn fleet_yaml(
         .clone()
         .unwrap_or_else(|| DEFAULT_HF_TOKEN_SECRET.into());
     opts.ready_line = pkg.ready_line();
-    let fleet = render(&spec, &opts).map_err(user)?;
-    Ok(fleet.to_yaml().map_err(user)?)
+    let fleet = render(&spec, &opts)?;
+    Ok(fleet.to_yaml()?)
 }
