@@ -69,6 +69,11 @@ impl Local {
     pub fn package_state_dir(&self, name: &str) -> PathBuf {
         self.root.join(name)
     }
+
+    /// Where `package` writes its build logs: `<state root>/build`.
+    pub fn build_log_dir(&self) -> PathBuf {
+        self.root.join("build")
+    }
 }
 
 /// The state root: `TT_MODEL_HOME`, else `$XDG_CACHE_HOME/tt-model`, else

@@ -22,12 +22,6 @@ use crate::printer::Printer;
 use crate::progress::human_bytes;
 use crate::report::PackageFailed;
 
-/// Where build logs go: `build/` under the one state root every command uses
-/// (`TT_MODEL_HOME`, else `$XDG_CACHE_HOME/tt-model`, else `~/.cache/tt-model`).
-fn log_dir(local: &Local) -> PathBuf {
-    local.root().join("build")
-}
-
 /// Draws the stepper and the current build step.
 struct CliReporter<'p> {
     printer: &'p Printer,
@@ -217,7 +211,7 @@ pub fn run(args: &PackageArgs, printer: &Printer, local: &Local) -> anyhow::Resu
     let options = PackageOptions {
         out_root: args.out.clone(),
         base_image: args.base_image.clone(),
-        log_dir: log_dir(local),
+        log_dir: local.build_log_dir(),
         sources_base: std::env::current_dir()?,
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         build_network: args.build_network.clone(),
@@ -260,7 +254,7 @@ pub fn run(args: &PackageArgs, printer: &Printer, local: &Local) -> anyhow::Resu
     let log = reporter
         .log
         .take()
-        .unwrap_or_else(|| log_dir(local).join("<name>.log"));
+        .unwrap_or_else(|| local.build_log_dir().join("<name>.log"));
     match outcome {
         Err(PackageError::Manifest(e)) => Err(anyhow::Error::new(*e)),
         Ok(done) => {
