@@ -22,13 +22,16 @@ mod names;
 mod options;
 mod pod;
 mod render;
+mod weights_job;
 
 pub use card::board_selector;
 pub use error::FleetError;
 pub use image::{check_pinned, pinned_image};
 pub use options::{
     BOARD_NAME_ATTRIBUTE, DEFAULT_CPU, DEFAULT_EXTENDED_RESOURCE, DEFAULT_HF_TOKEN_SECRET,
-    DEFAULT_HUGEPAGES_GIB_PER_CHIP, DEFAULT_MEMORY, DEFAULT_WEIGHTS_CLAIM, DEVICE_CLASS,
-    DeviceMode, FleetOptions, HAS_TT_LABEL, HF_TOKEN_SECRET_KEY, NFD_PCI_LABEL, WeightsPin,
+    DEFAULT_HUGEPAGES_GIB_PER_CHIP, DEFAULT_MEMORY, DEFAULT_WEIGHTS_CLAIM, DEFAULT_WEIGHTS_SIZE,
+    DEVICE_CLASS, DeviceMode, FleetOptions, HAS_TT_LABEL, HF_TOKEN_SECRET_KEY, NFD_PCI_LABEL,
+    WeightsFill, WeightsPin,
 };
 pub use render::{Fleet, render};
+pub use weights_job::{MANIFEST_DIR, MANIFEST_PATH};

@@ -33,6 +33,8 @@ pub const DEFAULT_WEIGHTS_CLAIM: &str = "tt-model-hf-hub";
 pub const DEFAULT_HF_TOKEN_SECRET: &str = "hf-token";
 /// The key of the token in that Secret.
 pub const HF_TOKEN_SECRET_KEY: &str = "token";
+/// The size of the weights claim a fleet creates for its weights Job to fill.
+pub const DEFAULT_WEIGHTS_SIZE: &str = "200Gi";
 
 /// How a pod gets its card.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -53,6 +55,22 @@ pub struct WeightsPin {
     pub repo: String,
     /// The pinned commit (or the branch the manifest names).
     pub revision: String,
+}
+
+/// The fleet fills its own weights claim (`serve --print k8s --tools-image`): a Job runs
+/// `tt-model weights` from the tools image on the package's manifest (a ConfigMap), and every
+/// server pod first runs `tt-model weights --check` on the claim, read-only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WeightsFill {
+    /// An image holding the `tt-model` binary on its `PATH`, pinned by digest.
+    pub tools_image: String,
+    /// The package's wire manifest (`tt_kernel_manifest.json`), as the Job and the check read it.
+    pub manifest_json: String,
+    /// `Some(size)`: the fleet creates its own ReadWriteMany claim `<name>-hf-hub` of that size;
+    /// `None`: the claim [`FleetOptions::weights_claim`] exists already.
+    pub create_claim: Option<String>,
+    /// `HF_ENDPOINT` for the Job where the renderer had one set (a mirror); `None`: the Hub.
+    pub hf_endpoint: Option<String>,
 }
 
 /// The fleet's shape and the cluster's names.
@@ -94,6 +112,9 @@ pub struct FleetOptions {
     pub kernel_cache_claim: Option<String>,
     /// The log line that says the server is ready, recorded for people reading the fleet.
     pub ready_line: Option<String>,
+    /// The fleet fills its weights claim itself; `None`: a person fills it. Applies where the
+    /// pods read the weights from the claim (weights, not `--no-weights`).
+    pub weights_fill: Option<WeightsFill>,
 }
 
 impl FleetOptions {
@@ -117,6 +138,7 @@ impl FleetOptions {
             hf_token_secret: DEFAULT_HF_TOKEN_SECRET.into(),
             kernel_cache_claim: None,
             ready_line: None,
+            weights_fill: None,
         }
     }
 }

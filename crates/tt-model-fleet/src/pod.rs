@@ -12,7 +12,8 @@
 //!   warm on a p150a).
 //! - The hub cache is a read-only claim holding the pinned weights, and the server runs with
 //!   `HF_HUB_OFFLINE=1`, when serve fetched the weights on the host; else a writable emptyDir
-//!   with `HF_TOKEN` from a Secret (never inline).
+//!   with `HF_TOKEN` from a Secret (never inline). Where the fleet fills the claim itself, an
+//!   init container checks it first (`weights_job.rs`).
 //! - The user is 1000:1000 (the uid packages are verified as), not the caller's uid.
 
 use std::collections::BTreeMap;
@@ -56,6 +57,11 @@ pub(crate) struct PodInputs<'a> {
     /// The name of the fleet's claim template (a DRA card's).
     pub claim_template: &'a str,
     pub selector: &'a BTreeMap<String, String>,
+    /// The claim holding the weights (`--weights-claim`, or the one the fleet creates).
+    pub weights_claim: &'a str,
+    /// Where the fleet fills its own weights: the init container that checks the claim
+    /// before the server starts, and the volumes it needs besides the claim.
+    pub weights_check: Option<(Container, Vec<Volume>)>,
 }
 
 /// `docker run`'s bind destination as a volume name (`/hf-hub` → `hf-hub`).
@@ -134,7 +140,7 @@ fn volumes(p: &PodInputs<'_>, read_only_root: bool) -> (Vec<Volume>, Vec<VolumeM
             vols.push(Volume {
                 name: name.clone(),
                 persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource {
-                    claim_name: p.opts.weights_claim.clone(),
+                    claim_name: p.weights_claim.to_string(),
                     read_only: Some(true),
                 }),
                 ..Default::default()
@@ -230,7 +236,7 @@ fn resources(p: &PodInputs<'_>) -> ResourceRequirements {
 /// The pod spec of every replica.
 pub(crate) fn pod_spec(p: &PodInputs<'_>) -> PodSpec {
     let read_only_root = READ_ONLY_ROOT_KINDS.contains(&p.kind);
-    let (volumes, volume_mounts) = volumes(p, read_only_root);
+    let (mut volumes, volume_mounts) = volumes(p, read_only_root);
     let startup_failures = (p
         .opts
         .startup_timeout
@@ -272,15 +278,22 @@ pub(crate) fn pod_spec(p: &PodInputs<'_>) -> PodSpec {
         ..Default::default()
     };
     let card = p.card.as_ref();
+    // The weights check first: a pod whose weights are not there yet touches no board.
+    let mut init_containers = Vec::new();
+    if let Some((check, check_volumes)) = &p.weights_check {
+        init_containers.push(check.clone());
+        volumes.extend(check_volumes.iter().cloned());
+    }
+    if let Some(c) = card {
+        init_containers.push(cleanup_container(
+            &p.opts.image,
+            c,
+            p.opts.chips,
+            &p.spec.cap_drop,
+        ));
+    }
     PodSpec {
-        init_containers: card.map(|c| {
-            vec![cleanup_container(
-                &p.opts.image,
-                c,
-                p.opts.chips,
-                &p.spec.cap_drop,
-            )]
-        }),
+        init_containers: (!init_containers.is_empty()).then_some(init_containers),
         containers: vec![container],
         volumes: Some(volumes),
         resource_claims: card.and_then(|c| pod_claims(c, p.claim_template)),

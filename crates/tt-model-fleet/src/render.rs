@@ -1,6 +1,7 @@
 //! The fleet's objects: a Deployment of interchangeable replicas, the ResourceClaimTemplate its
-//! pods claim their boards from (DRA), a Service for the port, and a PodDisruptionBudget,
-//! written as multi-document YAML.
+//! pods claim their boards from (DRA), a Service for the port, and a PodDisruptionBudget, and
+//! where the fleet fills its own weights the manifest's ConfigMap, the weights claim and the
+//! Job that fills it (`weights_job.rs`), written as multi-document YAML.
 //!
 //! A Deployment, not a StatefulSet: replicas share nothing and need no stable identity (each
 //! reads the same pinned weights and compiles its own kernels), so ordered start-up and
@@ -12,18 +13,22 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::apps::v1::{
     Deployment, DeploymentSpec, DeploymentStrategy, RollingUpdateDeployment,
 };
-use k8s_openapi::api::core::v1::{PodTemplateSpec, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{
+    ConfigMap, PersistentVolumeClaim, PodTemplateSpec, Service, ServicePort, ServiceSpec,
+};
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetSpec};
 use k8s_openapi::api::resource::v1::ResourceClaimTemplate;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use tt_model_engine::run_spec::RunSpec;
+use tt_model_engine::run_spec::{HUB_CACHE_IN_CONTAINER, RunSpec};
 use tt_model_oci::labels;
 
 use crate::card::{Card, card, claim_template};
 use crate::names::{dns_label, label_value};
 use crate::options::FleetOptions;
-use crate::pod::{PORT_NAME, PodInputs, pod_spec};
+use crate::pod::{PORT_NAME, PodInputs, pod_spec, reads_offline};
+use crate::weights_job::{FillInputs, fill_objects};
 use crate::{FleetError, check_pinned};
 
 /// Grace on top of the startup deadline before the Deployment reports no progress.
@@ -32,6 +37,13 @@ const PROGRESS_GRACE_S: u64 = 5 * 60;
 /// The rendered fleet.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fleet {
+    /// The package's manifest, which the weights Job and the pods' check read (a fleet that
+    /// fills its own weights; `None` otherwise).
+    pub manifest: Option<ConfigMap>,
+    /// The weights claim the fleet creates (`None`: a claim that exists, or no filling).
+    pub weights_claim: Option<PersistentVolumeClaim>,
+    /// The Job that fills the weights claim at the pinned revisions.
+    pub weights_job: Option<Job>,
     /// The claim each pod's boards come from (a DRA fleet on a card; `None` otherwise).
     pub claim_template: Option<ResourceClaimTemplate>,
     /// The replicas.
@@ -43,13 +55,24 @@ pub struct Fleet {
 }
 
 impl Fleet {
-    /// Multi-document YAML as `kubectl apply -f -` takes it: the claim template first, so the
-    /// Deployment's pods find it, then the Deployment, the Service and the budget.
+    /// Multi-document YAML as `kubectl apply -f -` takes it: what the pods need first (the
+    /// manifest, the weights claim and its Job, the claim template), then the Deployment, the
+    /// Service and the budget.
     pub fn to_yaml(&self) -> Result<String, FleetError> {
         // Long single-line values (the image reference, paths) stay on their line: a folded
         // `>-` block reads worse and is one more thing for a reviewer to decode.
         let opts = || serde_saphyr::ser_options! { prefer_block_scalars: false };
         let mut docs = Vec::new();
+        if let Some(m) = &self.manifest {
+            // The manifest's JSON is one multi-line value: a literal block keeps it readable.
+            docs.push(serde_saphyr::to_string(m)?);
+        }
+        if let Some(c) = &self.weights_claim {
+            docs.push(serde_saphyr::to_string_with_options(c, opts())?);
+        }
+        if let Some(j) = &self.weights_job {
+            docs.push(serde_saphyr::to_string_with_options(j, opts())?);
+        }
         if let Some(t) = &self.claim_template {
             docs.push(serde_saphyr::to_string_with_options(t, opts())?);
         }
@@ -69,6 +92,9 @@ impl Fleet {
 /// Build the fleet from the run spec serve composed for one container. Pure.
 pub fn render(spec: &RunSpec, opts: &FleetOptions) -> Result<Fleet, FleetError> {
     check_pinned(&opts.image)?;
+    if let Some(fill) = &opts.weights_fill {
+        check_pinned(&fill.tools_image)?;
+    }
     if opts.replicas == 0 {
         return Err(FleetError::ZeroReplicas);
     }
@@ -120,6 +146,22 @@ pub fn render(spec: &RunSpec, opts: &FleetOptions) -> Result<Fleet, FleetError> 
         annotations.insert("tt.model.weights".into(), pins.join(","));
     }
 
+    // The fleet fills its own weights where its pods read them from the claim.
+    let fill = opts
+        .weights_fill
+        .as_ref()
+        .filter(|_| !opts.weights.is_empty() && reads_offline(spec))
+        .map(|fill| {
+            fill_objects(&FillInputs {
+                fill,
+                name: &name,
+                namespace: opts.namespace.clone(),
+                labels: &object_labels,
+                weights_claim: &opts.weights_claim,
+                hf_token_secret: &opts.hf_token_secret,
+                hub_volume: &crate::names::dns_label(HUB_CACHE_IN_CONTAINER),
+            })
+        });
     let pod = PodInputs {
         spec,
         opts,
@@ -129,6 +171,12 @@ pub fn render(spec: &RunSpec, opts: &FleetOptions) -> Result<Fleet, FleetError> 
         card: card.clone(),
         claim_template: &name,
         selector: &selector,
+        weights_claim: fill
+            .as_ref()
+            .map_or(opts.weights_claim.as_str(), |f| f.claim_name.as_str()),
+        weights_check: fill
+            .as_ref()
+            .map(|f| (f.check.clone(), f.check_volumes.clone())),
     };
     let label_selector = LabelSelector {
         match_labels: Some(selector.clone()),
@@ -192,7 +240,14 @@ pub fn render(spec: &RunSpec, opts: &FleetOptions) -> Result<Fleet, FleetError> 
         Some(Card::Dra { boards, board }) => Some(claim_template(meta(), *boards, board)),
         _ => None,
     };
+    let (manifest, weights_claim, weights_job) = match fill {
+        Some(f) => (Some(f.config_map), f.claim, Some(f.job)),
+        None => (None, None, None),
+    };
     Ok(Fleet {
+        manifest,
+        weights_claim,
+        weights_job,
         claim_template,
         deployment,
         service,

@@ -7,3 +7,4 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod fleet_golden;
+mod fleet_weights;

@@ -12,7 +12,8 @@
 //! * the state root and the settings every command shares ([`state::Local`]);
 //! * the installed-packages database ([`localdb`]) and the CLI's view of it ([`installed`]);
 //! * staged and pulled packages ([`package`], [`target`]) and their images ([`image`]);
-//! * the weights in the HF cache ([`weights`]);
+//! * the weights in the HF cache ([`weights`]), and `tt-model weights`, which fills or checks
+//!   them for a package ([`fill`]);
 //! * the host: its card, devices and their allocation lock ([`host`], [`devices`]), and whether
 //!   a package suits it ([`compat`]);
 //! * a served model's OpenAI API, for `curl` ([`openai`]);
@@ -37,6 +38,7 @@ pub mod devices;
 pub mod diagnose;
 pub mod error;
 pub mod event;
+pub mod fill;
 pub mod host;
 pub mod hub_access;
 pub mod image;

@@ -1,7 +1,7 @@
 //! Weights before boot: download the pinned revision into the host HF cache (resumable,
 //! every file verified: LFS sha256, git blob id), or, with `--no-weights`/`--local-only`, say what the cache holds.
 
-use tt_model_hub::download::{LocalStatus, local_status};
+use tt_model_hub::download::{DownloadPlan, LocalStatus, local_status};
 use tt_model_hub::{Downloader, HubCache, HubError};
 
 use crate::event::Event;
@@ -108,41 +108,8 @@ pub async fn ensure(
             }
         };
     }
-    let d = Downloader::new(env);
-    let started = std::time::Instant::now();
-    printer.emit(Event::step_start(
-        "weights",
-        format!("weights {}@{short}", w.repo_id),
-    ));
-    let result = async {
-        let plan = d.plan(&w.repo_id, &w.revision, &w.allow, &w.ignore).await?;
-        d.check_space(&plan)?;
-        let bar = printer.transfer("weights", &format!("weights {}", w.repo_id));
-        let r = d.download(&plan, bar.as_ref()).await;
-        bar.finish();
-        r.map(|snap| (plan, snap))
-    }
-    .await;
-    match result {
-        Ok((plan, _snap)) => {
-            let fetched = plan.bytes_to_fetch();
-            let detail = if fetched == 0 {
-                format!("{} files already in the HF cache", plan.files.len())
-            } else {
-                format!(
-                    "{} · {} files · {:.1}s",
-                    human_bytes(fetched),
-                    plan.files.len(),
-                    started.elapsed().as_secs_f64()
-                )
-            };
-            printer.emit(Event::step_done(
-                "weights",
-                format!("weights {}@{}", w.repo_id, &plan.commit[..8]),
-                Some(detail),
-            ));
-            Ok(WeightsOutcome::OnHost)
-        }
+    match fetch(local, w, printer).await {
+        Ok(_plan) => Ok(WeightsOutcome::OnHost),
         Err(e) if e.is_no_space() => Err(LocalError::refused(
             "weights",
             format!(
@@ -172,6 +139,47 @@ pub async fn ensure(
             Ok(WeightsOutcome::InContainer)
         }
     }
+}
+
+/// Download `w` at its pinned revision into the cache: the plan from the Hub's listing of that
+/// revision (a commit pin must be the commit the Hub lists), its allow/ignore patterns, a
+/// disk-space check, then every missing file fetched and verified. Reports the step; returns
+/// the plan carried out. The one downloader of serve's prefetch and `tt-model weights`.
+pub(crate) async fn fetch(
+    local: &Local,
+    w: &WeightsRef,
+    printer: &dyn Progress,
+) -> Result<DownloadPlan, HubError> {
+    let d = Downloader::new(local.hub().clone());
+    let started = std::time::Instant::now();
+    let short = &w.revision[..w.revision.len().min(8)];
+    printer.emit(Event::step_start(
+        "weights",
+        format!("weights {}@{short}", w.repo_id),
+    ));
+    let plan = d.plan(&w.repo_id, &w.revision, &w.allow, &w.ignore).await?;
+    d.check_space(&plan)?;
+    let bar = printer.transfer("weights", &format!("weights {}", w.repo_id));
+    let r = d.download(&plan, bar.as_ref()).await;
+    bar.finish();
+    r?;
+    let fetched = plan.bytes_to_fetch();
+    let detail = if fetched == 0 {
+        format!("{} files already in the HF cache", plan.files.len())
+    } else {
+        format!(
+            "{} · {} files · {:.1}s",
+            human_bytes(fetched),
+            plan.files.len(),
+            started.elapsed().as_secs_f64()
+        )
+    };
+    printer.emit(Event::step_done(
+        "weights",
+        format!("weights {}@{}", w.repo_id, &plan.commit[..8]),
+        Some(detail),
+    ));
+    Ok(plan)
 }
 
 #[cfg(test)]

@@ -31,5 +31,7 @@ mod serve_example;
 mod serve_ndjson;
 mod serve_print_golden;
 mod serve_print_k8s;
+mod serve_print_k8s_weights;
 mod tt_cli_e2e;
+mod weights_hub;
 mod whitelist_hub;

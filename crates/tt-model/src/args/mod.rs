@@ -26,6 +26,7 @@ mod serve;
 pub mod serve_argv;
 mod stop;
 mod version;
+mod weights;
 mod whitelist;
 
 pub use curl::CurlArgs;
@@ -46,6 +47,7 @@ pub use search::SearchArgs;
 pub use serve::{FleetDevices, PrintFormat, ServeArgs};
 pub use stop::StopArgs;
 pub use version::VersionArgs;
+pub use weights::WeightsArgs;
 pub use whitelist::{UnwhitelistArgs, WhitelistArgs};
 
 /// Package ML models for Tenstorrent hardware into container images, and serve them.
@@ -87,7 +89,7 @@ pub const PANELS: &[(&str, &[&str])] = &[
     ("Run a model", &["serve", "curl", "stop", "logs", "ps"]),
     (
         "Get models",
-        &["pull", "info", "search", "list", "profiles"],
+        &["pull", "weights", "info", "search", "list", "profiles"],
     ),
     (
         "Publish models",
@@ -154,6 +156,17 @@ where
         .and_then(|m| Cli::from_arg_matches(&m))
 }
 
+/// `weights --help`: what the command does and where a fleet runs it.
+const WEIGHTS_LONG_ABOUT: &str = "Fetch a package's weights into the HF cache at their pinned revisions.\n\n\
+Every weights repository of the package (the primary and each auxiliary one) is downloaded at its \
+pinned revision into HF_HUB_CACHE (else $HF_HOME/hub), with serve's own pin checks, allow_patterns and \
+file verification; a revision the Hub does not have is refused (exit 1). With --check nothing is \
+downloaded: exit 0 when every repository is complete in the cache at its pinned revision, else 1.\n\n\
+A fleet rendered with `serve --print k8s --tools-image` runs it in a Job that fills its weights \
+claim, and each server pod runs --check on the claim before it starts (docs/serving.md, \
+\"Weights at the pinned revision\").\n\n\
+Examples:\n  tt-model weights out/my-model/tt_kernel_manifest.json\n  tt-model weights acme/my-model --check";
+
 /// The commands, in the order `--help` lists them.
 #[derive(Debug, Subcommand)]
 pub enum Commands {
@@ -179,6 +192,9 @@ pub enum Commands {
     Push(PushArgs),
     /// Download a container package and load its image.
     Pull(PullArgs),
+    /// Fetch a package's weights into the HF cache at their pinned revisions (`--check`: only look).
+    #[command(long_about = WEIGHTS_LONG_ABOUT)]
+    Weights(WeightsArgs),
     /// Print a published package's manifest (JSON), then its compatibility with this machine.
     Info(InfoArgs),
     /// Show a package's serve profiles, the default marked (pick one with `serve --profile`).

@@ -134,9 +134,29 @@ pub struct K8sArgs {
     /// Run this image (`REF@sha256:…`) instead of the package's registry image.
     #[arg(long, value_name = "REF", requires = "print")]
     pub image: Option<String>,
-    /// The PersistentVolumeClaim holding the pinned weights [default: tt-model-hf-hub].
+    /// The PersistentVolumeClaim holding the pinned weights [default: tt-model-hf-hub, filled
+    /// by hand; with --tools-image, the fleet's own `<name>-hf-hub`, created].
     #[arg(long, value_name = "NAME", requires = "print")]
     pub weights_claim: Option<String>,
+    /// An image with the `tt-model` binary (`REF@sha256:…`): the fleet fills its weights claim
+    /// itself (a Job runs `tt-model weights`) and each pod checks it (`tt-model weights
+    /// --check`) before the server starts.
+    #[arg(
+        long,
+        value_name = "REF",
+        requires = "print",
+        conflicts_with = "no_weights"
+    )]
+    pub tools_image: Option<String>,
+    /// With --tools-image: the size of the ReadWriteMany weights claim the fleet creates
+    /// [default: 200Gi].
+    #[arg(
+        long,
+        value_name = "QUANTITY",
+        requires = "tools_image",
+        conflicts_with = "weights_claim"
+    )]
+    pub weights_size: Option<String>,
     /// A ReadWriteMany claim that keeps the compiled kernels between pods, one directory per
     /// image [default: none: each pod compiles its own].
     #[arg(long, value_name = "NAME", requires = "print")]

@@ -27,6 +27,7 @@ mod search;
 mod serve;
 mod stop;
 mod version;
+mod weights;
 mod whitelist;
 
 /// Runs the chosen command; `local` is the state root and Hub settings, resolved once.
@@ -43,6 +44,7 @@ pub fn dispatch(command: Commands, printer: &Printer, local: &Local) -> anyhow::
         Commands::Rm(args) => rm::run(&args, printer, local),
         Commands::Push(args) => push::run(&args, printer, local),
         Commands::Pull(args) => pull::run(&args, printer, local),
+        Commands::Weights(args) => weights::run(&args, printer, local),
         Commands::Info(args) => info::run(&args, printer, local),
         Commands::Profiles(args) => profiles::run(&args, printer, local),
         Commands::Curl(args) => curl::run(&args, printer, local),

@@ -97,7 +97,9 @@ async fn serve(args: &ServeArgs, printer: &Printer, local: &Local) -> anyhow::Re
     let settings = serving::settings(&options, &pkg)?;
 
     if args.print == Some(PrintFormat::K8s) {
-        printer.out_raw(&fleet::fleet_yaml(args, &options, &pkg, &settings)?);
+        printer.out_raw(&fleet::fleet_yaml(
+            args, &options, &pkg, &settings, local, printer,
+        )?);
         return Ok(ExitStatus::Success);
     }
     if args.print.is_some() {

@@ -5,14 +5,17 @@
 
 use tt_model_engine::run_spec::{Chips, compose};
 use tt_model_fleet::{
-    DEFAULT_CPU, DEFAULT_HF_TOKEN_SECRET, DEFAULT_MEMORY, DEFAULT_WEIGHTS_CLAIM, DeviceMode,
-    FleetOptions, WeightsPin, check_pinned, pinned_image, render,
+    DEFAULT_CPU, DEFAULT_HF_TOKEN_SECRET, DEFAULT_MEMORY, DEFAULT_WEIGHTS_CLAIM,
+    DEFAULT_WEIGHTS_SIZE, DeviceMode, FleetOptions, WeightsFill, WeightsPin, check_pinned,
+    pinned_image, render,
 };
-use tt_model_local::host;
+use tt_model_hub::env::DEFAULT_ENDPOINT;
 use tt_model_local::package::Package;
+use tt_model_local::{Local, host};
 use tt_model_manifest::validate::hardware::parse_hardware;
 
 use crate::args::{FleetDevices, ServeArgs};
+use crate::printer::Printer;
 use tt_model_local::serve::{ServeOptions, Settings, request};
 
 /// The image a cluster pulls: `--image` (pinned), else the package's registry image by digest.
@@ -30,12 +33,55 @@ fn image(args: &ServeArgs, pkg: &Package) -> Result<String, tt_model_fleet::Flee
     pinned_image(&pkg.name, &i.registry, repository, i.digest.as_deref())
 }
 
+/// How the fleet gets its weights: filled by its own Job with `--tools-image`, else a warning
+/// that a person must fill the claim. `None` where the pods do not read a claim.
+fn weights_fill(
+    args: &ServeArgs,
+    pkg: &Package,
+    reads_claim: bool,
+    local: &Local,
+    printer: &Printer,
+) -> Result<Option<WeightsFill>, tt_model_fleet::FleetError> {
+    if !reads_claim {
+        return Ok(None);
+    }
+    let Some(tools_image) = &args.k8s.tools_image else {
+        let claim = args
+            .k8s
+            .weights_claim
+            .as_deref()
+            .unwrap_or(DEFAULT_WEIGHTS_CLAIM);
+        printer.warn(&format!(
+            "the pods read the weights from the claim `{claim}`, which this fleet does not fill: fill it by hand \
+             (docs/serving.md), or pass --tools-image REF@sha256:… (an image with the tt-model binary) to have \
+             the fleet fill it itself"
+        ));
+        return Ok(None);
+    };
+    check_pinned(tools_image)?;
+    let hub = local.hub();
+    Ok(Some(WeightsFill {
+        tools_image: tools_image.clone(),
+        manifest_json: pkg.wire().to_json(),
+        create_claim: args.k8s.weights_claim.is_none().then(|| {
+            args.k8s
+                .weights_size
+                .clone()
+                .unwrap_or_else(|| DEFAULT_WEIGHTS_SIZE.into())
+        }),
+        // A mirror the renderer uses is the Job's too; the public Hub needs no variable.
+        hf_endpoint: (hub.endpoint != DEFAULT_ENDPOINT).then(|| hub.endpoint.clone()),
+    }))
+}
+
 /// The fleet as multi-document YAML.
 pub(crate) fn fleet_yaml(
     args: &ServeArgs,
     options: &ServeOptions,
     pkg: &Package,
     s: &Settings,
+    local: &Local,
+    printer: &Printer,
 ) -> anyhow::Result<String> {
     let image = image(args, pkg)?;
     let chips = if s.card { s.profile.chip_count() } else { 0 };
@@ -94,6 +140,8 @@ pub(crate) fn fleet_yaml(
         .clone()
         .unwrap_or_else(|| DEFAULT_HF_TOKEN_SECRET.into());
     opts.ready_line = pkg.ready_line();
+    let has_weights = pkg.all_weights().next().is_some();
+    opts.weights_fill = weights_fill(args, pkg, has_weights && on_host, local, printer)?;
     let fleet = render(&spec, &opts)?;
     Ok(fleet.to_yaml()?)
 }
