@@ -12,27 +12,9 @@ use std::path::{Path, PathBuf};
 /// Why a configuration could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The I/O cause is part of the message and not also a `source()`, so a report that
-    /// walks the chain prints it once.
-    #[error("{path}: {cause}")]
-    Io {
-        /// The file that could not be read.
-        path: PathBuf,
-        /// The underlying I/O error.
-        cause: std::io::Error,
-    },
-    /// The file is not valid JSON or does not match the expected schema.
-    #[error("{path}:{line}:{column}: {message}")]
-    Parse {
-        /// The file that failed to parse.
-        path: PathBuf,
-        /// 1-based line of the error, as `serde_json` reports it.
-        line: usize,
-        /// 1-based column of the error, as `serde_json` reports it.
-        column: usize,
-        /// `serde_json`'s description of the error.
-        message: String,
-    },
+    /// The file cannot be read, or is not valid JSON for what was expected.
+    #[error(transparent)]
+    File(#[from] crate::json_file::JsonFileError),
     /// The configuration parsed but breaks a constraint of [`ModelConfig::validate`].
     #[error("{path}: invalid configuration: {message}")]
     Invalid {
@@ -410,16 +392,7 @@ impl ModelConfig {
 }
 
 fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|cause| ConfigError::Io {
-        path: path.to_owned(),
-        cause,
-    })?;
-    serde_json::from_str(&text).map_err(|e| ConfigError::Parse {
-        path: path.to_owned(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })
+    Ok(crate::json_file::read_json(path)?)
 }
 
 #[cfg(test)]

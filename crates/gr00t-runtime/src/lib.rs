@@ -12,8 +12,10 @@
 pub mod beside;
 pub mod config;
 pub mod cpu;
+pub mod json_file;
 pub mod megakernel;
 pub mod model;
+pub mod n17;
 pub mod policy;
 pub mod preprocess;
 pub mod processor;

@@ -103,6 +103,10 @@ pub enum PolicyError {
         /// What happened to it (the worker's error, with its last lines).
         reason: String,
     },
+    /// The device's worker failed a request of the forward (typed: what happened, to which
+    /// request).
+    #[error("device: {0}")]
+    Device(tt_blackhole::device::DeviceFault),
     /// The backend failed for any other reason (weights, device, internal error).
     #[error("backend: {0}")]
     Backend(String),

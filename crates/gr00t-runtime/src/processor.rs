@@ -23,27 +23,9 @@ use crate::preprocess::ImageChainConfig;
 /// Why the processor files cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessorError {
-    /// The I/O cause is part of the message and not also a `source()`, so a report that
-    /// walks the chain prints it once.
-    #[error("`{path}`: {cause}")]
-    Io {
-        /// The file that could not be read.
-        path: PathBuf,
-        /// The underlying I/O error.
-        cause: std::io::Error,
-    },
-    /// The file is not valid JSON or does not match the expected schema.
-    #[error("`{path}`:{line}:{column}: {message}")]
-    Json {
-        /// The file that failed to parse.
-        path: PathBuf,
-        /// 1-based line of the error, as `serde_json` reports it.
-        line: usize,
-        /// 1-based column of the error, as `serde_json` reports it.
-        column: usize,
-        /// `serde_json`'s description of the error.
-        message: String,
-    },
+    /// The file cannot be read, or is not valid JSON for what was expected.
+    #[error(transparent)]
+    File(#[from] crate::json_file::JsonFileError),
     /// The files parsed but their content cannot be used (missing keys, mismatched lengths,
     /// widths beyond the model's).
     #[error("`{path}`: {message}")]
@@ -56,16 +38,7 @@ pub enum ProcessorError {
 }
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ProcessorError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ProcessorError::Io {
-        path: path.into(),
-        cause: e,
-    })?;
-    serde_json::from_str(&text).map_err(|e| ProcessorError::Json {
-        path: path.into(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })
+    Ok(crate::json_file::read_json(path)?)
 }
 
 #[derive(Deserialize)]

@@ -100,81 +100,88 @@ impl std::fmt::Debug for QwenTokenizer {
     }
 }
 
+/// The bare Qwen2 byte-level BPE tokenizer of a directory holding `vocab.json`, `merges.txt`
+/// and `tokenizer_config.json` (its added tokens), as transformers' `Qwen2Converter` builds it;
+/// shared by the N1.6 (Eagle) and N1.7 (Qwen3-VL) prompts.
+pub fn build_qwen2_tokenizer(dir: &Path) -> Result<Tokenizer, TokenizerError> {
+    for f in TOKENIZER_FILES {
+        let p = dir.join(f);
+        if !p.is_file() {
+            return Err(TokenizerError::Io {
+                path: p,
+                cause: std::io::Error::new(std::io::ErrorKind::NotFound, "missing"),
+            });
+        }
+    }
+    let vocab = dir.join("vocab.json");
+    let merges = dir.join("merges.txt");
+    let bpe = BPE::from_file(&vocab.to_string_lossy(), &merges.to_string_lossy())
+        .build()
+        .map_err(|e| TokenizerError::Format {
+            path: vocab.clone(),
+            message: e.to_string(),
+        })?;
+    let mut tok = Tokenizer::new(bpe);
+    tok.with_normalizer(Some(NFC)).map_err(tk_err)?;
+    let split = Split::new(
+        SplitPattern::Regex(QWEN2_SPLIT.into()),
+        SplitDelimiterBehavior::Isolated,
+        false,
+    )
+    .map_err(tk_err)?;
+    tok.with_pre_tokenizer(Some(Sequence::new(vec![
+        split.into(),
+        ByteLevel::new(false, false, false).into(),
+    ])));
+    tok.with_decoder(Some(ByteLevel::default()));
+
+    let cfg_path = dir.join("tokenizer_config.json");
+    let text = std::fs::read_to_string(&cfg_path).map_err(|e| TokenizerError::Io {
+        path: cfg_path.clone(),
+        cause: e,
+    })?;
+    let cfg: TokenizerConfig = serde_json::from_str(&text).map_err(|e| TokenizerError::Format {
+        path: cfg_path.clone(),
+        message: format!("line {} column {}: {e}", e.line(), e.column()),
+    })?;
+    let mut entries: Vec<(u32, AddedTokenEntry)> = Vec::new();
+    for (id, e) in cfg.added_tokens_decoder {
+        let id: u32 = id.parse().map_err(|_| TokenizerError::Format {
+            path: cfg_path.clone(),
+            message: format!("added token id `{id}` is not a number"),
+        })?;
+        entries.push((id, e));
+    }
+    entries.sort_by_key(|(id, _)| *id);
+    for (id, e) in entries {
+        let t = AddedToken::from(e.content.clone(), e.special)
+            .lstrip(e.lstrip)
+            .rstrip(e.rstrip)
+            .single_word(e.single_word)
+            .normalized(e.normalized);
+        if e.special {
+            tok.add_special_tokens([t]).map_err(tk_err)?;
+        } else {
+            tok.add_tokens([t]).map_err(tk_err)?;
+        }
+        if tok.token_to_id(&e.content) != Some(id) {
+            return Err(TokenizerError::Format {
+                path: cfg_path.clone(),
+                message: format!(
+                    "added token `{}` got id {:?}, the file says {id}",
+                    e.content,
+                    tok.token_to_id(&e.content)
+                ),
+            });
+        }
+    }
+    Ok(tok)
+}
+
 impl QwenTokenizer {
     /// Build from a directory holding `vocab.json`, `merges.txt` and `tokenizer_config.json`.
     pub fn from_dir(dir: &Path) -> Result<Self, TokenizerError> {
-        for f in TOKENIZER_FILES {
-            let p = dir.join(f);
-            if !p.is_file() {
-                return Err(TokenizerError::Io {
-                    path: p,
-                    cause: std::io::Error::new(std::io::ErrorKind::NotFound, "missing"),
-                });
-            }
-        }
-        let vocab = dir.join("vocab.json");
-        let merges = dir.join("merges.txt");
-        let bpe = BPE::from_file(&vocab.to_string_lossy(), &merges.to_string_lossy())
-            .build()
-            .map_err(|e| TokenizerError::Format {
-                path: vocab.clone(),
-                message: e.to_string(),
-            })?;
-        let mut tok = Tokenizer::new(bpe);
-        tok.with_normalizer(Some(NFC)).map_err(tk_err)?;
-        let split = Split::new(
-            SplitPattern::Regex(QWEN2_SPLIT.into()),
-            SplitDelimiterBehavior::Isolated,
-            false,
-        )
-        .map_err(tk_err)?;
-        tok.with_pre_tokenizer(Some(Sequence::new(vec![
-            split.into(),
-            ByteLevel::new(false, false, false).into(),
-        ])));
-        tok.with_decoder(Some(ByteLevel::default()));
-
-        let cfg_path = dir.join("tokenizer_config.json");
-        let text = std::fs::read_to_string(&cfg_path).map_err(|e| TokenizerError::Io {
-            path: cfg_path.clone(),
-            cause: e,
-        })?;
-        let cfg: TokenizerConfig =
-            serde_json::from_str(&text).map_err(|e| TokenizerError::Format {
-                path: cfg_path.clone(),
-                message: format!("line {} column {}: {e}", e.line(), e.column()),
-            })?;
-        let mut entries: Vec<(u32, AddedTokenEntry)> = Vec::new();
-        for (id, e) in cfg.added_tokens_decoder {
-            let id: u32 = id.parse().map_err(|_| TokenizerError::Format {
-                path: cfg_path.clone(),
-                message: format!("added token id `{id}` is not a number"),
-            })?;
-            entries.push((id, e));
-        }
-        entries.sort_by_key(|(id, _)| *id);
-        for (id, e) in entries {
-            let t = AddedToken::from(e.content.clone(), e.special)
-                .lstrip(e.lstrip)
-                .rstrip(e.rstrip)
-                .single_word(e.single_word)
-                .normalized(e.normalized);
-            if e.special {
-                tok.add_special_tokens([t]).map_err(tk_err)?;
-            } else {
-                tok.add_tokens([t]).map_err(tk_err)?;
-            }
-            if tok.token_to_id(&e.content) != Some(id) {
-                return Err(TokenizerError::Format {
-                    path: cfg_path.clone(),
-                    message: format!(
-                        "added token `{}` got id {:?}, the file says {id}",
-                        e.content,
-                        tok.token_to_id(&e.content)
-                    ),
-                });
-            }
-        }
+        let tok = build_qwen2_tokenizer(dir)?;
         let id = |t: &str| {
             tok.token_to_id(t)
                 .ok_or_else(|| TokenizerError::MissingToken(t.into()))

@@ -9,3 +9,8 @@
 mod host_golden;
 mod model_full_size;
 mod model_golden;
+mod n17_backbone;
+mod n17_golden;
+mod n17_head;
+mod n17_model;
+mod n17_processing;

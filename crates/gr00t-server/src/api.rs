@@ -171,6 +171,11 @@ pub struct PredictResponse {
     pub seed: Option<u64>,
     /// Where the time went, in milliseconds.
     pub timing_ms: Timing,
+    /// N1.7 only: the normalised model-space chunk `[40][132]` before decoding, which a
+    /// real-time-chunking client sends back as the next request's `rtc.previous_chunk`;
+    /// omitted for N1.6.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk: Option<Vec<Vec<f32>>>,
 }
 
 impl<'a> PredictRequest<'a> {

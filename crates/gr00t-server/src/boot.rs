@@ -8,6 +8,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::bail;
+use gr00t_runtime::n17::config::GrootVersion;
+use gr00t_runtime::n17::model::{N17ModelError, VERSION_N17, check_version};
 use gr00t_runtime::policy::Policy;
 use gr00t_runtime::processor::Processor;
 use gr00t_runtime::request::HostPipeline;
@@ -158,8 +160,43 @@ pub fn build_runtime(
         max_instruction_tokens: settings.max_instruction_tokens(),
         warmup_pcc: None,
         build: crate::build_info::BuildInfo::current(),
+        n17: None,
     };
     Ok(Runtime::new(pipeline, policy, info))
+}
+
+/// The generation of the checkpoint in `model_dir` (its `config.json`), checked against
+/// `GR00T_VERSION` when that is set: a contradiction is an error naming both. A config that
+/// names neither generation is left to the N1.6 loader (unless N1.7 was asked for), which
+/// words its own error as before.
+pub fn checkpoint_version(settings: &Settings, model_dir: &Path) -> anyhow::Result<GrootVersion> {
+    let requested = settings.version_requested.as_deref();
+    match check_version(requested, &model_dir.join("config.json")) {
+        Ok(v) => Ok(v),
+        Err(e @ (N17ModelError::VersionMismatch { .. } | N17ModelError::UnknownVersion(_))) => {
+            Err(e.into())
+        }
+        Err(_) if requested != Some(VERSION_N17) => Ok(GrootVersion::N16),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The runtime for the checkpoint in `model_dir`: N1.6 (policy by `GR00T_DIT_BACKEND`) or
+/// N1.7 (the CPU model, [`crate::n17_runtime`]), as its `config.json` says.
+pub fn load_runtime(
+    settings: &Settings,
+    model_dir: &Path,
+    tokenizer_dir: &Path,
+) -> anyhow::Result<Runtime> {
+    match checkpoint_version(settings, model_dir)? {
+        GrootVersion::N17 => {
+            crate::n17_runtime::build_n17_runtime(settings, model_dir, tokenizer_dir)
+        }
+        GrootVersion::N16 => {
+            let policy = load_policy(settings, model_dir)?;
+            build_runtime(settings, model_dir, tokenizer_dir, policy)
+        }
+    }
 }
 
 /// Run `GR00T_WARMUP_RUNS` predictions of the demo and check the last one's PCC against the
@@ -232,8 +269,7 @@ pub fn boot(
     let tok_dir = resolve_tokenizer_dir(settings, tokenizer_dir_flag, &model_dir)?;
     let demo_dir = resolve_demo_dir(settings, demo_dir_flag, &model_dir);
     let demo = demo_dir.as_deref().map(Demo::load).transpose()?;
-    let policy = load_policy(settings, &model_dir)?;
-    let mut rt = build_runtime(settings, &model_dir, &tok_dir, policy)?;
+    let mut rt = load_runtime(settings, &model_dir, &tok_dir)?;
     tracing::info!(
         "loaded `{}` in {:.1} s",
         model_dir.display(),

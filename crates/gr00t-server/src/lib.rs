@@ -1,4 +1,5 @@
-//! `gr00t-server`: the HTTP front of the GR00T N1.6 runtime.
+//! `gr00t-server`: the HTTP front of the GR00T N1.6 runtime, and of N1.7 when the checkpoint
+//! is one ([`boot::load_runtime`], [`n17_runtime`]).
 //!
 //! ```text
 //!  routes (axum only) ──► runtime::Runtime ──► gr00t_runtime::request::HostPipeline (host work)
@@ -17,6 +18,8 @@ pub mod demo;
 pub mod error;
 pub mod fifo;
 pub mod model_dir;
+pub mod n17_api;
+pub mod n17_runtime;
 pub mod request_scan;
 pub mod routes;
 pub mod runtime;

@@ -1,4 +1,5 @@
-//! `gr00t-server`: serve GR00T N1.6 over HTTP, or run one request with `predict`.
+//! `gr00t-server`: serve GR00T N1.6 (or N1.7, by the checkpoint's config) over HTTP, or run
+//! one request with `predict`.
 
 // A binary: its answers (`predict`, `plan`) go to stdout and its refusals to stderr; the
 // libraries below it report through return values.
@@ -17,7 +18,7 @@ use gr00t_server::{boot, ready_line, routes};
 #[command(
     name = "gr00t-server",
     version,
-    about = "GR00T N1.6 inference server (configuration: GR00T_* / TT_* / HF_HOME environment)"
+    about = "GR00T N1.6 / N1.7 inference server (configuration: GR00T_* / TT_* / HF_HOME environment)"
 )]
 #[command(args_conflicts_with_subcommands = true)]
 struct Cli {
@@ -214,8 +215,7 @@ fn runtime_for(
     let model_dir = boot::resolve_model_dir(settings, model.model_dir.as_deref())?;
     let tok_dir =
         boot::resolve_tokenizer_dir(settings, model.tokenizer_dir.as_deref(), &model_dir)?;
-    let policy = boot::load_policy(settings, &model_dir)?;
-    boot::build_runtime(settings, &model_dir, &tok_dir, policy)
+    boot::load_runtime(settings, &model_dir, &tok_dir)
 }
 
 fn predict(

@@ -92,7 +92,7 @@ async fn health(State(state): State<AppState>) -> Response {
     // has even noticed.
     let device = state
         .loaded_runtime()
-        .and_then(|rt| rt.policy.device().map(|d| d.status()));
+        .and_then(|rt| rt.policy_device().map(|d| d.status()));
     if h == Health::Ready
         && let Some(d) = device.as_ref().filter(|d| !d.usable)
     {

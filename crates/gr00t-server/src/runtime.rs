@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use gr00t_runtime::policy::{Policy, PolicyError};
+use gr00t_runtime::policy::{DeviceSupervision, Policy, PolicyError};
 use gr00t_runtime::request::HostPipeline;
 
 use crate::api::{GroupArrays, PredictRequest, PredictResponse, Timing};
@@ -17,7 +17,7 @@ use crate::fifo::FifoLock;
 /// Static description served by `/info`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct RuntimeInfo {
-    /// Model version (`GR00T_VERSION`, always `n16`).
+    /// Model version (`n16` or `n17`, the checkpoint's).
     pub version: String,
     /// Embodiment tag (`GR00T_EMBODIMENT`).
     pub embodiment: String,
@@ -55,6 +55,9 @@ pub struct RuntimeInfo {
     pub warmup_pcc: Option<f64>,
     /// What this binary is and how the image that carries it was built.
     pub build: crate::build_info::BuildInfo,
+    /// N1.7 only (omitted for N1.6): the history a request carries and the RTC chunk shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub n17: Option<crate::n17_runtime::N17Info>,
 }
 
 /// `stage` names by backend, as the seed server reports them.
@@ -72,10 +75,22 @@ pub fn stage_for(backend: &str) -> &'static str {
     }
 }
 
+/// What answers the predictions: N1.6's host pipeline and policy, or the N1.7 model (chosen
+/// by the checkpoint's `config.json`, see [`crate::boot::load_runtime`]).
+// One per process: the variants' size difference costs nothing, and N1.6's pipeline stays
+// inline (no extra indirection on its hot path).
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Served {
+    N16 {
+        pipeline: HostPipeline,
+        policy: Box<dyn Policy>,
+    },
+    N17(Box<crate::n17_runtime::N17Engine>),
+}
+
 /// A loaded model ready to predict: host pipeline, policy and the device lock.
 pub struct Runtime {
-    pub(crate) pipeline: HostPipeline,
-    pub(crate) policy: Box<dyn Policy>,
+    pub(crate) served: Served,
     /// What `/info` serves.
     pub info: RuntimeInfo,
     device: FifoLock,
@@ -84,10 +99,26 @@ pub struct Runtime {
 impl Runtime {
     pub(crate) fn new(pipeline: HostPipeline, policy: Box<dyn Policy>, info: RuntimeInfo) -> Self {
         Self {
-            pipeline,
-            policy,
+            served: Served::N16 { pipeline, policy },
             info,
             device: FifoLock::new(),
+        }
+    }
+
+    /// An N1.7 runtime (CPU only: no device to supervise).
+    pub(crate) fn new_n17(engine: crate::n17_runtime::N17Engine, info: RuntimeInfo) -> Self {
+        Self {
+            served: Served::N17(Box::new(engine)),
+            info,
+            device: FifoLock::new(),
+        }
+    }
+
+    /// The device the policy runs on, when it can be lost and reopened (`None`: host only).
+    pub fn policy_device(&self) -> Option<&dyn DeviceSupervision> {
+        match &self.served {
+            Served::N16 { policy, .. } => policy.device(),
+            Served::N17(_) => None,
         }
     }
 
@@ -98,7 +129,7 @@ impl Runtime {
 
     /// Close the policy's device, if it runs on one (shutdown; bounded).
     pub fn close_device(&self) {
-        if let Some(d) = self.policy.device() {
+        if let Some(d) = self.policy_device() {
             d.close();
         }
     }
@@ -112,7 +143,7 @@ impl Runtime {
     /// was sent whole (`built`: a timestep or context the worker did not hold yet) and those
     /// the worker replayed (`replayed`: only the tokens sent).
     pub fn device_stats(&self) -> serde_json::Value {
-        let Some(dev) = self.policy.device() else {
+        let Some(dev) = self.policy_device() else {
             return serde_json::Value::Null;
         };
         let mut v = match dev.stats() {
@@ -131,6 +162,9 @@ impl Runtime {
     /// Parse and run one `/predict` body.
     pub fn predict_body(&self, body: &[u8]) -> Result<PredictResponse, ApiError> {
         let t0 = Instant::now();
+        if let Served::N17(engine) = &self.served {
+            return engine.predict_body(body, t0, &self.device);
+        }
         gr00t_runtime::preprocess::expect_decode();
         let req = PredictRequest::parse(body)?;
         self.predict(req, t0)
@@ -138,27 +172,29 @@ impl Runtime {
 
     /// Run one parsed request; `t0` is when the request started (for `timing_ms.total`).
     pub fn predict(&self, req: PredictRequest, t0: Instant) -> Result<PredictResponse, ApiError> {
+        let Served::N16 { pipeline, policy } = &self.served else {
+            return Err(ApiError::Internal(
+                "an N1.6 request was given to the N1.7 runtime".into(),
+            ));
+        };
         let (obs, seed, with_norm) = req.into_observation()?;
-        let prepared = self.pipeline.prepare(&obs)?;
+        let prepared = pipeline.prepare(&obs)?;
         let decode_ms = t0.elapsed().as_secs_f64() * 1e3;
         let (chunk, fwd) = {
             // Arrival order; a panic inside a forward still hands the device to the next.
             let _turn = self.device.lock();
-            self.policy
-                .predict(&prepared.inputs)
-                .map_err(forward_error)?
+            policy.predict(&prepared.inputs).map_err(forward_error)?
         };
         let t1 = Instant::now();
-        let decoded = self
-            .pipeline
+        let decoded = pipeline
             .decode(&prepared, &chunk, with_norm)
             .map_err(|e| ApiError::Internal(e.to_string()))?;
         let decode_actions = t1.elapsed().as_secs_f64() * 1e3;
         Ok(PredictResponse {
             actions: GroupArrays(decoded.actions),
             actions_normalized: decoded.normalized.map(GroupArrays),
-            action_horizon: self.pipeline.processor.action_horizon,
-            embodiment: self.pipeline.processor.embodiment.clone(),
+            action_horizon: pipeline.processor.action_horizon,
+            embodiment: pipeline.processor.embodiment.clone(),
             seq_len: prepared.seq_len,
             seed,
             timing_ms: Timing {
@@ -168,6 +204,7 @@ impl Runtime {
                 decode_actions,
                 total: t0.elapsed().as_secs_f64() * 1e3,
             },
+            chunk: None,
         })
     }
 }
@@ -182,7 +219,9 @@ fn forward_error(e: PolicyError) -> ApiError {
             message: format!("forward failed: device {device} unavailable: {reason}"),
             retry_after_s: crate::error::RETRY_AFTER_S,
         },
-        e @ PolicyError::Backend(_) => ApiError::Internal(format!("forward failed: {e}")),
+        e @ (PolicyError::Backend(_) | PolicyError::Device(_)) => {
+            ApiError::Internal(format!("forward failed: {e}"))
+        }
     }
 }
 

@@ -8,8 +8,11 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The only model version this runtime serves.
+/// The N1.6 model version (the default `GR00T_VERSION`).
 pub const VERSION_N16: &str = "n16";
+/// The N1.7 model version; the checkpoint's `config.json` decides which one is served, and a
+/// `GR00T_VERSION` that contradicts it is refused at boot.
+pub const VERSION_N17: &str = "n17";
 /// Hugging Face repository of the N1.6 weights.
 pub const DEFAULT_WEIGHTS_REPO: &str = "nvidia/GR00T-N1.6-3B";
 /// Instruction token limit of the static `gr1` layout (L_max).
@@ -61,8 +64,10 @@ pub enum SettingsError {
 /// Validated settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
-    /// `GR00T_VERSION`: the model version; only [`VERSION_N16`] (the default) is accepted.
+    /// `GR00T_VERSION`: the model version, [`VERSION_N16`] (the default) or [`VERSION_N17`].
     pub version: String,
+    /// `GR00T_VERSION` as given; `None` when unset (the checkpoint's config then decides).
+    pub version_requested: Option<String>,
     /// `GR00T_EMBODIMENT`: the embodiment tag (letters, digits, `_`; default `gr1`).
     pub embodiment: String,
     /// `GR00T_LAYOUT`: one of [`LAYOUTS`]; default `gr1` for the `gr1` embodiment, else
@@ -89,6 +94,12 @@ pub struct Settings {
     /// (seconds, > 0, at most [`MAX_DEVICE_TIMEOUT_S`]; default 30). A worker that misses it
     /// is killed, the request answers 503, and the device is reopened.
     pub mk_device_timeout: Duration,
+    /// `GR00T_MK_CHAIN`: `1` (default) runs the matmul-and-end steps of a device graph in the
+    /// programs the plan packs; `0` a program per step (for comparison).
+    pub mk_chain: bool,
+    /// `GR00T_MK_REPLAY`: `1` (default) lets the device's worker keep each step's graph and
+    /// replay it; `0` sends every step whole (for comparison).
+    pub mk_replay: bool,
     /// `GR00T_TTNN_PYTHON`: the ttnn worker's interpreter; `None`: `$VIRTUAL_ENV/bin/python3`,
     /// else `python3` on `PATH`.
     pub ttnn_python: Option<String>,
@@ -141,7 +152,7 @@ impl Settings {
                     })
                 }
             };
-        let version = one_of("GR00T_VERSION", VERSION_N16, &[VERSION_N16])?;
+        let version = one_of("GR00T_VERSION", VERSION_N16, &[VERSION_N16, VERSION_N17])?;
         let embodiment = get("GR00T_EMBODIMENT").unwrap_or_else(|| "gr1".into());
         if !embodiment
             .chars()
@@ -188,6 +199,8 @@ impl Settings {
                     ),
                 })?,
         };
+        let mk_chain = one_of("GR00T_MK_CHAIN", "1", &["0", "1"])? == "1";
+        let mk_replay = one_of("GR00T_MK_REPLAY", "1", &["0", "1"])? == "1";
         let num_cqs = match get("GR00T_NUM_CQS").as_deref() {
             None => 2,
             Some("1") => 1,
@@ -274,6 +287,7 @@ impl Settings {
             .map(PathBuf::from)
             .unwrap_or_else(|| hf_home.join("hub"));
         Ok(Self {
+            version_requested: get("GR00T_VERSION"),
             version,
             embodiment,
             layout,
@@ -285,6 +299,8 @@ impl Settings {
             tt_cache: get("GR00T_TT_CACHE").map(PathBuf::from),
             mk_device,
             mk_device_timeout,
+            mk_chain,
+            mk_replay,
             ttnn_python: get("GR00T_TTNN_PYTHON")
                 .or_else(|| get("VIRTUAL_ENV").map(|v| format!("{v}/bin/python3"))),
             warmup_runs,
@@ -310,6 +326,8 @@ impl Settings {
             device: self.mk_device.clone(),
             device_timeout: self.mk_device_timeout,
             ttnn_python: self.ttnn_python.clone(),
+            chain: self.mk_chain,
+            replay: self.mk_replay,
         })
     }
 
@@ -365,6 +383,11 @@ mod tests {
         assert_eq!(s.warmup_runs, 3);
         assert_eq!(s.mk_device, "emulator");
         assert_eq!(s.mk_device_timeout, Duration::from_secs(30));
+        assert_eq!(
+            (s.mk_chain, s.mk_replay),
+            (true, true),
+            "chained and replayed by default"
+        );
         let mk = s.megakernel().unwrap();
         assert_eq!(
             mk.dtype,
@@ -383,6 +406,12 @@ mod tests {
             (card.device.as_str(), card.device_timeout),
             ("p150a", Duration::from_millis(2500))
         );
+        let apart =
+            Settings::from_vars(&vars(&[("GR00T_MK_CHAIN", "0"), ("GR00T_MK_REPLAY", "0")]))
+                .unwrap()
+                .megakernel()
+                .unwrap();
+        assert_eq!((apart.chain, apart.replay), (false, false));
         assert_eq!(s.warmup_pcc_min, Some(0.999));
         assert_eq!(s.max_instruction_tokens(), Some(24));
         assert_eq!(s.hf_home, PathBuf::from("/hf"));
@@ -446,6 +475,8 @@ mod tests {
                 vec![("GR00T_MK_DEVICE_TIMEOUT_S", "soon")],
                 "GR00T_MK_DEVICE_TIMEOUT_S",
             ),
+            (vec![("GR00T_MK_CHAIN", "no")], "GR00T_MK_CHAIN"),
+            (vec![("GR00T_MK_REPLAY", "2")], "GR00T_MK_REPLAY"),
         ] {
             let msg = Settings::from_vars(&vars(&kv)).unwrap_err().to_string();
             assert!(msg.contains(needle), "{kv:?}: {msg}");

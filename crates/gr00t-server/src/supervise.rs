@@ -31,7 +31,7 @@ fn run(state: &AppState) {
     let Some(rt) = state.loaded_runtime() else {
         return;
     };
-    let Some(device) = rt.policy.device() else {
+    let Some(device) = rt.policy_device() else {
         return;
     };
     while !state.is_stopping() {

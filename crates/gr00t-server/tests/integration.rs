@@ -12,5 +12,6 @@ mod common;
 mod device_sim;
 mod http;
 mod make_checkpoint;
+mod n17;
 mod soak;
 mod supervise;

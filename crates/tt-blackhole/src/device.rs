@@ -64,9 +64,52 @@ pub enum DitRunError {
     /// A step's inputs disagree with the plan's dimensions.
     #[error("DiT step input: {0}")]
     Input(String),
-    /// The device failed: its worker process, a program launch, a transfer, a reply.
+    /// The device failed: a reply the runtime cannot use, a device it cannot open.
     #[error("{0}")]
     Device(String),
+    /// The device's worker failed a request (typed: what happened, to which request).
+    #[error(transparent)]
+    Fault(#[from] DeviceFault),
+}
+
+/// What happened to a request the device's worker was sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FaultKind {
+    /// The worker process could not be started.
+    Spawn,
+    /// The worker exited, or its pipes broke, while the request was in flight.
+    Exited,
+    /// The worker gave no answer within the deadline and was killed.
+    Timeout,
+    /// The worker refused the request: it does not match the protocol's schema.
+    Schema,
+    /// The worker ran the request and it failed (a ttnn or tt-metal exception).
+    Failed,
+    /// The worker's answer does not match the protocol (framing, JSON, a field).
+    Protocol,
+}
+
+impl FaultKind {
+    /// Whether the worker is gone or unusable after such a fault, as opposed to one request
+    /// failing on a live worker.
+    pub fn is_fatal(self) -> bool {
+        !matches!(self, FaultKind::Schema | FaultKind::Failed)
+    }
+}
+
+/// A failure of the device's worker, kept typed from the worker up to the HTTP edge.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[error("{message}")]
+pub struct DeviceFault {
+    /// What happened.
+    pub kind: FaultKind,
+    /// The request's op (`graph`, `replay`, `matmul`, ...).
+    pub op: String,
+    /// The whole message (the worker's error, its last output, the deadline that passed).
+    pub message: String,
+    /// The request that failed, its long strings (kernel sources) shortened.
+    pub request: String,
 }
 
 /// One denoise step's DiT inputs, host-side f32 (batch 1).

@@ -4,3 +4,4 @@
 pub mod attention;
 pub mod gemm;
 pub mod norms;
+pub mod rope;

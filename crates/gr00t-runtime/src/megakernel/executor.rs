@@ -141,6 +141,12 @@ pub struct MegakernelConfig {
     /// The ttnn worker's interpreter (`GR00T_TTNN_PYTHON`, else `$VIRTUAL_ENV/bin/python3`:
     /// the server's settings); `None`: `python3` on `PATH`.
     pub ttnn_python: Option<String>,
+    /// A device graph's matmul-and-end steps run in the programs the plan packs
+    /// (`GR00T_MK_CHAIN`, default); off: a program per step.
+    pub chain: bool,
+    /// The device's worker keeps each step's graph and replays it (`GR00T_MK_REPLAY`,
+    /// default); off: every step sends its graph whole.
+    pub replay: bool,
 }
 
 impl Default for MegakernelConfig {
@@ -152,6 +158,8 @@ impl Default for MegakernelConfig {
             device: "emulator".into(),
             device_timeout: DEFAULT_DEVICE_TIMEOUT,
             ttnn_python: None,
+            chain: true,
+            replay: true,
         }
     }
 }
@@ -244,12 +252,17 @@ impl MegakernelPolicy {
                     .unwrap_or_else(|| super::device::DEFAULT_PYTHON.into());
                 let worker = super::device::WorkerConfig::new(python)
                     .with_call_timeout(config.device_timeout);
+                let options = super::device::GraphOptions {
+                    chain: config.chain,
+                    replay: config.replay,
+                };
                 Some(
                     super::device::TtDevice::open_with(kind, &index, arena.verified()?, &worker)
                         .map_err(|cause| ModelError::DeviceOpen {
                             device: device.to_string(),
                             cause,
-                        })?,
+                        })?
+                        .with_options(options),
                 )
             }
         };

@@ -31,6 +31,7 @@ impl From<ModelError> for PolicyError {
     fn from(e: ModelError) -> Self {
         match e {
             ModelError::Input(m) => PolicyError::Shape(m),
+            ModelError::Dit(tt_blackhole::device::DitRunError::Fault(f)) => PolicyError::Device(f),
             other => PolicyError::Backend(other.to_string()),
         }
     }

@@ -1,35 +1,33 @@
 //! Qwen3 body truncated at `select_layer`: token embedding, decoder layers (RMSNorm, GQA with
 //! per-head q/k RMSNorm before NEOX RoPE, SwiGLU) and the final RMSNorm. No lm_head.
 
-use super::layers::{Linear, NormParams, attend_residual};
+use super::layers::NormParams;
+use super::qwen3_layer::{Qwen3Dims, Qwen3Layer, Qwen3Scratch, embed_rows, load_stack};
 use super::taps::Taps;
 use crate::config::TextConfig;
-use crate::cpu::attention::{AttnShape, KeyMask};
-use crate::cpu::norms::{rms_norm, silu};
+use crate::cpu::norms::rms_norm;
 use crate::weights::{Tensor, WeightError, WeightSource};
 
 const PREFIX: &str = "backbone.model.language_model.model";
-
-struct DecoderLayer {
-    in_norm: NormParams,
-    post_norm: NormParams,
-    q: Linear,
-    k: Linear,
-    v: Linear,
-    o: Linear,
-    q_norm: NormParams,
-    k_norm: NormParams,
-    gate: Linear,
-    up: Linear,
-    down: Linear,
-}
 
 /// Token embedding table + the kept decoder layers + final norm.
 pub struct Qwen3Body {
     cfg: TextConfig,
     embed: Tensor,
-    layers: Vec<DecoderLayer>,
+    layers: Vec<Qwen3Layer>,
     norm: NormParams,
+}
+
+fn dims(cfg: &TextConfig) -> Qwen3Dims {
+    Qwen3Dims {
+        hidden: cfg.hidden_size,
+        heads: cfg.num_attention_heads,
+        kv_heads: cfg.num_key_value_heads,
+        head_dim: cfg.head_dim,
+        ff: cfg.intermediate_size,
+        eps: cfg.rms_norm_eps as f32,
+        attention_bias: cfg.attention_bias,
+    }
 }
 
 impl Qwen3Body {
@@ -40,61 +38,7 @@ impl Qwen3Body {
         n_layers: usize,
     ) -> Result<Self, WeightError> {
         let d = cfg.hidden_size;
-        let (nh, nkv, hd) = (
-            cfg.num_attention_heads,
-            cfg.num_key_value_heads,
-            cfg.head_dim,
-        );
-        let embed = ws.tensor(
-            &format!("{PREFIX}.embed_tokens.weight"),
-            &[cfg.vocab_size, d],
-        )?;
-        let mut layers = Vec::with_capacity(n_layers);
-        for i in 0..n_layers {
-            let l = format!("{PREFIX}.layers.{i}");
-            let lin = |name: &str, k, n| {
-                Linear::load(
-                    ws,
-                    &format!("{l}.{name}"),
-                    k,
-                    n,
-                    cfg.attention_bias
-                        && name.starts_with("self_attn")
-                        && !name.ends_with("o_proj"),
-                )
-            };
-            layers.push(DecoderLayer {
-                in_norm: NormParams::rms_norm(ws, &format!("{l}.input_layernorm"), d)?,
-                post_norm: NormParams::rms_norm(ws, &format!("{l}.post_attention_layernorm"), d)?,
-                q: lin("self_attn.q_proj", d, nh * hd)?,
-                k: lin("self_attn.k_proj", d, nkv * hd)?,
-                v: lin("self_attn.v_proj", d, nkv * hd)?,
-                o: Linear::load(ws, &format!("{l}.self_attn.o_proj"), nh * hd, d, false)?,
-                q_norm: NormParams::rms_norm(ws, &format!("{l}.self_attn.q_norm"), hd)?,
-                k_norm: NormParams::rms_norm(ws, &format!("{l}.self_attn.k_norm"), hd)?,
-                gate: Linear::load(
-                    ws,
-                    &format!("{l}.mlp.gate_proj"),
-                    d,
-                    cfg.intermediate_size,
-                    false,
-                )?,
-                up: Linear::load(
-                    ws,
-                    &format!("{l}.mlp.up_proj"),
-                    d,
-                    cfg.intermediate_size,
-                    false,
-                )?,
-                down: Linear::load(
-                    ws,
-                    &format!("{l}.mlp.down_proj"),
-                    cfg.intermediate_size,
-                    d,
-                    false,
-                )?,
-            });
-        }
+        let (embed, layers) = load_stack(ws, PREFIX, cfg.vocab_size, &dims(cfg), n_layers)?;
         let norm = NormParams::rms_norm(ws, &format!("{PREFIX}.norm"), d)?;
         Ok(Self {
             cfg: cfg.clone(),
@@ -115,82 +59,26 @@ impl Qwen3Body {
 
     /// Embedding rows of `ids` (the caller has checked `id < vocab`).
     pub fn embed(&self, ids: &[u32]) -> Vec<f32> {
-        let d = self.cfg.hidden_size;
-        let data = self.embed.data();
-        let mut out = Vec::with_capacity(ids.len() * d);
-        for &id in ids {
-            out.extend(data.slice(id as usize * d, d).to_f32_vec());
-        }
-        out
+        embed_rows(&self.embed, self.cfg.hidden_size, ids)
     }
 
     /// `inputs_embeds` `[s, d]` → final-normed hidden states of the last kept layer `[s, d]`.
     pub fn forward(&self, mut x: Vec<f32>, s: usize, taps: &mut Taps) -> Vec<f32> {
         let cfg = &self.cfg;
         let d = cfg.hidden_size;
-        let (nh, nkv, hd) = (
-            cfg.num_attention_heads,
-            cfg.num_key_value_heads,
-            cfg.head_dim,
-        );
-        let eps = cfg.rms_norm_eps as f32;
+        let dims = dims(cfg);
         taps.emit("llm.inputs_embeds", &[1, s, d], &x);
         taps.emit("llm.hidden_states.0", &[1, s, d], &x);
-        let (cos, sin) = rope_tables(s, hd, cfg.rope_theta);
-        let shape = AttnShape {
-            q_len: s,
-            kv_len: s,
-            heads: nh,
-            kv_heads: nkv,
-            head_dim: hd,
-            q_stride: nh * hd,
-            kv_stride: nkv * hd,
-        };
-        let mut h = vec![0.0f32; s * d];
-        let mut q = vec![0.0f32; s * nh * hd];
-        let mut k = vec![0.0f32; s * nkv * hd];
-        let mut v = vec![0.0f32; s * nkv * hd];
-        let mut a = vec![0.0f32; s * nh * hd];
-        let mut g = vec![0.0f32; s * cfg.intermediate_size];
-        let mut u = vec![0.0f32; s * cfg.intermediate_size];
+        let (cos, sin) = rope_tables(s, cfg.head_dim, cfg.rope_theta);
+        let mut scratch = Qwen3Scratch::new(s, &dims);
         for (i, l) in self.layers.iter().enumerate() {
-            h.copy_from_slice(&x);
-            rms_norm(&mut h, d, &l.in_norm.w, eps);
-            l.q.forward_into(&h, s, &mut q);
-            l.k.forward_into(&h, s, &mut k);
-            l.v.forward_into(&h, s, &mut v);
-            rms_norm(&mut q, hd, &l.q_norm.w, eps);
-            rms_norm(&mut k, hd, &l.k_norm.w, eps);
-            apply_rope(&mut q, s, nh, hd, &cos, &sin);
-            apply_rope(&mut k, s, nkv, hd, &cos, &sin);
-            attend_residual(
-                &q,
-                &k,
-                &v,
-                shape,
-                KeyMask::Causal,
-                &l.o,
-                &mut a,
-                &mut h,
-                &mut x,
-            );
-            h.copy_from_slice(&x);
-            rms_norm(&mut h, d, &l.post_norm.w, eps);
-            l.gate.forward_into(&h, s, &mut g);
-            l.up.forward_into(&h, s, &mut u);
-            silu(&mut g);
-            for (gv, uv) in g.iter_mut().zip(&u) {
-                *gv *= uv;
-            }
-            l.down.forward_into(&g, s, &mut h);
-            for (xv, hv) in x.iter_mut().zip(&h) {
-                *xv += hv;
-            }
+            l.forward(&mut x, s, &dims, &cos, &sin, &mut scratch);
             taps.emit_with(|| format!("llm.layer{i}.output"), &[1, s, d], &x);
             if i + 1 < self.layers.len() {
                 taps.emit_with(|| format!("llm.hidden_states.{}", i + 1), &[1, s, d], &x);
             }
         }
+        let eps = dims.eps;
         rms_norm(&mut x, d, &self.norm.w, eps);
         taps.emit_with(
             || format!("llm.hidden_states.{}", self.layers.len()),
@@ -221,20 +109,4 @@ fn rope_tables(s: usize, hd: usize, theta: f64) -> (Vec<f32>, Vec<f32>) {
         }
     }
     (cos, sin)
-}
-
-/// x·cos + rotate_half(x)·sin per head, rotate_half = [−x₂, x₁].
-fn apply_rope(x: &mut [f32], s: usize, heads: usize, hd: usize, cos: &[f32], sin: &[f32]) {
-    let half = hd / 2;
-    for p in 0..s {
-        let (c, sn) = (&cos[p * hd..][..hd], &sin[p * hd..][..hd]);
-        for h in 0..heads {
-            let v = &mut x[(p * heads + h) * hd..][..hd];
-            for i in 0..half {
-                let (a, b) = (v[i], v[i + half]);
-                v[i] = a * c[i] - b * sn[i];
-                v[i + half] = b * c[i + half] + a * sn[i + half];
-            }
-        }
-    }
 }

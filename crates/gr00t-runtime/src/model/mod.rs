@@ -11,6 +11,7 @@ mod cpu_policy;
 pub mod dit;
 pub mod layers;
 pub mod llm;
+pub mod qwen3_layer;
 pub mod synthetic;
 pub mod taps;
 pub mod vision;

@@ -6,8 +6,8 @@
 //! the softmax statistics in fp32, P and the output packed to bf16. Tested against the
 //! emulator's `flash_attention` and f64.
 
-use serde_json::json;
-
+use super::one_program;
+use super::protocol::{ActDtype, AttentionStep, GraphStep, KernelSet};
 use super::sfpu::{EltwiseRun, SfpuError, compose_compute};
 use super::task_table::with_task_table;
 use super::worker::TtnnWorker;
@@ -113,17 +113,12 @@ pub fn attention(
             if keep { 0.0 } else { MASKED }
         })
         .collect();
-    let mut payload = Vec::new();
-    for x in [
-        padded(q, mq, mp),
-        padded(k, mk, np),
-        padded(v, mk, np),
-        mask,
-    ] {
-        for val in x {
-            payload.extend_from_slice(&val.to_le_bytes());
-        }
-    }
+    let mut inputs = one_program::Inputs::default();
+    inputs.add("q", mp, dw, ActDtype::Bf16, &padded(q, mq, mp));
+    inputs.add("k", np, dw, ActDtype::Bf16, &padded(k, mk, np));
+    inputs.add("v", np, dw, ActDtype::Bf16, &padded(v, mk, np));
+    inputs.add("scaler", 32, 32, ActDtype::F32, &one_program::scaler_tile());
+    inputs.add("mask", 32, np, ActDtype::F32, &one_program::row_tile(&mask));
     let scale = (hd as f32).powf(-0.5);
     let compute = compose_compute(
         ATTENTION_KERNEL,
@@ -132,28 +127,38 @@ pub fn attention(
             &format!("__builtin_bit_cast(float, {:#010x}u)", scale.to_bits()),
         )],
     );
-    let header = json!({
-        "op": "attention", "heads": heads, "mp": mp, "np": np, "hd": hd, "cores": cores.max(1),
-        "kernels": {"reader": reader_attention_kernel(), "writer": writer_merge_kernel(), "compute": compute},
+    let t = one_program::tensor;
+    let step = GraphStep::Attention(AttentionStep {
+        q: t("q"),
+        k: t("k"),
+        v: t("v"),
+        scaler: t("scaler"),
+        mask: t("mask"),
+        out: t("o"),
+        heads,
+        mp,
+        np,
+        hd,
+        cores: cores.max(1),
+        group: "attention".into(),
+        kernels: KernelSet {
+            reader: "reader".into(),
+            compute: "compute".into(),
+            writer: "writer".into(),
+        },
     });
-    let (ans, out) = worker.call(&header, &payload)?;
-    let want = mp * dw * 4;
-    if out.len() != want {
-        return Err(SfpuError::Reply {
-            op: "attention".into(),
-            got: out.len(),
-            want,
-        });
-    }
+    let sources = one_program::sources([
+        ("reader", reader_attention_kernel()),
+        ("compute", compute),
+        ("writer", writer_merge_kernel()),
+    ]);
+    let run = one_program::run(worker, inputs, step, sources, ("o", mp, dw), "attention")?;
     let mut values = vec![0f32; mq * d];
     for (r, row) in values.chunks_exact_mut(d).enumerate() {
-        for (c, v) in row.iter_mut().enumerate() {
-            let i = (r * dw + c) * 4;
-            *v = f32::from_le_bytes([out[i], out[i + 1], out[i + 2], out[i + 3]]);
-        }
+        row.copy_from_slice(&run.values[r * dw..r * dw + d]);
     }
     Ok(EltwiseRun {
         values,
-        program_ms: ans["program_ms"].as_f64().unwrap_or(0.0),
+        program_ms: run.program_ms,
     })
 }

@@ -19,7 +19,6 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
-use serde_json::json;
 use tt_blackhole::arena::ArenaIndex;
 use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs};
 use tt_blackhole::dims::{DitDims, WeightKind};
@@ -27,6 +26,9 @@ use tt_blackhole::plan::{CoreRole, MegakernelPlan, build_plan, compute_coord};
 
 use super::deadline::{DeadlineRule, ProgramDeadlines, program_roofline};
 use super::graph::CrossKeys;
+use super::protocol::{
+    self, AnswerRun, KernelSet, MatmulCbs, MatmulJob, MatmulShared, MatmulUnit, Reply, WorkerOp,
+};
 use super::task_table::with_task_table;
 use super::watchdog::Liveness;
 use super::worker::{TtnnWorker, WorkerConfig, WorkerError};
@@ -36,7 +38,10 @@ use crate::model::dit::DitWeights;
 use steps::ObservationKey;
 
 /// The step graphs' runs over a [`DeviceSteps`] (constants, observation, step).
+mod device_steps;
 mod steps;
+
+pub use device_steps::DeviceSteps;
 
 /// Our device kernels (C++, JIT-compiled by tt-metal on first use), shipped in the binary.
 pub const READER_KERNEL: &str = include_str!("kernels/reader_share.cpp");
@@ -58,11 +63,33 @@ pub enum SfpuPlacement {
 /// This build's placement.
 pub const SFPU: SfpuPlacement = SfpuPlacement::Device;
 
+/// How the graphs run: settings `gr00t-server` reads once (`GR00T_MK_CHAIN`, `GR00T_MK_REPLAY`)
+/// and passes down ([`TtDevice::with_options`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphOptions {
+    /// Runs of matmul-and-end steps share programs as the plan packs them (`GR00T_MK_CHAIN`,
+    /// default on; off: a program per step).
+    pub chain: bool,
+    /// The worker keeps each step's graph and later steps replay it (`GR00T_MK_REPLAY`,
+    /// default on; off: every step sends its graph whole).
+    pub replay: bool,
+}
+
+impl Default for GraphOptions {
+    fn default() -> Self {
+        GraphOptions {
+            chain: true,
+            replay: true,
+        }
+    }
+}
+
 /// The name of the arena buffer on the device.
 const ARENA: &str = "arena";
 
-/// What the device said when it opened.
-#[derive(Debug, Clone, serde::Deserialize)]
+/// What the device said when it opened (the worker's answer to `open`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct DeviceInfo {
     /// Chip architecture as ttnn names it (e.g. `Arch.BLACKHOLE`).
     pub arch: String,
@@ -82,8 +109,10 @@ pub use times::{MatmulTimes, StepHost};
 
 /// One matmul's program as the plan cuts it ([`TtDevice::matmul_spec`]).
 pub(crate) struct MatmulSpec {
-    /// The worker's matmul fields (units, CBs, kernels, arena place), without `op`.
-    pub header: serde_json::Value,
+    /// What every matmul of a program shares (the arena, dtypes, kernels).
+    pub shared: MatmulShared,
+    /// This matmul's shape, units and CBs.
+    pub job: MatmulJob,
     /// The weight's K and N.
     pub k: usize,
     /// See `k`.
@@ -126,26 +155,21 @@ pub struct TtDevice {
     /// What the graphs' programs are expected to take, for their deadlines (kept across
     /// reopens: a new worker runs the same programs).
     deadlines: Mutex<ProgramDeadlines>,
+    /// How the graphs run.
+    options: GraphOptions,
 }
 
-/// One observation's view of the device: the plan cut for its context length, the model's
-/// DiT weights (biases, block kinds) for the host steps. The `DitDevice` the executor drives.
-pub struct DeviceSteps<'a> {
-    /// The open device the steps run on.
-    pub dev: &'a TtDevice,
-    /// The megakernel plan cut for this observation's context length.
-    pub plan: MegakernelPlan,
-    weights: &'a DitWeights,
-    /// A step failed: the forward is not reported as the last one.
-    failed: AtomicBool,
-    /// The observation whose cross K/V are on the device (its context and masks), and its key
-    /// counts.
-    observation: Mutex<Option<(ObservationKey, CrossKeys)>>,
+/// A worker error as the `DitDevice` seam's typed fault, for the request `op` (`request`: its
+/// header shortened).
+fn fault(e: WorkerError, op: &str, request: String) -> DitRunError {
+    DitRunError::Fault(e.into_fault(op, request))
 }
 
-/// Error text for the `DitDevice` seam (String errors).
-fn err(e: WorkerError) -> DitRunError {
-    DitRunError::Device(e.to_string())
+/// A worker error of a boot request.
+fn boot_fault<R: WorkerOp>(e: WorkerError, request: &R) -> DitRunError {
+    let header =
+        protocol::header(request).map_or_else(|e| e.to_string(), |h| protocol::summary(&h));
+    fault(e, R::OP.name(), header)
 }
 
 /// [`TtDevice::open`]'s exchange deadline on the simulator: one full-size DiT matmul there took
@@ -197,6 +221,7 @@ impl TtDevice {
                 kind == DeviceKind::Simulator,
                 config.call_timeout,
             ))),
+            options: GraphOptions::default(),
         })
     }
 
@@ -235,6 +260,17 @@ impl TtDevice {
         &self.config
     }
 
+    /// The device with its graphs run as `options` say.
+    pub fn with_options(mut self, options: GraphOptions) -> Self {
+        self.options = options;
+        self
+    }
+
+    /// How its graphs run.
+    pub fn options(&self) -> GraphOptions {
+        self.options
+    }
+
     /// After a loss: a new worker, the device opened, `arena` uploaded again. The lost worker
     /// is ended first (bounded); calls meanwhile fail at once.
     pub fn reopen(&self, arena: &[u8]) -> Result<(), DitRunError> {
@@ -271,62 +307,45 @@ impl TtDevice {
         self.counters.total()
     }
 
-    /// One worker op as it is, for tests that need to change what the worker holds.
+    /// One worker op, for tests that need to change what the worker holds.
     #[cfg(test)]
-    pub(crate) fn raw_call(
+    pub(crate) fn raw_call<R: WorkerOp>(
         &self,
-        header: &serde_json::Value,
+        request: &R,
         payload: &[u8],
-    ) -> Result<(serde_json::Value, Vec<u8>), DitRunError> {
-        self.call(header, payload)
+    ) -> Result<(Reply<R::Answer>, Vec<u8>), DitRunError> {
+        self.call(request, payload)
     }
 
-    fn call(
+    pub(super) fn call<R: WorkerOp>(
         &self,
-        header: &serde_json::Value,
+        request: &R,
         payload: &[u8],
-    ) -> Result<(serde_json::Value, Vec<u8>), DitRunError> {
-        let answer = self.exchange(header, payload);
+    ) -> Result<(Reply<R::Answer>, Vec<u8>), DitRunError> {
+        let answer = self.exchange(request, payload);
         // Counted when the worker answered: a failed op may have sent its payload but ran
         // no program the forward can use (and such a forward is not reported).
-        if let Ok((ans, back)) = &answer {
-            let op = header["op"].as_str().unwrap_or("");
+        if let Ok((reply, back)) = &answer {
+            let run = reply.answer.run();
             // What each program took sets its next deadline.
-            lock(&self.deadlines).learn(ans);
+            if let Some(run) = run {
+                lock(&self.deadlines).learn(&run.by_label);
+            }
             // A graph runs many programs in one exchange: its worker counts them as it launches.
             // A replay the worker refused ran nothing and wrote nothing to the device.
-            if op == "replay" && ans["replayed"] != true {
-                return answer;
-            }
-            let programs = match op {
-                "graph" | "replay" => ans["programs"].as_u64().unwrap_or(0),
-                _ => u64::from(runs_program(op)),
+            let programs = match (R::OP, run) {
+                (protocol::Op::Replay, None) => return answer,
+                (_, Some(run)) => run.programs,
+                (op, None) => u64::from(op.runs_program()),
             };
             // The task tables the worker wrote to the device go host to device too.
-            let tables = ans["table_bytes"].as_u64().unwrap_or(0) as usize;
+            let tables = reply.table_bytes as usize;
             self.counters
                 .record(programs, payload.len() + tables, back.len());
-            if let (Some(chains), Ok(mut t)) = (ans["chains"].as_array(), self.times.lock()) {
-                t.chains = chains
-                    .iter()
-                    .map(|c| {
-                        let phases = c["phases"].as_array().map_or(&[][..], Vec::as_slice);
-                        phases
-                            .iter()
-                            .map(|p| {
-                                (
-                                    p[0].as_str().unwrap_or("").into(),
-                                    p[1].as_u64().unwrap_or(0),
-                                )
-                            })
-                            .collect()
-                    })
-                    .collect();
-            }
-            if let (Some(by), Ok(mut t)) = (ans["by_label"].as_object(), self.times.lock()) {
-                for (label, v) in by {
-                    let (n, ms) = (v[0].as_u64().unwrap_or(0), v[1].as_f64().unwrap_or(0.0));
-                    let d = Duration::from_secs_f64(ms / 1e3);
+            if let (Some(run), Ok(mut t)) = (run, self.times.lock()) {
+                t.chains = run.chains.iter().map(|c| c.phases.clone()).collect();
+                for (label, &(n, ms, _)) in &run.by_label {
+                    let d = Duration::from_secs_f64(ms.max(0.0) / 1e3);
                     match t.graph.iter_mut().find(|(l, _, _)| l == label) {
                         Some(e) => {
                             e.1 += n;
@@ -340,11 +359,11 @@ impl TtDevice {
         answer
     }
 
-    fn exchange(
+    fn exchange<R: WorkerOp>(
         &self,
-        header: &serde_json::Value,
+        request: &R,
         payload: &[u8],
-    ) -> Result<(serde_json::Value, Vec<u8>), DitRunError> {
+    ) -> Result<(Reply<R::Answer>, Vec<u8>), DitRunError> {
         let mut slot = lock(&self.worker);
         let Some(w) = slot.as_mut() else {
             return Err(DitRunError::Device(
@@ -352,12 +371,12 @@ impl TtDevice {
                     .unwrap_or_else(|| "the ttnn worker is gone".into()),
             ));
         };
-        let called = match header["op"].as_str() {
-            Some("graph" | "replay") => {
+        let called = match R::OP {
+            protocol::Op::Graph | protocol::Op::Replay => {
                 let programs = std::sync::Arc::new(lock(&self.deadlines).clone());
-                w.call_programs(header, payload, programs)
+                w.call_programs(request, payload, programs)
             }
-            _ => w.call(header, payload),
+            _ => w.call(request, payload),
         };
         match called {
             Ok(answer) => Ok(answer),
@@ -370,14 +389,17 @@ impl TtDevice {
                     drop(slot);
                     drop(dead);
                 }
-                Err(err(e))
+                let header = protocol::header(request)
+                    .map_or_else(|e| e.to_string(), |h| protocol::summary(&h));
+                Err(fault(e, R::OP.name(), header))
             }
         }
     }
 
     /// The arena's bytes as they sit in device DRAM (read back page by page).
     pub fn read_back_arena(&self) -> Result<Vec<u8>, DitRunError> {
-        Ok(self.call(&json!({"op": "readback", "name": ARENA}), &[])?.1)
+        let name = protocol::Named { name: ARENA.into() };
+        Ok(self.call(&protocol::Readback(name), &[])?.1)
     }
 
     /// Program time per weight kind so far.
@@ -434,28 +456,52 @@ impl TtDevice {
             act_pages = act_pages.max(cb("act_in"));
             w_pages = w_pages.max(cb("weights"));
             out_pages = out_pages.max(cb("partials_f32")).max(2);
-            units.push(json!({
-                "x": cx, "y": cy,
-                "first_tile": block_first + u.first_tile,
-                "n_start": u.n_start, "n_count": u.n_count,
-                "k_start": u.k_start, "k_count": u.k_count,
-                "piece": if split.k_split > 1 { u.core % split.k_split } else { 0 },
-            }));
+            units.push(MatmulUnit {
+                x: cx,
+                y: cy,
+                first_tile: block_first + u.first_tile,
+                n_start: u.n_start,
+                n_count: u.n_count,
+                k_start: u.k_start,
+                k_count: u.k_count,
+                piece: if split.k_split > 1 {
+                    u.core % split.k_split
+                } else {
+                    0
+                },
+            });
         }
-        let header = json!({
-            "arena": ARENA, "m": m, "mt": mt, "k": k, "kt": kt, "nt": nt,
-            "k_split": split.k_split, "units": units,
-            "weight_dtype": self.index.dtype.to_string(), "weight_page": self.index.tile_bytes,
-            "cbs": {"act": act_pages, "weights": w_pages, "out": out_pages},
+        let shared = MatmulShared {
+            arena: ARENA.into(),
+            weight_dtype: self.index.dtype.to_string(),
+            weight_page: self.index.tile_bytes as u64,
             // The roofline's compute bound assumes this same fidelity (one source of truth).
-            "math_fidelity": tt_blackhole::plan::roofline::KERNEL_FIDELITY.name(),
-            "kernels": {
-                "reader": with_task_table(READER_KERNEL), "compute": COMPUTE_KERNEL,
-                "writer": with_task_table(WRITER_KERNEL),
+            math_fidelity: tt_blackhole::plan::roofline::KERNEL_FIDELITY.name().into(),
+            kernels: KernelSet {
+                reader: with_task_table(READER_KERNEL),
+                compute: COMPUTE_KERNEL.into(),
+                writer: with_task_table(WRITER_KERNEL),
             },
-        });
+        };
+        let job = MatmulJob {
+            m,
+            mt,
+            k,
+            kt,
+            nt,
+            k_split: split.k_split,
+            units,
+            cbs: MatmulCbs {
+                act: act_pages,
+                weights: w_pages,
+                out: out_pages,
+            },
+            act: None,
+            out: None,
+        };
         Ok(MatmulSpec {
-            header,
+            shared,
+            job,
             k,
             n,
             nt,
@@ -488,12 +534,13 @@ impl TtDevice {
         }
         let mt = m.div_ceil(32);
         let xbytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let mut header = spec.header;
-        header["op"] = json!("matmul");
-        let (ans, out) = self.call(&header, &xbytes)?;
-        if let Some(ms) = ans["program_ms"].as_f64()
-            && let Ok(mut t) = self.times.lock()
-        {
+        let request = protocol::Matmul {
+            shared: spec.shared,
+            job: spec.job,
+        };
+        let (ans, out) = self.call(&request, &xbytes)?;
+        if let Ok(mut t) = self.times.lock() {
+            let ms = ans.answer.program_ms.max(0.0);
             t.add(kind, Duration::from_secs_f64(ms / 1e3));
         }
         let (rows, cols, k_split) = (mt * 32, nt * 32, spec.k_split);
@@ -523,17 +570,8 @@ impl TtDevice {
 /// Whether the worker op `op` runs a device program (the others move data or manage the
 /// device: `open`, `upload`, `put`, `readback`, `free`, `close`); a `graph` runs several.
 pub fn runs_program(op: &str) -> bool {
-    matches!(
-        op,
-        "matmul"
-            | "eltwise"
-            | "layernorm"
-            | "softmax"
-            | "bias_act"
-            | "attention"
-            | "graph"
-            | "replay"
-    )
+    serde_json::from_value::<protocol::Op>(serde_json::Value::String(op.into()))
+        .is_ok_and(protocol::Op::runs_program)
 }
 
 /// Start a worker, open `kind` on it, check its grid and upload `arena`.
@@ -559,12 +597,12 @@ fn start_worker(
             ));
         }
     };
-    let mut worker = TtnnWorker::start(config).map_err(err)?;
-    let (ans, _) = worker
-        .call(&json!({"op": "open", "device": device}), &[])
-        .map_err(err)?;
-    let info: DeviceInfo = serde_json::from_value(ans)
-        .map_err(|e| DitRunError::Device(format!("the worker's open reply: {e}")))?;
+    let open = protocol::Open {
+        device: device.into(),
+    };
+    let mut worker = TtnnWorker::start(config).map_err(|e| boot_fault(e, &open))?;
+    let (reply, _) = worker.call(&open, &[]).map_err(|e| boot_fault(e, &open))?;
+    let info = reply.answer;
     let (gx, gy) = (tt_blackhole::plan::GRID_X, tt_blackhole::plan::GRID_Y);
     if info.grid[0] < gx || info.grid[1] < gy {
         return Err(DitRunError::Device(format!(
@@ -573,109 +611,13 @@ fn start_worker(
         )));
     }
     // The arena's bytes as they are: one arena tile per DRAM page.
+    let upload = protocol::Upload {
+        name: ARENA.into(),
+        page_bytes: index.tile_bytes as u64,
+        pages: index.total_tiles,
+    };
     worker
-        .call(
-            &json!({"op": "upload", "name": ARENA, "page_bytes": index.tile_bytes,
-                    "pages": index.total_tiles}),
-            arena,
-        )
-        .map_err(err)?;
+        .call(&upload, arena)
+        .map_err(|e| boot_fault(e, &upload))?;
     Ok((worker, info))
-}
-
-impl<'a> DeviceSteps<'a> {
-    /// `dims.ctx_tokens` is the context length the plan is first cut for.
-    pub fn new(
-        dev: &'a TtDevice,
-        weights: &'a DitWeights,
-        dims: &DitDims,
-    ) -> Result<Self, DitRunError> {
-        if weights.blocks.len() != dims.num_layers || weights.dim != dims.width() {
-            return Err(DitRunError::Arena(
-                "its dims do not match the model's DiT".into(),
-            ));
-        }
-        let plan = build_plan(dims, dev.index.dtype)?;
-        // On a card, a program no run has measured yet is expected within the roofline's
-        // bound (the simulator's times have no bound: they are measured first).
-        if dev.kind != DeviceKind::Simulator {
-            lock(&dev.deadlines).set_roofline(program_roofline(&plan));
-        }
-        // One `DeviceSteps` is one observation's forward: its steps are counted as one.
-        dev.counters.begin_forward();
-        Ok(DeviceSteps {
-            dev,
-            plan,
-            weights,
-            failed: AtomicBool::new(false),
-            observation: Mutex::new(None),
-        })
-    }
-}
-
-impl Drop for DeviceSteps<'_> {
-    /// The forward is over: its steps become the device's last forward unless one failed.
-    fn drop(&mut self) {
-        self.dev
-            .counters
-            .end_forward(!self.failed.load(Ordering::SeqCst));
-    }
-}
-
-impl StepMatmul for DeviceSteps<'_> {
-    fn matmul(
-        &self,
-        block: usize,
-        kind: WeightKind,
-        x: &[f32],
-        m: usize,
-        bias: Option<&[f32]>,
-    ) -> Result<Vec<f32>, DitRunError> {
-        let n = self
-            .dev
-            .index
-            .entry(block, kind)
-            .map_or(0, |e| e.kn_shape[1]);
-        let mut y = self.dev.matmul_raw(&self.plan, block, kind, x, m)?;
-        finish_matmul(&mut y, n, bias);
-        Ok(y)
-    }
-}
-
-impl DitDevice for DeviceSteps<'_> {
-    fn kind(&self) -> DeviceKind {
-        self.dev.kind
-    }
-
-    /// Re-cut the plan for this context length (fails when it does not fit L1).
-    fn prepare(&mut self, ctx_tokens: usize) -> Result<(), DitRunError> {
-        recut_plan(&mut self.plan, ctx_tokens, self.dev.index.dtype)
-    }
-
-    /// One denoising step; what its exchanges moved is the step's window of the counters.
-    fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
-        // The device's constants, the observation's cross K/V and the timestep's AdaLN rows
-        // first, outside the step.
-        let keys = self
-            .ensure_constants()
-            .and_then(|()| self.ensure_observation(inputs))
-            .and_then(|keys| Ok((keys, self.ensure_timestep(inputs.temb)?)));
-        let (keys, slot) = match keys {
-            Ok(k) => k,
-            Err(e) => {
-                self.failed.store(true, Ordering::SeqCst);
-                return Err(e);
-            }
-        };
-        let before = self.dev.counters.total();
-        let out = self.run_step_graph(inputs, keys, slot);
-        match &out {
-            Ok(_) => self
-                .dev
-                .counters
-                .record_step(before.until(self.dev.counters.total())),
-            Err(_) => self.failed.store(true, Ordering::SeqCst),
-        }
-        out
-    }
 }

@@ -14,13 +14,13 @@
 //! `replay` launches programs already built). Unknown: the exchange deadline per step of the
 //! program, the generous rule every program had before (`docs/blackhole.md` §12).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use serde_json::Value;
 use tt_blackhole::plan::MegakernelPlan;
 use tt_blackhole::plan::roofline::roofline;
 
+use super::protocol::LabelTimes;
 use super::worker::TIMEOUT_VAR;
 
 /// How a program's deadline follows from its expected time.
@@ -188,21 +188,11 @@ impl ProgramDeadlines {
         }
     }
 
-    /// Learn from a `graph` or `replay` answer: its `by_label` ({label: [programs, total ms,
-    /// slowest ms]}); each label's slowest program (its mean when the slowest is not given)
-    /// replaces what was known of it.
-    pub fn learn(&mut self, answer: &Value) {
-        let Some(by) = answer["by_label"].as_object() else {
-            return;
-        };
-        for (label, v) in by {
-            let n = v[0].as_u64().unwrap_or(0);
-            let ms = match v[2].as_f64() {
-                Some(max) => max,
-                None if n > 0 => v[1].as_f64().unwrap_or(0.0) / n as f64,
-                None => continue,
-            };
-            if ms.is_finite() && ms >= 0.0 {
+    /// Learn from a `graph` or `replay` answer's `by_label` ({label: (programs, total ms,
+    /// slowest ms)}): each label's slowest program replaces what was known of it.
+    pub fn learn(&mut self, by_label: &BTreeMap<String, LabelTimes>) {
+        for (label, &(n, _, ms)) in by_label {
+            if n > 0 && ms.is_finite() && ms >= 0.0 {
                 self.measured
                     .insert(label.clone(), Duration::from_secs_f64(ms / 1e3));
             }
@@ -225,7 +215,11 @@ impl ProgramDeadlines {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    /// A `by_label` of these labels' times.
+    fn by<const N: usize>(v: [(&str, LabelTimes); N]) -> BTreeMap<String, LabelTimes> {
+        v.into_iter().map(|(l, t)| (l.to_string(), t)).collect()
+    }
 
     fn rule() -> DeadlineRule {
         DeadlineRule {
@@ -290,12 +284,14 @@ mod tests {
             Expected::Roofline(Duration::from_micros(2000))
         );
         // [programs, total ms, slowest ms]: the slowest.
-        d.learn(&json!({"by_label": {"step": [2, 9000.0, 6000.0], "ln": [4, 100.0]}}));
+        d.learn(&by([
+            ("step", (2, 9000.0, 6000.0)),
+            ("ln", (4, 100.0, 25.0)),
+        ]));
         assert_eq!(
             d.expected("step"),
             Expected::Measured(Duration::from_secs(6))
         );
-        // Without the slowest, the mean.
         assert_eq!(
             d.expected("ln"),
             Expected::Measured(Duration::from_millis(25))
@@ -304,14 +300,14 @@ mod tests {
             d.expected("other"),
             Expected::Roofline(Duration::from_micros(2000))
         );
-        d.learn(&json!({"by_label": {"step": [1, 7.0, 7.0]}}));
+        d.learn(&by([("step", (1, 7.0, 7.0))]));
         assert_eq!(
             d.expected("step"),
             Expected::Measured(Duration::from_millis(7))
         );
-        // An answer without by_label (a `put`) teaches nothing.
+        // A label of no programs teaches nothing.
         let before = d.clone();
-        d.learn(&json!({"ms": 3.0}));
+        d.learn(&by([("step", (0, 0.0, 0.0))]));
         assert_eq!(d, before);
     }
 
@@ -327,7 +323,7 @@ mod tests {
             "program `8 steps: a … b` of 8 steps, its time not known yet: 8 × 20 s \
              (GR00T_MK_DEVICE_TIMEOUT_S)"
         );
-        d.learn(&json!({"by_label": {"8 steps: a … b": [1, 3000.0, 3000.0]}}));
+        d.learn(&by([("8 steps: a … b", (1, 3000.0, 3000.0))]));
         let replay = d.for_program("replay", "8 steps: a … b", 8);
         assert_eq!(replay.limit, Duration::from_secs(11));
         assert_eq!(

@@ -41,20 +41,15 @@
 //! timestep's graph, `t/…` one step (released at its end, or kept with the step's graph for
 //! the next step to replay: [`step_inputs`]).
 
-use serde_json::{Value, json};
 use tt_blackhole::bf16::round_to_bf16;
 use tt_blackhole::device::DitRunError;
 use tt_blackhole::dims::WeightKind;
 use tt_blackhole::plan::MegakernelPlan;
-use tt_blackhole::plan::program::{FINISH_UNIT_TILES, ROW_CORES, end_kernels};
 
-use super::attention::{
-    ATTENTION_KERNEL, reader_attention_kernel, with_tile_columns, writer_merge_kernel,
-};
 use super::backend::TtDevice;
-use super::rows::{BIAS_ACT_KERNEL, FINISH_RESIDUAL_DEFINE, LAYERNORM_KERNEL, READER_ROWS_KERNEL};
-use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
-use super::task_table::with_task_table;
+use super::graph_builder::End;
+pub(crate) use super::graph_builder::Graph;
+use super::protocol::{ActDtype, Put, TensorSpec};
 use crate::model::dit::{BlockKind, DitWeights};
 
 /// The column relayout between tensors (data movement only).
@@ -67,14 +62,14 @@ pub const WRITER_RUNS_KERNEL: &str = include_str!("kernels/writer_runs.cpp");
 /// A score's value for a key that may not be attended: its weight is 0.
 const MASKED: f32 = -1.0e30;
 /// LayerNorm's epsilon in the DiT (`norm1`, `norm3`: eps 1e-5, no affine).
-const LN_EPS: f32 = 1e-5;
-fn tiles(n: usize) -> usize {
+pub(super) const LN_EPS: f32 = 1e-5;
+pub(super) fn tiles(n: usize) -> usize {
     n.div_ceil(32)
 }
 
 /// A named device tensor with its values, for `put` and a graph's inputs.
 pub(crate) struct Upload {
-    specs: Vec<Value>,
+    specs: Vec<TensorSpec>,
     values: Vec<f32>,
 }
 
@@ -86,11 +81,16 @@ impl Upload {
         }
     }
 
-    /// `values` `[rows, cols]` (whole tiles) as `name`, stored as `dtype` ("f32" or "bf16").
-    fn add(&mut self, name: &str, rows: usize, cols: usize, dtype: &str, values: &[f32]) {
+    /// `values` `[rows, cols]` (whole tiles) as `name`, stored as `dtype`.
+    fn add(&mut self, name: &str, rows: usize, cols: usize, dtype: ActDtype, values: &[f32]) {
         debug_assert_eq!(values.len(), rows * cols);
-        self.specs
-            .push(json!({"name": name, "rows": rows, "cols": cols, "dtype": dtype}));
+        self.specs.push(TensorSpec {
+            name: name.into(),
+            rows,
+            cols,
+            dtype,
+            real: None,
+        });
         self.values.extend_from_slice(values);
     }
 
@@ -105,25 +105,34 @@ impl Upload {
         cols: usize,
         rows_p: usize,
         cols_p: usize,
-        dtype: &str,
+        dtype: ActDtype,
     ) {
         debug_assert_eq!(x.len(), rows * cols);
-        self.specs.push(
-            json!({"name": name, "rows": rows_p, "cols": cols_p, "dtype": dtype,
-                               "real": [rows, cols]}),
-        );
+        self.specs.push(TensorSpec {
+            name: name.into(),
+            rows: rows_p,
+            cols: cols_p,
+            dtype,
+            real: Some([rows, cols]),
+        });
         self.values.extend_from_slice(x);
     }
 
-    pub(crate) fn specs(&self) -> &[Value] {
+    pub(crate) fn specs(&self) -> &[TensorSpec] {
         &self.specs
+    }
+
+    /// The `put` request of these tensors.
+    pub(crate) fn put(&self) -> Put {
+        Put {
+            tensors: self.specs.clone(),
+        }
     }
 
     pub(crate) fn bytes(&self) -> Vec<u8> {
         self.values.iter().flat_map(|v| v.to_le_bytes()).collect()
     }
 }
-
 /// The device-lifetime constants: the reduce scaler tile, the plain LayerNorm's g (1 on the
 /// real columns) and b (0), every block's biases replicated over 32 rows (bf16 values, as they
 /// sit in L1; zero past the real columns, so padding columns stay 0 through every op).
@@ -132,12 +141,12 @@ pub(crate) fn constants(dev: &TtDevice, w: &DitWeights) -> Result<Upload, DitRun
     let mut scaler = vec![0f32; 32 * 32];
     scaler[..32].fill(1.0);
     scaler[16 * 32..17 * 32].fill(1.0);
-    up.add("c/scaler", 32, 32, "f32", &scaler);
+    up.add("c/scaler", 32, 32, ActDtype::F32, &scaler);
     let (d, dw) = (w.dim, tiles(w.dim) * 32);
     let mut ones = vec![0f32; 32 * dw];
     ones[..d].fill(1.0);
-    up.add("c/ones", 32, dw, "f32", &ones);
-    up.add("c/zeros", 32, dw, "f32", &vec![0f32; 32 * dw]);
+    up.add("c/ones", 32, dw, ActDtype::F32, &ones);
+    up.add("c/zeros", 32, dw, ActDtype::F32, &vec![0f32; 32 * dw]);
     for (i, b) in w.blocks.iter().enumerate() {
         for (kind, lin) in [
             (WeightKind::AdaNorm, &b.ada),
@@ -160,13 +169,13 @@ pub(crate) fn constants(dev: &TtDevice, w: &DitWeights) -> Result<Upload, DitRun
                 }
             }
             let rep: Vec<f32> = (0..32).flat_map(|_| row.iter().copied()).collect();
-            up.add(&bias_name(i, kind), 32, cols, "f32", &rep);
+            up.add(&bias_name(i, kind), 32, cols, ActDtype::F32, &rep);
         }
     }
     Ok(up)
 }
 
-fn bias_name(block: usize, kind: WeightKind) -> String {
+pub(super) fn bias_name(block: usize, kind: WeightKind) -> String {
     format!("c/bias/{block}/{kind:?}")
 }
 
@@ -181,319 +190,6 @@ fn mask_tile(keep: &[bool], np: usize) -> Vec<f32> {
         };
     }
     m
-}
-
-/// What a matmul's end does after the bias (and the bf16 rounding).
-#[derive(Clone, Copy)]
-enum End<'a> {
-    /// Nothing: the output as the next matmul or attention takes it (bf16 values).
-    Plain,
-    /// The FF-up's GELU (tanh form).
-    Gelu,
-    /// The residual add: the fp32 stream named here plus the output, kept fp32.
-    Stream(&'a str),
-}
-
-/// One graph under construction: its steps and the kernel sources they name.
-pub(crate) struct Graph<'a> {
-    dev: &'a TtDevice,
-    plan: &'a MegakernelPlan,
-    steps: Vec<Value>,
-    sources: serde_json::Map<String, Value>,
-    /// The prefix of the matmuls' partials: `t` in a step's graph, `o` in the observation's,
-    /// `a` in a timestep's (which must not take a kept step's tensors: `op_replay`).
-    scratch: &'static str,
-}
-
-impl<'a> Graph<'a> {
-    pub(crate) fn new(dev: &'a TtDevice, plan: &'a MegakernelPlan) -> Self {
-        Graph {
-            dev,
-            plan,
-            steps: Vec::new(),
-            sources: serde_json::Map::new(),
-            scratch: "t",
-        }
-    }
-
-    /// A kernel source, sent once per graph and named by its steps.
-    fn source(&mut self, name: &str, src: impl FnOnce() -> String) -> String {
-        if !self.sources.contains_key(name) {
-            self.sources.insert(name.to_string(), Value::String(src()));
-        }
-        name.to_string()
-    }
-
-    /// For each job `(block, kind, act, m, out)`: `out` = ACT(bf16(act · W(block, kind) + bias)),
-    /// `m` the real rows of `act` (its tile rows are read). The jobs are independent: one program
-    /// does them all and their ends: the matmul kernels on the plan's cores (fp32 partials per K
-    /// piece, each job its own), the ends on the grid's other cores once a semaphore says every
-    /// partial is written (`out_f32`: kept as fp32, as LayerNorm's reader takes the AdaLN rows).
-    /// `End::Stream(x)` (one job): `out` = x + that, the residual add in the end, fp32.
-    fn matmuls(
-        &mut self,
-        jobs: &[(usize, WeightKind, &str, usize, String)],
-        end: End<'_>,
-        out_f32: bool,
-    ) -> Result<(), DitRunError> {
-        let (gelu, stream) = match end {
-            End::Plain => (false, None),
-            End::Gelu => (true, None),
-            End::Stream(x) => (false, Some(x)),
-        };
-        debug_assert!(stream.is_none() || jobs.len() == 1);
-        let (mut mm_jobs, mut ends, mut kinds) = (Vec::new(), Vec::new(), Vec::<String>::new());
-        let mut mm = Value::Null;
-        for (j, (block, kind, act, m, out)) in jobs.iter().enumerate() {
-            let spec = self.dev.matmul_spec(self.plan, *block, *kind, *m)?;
-            // A name of its own per step: the partials of the graph's matmuls never share a
-            // tensor, so a kept graph's tensors are never re-allocated under it.
-            let partials = format!("{}/partials/{}/{j}", self.scratch, self.steps.len());
-            let mut h = spec.header;
-            h["act"] = json!(act);
-            h["out"] = json!(partials);
-            let mut end = json!({
-                "x": partials, "bias": bias_name(*block, *kind), "out": out,
-                "mt": tiles(*m), "nt": spec.nt, "k_split": spec.k_split,
-            });
-            if let Some(x) = stream {
-                end["res"] = json!(x);
-            }
-            ends.push(end);
-            if mm.is_null() {
-                mm = h.clone(); // the arena, dtypes and fidelity every job shares
-                if let Some(o) = mm.as_object_mut() {
-                    o.remove("units");
-                }
-            }
-            mm_jobs.push(h);
-            let k = format!("{kind:?}");
-            if !kinds.contains(&k) {
-                kinds.push(k);
-            }
-        }
-        let kinds = kinds.join("+");
-        mm["jobs"] = json!(mm_jobs);
-        let names = [
-            self.source("mm_reader", || {
-                with_task_table(super::backend::READER_KERNEL)
-            }),
-            self.source("mm_compute", || super::backend::COMPUTE_KERNEL.into()),
-            self.source("mm_writer", || {
-                with_task_table(super::backend::WRITER_KERNEL)
-            }),
-        ];
-        mm["kernels"] = json!({"reader": names[0], "compute": names[1], "writer": names[2]});
-        let (act_name, act_row) = match (gelu, stream.is_some()) {
-            (true, _) => ("finish_gelu", "gr00t_sfpu::gelu_tanh_row"),
-            (false, false) => ("finish", "gr00t_sfpu::no_act"),
-            (false, true) => ("finish_residual", "gr00t_sfpu::no_act"),
-        };
-        let compute = self.source(act_name, || {
-            let mut defines = vec![("GR00T_ACT_ROW", act_row)];
-            defines.extend(stream.map(|_| FINISH_RESIDUAL_DEFINE));
-            compose_compute(BIAS_ACT_KERNEL, &defines)
-        });
-        let reader = match stream {
-            None => self.source("finish_reader", || with_task_table(READER_FINISH_KERNEL)),
-            Some(_) => self.source("finish_reader_residual", || {
-                with_task_table(&compose_compute(
-                    READER_FINISH_KERNEL,
-                    &[FINISH_RESIDUAL_DEFINE],
-                ))
-            }),
-        };
-        let writer = self.source("writer_runs", || with_task_table(WRITER_RUNS_KERNEL));
-        let label = match (gelu, stream) {
-            (true, _) => format!("matmul {kinds} + GELU"),
-            (false, None) => format!("matmul {kinds}"),
-            (false, Some(_)) => format!("matmul {kinds} + residual"),
-        };
-        let finish = json!({
-            // The cores its units are cut for come with the chain (`end_cut`, graph_pack.rs).
-            "jobs": ends, "out_f32": out_f32 || stream.is_some(), "unit_tiles": FINISH_UNIT_TILES,
-            "group": end_kernels(act_name, out_f32 || stream.is_some()),
-            "kernels": {"reader": reader, "compute": compute, "writer": writer},
-        });
-        // One program: the matmul on the plan's cores, the ends on others, a semaphore between;
-        // and the LayerNorm or attention that makes the matmul's input, when it is the step just
-        // before, on other cores again, a semaphore between it and the matmul.
-        let before = match self.steps.last() {
-            Some(s)
-                if (s["kind"] == "rows" || s["kind"] == "attention")
-                    && jobs.iter().all(|j| s["out"].as_str() == Some(j.2)) =>
-            {
-                self.steps.pop()
-            }
-            _ => None,
-        };
-        let label = match &before {
-            Some(b) => {
-                let what = b["label"].as_str().or(b["kind"].as_str()).unwrap_or("rows");
-                format!("{what} + {label}")
-            }
-            None => label,
-        };
-        self.steps.push(json!({
-            "kind": "matmul_end", "before": before, "matmul": mm, "finish": finish, "label": label,
-        }));
-        Ok(())
-    }
-
-    /// One matmul and its end: [`Graph::matmuls`] with one job.
-    fn matmul(
-        &mut self,
-        block: usize,
-        kind: WeightKind,
-        act: &str,
-        m: usize,
-        out: &str,
-        end: End<'_>,
-    ) -> Result<(), DitRunError> {
-        self.matmuls(&[(block, kind, act, m, out.to_string())], end, false)
-    }
-
-    /// LayerNorm of the fp32 stream `x` (`row_tiles` tile rows, width `d`): with `ada`, the
-    /// AdaLN modulation from the AdaLN matmul's `[scale | shift]` row `ada` as it is (the reader
-    /// splits it); else the plain norm.
-    fn layernorm(&mut self, x: &str, d: usize, row_tiles: usize, ada: Option<&str>, out: &str) {
-        let wt = tiles(d);
-        let float = |v: f32| format!("__builtin_bit_cast(float, {:#010x}u)", v.to_bits());
-        let (name, g, b, b_col) = match ada {
-            Some(t) => ("ln_ada", t, t, d),
-            None => ("ln_plain", "c/ones", "c/zeros", 0),
-        };
-        let mut work = json!({"2": wt, "3": wt, "4": wt, "5": wt, "6": 1, "7": 1, "8": wt});
-        if b_col % 32 != 0 {
-            // The scratch the reader copies the shift's tiles through (tiny D; D = 1536 has none).
-            work["9"] = json!(wt + 1);
-        }
-        let compute = self.source(name, || {
-            let mut defs = vec![
-                ("GR00T_LN_INV_D", float(1.0 / d as f32)),
-                ("GR00T_LN_EPS", float(LN_EPS)),
-            ];
-            if ada.is_some() {
-                defs.push(("GR00T_LN_ONE_PLUS_G", "1".into()));
-            }
-            let defs: Vec<(&str, &str)> = defs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            compose_compute(LAYERNORM_KERNEL, &defs)
-        });
-        let reader = self.source("reader_rows", || with_task_table(READER_ROWS_KERNEL));
-        let writer = self.source("writer_tiles", || with_task_table(WRITER_TILES_KERNEL));
-        self.steps.push(json!({
-            "kind": "rows", "x": x, "scaler": "c/scaler", "g": g, "b": b, "b_col": b_col,
-            "vec_len": d, "out": out, "out_f32": false, "wt": wt, "row_tiles": row_tiles,
-            "vec_tiles": wt, "label": name, "work_cbs": work,
-            "unpack_to_dest": [], "cores": ROW_CORES, "group": name,
-            "kernels": {"reader": reader, "compute": compute, "writer": writer},
-        }));
-    }
-
-    /// Segments of columns from `src` to `dst` (`rows` tile rows, `dst_w` tiles wide): each
-    /// progression `[count, dr0, drs, dc0, dcs, sr0, srs, sc0, scs, len]` (see the kernel).
-    #[allow(clippy::too_many_arguments)]
-    fn relayout(
-        &mut self,
-        src: &str,
-        src_w: usize,
-        dst: &str,
-        rows: usize,
-        dst_w: usize,
-        dtype: &str,
-        progs: Vec<[usize; 10]>,
-    ) {
-        let span = progs.iter().map(|p| tiles(p[9]) + 1).max().unwrap_or(1);
-        let kernel = self.source("relayout", || with_tile_columns(RELAYOUT_KERNEL));
-        self.steps.push(json!({
-            "kind": "relayout", "src": src, "dst": dst, "rows": rows, "src_w": src_w,
-            "dst_w": dst_w, "dtype": dtype, "progs": progs, "span": span, "cores": ROW_CORES,
-            "kernel": kernel,
-        }));
-    }
-
-    /// `out` = attention per head over the projections' `[rows, heads·hd]` tensors (`mt` query
-    /// tile rows, `nt` key tile rows): the heads are split in the reader, merged in the writer.
-    #[allow(clippy::too_many_arguments)]
-    fn attention(
-        &mut self,
-        q: &str,
-        k: &str,
-        v: &str,
-        mask: &str,
-        mt: usize,
-        nt: usize,
-        out: &str,
-    ) {
-        let dims = &self.plan.dims;
-        let (heads, hd) = (dims.num_heads, dims.head_dim);
-        let scale = (hd as f32).powf(-0.5);
-        let compute = self.source("attention", || {
-            compose_compute(
-                ATTENTION_KERNEL,
-                &[(
-                    "GR00T_ATTN_SCALE",
-                    &format!("__builtin_bit_cast(float, {:#010x}u)", scale.to_bits()),
-                )],
-            )
-        });
-        let reader = self.source("reader_attention", reader_attention_kernel);
-        let writer = self.source("writer_merge_heads", writer_merge_kernel);
-        self.steps.push(json!({
-            "kind": "attention", "q": q, "k": k, "v": v, "scaler": "c/scaler", "mask": mask,
-            "out": out, "heads": heads, "mp": mt * 32, "np": nt * 32, "hd": hd,
-            "cores": ROW_CORES,
-            // Self, text and image attentions differ in their keys' tiles, so in their CBs.
-            "group": format!("attention/{}", mask.rsplit('/').next().unwrap_or(mask)),
-            "kernels": {"reader": reader, "compute": compute, "writer": writer},
-        }));
-    }
-
-    /// The worker's request: `inputs` put first, then the steps; `outputs` read back; every
-    /// `t/` tensor released at the end, unless the graph is kept under the name `keep` for the
-    /// worker to run again (`op_replay`: a step's graph is the same step after step, only its
-    /// inputs differ), which holds them. Runs of matmul-and-end steps go as programs of several
-    /// steps, with the cores of every phase, as the plan packs them
-    /// ([`tt_blackhole::plan::program::pack_programs`] on the device's grid; each step a program
-    /// of its own when `GR00T_MK_CHAIN=0`). Also answers how many programs that is.
-    /// `outputs`: (name, real rows, real columns).
-    pub(crate) fn request(
-        self,
-        inputs: &Upload,
-        outputs: &[(&str, usize, usize)],
-        keep: Option<&str>,
-    ) -> Result<(Value, usize), DitRunError> {
-        let mut free: Vec<String> = self
-            .steps
-            .iter()
-            .flat_map(|s| [s, &s["before"], &s["matmul"], &s["finish"]])
-            .flat_map(|s| {
-                let jobs = s["jobs"].as_array().map_or(&[][..], Vec::as_slice);
-                std::iter::once(s).chain(jobs)
-            })
-            .filter_map(|s| s["out"].as_str().or(s["dst"].as_str()))
-            .chain(inputs.specs.iter().filter_map(|s| s["name"].as_str()))
-            .filter(|n| n.starts_with("t/") || n.starts_with("a/"))
-            .map(str::to_string)
-            .collect();
-        free.sort();
-        free.dedup();
-        let chain = std::env::var("GR00T_MK_CHAIN").as_deref() != Ok("0");
-        let (steps, programs) = super::graph_pack::pack(self.steps, self.dev.info.grid, chain)?;
-        let mut request = json!({
-            "op": "graph", "inputs": inputs.specs, "steps": steps, "outputs": outputs,
-            "free": free, "sources": self.sources,
-        });
-        if let Some(name) = keep {
-            request["keep"] = json!(name);
-        }
-        Ok((request, programs))
-    }
-
-    /// How many steps the graph has (runs of them share programs: [`Graph::request`]).
-    pub(crate) fn steps(&self) -> usize {
-        self.steps.len()
-    }
 }
 
 /// Rows of `x` (`[rows, d]`) where `mask` is true, and how many.
@@ -535,18 +231,26 @@ pub(crate) fn observation_graph<'a>(
         "o/mask/self",
         32,
         self_np,
-        "f32",
+        ActDtype::F32,
         &mask_tile(&vec![true; dims.sa_tokens], self_np),
     );
     for (which, mask) in [("text", text_mask), ("image", image_mask)] {
         let (rows, n) = select_rows(context, cross, mask);
         let np = tiles(n.max(1)) * 32;
-        up.add_padded(&format!("o/ctx/{which}"), &rows, n, cross, np, cw, "bf16");
+        up.add_padded(
+            &format!("o/ctx/{which}"),
+            &rows,
+            n,
+            cross,
+            np,
+            cw,
+            ActDtype::Bf16,
+        );
         up.add(
             &format!("o/mask/{which}"),
             32,
             np,
-            "f32",
+            ActDtype::F32,
             &mask_tile(&vec![true; n], np),
         );
         if which == "text" {
@@ -581,7 +285,15 @@ pub(crate) fn observation_graph<'a>(
 pub(crate) fn step_inputs(d: usize, tokens: &[f32]) -> Upload {
     let m = tokens.len() / d;
     let mut up = Upload::new();
-    up.add_padded("t/x0", tokens, m, d, tiles(m) * 32, tiles(d) * 32, "f32");
+    up.add_padded(
+        "t/x0",
+        tokens,
+        m,
+        d,
+        tiles(m) * 32,
+        tiles(d) * 32,
+        ActDtype::F32,
+    );
     up
 }
 
@@ -605,7 +317,7 @@ pub(crate) fn ada_graph<'a>(
     let d = plan.dims.width();
     let temb = format!("c/temb/{slot}");
     let mut up = Upload::new();
-    up.add_padded(&temb, act, 1, d, 32, tiles(d) * 32, "bf16");
+    up.add_padded(&temb, act, 1, d, 32, tiles(d) * 32, ActDtype::Bf16);
     let mut g = Graph::new(dev, plan);
     g.scratch = "a";
     let ada: Vec<_> = (0..w.blocks.len())
@@ -660,7 +372,7 @@ pub(crate) fn step_graph<'a>(
         };
         if n == 0 {
             // Attention over no keys is 0 (the emulator's), a zero-filled relayout.
-            g.relayout("t/q", wt, "t/a", mt, wt, "bf16", Vec::new());
+            g.relayout("t/q", wt, "t/a", mt, wt, ActDtype::Bf16, Vec::new());
         } else {
             g.attention("t/q", &k, &v, &mask, mt, tiles(n), "t/a");
         }

@@ -16,25 +16,41 @@
 //! * `graph`: a denoising step over them, its matmul-and-end steps packed by the plan into one
 //!   program (docs/blackhole.md §12–13); [`task_table`]: the DRAM work lists the data-movement
 //!   kernels read, since one program's exceed the runtime args.
+//! * [`protocol`]: every worker request and answer as a type (the graph's steps in
+//!   `protocol_graph`), with the schema (`protocol.json`) the worker checks each message
+//!   against; [`registry`]: our kernels as values (file, role, CB ids, task-table CB), the one
+//!   source of the ids the kernels, the worker and the graph builder share (docs/blackhole.md
+//!   §17). `one_program`: a kernel test's lone program as a graph of one step.
 
 pub mod attention;
 pub mod backend;
 pub mod deadline;
 pub(crate) mod graph;
+mod graph_builder;
 mod graph_pack;
+mod one_program;
+pub mod protocol;
+mod protocol_graph;
+pub mod registry;
 pub mod rows;
 pub mod sfpu;
 pub mod task_table;
 pub mod watchdog;
 pub mod worker;
 
-pub use backend::{DeviceInfo, DeviceSteps, MatmulTimes, SFPU, SfpuPlacement, StepHost, TtDevice};
+pub use backend::{
+    DeviceInfo, DeviceSteps, GraphOptions, MatmulTimes, SFPU, SfpuPlacement, StepHost, TtDevice,
+};
 pub use deadline::{DeadlineRule, Expected, ProgramDeadlines};
 pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerError};
 #[cfg(test)]
 mod attention_tests;
 #[cfg(test)]
 mod graph_tests;
+#[cfg(test)]
+mod protocol_tests;
+#[cfg(test)]
+mod registry_tests;
 #[cfg(test)]
 mod replay_tests;
 #[cfg(test)]

@@ -51,8 +51,8 @@ fn sim_steps_replay_the_kept_graph() {
         }
         if i == 5 {
             let dev = sim.device().unwrap();
-            dev.raw_call(&serde_json::json!({"op": "free", "name": "t/h"}), &[])
-                .unwrap();
+            let name = super::protocol::Named { name: "t/h".into() };
+            dev.raw_call(&super::protocol::Free(name), &[]).unwrap();
         }
         let ctx = context.len() / cross;
         let image_mask: Vec<bool> = (0..ctx).map(|r| r >= text).collect();

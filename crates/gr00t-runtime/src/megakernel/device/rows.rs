@@ -16,9 +16,11 @@
 //!   FF-down's ends). Tested against the emulator's `finish_matmul` + `gelu_tanh`, and its
 //!   `finish_matmul` + fp32 add.
 
-use serde_json::json;
 use tt_blackhole::bf16::round_to_bf16;
 
+use super::one_program;
+use super::protocol::{ActDtype, FinishJob, FinishStep, GraphStep, KernelSet, RowsStep};
+use super::registry::cb_id;
 use super::sfpu::{EltwiseRun, SfpuError, WRITER_TILES_KERNEL, compose_compute};
 use super::task_table::with_task_table;
 use super::worker::TtnnWorker;
@@ -71,15 +73,8 @@ pub fn layernorm(
         None => (vec![1.0; d], vec![0.0; d]),
     };
     let padded = rows.div_ceil(32) * 32;
-    let mut payload = Vec::with_capacity((padded * d + 2 * d) * 4);
-    for v in x
-        .iter()
-        .chain(std::iter::repeat_n(&0.0, (padded - rows) * d))
-        .chain(&g)
-        .chain(&b)
-    {
-        payload.extend_from_slice(&v.to_le_bytes());
-    }
+    let mut xp = x.to_vec();
+    xp.resize(padded * d, 0.0);
     let float = |v: f32| format!("__builtin_bit_cast(float, {:#010x}u)", v.to_bits());
     let compute = compose_compute(
         LAYERNORM_KERNEL,
@@ -88,28 +83,73 @@ pub fn layernorm(
             ("GR00T_LN_EPS", &float(eps)),
         ],
     );
-    let header = json!({
-        "op": "layernorm", "rows": padded, "d": d, "cores": cores.max(1),
-        "kernels": {
-            "reader": with_task_table(READER_ROWS_KERNEL),
-            "writer": with_task_table(WRITER_TILES_KERNEL), "compute": compute,
+    let mut inputs = one_program::Inputs::default();
+    inputs.add("x", padded, d, ActDtype::F32, &xp);
+    inputs.add("scaler", 32, 32, ActDtype::F32, &one_program::scaler_tile());
+    inputs.add("g", 32, d, ActDtype::F32, &one_program::row_tile(&g));
+    inputs.add("b", 32, d, ActDtype::F32, &one_program::row_tile(&b));
+    let wt = d / 32;
+    // Without the AdaLN define the kernel keeps h in cb_w0: no cb_w2.
+    let work_cbs = [
+        ("cb_g", wt),
+        ("cb_b", wt),
+        ("cb_w0", wt),
+        ("cb_w1", wt),
+        ("cb_mean", 1),
+        ("cb_rstd", 1),
+    ]
+    .map(|(n, pages)| (cb_id("layernorm_rows.cpp", n), pages))
+    .to_vec();
+    let step = rows_step("layernorm", padded, d, wt, true, work_cbs, cores);
+    let sources = one_program::sources([
+        ("reader", with_task_table(READER_ROWS_KERNEL)),
+        ("compute", compute),
+        ("writer", with_task_table(WRITER_TILES_KERNEL)),
+    ]);
+    let mut run = one_program::run(worker, inputs, step, sources, ("y", padded, d), "layernorm")?;
+    run.values.truncate(rows * d);
+    Ok(run)
+}
+
+/// A row kernel's step over `one/x` (`[rows_p, d]`) into `one/y`: the vectors `one/g` and
+/// `one/b` (`vectors`), else none (the scaler tile in their place).
+fn rows_step(
+    label: &str,
+    rows_p: usize,
+    d: usize,
+    wt: usize,
+    vectors: bool,
+    work_cbs: Vec<(u8, usize)>,
+    cores: usize,
+) -> GraphStep {
+    let t = one_program::tensor;
+    let (g, b) = if vectors {
+        (t("g"), t("b"))
+    } else {
+        (t("scaler"), t("scaler"))
+    };
+    GraphStep::Rows(RowsStep {
+        x: t("x"),
+        scaler: t("scaler"),
+        g,
+        b,
+        b_col: 0,
+        vec_len: if vectors { d } else { 0 },
+        out: t("y"),
+        out_f32: false,
+        wt,
+        row_tiles: rows_p / 32,
+        vec_tiles: if vectors { wt } else { 0 },
+        label: label.into(),
+        work_cbs,
+        unpack_to_dest: Vec::new(),
+        cores: cores.max(1),
+        group: label.into(),
+        kernels: KernelSet {
+            reader: "reader".into(),
+            compute: "compute".into(),
+            writer: "writer".into(),
         },
-    });
-    let (ans, out) = worker.call(&header, &payload)?;
-    if out.len() != padded * d * 4 {
-        return Err(SfpuError::Reply {
-            op: "layernorm".into(),
-            got: out.len(),
-            want: padded * d * 4,
-        });
-    }
-    Ok(EltwiseRun {
-        values: out
-            .chunks_exact(4)
-            .take(rows * d)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        program_ms: ans["program_ms"].as_f64().unwrap_or(0.0),
     })
 }
 
@@ -134,43 +174,36 @@ pub fn softmax(
     }
     let rows = s.len() / n;
     let (rows_p, n_p) = (rows.div_ceil(32) * 32, n.div_ceil(32) * 32);
-    let mut payload = Vec::with_capacity(rows_p * n_p * 4);
+    let mut x = Vec::with_capacity(rows_p * n_p);
     for r in 0..rows_p {
         for c in 0..n_p {
-            let v = match (r < rows, c < n) {
+            x.push(match (r < rows, c < n) {
                 (true, true) => s[r * n + c],
                 (_, false) => MASKED,
                 (false, true) => 0.0,
-            };
-            payload.extend_from_slice(&v.to_le_bytes());
+            });
         }
     }
-    let header = json!({
-        "op": "softmax", "rows": rows_p, "d": n_p, "cores": cores.max(1),
-        "kernels": {
-            "reader": with_task_table(READER_ROWS_KERNEL),
-            "writer": with_task_table(WRITER_TILES_KERNEL),
-            "compute": compose_compute(SOFTMAX_KERNEL, &[]),
-        },
-    });
-    let (ans, out) = worker.call(&header, &payload)?;
-    if out.len() != rows_p * n_p * 4 {
-        return Err(SfpuError::Reply {
-            op: "softmax".into(),
-            got: out.len(),
-            want: rows_p * n_p * 4,
-        });
-    }
-    let at = |r: usize, c: usize| {
-        let i = (r * n_p + c) * 4;
-        f32::from_le_bytes([out[i], out[i + 1], out[i + 2], out[i + 3]])
-    };
+    let mut inputs = one_program::Inputs::default();
+    inputs.add("x", rows_p, n_p, ActDtype::F32, &x);
+    inputs.add("scaler", 32, 32, ActDtype::F32, &one_program::scaler_tile());
+    let nt = n_p / 32;
+    let cb = |name: &str| cb_id("softmax_rows.cpp", name);
+    let work_cbs = vec![(cb("cb_e"), nt), (cb("cb_max"), 1), (cb("cb_rsum"), 1)];
+    let step = rows_step("softmax", rows_p, n_p, nt, false, work_cbs, cores);
+    let sources = one_program::sources([
+        ("reader", with_task_table(READER_ROWS_KERNEL)),
+        ("compute", compose_compute(SOFTMAX_KERNEL, &[])),
+        ("writer", with_task_table(WRITER_TILES_KERNEL)),
+    ]);
+    let run = one_program::run(worker, inputs, step, sources, ("y", rows_p, n_p), "softmax")?;
+    let values = (0..rows)
+        .flat_map(|r| (0..n).map(move |c| (r, c)))
+        .map(|(r, c)| run.values[r * n_p + c])
+        .collect();
     Ok(EltwiseRun {
-        values: (0..rows)
-            .flat_map(|r| (0..n).map(move |c| (r, c)))
-            .map(|(r, c)| at(r, c))
-            .collect(),
-        program_ms: ans["program_ms"].as_f64().unwrap_or(0.0),
+        values,
+        program_ms: run.program_ms,
     })
 }
 
@@ -218,20 +251,18 @@ pub fn bias_act(
     }
     let rows = x.len() / n;
     let padded = rows.div_ceil(32) * 32;
-    let pad = (padded - rows) * n;
-    let mut payload = Vec::with_capacity((2 * padded * n + n) * 4);
-    let bias_l1 = bias.iter().map(|&b| round_to_bf16(b));
-    let stream = residual
-        .into_iter()
-        .flat_map(|r| r.iter().copied().chain(std::iter::repeat_n(0.0, pad)));
-    for v in x
-        .iter()
-        .copied()
-        .chain(std::iter::repeat_n(0.0, pad))
-        .chain(bias_l1)
-        .chain(stream)
-    {
-        payload.extend_from_slice(&v.to_le_bytes());
+    let mut inputs = one_program::Inputs::default();
+    let mut xp = x.to_vec();
+    xp.resize(padded * n, 0.0);
+    inputs.add("x", padded, n, ActDtype::F32, &xp);
+    // The bias as it sits in L1 (bf16 values), in every row of its tile row.
+    let bias_l1: Vec<f32> = bias.iter().map(|&b| round_to_bf16(b)).collect();
+    let bias_rows: Vec<f32> = (0..32).flat_map(|_| bias_l1.iter().copied()).collect();
+    inputs.add("bias", 32, n, ActDtype::F32, &bias_rows);
+    if let Some(r) = residual {
+        let mut rp = r.to_vec();
+        rp.resize(padded * n, 0.0);
+        inputs.add("res", padded, n, ActDtype::F32, &rp);
     }
     let row = match act {
         RowAct::Identity => "gr00t_sfpu::no_act",
@@ -243,29 +274,35 @@ pub fn bias_act(
         defines.push(FINISH_RESIDUAL_DEFINE);
         reader = compose_compute(&reader, &[FINISH_RESIDUAL_DEFINE]);
     }
-    let header = json!({
-        "op": "bias_act", "rows": padded, "d": n, "cores": cores.max(1),
-        "residual": residual.is_some(),
-        "kernels": {
-            "reader": with_task_table(&reader),
-            "writer": with_task_table(super::graph::WRITER_RUNS_KERNEL),
-            "compute": compose_compute(BIAS_ACT_KERNEL, &defines),
+    let t = one_program::tensor;
+    let nt = n / 32;
+    let step = GraphStep::Finish(FinishStep {
+        jobs: vec![FinishJob {
+            x: t("x"),
+            bias: t("bias"),
+            out: t("y"),
+            mt: padded / 32,
+            nt,
+            k_split: 1,
+            res: residual.map(|_| t("res")),
+        }],
+        out_f32: residual.is_some(),
+        // A unit per tile row, its units dealt over `cores` cores.
+        unit_tiles: nt,
+        group: "finish".into(),
+        kernels: KernelSet {
+            reader: "reader".into(),
+            compute: "compute".into(),
+            writer: "writer".into(),
         },
+        cut: Some(cores.max(1)),
     });
-    let (ans, out) = worker.call(&header, &payload)?;
-    if out.len() != padded * n * 4 {
-        return Err(SfpuError::Reply {
-            op: "bias_act".into(),
-            got: out.len(),
-            want: padded * n * 4,
-        });
-    }
-    Ok(EltwiseRun {
-        values: out
-            .chunks_exact(4)
-            .take(rows * n)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        program_ms: ans["program_ms"].as_f64().unwrap_or(0.0),
-    })
+    let sources = one_program::sources([
+        ("reader", with_task_table(&reader)),
+        ("compute", compose_compute(BIAS_ACT_KERNEL, &defines)),
+        ("writer", with_task_table(super::graph::WRITER_RUNS_KERNEL)),
+    ]);
+    let mut run = one_program::run(worker, inputs, step, sources, ("y", padded, n), "finish")?;
+    run.values.truncate(rows * n);
+    Ok(run)
 }

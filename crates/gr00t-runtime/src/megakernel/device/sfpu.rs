@@ -8,8 +8,6 @@
 //! `kernels/sfpu/eltwise_sfpu.cpp` with the library pasted in): the unit each op is tested with
 //! against f64, and the building block the on-device block pieces reuse.
 
-use serde_json::json;
-
 use super::worker::{TtnnWorker, WorkerError};
 
 /// The SFPU library: one row routine per op, and the tile driver that runs a routine over DST.
@@ -93,23 +91,9 @@ pub fn compose_compute(kernel: &str, defines: &[(&str, &str)]) -> String {
     src
 }
 
-/// The format of a tensor's tiles on the device.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TileDtype {
-    /// bfloat16 (values rounded to nearest even on the way in).
-    Bf16,
-    /// float32 (unpacked straight into the fp32 DST on the way in).
-    F32,
-}
-
-impl TileDtype {
-    fn name(self) -> &'static str {
-        match self {
-            TileDtype::Bf16 => "bf16",
-            TileDtype::F32 => "f32",
-        }
-    }
-}
+/// The format of a tensor's tiles on the device: bfloat16 (values rounded to nearest even on
+/// the way in) or float32 (unpacked straight into the fp32 DST on the way in).
+pub use super::protocol::ActDtype as TileDtype;
 
 /// What an element-wise op needs besides its input.
 #[derive(Debug, Clone, Copy)]
@@ -190,15 +174,18 @@ pub fn eltwise(
 ) -> Result<EltwiseRun, SfpuError> {
     spec.check(x.len())?;
     let EltwiseSpec { op, rows, cols, .. } = *spec;
-    let header = json!({
-        "op": "eltwise", "rows": rows, "cols": cols, "cores": spec.cores.max(1),
-        "in_dtype": spec.input.name(), "out_dtype": spec.output.name(),
-        "kernels": {
-            "reader": READER_TILES_KERNEL,
-            "writer": super::task_table::with_task_table(WRITER_TILES_KERNEL),
-            "compute": op.compute_kernel(),
+    let header = super::protocol::Eltwise {
+        rows,
+        cols,
+        cores: spec.cores.max(1),
+        in_dtype: spec.input,
+        out_dtype: spec.output,
+        kernels: super::protocol::KernelSet {
+            reader: READER_TILES_KERNEL.into(),
+            writer: super::task_table::with_task_table(WRITER_TILES_KERNEL),
+            compute: op.compute_kernel(),
         },
-    });
+    };
     let payload: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
     let (ans, out) = worker.call(&header, &payload)?;
     if out.len() != x.len() * 4 {
@@ -213,6 +200,6 @@ pub fn eltwise(
             .chunks_exact(4)
             .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
             .collect(),
-        program_ms: ans["program_ms"].as_f64().unwrap_or(0.0),
+        program_ms: ans.answer.program_ms,
     })
 }

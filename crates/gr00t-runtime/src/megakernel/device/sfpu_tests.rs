@@ -19,8 +19,13 @@ pub(super) fn open_sim(test: &str) -> TtnnWorker {
          scripts/device-sim-tests.sh)"
     );
     let mut w = TtnnWorker::spawn().expect("start the ttnn worker");
-    w.call(&serde_json::json!({"op": "open", "device": "sim"}), &[])
-        .unwrap_or_else(|e| panic!("{test}: open the simulated device: {e}"));
+    w.call(
+        &super::protocol::Open {
+            device: "sim".into(),
+        },
+        &[],
+    )
+    .unwrap_or_else(|e| panic!("{test}: open the simulated device: {e}"));
     w
 }
 

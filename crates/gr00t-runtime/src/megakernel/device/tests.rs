@@ -84,7 +84,7 @@ fn worker_without_ttnn_or_python_fails_clearly() {
     let no_ttnn = "import sys\nsys.path = []\nimport ttnn\n";
     let mut w = TtnnWorker::start_program(&WorkerConfig::new(system_python()), no_ttnn).unwrap();
     let err = w
-        .call(&serde_json::json!({"op": "open", "device": "sim"}), &[])
+        .call_value(&serde_json::json!({"op": "open", "device": "sim"}), &[])
         .err()
         .unwrap();
     let text = err.to_string();
@@ -110,7 +110,8 @@ fn every_worker_op_is_classified_as_the_worker_runs_it() {
         let launches = body.contains("generic_op(")
             || body.contains("_program(")
             || body.contains("_on_device(")
-            || body.contains("self._run(");
+            || body.contains("self._run(")
+            || body.contains("self._launch(");
         assert_eq!(
             super::backend::runs_program(name),
             launches,
@@ -119,16 +120,7 @@ fn every_worker_op_is_classified_as_the_worker_runs_it() {
         ops.push(name.to_string());
     }
     for op in [
-        "open",
-        "upload",
-        "readback",
-        "matmul",
-        "layernorm",
-        "attention",
-        "put",
-        "graph",
-        "replay",
-        "close",
+        "open", "upload", "readback", "matmul", "eltwise", "put", "graph", "replay", "close",
     ] {
         assert!(ops.iter().any(|o| o == op), "no op_{op} in {ops:?}");
     }
@@ -211,10 +203,14 @@ fn echo_worker(call_timeout: Duration) -> TtnnWorker {
 fn a_worker_that_never_answers_is_killed_at_the_deadline() {
     let mut w = echo_worker(Duration::from_millis(500));
     // `open` runs under the boot deadline: Python's start on a loaded machine is not the hang.
-    let (ans, _) = w.call(&serde_json::json!({"op": "open"}), &[]).unwrap();
+    let (ans, _) = w
+        .call_value(&serde_json::json!({"op": "open"}), &[])
+        .unwrap();
     assert_eq!(ans["echo"]["op"], "open");
     let pid = w.liveness().pid();
-    let err = w.call(&serde_json::json!({"op": "hang"}), &[]).unwrap_err();
+    let err = w
+        .call_value(&serde_json::json!({"op": "hang"}), &[])
+        .unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, WorkerError::Timeout { .. }), "{text}");
     assert!(err.is_fatal());
@@ -231,7 +227,9 @@ fn a_worker_that_never_answers_is_killed_at_the_deadline() {
         "pid {pid} was not reaped"
     );
     // The next call fails at once: the pipe is closed.
-    let err = w.call(&serde_json::json!({"op": "ping"}), &[]).unwrap_err();
+    let err = w
+        .call_value(&serde_json::json!({"op": "ping"}), &[])
+        .unwrap_err();
     assert!(matches!(err, WorkerError::Exited { .. }), "{err}");
 }
 
@@ -241,9 +239,12 @@ fn a_worker_that_never_answers_is_killed_at_the_deadline() {
 #[test]
 fn progress_restarts_the_deadline() {
     let mut w = echo_worker(Duration::from_millis(600));
-    w.call(&serde_json::json!({"op": "open"}), &[]).unwrap();
+    w.call_value(&serde_json::json!({"op": "open"}), &[])
+        .unwrap();
     let t = Instant::now();
-    let (ans, _) = w.call(&serde_json::json!({"op": "progress"}), &[]).unwrap();
+    let (ans, _) = w
+        .call_value(&serde_json::json!({"op": "progress"}), &[])
+        .unwrap();
     assert_eq!(ans["echo"]["op"], "progress");
     assert!(
         t.elapsed() >= Duration::from_millis(1500),
@@ -261,9 +262,12 @@ fn progress_restarts_the_deadline() {
 #[test]
 fn a_chain_gets_a_deadline_per_step() {
     let mut w = echo_worker(Duration::from_millis(500));
-    w.call(&serde_json::json!({"op": "open"}), &[]).unwrap();
+    w.call_value(&serde_json::json!({"op": "open"}), &[])
+        .unwrap();
     let t = Instant::now();
-    let (ans, _) = w.call(&serde_json::json!({"op": "chain"}), &[]).unwrap();
+    let (ans, _) = w
+        .call_value(&serde_json::json!({"op": "chain"}), &[])
+        .unwrap();
     assert_eq!(ans["echo"]["op"], "chain");
     assert!(
         t.elapsed() >= Duration::from_millis(1200),
@@ -285,13 +289,14 @@ fn a_chain_gets_a_deadline_per_step() {
 fn a_hang_after_progress_is_killed_one_deadline_after_the_last_line() {
     let exchange = Duration::from_millis(1500);
     let mut w = echo_worker(exchange);
-    w.call(&serde_json::json!({"op": "open"}), &[]).unwrap();
+    w.call_value(&serde_json::json!({"op": "open"}), &[])
+        .unwrap();
     let mut deadlines = ProgramDeadlines::new(DeadlineRule {
         floor: Duration::from_millis(300),
         factor: 3.0,
         exchange,
     });
-    deadlines.learn(&serde_json::json!({"by_label": {"p": [1, 100.0, 100.0]}}));
+    deadlines.learn(&[("p".to_string(), (1, 100.0, 100.0))].into());
     let program = deadlines.for_program("replay", "p", 64);
     assert_eq!(program.limit, Duration::from_millis(600));
     let request = serde_json::json!({
@@ -299,7 +304,7 @@ fn a_hang_after_progress_is_killed_one_deadline_after_the_last_line() {
     });
     let t = Instant::now();
     let err = w
-        .call_programs(&request, &[], Arc::new(deadlines))
+        .call_value_programs(&request, &[], Arc::new(deadlines))
         .unwrap_err();
     let waited = t.elapsed();
     let last_line = Duration::from_millis(5 * 250);
@@ -326,7 +331,8 @@ fn a_hang_after_progress_is_killed_one_deadline_after_the_last_line() {
 fn a_stopped_worker_is_killed_at_the_deadline() {
     let mut w = echo_worker(Duration::from_millis(500));
     // Under the boot deadline (see above): the worker is up before it is stopped.
-    w.call(&serde_json::json!({"op": "open"}), &[]).unwrap();
+    w.call_value(&serde_json::json!({"op": "open"}), &[])
+        .unwrap();
     let pid = w.liveness().pid();
     let stopped = std::process::Command::new("kill")
         .args(["-STOP", &pid.to_string()])
@@ -335,7 +341,7 @@ fn a_stopped_worker_is_killed_at_the_deadline() {
     assert!(stopped.success());
     let big = vec![7u8; 4 << 20];
     let err = w
-        .call(&serde_json::json!({"op": "readback"}), &big)
+        .call_value(&serde_json::json!({"op": "readback"}), &big)
         .unwrap_err();
     assert!(matches!(err, WorkerError::Timeout { .. }), "{err}");
     assert!(!w.liveness().is_alive());

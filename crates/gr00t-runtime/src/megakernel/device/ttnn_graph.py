@@ -104,7 +104,7 @@ class GraphOps:
         descriptors, so nothing is rebuilt and no task table rewritten), its outputs read back. When no such
         graph is kept, its inputs differ, or a tensor it uses has been released since (another graph
         re-allocated it), nothing runs and the answer says {"replayed": false}: the Rust side then sends the
-        whole graph. Answers as op_graph, with "replayed" and the host's share of the time ("host_ms")."""
+        whole graph. Answers "replayed" and, when it ran, "run": what op_graph answers."""
         t0, s0 = time.time(), self.launch_s
         k = self.kept.get(h["name"])
         if k is None or k["inputs"] != h["inputs"] or not all(
@@ -120,8 +120,9 @@ class GraphOps:
             self._done(times, label, t1)
         out = self._outputs(k["outputs"])
         total = (time.time() - t0) * 1e3
-        return {"replayed": True, "programs": len(k["launches"]), "steps": k["steps"], "chains": k["chains"],
-                "by_label": times, "total_ms": total, "host_ms": total - (self.launch_s - s0) * 1e3}, out
+        return {"replayed": True, "run": {
+            "programs": len(k["launches"]), "steps": k["steps"], "chains": k["chains"], "by_label": times,
+            "total_ms": total, "host_ms": total - (self.launch_s - s0) * 1e3}}, out
 
     def op_put(self, h, payload):
         """Named device tensors kept for later graphs (constants, one observation's context): h["tensors"]
@@ -172,7 +173,7 @@ class GraphOps:
                 phases = self._chain(items, cores, b)
                 chains.append({"steps": len(st["steps"]), "phases": [[kind, n] for kind, n in phases]})
                 ran += len(st["steps"])
-            elif kind in ("rows", "attention"):  # a LayerNorm or attention no matmul of the graph follows
+            elif kind in ("rows", "attention", "finish"):  # a phase no matmul of the graph follows
                 kernels, cbs, tensors, _ = self._group_parts(st, [self._task(st, b)])
                 self._launch(tensors, kernels, cbs)
             elif kind == "relayout":
@@ -204,7 +205,7 @@ class GraphOps:
         if "jobs" in st:
             dt_ = "f32" if st["out_f32"] else "bf16"
             return {"jobs": [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_),
-                              b[j["res"]] if j.get("res") else None) for j in st["jobs"]]}
+                              b[j["res"]] if j.get("res") else None) for j in st["jobs"]], "cut": st.get("cut")}
         if st["kind"] == "attention":
             out = self._alloc(st["out"], st["mp"], -(-st["heads"] * st["hd"] // 32) * 32, "bf16")
             return {"tq": b[st["q"]], "tk": b[st["k"]], "tv": b[st["v"]], "ts": b[st["scaler"]], "tm": b[st["mask"]],
@@ -221,7 +222,7 @@ class GraphOps:
             return self._finish_parts(st, tasks)
         if st["kind"] == "attention":
             return self._attention_parts(st, tasks)
-        return self._rows_parts(st, tasks, {int(i): n for i, n in st["work_cbs"].items()},
+        return self._rows_parts(st, tasks, dict(st["work_cbs"]),
                                 unpack_to_dest=tuple(st["unpack_to_dest"]), out_f32=st["out_f32"])
 
     def _noc(self, cores):
@@ -302,7 +303,8 @@ class GraphOps:
         fmt = ACT_DTYPES[st["dtype"]]
         cbs = [ttnn.CBDescriptor(total_size=n * page, core_ranges=cores, format_descriptors=[
             ttnn.CBFormatDescriptor(buffer_index=i, data_format=fmt, page_size=page)])
-            for i, n in ((0, (per + (1 if extra else 0)) * dst_w), (1, st["span"]))]
+            for i, n in ((CB["relayout_tiles"]["cb_dst"], (per + (1 if extra else 0)) * dst_w),
+                         (CB["relayout_tiles"]["cb_src"], st["span"]))]
         acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
         prog = ttnn.ProgramDescriptor(kernels=[
             ttnn.KernelDescriptor(kernel_source=st["kernel"], source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE,

@@ -59,9 +59,9 @@ class PartsOps:
         (padded to one length, added to its compile-time args), ctas {"rd", "wr"} the accessor args after the
         tables'; CBs {index: (format, page bytes, pages)}. Answers kernels, CBs and tensors."""
         rd_k, rd_cb, rd_t = self._table_kernel(k["reader"], per_core["rd"], ctas["rd"],
-                                               ttnn.ReaderConfigDescriptor(), 30)
+                                               ttnn.ReaderConfigDescriptor(), TABLE_CB["reader"])
         wr_k, wr_cb, wr_t = self._table_kernel(k["writer"], per_core["wr"], ctas["wr"],
-                                               ttnn.WriterConfigDescriptor(), 31)
+                                               ttnn.WriterConfigDescriptor(), TABLE_CB["writer"])
         cp, cp_n = padded_args(per_core["cp"])
         ranges = rd_k.core_ranges
         compute = ttnn.KernelDescriptor(kernel_source=k["compute"],
@@ -121,8 +121,10 @@ class PartsOps:
         acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
         cfg = ttnn.ComputeConfigDescriptor(math_fidelity=getattr(ttnn.MathFidelity, h["math_fidelity"]),
                                            fp32_dest_acc_en=True)
-        cbs = {0: (ttnn.bfloat16, 2048, cb["act"]), 1: (DTYPES[h["weight_dtype"]], h["weight_page"], cb["weights"]),
-               2: (ttnn.float32, 4096, cb["out"])}
+        mm = CB["matmul_share"]
+        cbs = {mm["cb_act"]: (ttnn.bfloat16, 2048, cb["act"]),
+               mm["cb_w"]: (DTYPES[h["weight_dtype"]], h["weight_page"], cb["weights"]),
+               mm["cb_out"]: (ttnn.float32, 4096, cb["out"])}
         tensors = [arena] + [t for _, a_, o_, _, _ in jobs for t in (a_, o_)]
         kernels, cbs, tensors = self._program_parts(h["kernels"], words, {"rd": acc(act0) + acc(arena),
                                                                           "wr": acc(out0)}, cfg, cbs, tensors)
@@ -157,7 +159,9 @@ class PartsOps:
                  for r in ("rd", "cp", "wr")}
         wt = max(t["wt"] for t in tasks)
         f32, bf16 = (ttnn.float32, 4096), (ttnn.bfloat16, 2048)
-        cbs = {0: (*f32, wt), 1: (*f32, 1), 16: (*(f32 if out_f32 else bf16), 2)}
+        rr = CB["reader_rows"]
+        cbs = {rr["cb_x"]: (*f32, wt), rr["cb_scaler"]: (*f32, 1),
+               CB["writer_tiles"]["cb_out"]: (*(f32 if out_f32 else bf16), 2)}
         cbs.update({i: (*f32, n) for i, n in work_cbs.items()})
         acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
         t0 = tasks[0]
@@ -216,9 +220,12 @@ class PartsOps:
         words = {r: {xy: [len(wk[r])] + [v for task in wk[r] for v in task] for xy, wk in per_core.items()}
                  for r in ("rd", "cp", "wr")}
         f32, bf16 = (ttnn.float32, 4096), (ttnn.bfloat16, 2048)
-        cbs = {0: (*bf16, mt * dt), 1: (*f32, 1), 2: (*bf16, nt * dt), 3: (*bf16, nt * dt), 4: (*bf16, 1),
-               5: (*f32, nt), 6: (*bf16, dt + 1), 8: (*f32, nt), 9: (*f32, nt), 10: (*f32, nt), 11: (*f32, 1),
-               12: (*f32, 1), 13: (*bf16, nt), 16: (*bf16, 2), 17: (*bf16, mt * cw_max)}
+        a, r = CB["attention_head"], CB["reader_attention"]
+        cbs = {a["cb_q"]: (*bf16, mt * dt), a["cb_scaler"]: (*f32, 1), a["cb_k"]: (*bf16, nt * dt),
+               a["cb_v"]: (*bf16, nt * dt), r["cb_zero"]: (*bf16, 1), a["cb_mask"]: (*f32, nt),
+               r["cb_scratch"]: (*bf16, dt + 1), a["cb_s"]: (*f32, nt), a["cb_s2"]: (*f32, nt), a["cb_e"]: (*f32, nt),
+               a["cb_max"]: (*f32, 1), a["cb_rsum"]: (*f32, 1), a["cb_p"]: (*bf16, nt), a["cb_o"]: (*bf16, 2),
+               CB["writer_merge_heads"]["cb_asm"]: (*bf16, mt * cw_max)}
         acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
         t0 = tasks[0]
         cfg = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
@@ -288,13 +295,15 @@ class PartsOps:
             "wr": {xy: [len(wk["wr"])] + [v for task in wk["wr"] for v in task] for xy, wk in per_core.items()},
         }
         f32 = (ttnn.float32, 4096)
-        cbs = {0: (*f32, 2 * pieces_max), 2: (*f32, cw_max),
-               16: (*(f32 if st["out_f32"] else (ttnn.bfloat16, 2048)), 2)}
+        fin = CB["bias_act_rows"]
+        cbs = {fin["cb_x"]: (*f32, 2 * pieces_max), fin["cb_bias"]: (*f32, cw_max),
+               fin["cb_y"]: (*(f32 if st["out_f32"] else (ttnn.bfloat16, 2048)), 2)}
         if res:
-            cbs[3] = (*f32, 2)
+            cbs[fin["cb_res"]] = (*f32, 2)
         acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
         cfg = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
-        cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32 if i in (0, 2, 3)
+        fp32_in = (fin["cb_x"], fin["cb_bias"], fin["cb_res"])
+        cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32 if i in fp32_in
                                    else ttnn.UnpackToDestMode.Default for i in range(64)]
         _, tx0, tb0, out0, tr0 = all_jobs[0]
         tensors = [x for job in all_jobs for x in job[1:]]

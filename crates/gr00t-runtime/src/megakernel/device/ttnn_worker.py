@@ -4,7 +4,10 @@ runtime starts it (`python3 -c <this file>`) and speaks a small framed protocol 
 
     frame = u32 LE header length | header JSON | u64 LE payload length | payload bytes
 
-Requests carry an "op"; each answer is one frame with {"ok": true, ...} or {"ok": false, "error": "..."}.
+Requests carry an "op"; each answer is one frame with {"ok": true, ...} or {"ok": false, "kind": "schema" |
+"op", "error": "..."}. Every request read and every answer written is checked against the protocol's schema
+(PROTOCOL_JSON, protocol.json, the same messages as the Rust side's protocol.rs types): a key missing, unknown
+or of another type is a "schema" failure naming it, before anything runs.
 Nothing here decides anything about the model: which tiles, which cores, which runtime args all come from
 the Rust side (tt_blackhole's plan); the kernels are the repo's C++ sources, sent as SOURCE_CODE.
 """
@@ -26,14 +29,68 @@ import ttnn  # noqa: E402
 
 DTYPES = {"bfp8_b": ttnn.bfloat8_b, "bfp4_b": ttnn.bfloat4_b, "bf16": ttnn.bfloat16}
 ACT_DTYPES = {"bf16": ttnn.bfloat16, "f32": ttnn.float32}
-# The most runtime args one kernel takes on one core (tt-metal's limit on a core's unique and common args
-# together). The Rust plan packs chains under it (tt_blackhole::plan::program::MAX_ARGS); padded_args
-# refuses a kernel past it with the count, rather than leaving it to tt-metal.
-MAX_ARGS = 341
-# The most words a data-movement kernel's task table holds on one core (tt_blackhole::plan::program::
-# TABLE_WORDS), and how many tables stay on the device for the programs that use them again.
-TABLE_WORDS = 4096
-TABLES_KEPT = 256
+# What the runtime decides and the worker uses (CONSTANTS_JSON, registry.rs worker_constants): the CB ids of
+# every kernel by kernel and name (CB["layernorm_rows"]["cb_x"]) and the task tables' CBs, from the kernel
+# registry; the most runtime args one kernel takes on one core (tt-metal's limit; padded_args refuses a kernel
+# past it with the count) and the most words of a task table a core, from the plan.
+CONSTANTS = json.loads(CONSTANTS_JSON)
+CB, TABLE_CB = CONSTANTS["cb"], CONSTANTS["table_cb"]
+MAX_ARGS, TABLE_WORDS = CONSTANTS["max_args"], CONSTANTS["table_words"]
+TABLES_KEPT = 256  # task tables kept on the device for the programs that use them again
+
+
+PROTOCOL = json.loads(PROTOCOL_JSON)
+PRIMITIVES = {"str": (str,), "bool": (bool,), "int": (int,), "num": (int, float)}
+
+
+class SchemaError(Exception):
+    pass
+
+
+def check(value, ty, at):
+    """value against the schema type ty (protocol.json's type language); raises SchemaError naming where."""
+    if isinstance(ty, str) and ty in PRIMITIVES:
+        if not isinstance(value, PRIMITIVES[ty]) or (ty != "bool" and isinstance(value, bool)):
+            raise SchemaError(f"{at}: {type(value).__name__} {value!r:.40}, the schema wants {ty}")
+    elif isinstance(ty, str):
+        check(value, PROTOCOL["types"][ty], at)
+    elif isinstance(ty, list) or "tuple" in ty:
+        items = ty if isinstance(ty, list) else ty["tuple"]
+        if not isinstance(value, (list, tuple)) or ("tuple" in ty and len(value) != len(items)):
+            raise SchemaError(f"{at}: {type(value).__name__}, the schema wants a list {ty}")
+        for i, v in enumerate(value):
+            check(v, items[0] if isinstance(ty, list) else items[i], f"{at}[{i}]")
+    elif "enum" in ty:
+        if value not in ty["enum"]:
+            raise SchemaError(f"{at}: {value!r}, the schema wants one of {ty['enum']}")
+    elif not isinstance(value, dict):
+        raise SchemaError(f"{at}: {type(value).__name__}, the schema wants an object")
+    elif "map" in ty:
+        for k, v in value.items():
+            check(v, ty["map"], f"{at}[{k!r}]")
+    elif "@tag" in ty:
+        tag = ty["@tag"]
+        kind = value.get(tag)
+        if kind == "@tag" or kind not in ty:
+            raise SchemaError(f"{at}: {tag} {kind!r}, the schema wants one of {[k for k in ty if k != '@tag']}")
+        check({k: v for k, v in value.items() if k != tag}, ty[kind], f"{at}<{kind}>")
+    else:
+        fields = {k.rstrip("?"): k for k in ty}
+        for k in value:
+            if k not in fields:
+                raise SchemaError(f"{at}: unknown key {k!r} (the schema has {sorted(fields)})")
+        for k, spelt in fields.items():
+            if k in value:
+                check(value[k], ty[spelt], f"{at}.{k}")
+            elif not spelt.endswith("?"):
+                raise SchemaError(f"{at}: no key {k!r}")
+
+
+def check_request(h):
+    op = h.get("op")
+    if op not in PROTOCOL["requests"]:
+        raise SchemaError(f"request: op {op!r}, the schema has {sorted(PROTOCOL['requests'])}")
+    check({k: v for k, v in h.items() if k != "op"}, PROTOCOL["requests"][op], f"request `{op}`")
 
 
 def pair(lo, hi):
@@ -151,17 +208,13 @@ class Worker(GraphOps, PartsOps):
         out = ttnn.allocate_tensor_on_device(ttnn.Shape([k_split * mt * 32, nt * 32]), ttnn.float32,
                                              ttnn.TILE_LAYOUT, self.dev, ttnn.DRAM_MEMORY_CONFIG)
         t1 = time.time()
-        self._matmul_program(h, act, out, mt)
+        kernels, cbs, tensors, _ = self._matmul_parts(h, [(h, act, out, mt, 0)], [(0, [])])
+        self._launch(tensors, kernels, cbs)
         t2 = time.time()
         got = np.ascontiguousarray(ttnn.from_device(out).to_numpy(), dtype=np.float32)
         ttnn.deallocate(act)
         ttnn.deallocate(out)
         return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
-
-    def _matmul_program(self, h, act, out, mt):
-        """One matmul program: act [mt * 32, kt * 32] bf16 tiles times the arena weight h describes (units
-        per core from the plan) into the fp32 partials out [k_split * mt * 32, nt * 32]."""
-        self._matmul_jobs(h, [(h, act, out, mt)])
 
     def _launch(self, tensors, kernels, cbs, semaphores=()):
         """One program of these kernels and CBs over these device tensors, run to its end."""
@@ -173,11 +226,6 @@ class Worker(GraphOps, PartsOps):
             else:
                 ttnn.deallocate(t)
         self.retired.clear()
-
-    def _matmul_jobs(self, h, jobs):
-        """One program for several independent matmuls ((header, act, out, mt) each): _matmul_parts, launched."""
-        kernels, cbs, tensors, _ = self._matmul_parts(h, [(*j, 0) for j in jobs], [(0, [])])
-        self._launch(tensors, kernels, cbs)
 
     def op_eltwise(self, h, payload):
         """One tile-streaming program of our kernels (an SFPU op of the library, compiled as the Rust side
@@ -214,13 +262,16 @@ class Worker(GraphOps, PartsOps):
         # Our tile writer reads its run from a task table (one task: out, first page, count, no signal).
         writer, table_cb, table = self._table_kernel(
             k["writer"], {(c, 0): [1, out.buffer_address(), f, n, 0] for c, f, n in runs},
-            list(ttnn.TensorAccessorArgs(out).get_compile_time_args()), ttnn.WriterConfigDescriptor(), 31)
+            list(ttnn.TensorAccessorArgs(out).get_compile_time_args()), ttnn.WriterConfigDescriptor(),
+            TABLE_CB["writer"])
+        cb_in, cb_out = CB["eltwise_sfpu"]["cb_in"], CB["eltwise_sfpu"]["cb_out"]
         cbs = [ttnn.CBDescriptor(total_size=2 * page[name], core_ranges=cores, format_descriptors=[
             ttnn.CBFormatDescriptor(buffer_index=i, data_format=dt[name], page_size=page[name])])
-            for i, name in ((0, h["in_dtype"]), (16, h["out_dtype"]))] + [table_cb]
+            for i, name in ((cb_in, h["in_dtype"]), (cb_out, h["out_dtype"]))] + [table_cb]
         cfg = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
         if h["in_dtype"] == "f32":
-            cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32] + [ttnn.UnpackToDestMode.Default] * 63  # one per CB index
+            cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32 if i == cb_in
+                                       else ttnn.UnpackToDestMode.Default for i in range(64)]  # one per CB index
         prog = ttnn.ProgramDescriptor(kernels=[
             ttnn.KernelDescriptor(kernel_source=k["reader"], source_type=src, core_ranges=cores,
                                   compile_time_args=list(ttnn.TensorAccessorArgs(inp).get_compile_time_args()),
@@ -241,128 +292,6 @@ class Worker(GraphOps, PartsOps):
         ttnn.deallocate(out)
         return {"program_ms": (t2 - t1) * 1e3,
                 "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
-
-    def op_layernorm(self, h, payload):
-        """LayerNorm with the AdaLN modulation on the device (our layernorm_rows.cpp): payload x [rows, d],
-        g [d], b [d] as f32 (x as the fp32 residual stream, g = 1 + scale, b = shift). Returns y [rows, d]
-        (bf16 values, as f32)."""
-        rows, d = h["rows"], h["d"]
-        if rows % 32 or d % 32 or len(payload) != (rows * d + 2 * d) * 4:
-            raise RuntimeError(f"layernorm: {len(payload)} bytes for x [{rows}, {d}], g and b [{d}]")
-        v = np.frombuffer(payload, dtype=np.float32)
-        x, g, b = v[:rows * d].reshape(rows, d), v[rows * d:rows * d + d], v[rows * d + d:]
-        wt = d // 32
-        return self._row_program(h, x, (g, b), {2: wt, 3: wt, 4: wt, 5: wt, 6: 1, 7: 1})
-
-    def op_softmax(self, h, payload):
-        """Row softmax with max subtraction on the device (our softmax_rows.cpp): payload s [rows, n] f32
-        (padding columns already hold a large negative number). Returns p [rows, n] (bf16 values, as f32)."""
-        rows, n = h["rows"], h["d"]
-        if rows % 32 or n % 32 or len(payload) != rows * n * 4:
-            raise RuntimeError(f"softmax: {len(payload)} bytes for s [{rows}, {n}]")
-        s = np.frombuffer(payload, dtype=np.float32).reshape(rows, n)
-        return self._row_program(h, s, None, {4: n // 32, 6: 1, 7: 1})
-
-    def op_bias_act(self, h, payload):
-        """The end of a matmul on the device (our bias_act_rows.cpp, read by reader_finish.cpp): payload x
-        [rows, n] (the fp32 sums), bias [n] f32, and with h["residual"] the fp32 stream [rows, n]. Returns
-        ACT(bf16(x + bias)) [rows, n] (bf16 values, as f32), or the stream plus that (f32)."""
-        rows, n, res = h["rows"], h["d"], bool(h.get("residual"))
-        if rows % 32 or n % 32 or len(payload) != ((2 if res else 1) * rows * n + n) * 4:
-            raise RuntimeError(f"bias_act: {len(payload)} bytes for x [{rows}, {n}], bias [{n}], residual {res}")
-        v = np.frombuffer(payload, dtype=np.float32)
-        t0 = time.time()
-        put = lambda a: ttnn.Tensor(np.ascontiguousarray(a), ttnn.float32, self.dev, ttnn.TILE_LAYOUT,
-                                    ttnn.DRAM_MEMORY_CONFIG)
-        tx, tb = put(v[:rows * n].reshape(rows, n)), put(np.tile(v[rows * n:rows * n + n][None, :], (32, 1)))
-        tr = put(v[rows * n + n:].reshape(rows, n)) if res else None
-        out = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, n]), ttnn.float32 if res else ttnn.bfloat16,
-                                             ttnn.TILE_LAYOUT, self.dev, ttnn.DRAM_MEMORY_CONFIG)
-        t1 = time.time()
-        st = {**h, "mt": rows // 32, "nt": n // 32, "k_split": 1, "out_f32": res}
-        kernels, cbs, tensors, _ = self._finish_parts(st, [{"jobs": [(st, tx, tb, out, tr)], "cut": st["cores"]}])
-        self._launch(tensors, kernels, cbs)
-        t2 = time.time()
-        host = ttnn.from_device(out)
-        if not res:  # a bf16 host tensor's to_numpy is an object array: widen it first (exact)
-            host = ttnn.to_dtype(host, ttnn.float32)
-        got = np.ascontiguousarray(host.to_numpy(), dtype=np.float32)
-        for t in (tx, tb, out, tr):
-            if t is not None:
-                ttnn.deallocate(t)
-        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
-
-    def _row_program(self, h, x, vecs, work_cbs, replicate=False, unpack_to_dest=(), out_f32=False):
-        """One program of a row kernel over x [rows, d] f32: our reader_rows.cpp (the reduce scaler tile, the
-        per-column vectors if any, then x tile row by tile row into CB 0), the compute kernel h["kernels"]
-        ["compute"] with fp32 work CBs work_cbs {index: pages}, our tile writer from CB 16 (bf16). Tile rows
-        are shared over h["cores"] cores of the grid's first row. The vectors sit in row 0 of their tiles
-        (what row broadcasts read), or in every row with replicate; the CBs in unpack_to_dest are unpacked
-        straight to the fp32 DST. out_f32: an f32 output instead of bf16."""
-        rows, d = x.shape
-        wt, row_tiles = d // 32, rows // 32
-        scaler = np.zeros((32, 32), np.float32)
-        scaler[0, :] = scaler[16, :] = 1.0  # the first row of every face: plain sums / maxima
-        vec = lambda r: (np.tile(r[None, :], (32, 1)) if replicate
-                         else np.concatenate([r[None, :], np.zeros((31, d), np.float32)]))
-        t0 = time.time()
-        put = lambda a: ttnn.Tensor(np.ascontiguousarray(a), ttnn.float32, self.dev, ttnn.TILE_LAYOUT,
-                                    ttnn.DRAM_MEMORY_CONFIG)
-        tx, ts = put(x), put(scaler)
-        tg, tb = (put(vec(vecs[0])), put(vec(vecs[1]))) if vecs else (ts, ts)
-        out_dt = ttnn.float32 if out_f32 else ttnn.bfloat16
-        out = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, d]), out_dt, ttnn.TILE_LAYOUT, self.dev,
-                                             ttnn.DRAM_MEMORY_CONFIG)
-        t1 = time.time()
-        task = {"tx": tx, "ts": ts, "tg": tg, "tb": tb, "out": out, "wt": wt, "row_tiles": row_tiles,
-                "vec_tiles": wt if vecs else 0}
-        kernels, cbs, tensors, _ = self._rows_parts(h, [task], work_cbs, unpack_to_dest=unpack_to_dest,
-                                                    out_f32=out_f32)
-        self._launch(tensors, kernels, cbs)
-        t2 = time.time()
-        host = ttnn.from_device(out)
-        if not out_f32:  # a bf16 host tensor's to_numpy is an object array: widen it first (exact)
-            host = ttnn.to_dtype(host, ttnn.float32)
-        got = np.ascontiguousarray(host.to_numpy(), dtype=np.float32)
-        for t in {id(t): t for t in (tx, ts, tg, tb, out)}.values():
-            ttnn.deallocate(t)
-        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
-
-    def op_attention(self, h, payload):
-        """Attention per head on the device (our attention_head.cpp, its reader cutting the heads out and its
-        writer putting them back): payload q [mp, dw], k and v [np, dw] (dw = heads * hd zero-padded to whole
-        tiles, rows padded), mask [np] (0 or -1e30) as f32; heads shared over h["cores"] cores. Returns o
-        [mp, dw] (bf16 values, as f32)."""
-        heads, mp, np_, hd = h["heads"], h["mp"], h["np"], h["hd"]
-        dw = -(-heads * hd // 32) * 32
-        nq, nk = mp * dw, np_ * dw
-        if mp % 32 or np_ % 32 or len(payload) != (nq + 2 * nk + np_) * 4:
-            raise RuntimeError(f"attention: {len(payload)} bytes for {heads} heads of {hd}, [{mp}|{np_}, {dw}]")
-        v = np.frombuffer(payload, dtype=np.float32)
-        q = v[:nq].reshape(mp, dw)
-        k = v[nq:nq + nk].reshape(np_, dw)
-        vv = v[nq + nk:nq + 2 * nk].reshape(np_, dw)
-        mask = v[nq + 2 * nk:]
-        scaler = np.zeros((32, 32), np.float32)
-        scaler[0, :] = scaler[16, :] = 1.0
-        mrow = np.concatenate([mask[None, :], np.zeros((31, np_), np.float32)])
-        t0 = time.time()
-        put = lambda a, dt_: ttnn.Tensor(np.ascontiguousarray(a), dt_, self.dev, ttnn.TILE_LAYOUT,
-                                         ttnn.DRAM_MEMORY_CONFIG)
-        tq, tk, tv = put(q, ttnn.bfloat16), put(k, ttnn.bfloat16), put(vv, ttnn.bfloat16)
-        ts, tm = put(scaler, ttnn.float32), put(mrow, ttnn.float32)
-        out = ttnn.allocate_tensor_on_device(ttnn.Shape([mp, dw]), ttnn.bfloat16, ttnn.TILE_LAYOUT,
-                                             self.dev, ttnn.DRAM_MEMORY_CONFIG)
-        t1 = time.time()
-        task = {"tq": tq, "tk": tk, "tv": tv, "ts": ts, "tm": tm, "out": out, "heads": heads, "mp": mp,
-                "np": np_, "hd": hd}
-        kernels, cbs, tensors, _ = self._attention_parts(h, [task])
-        self._launch(tensors, kernels, cbs)
-        t2 = time.time()
-        got = np.ascontiguousarray(ttnn.to_dtype(ttnn.from_device(out), ttnn.float32).to_numpy(), dtype=np.float32)
-        for t in (tq, tk, tv, ts, tm, out):
-            ttnn.deallocate(t)
-        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
     def op_close(self, h, _):
         if self.dev is not None:
@@ -385,13 +314,18 @@ def main():
         except EOFError:
             break
         try:
+            check_request(h)
             written = w.table_bytes
             ans, out = getattr(w, "op_" + h["op"])(h, payload)
+            check(ans, PROTOCOL["answers"][h["op"]], f"answer to `{h['op']}`")
             # The task tables this op wrote to the device: host-to-device bytes like its payload.
             write_frame({"ok": True, **ans, "table_bytes": w.table_bytes - written, "request_bytes": hlen}, out)
+        except SchemaError as e:  # a message the protocol does not have: refused, nothing else ran
+            print(f"gr00t-worker: {e}", file=sys.stderr, flush=True)
+            write_frame({"ok": False, "kind": "schema", "error": str(e)})
         except Exception as e:  # every failure goes back to the Rust side, located
             traceback.print_exc(file=sys.stderr)
-            write_frame({"ok": False, "error": f"{type(e).__name__}: {e}"})
+            write_frame({"ok": False, "kind": "op", "error": f"{type(e).__name__}: {e}"})
         if w.recording is not None:  # a graph that failed while being kept is not kept
             w.recording = None
             w.retired += w.held

@@ -20,13 +20,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
+use tt_blackhole::device::{DeviceFault, FaultKind};
 
 use super::deadline::{ProgramDeadlines, secs};
+use super::protocol::{Op, Reply, WorkerFailure, WorkerOp, header, parse_reply, summary};
 use super::watchdog::{Liveness, Watchdog};
 
 /// The worker's Python source, shipped inside the binary: the graph ops' and the programs'
 /// mixins (`ttnn_graph.py`, `ttnn_parts.py`) first, then the worker that inherits them
-/// (`ttnn_worker.py`).
+/// (`ttnn_worker.py`). [`worker_source`] puts what it takes from the runtime before it.
 pub const WORKER_SOURCE: &str = concat!(
     include_str!("ttnn_graph.py"),
     "\n",
@@ -34,6 +36,17 @@ pub const WORKER_SOURCE: &str = concat!(
     "\n",
     include_str!("ttnn_worker.py")
 );
+
+/// The worker's whole source: the protocol's schema ([`super::protocol::SCHEMA`], which it
+/// checks every message against) and the registry's constants
+/// ([`super::registry::worker_constants`]: CB ids, bounds) first, then [`WORKER_SOURCE`].
+pub fn worker_source() -> String {
+    format!(
+        "PROTOCOL_JSON = r'''{}'''\nCONSTANTS_JSON = r'''{}'''\n{WORKER_SOURCE}",
+        super::protocol::SCHEMA,
+        super::registry::worker_constants()
+    )
+}
 
 /// What the worker writes to its stderr after each program of a graph (not kept in the tail):
 /// the host's work that follows has the exchange deadline again.
@@ -130,13 +143,21 @@ pub enum WorkerError {
         /// The last lines of the worker's stderr.
         tail: String,
     },
-    /// The worker answered a request with an error (a ttnn or tt-metal exception).
-    #[error("device op `{op}` failed: {error}")]
+    /// The worker answered a request with an error: it refused it (the schema) or running it
+    /// failed (a ttnn or tt-metal exception).
+    #[error("device op `{op}` failed ({}): {error}", match kind {
+        WorkerFailure::Schema => "refused by the protocol schema",
+        WorkerFailure::Op => "raised",
+    })]
     Op {
         /// The request's `"op"`.
         op: String,
+        /// Refused or failed.
+        kind: WorkerFailure,
         /// The worker's error text.
         error: String,
+        /// The request, its long strings shortened ([`summary`]).
+        request: String,
     },
     /// The framing or JSON of a message was not what the protocol expects.
     #[error("ttnn worker protocol: {0}")]
@@ -153,7 +174,32 @@ impl WorkerError {
     /// Whether the worker is gone or unusable after this error (it died, was killed, or broke
     /// the protocol), as opposed to one request failing on a live worker.
     pub fn is_fatal(&self) -> bool {
-        !matches!(self, WorkerError::Op { .. })
+        self.kind().is_fatal()
+    }
+
+    /// What happened, as the typed fault the runtime's callers get.
+    pub fn kind(&self) -> FaultKind {
+        match self {
+            WorkerError::Spawn { .. } => FaultKind::Spawn,
+            WorkerError::Exited { .. } => FaultKind::Exited,
+            WorkerError::Timeout { .. } => FaultKind::Timeout,
+            WorkerError::Op {
+                kind: WorkerFailure::Schema,
+                ..
+            } => FaultKind::Schema,
+            WorkerError::Op { .. } => FaultKind::Failed,
+            WorkerError::Protocol(_) => FaultKind::Protocol,
+        }
+    }
+
+    /// This error as a [`DeviceFault`] of the request `op` (its header shortened: `request`).
+    pub fn into_fault(self, op: &str, request: String) -> DeviceFault {
+        DeviceFault {
+            kind: self.kind(),
+            op: op.to_string(),
+            message: self.to_string(),
+            request,
+        }
     }
 }
 
@@ -184,7 +230,7 @@ impl TtnnWorker {
 
     /// Start the worker as `config` says.
     pub fn start(config: &WorkerConfig) -> Result<Self, WorkerError> {
-        Self::start_program(config, WORKER_SOURCE)
+        Self::start_program(config, &worker_source())
     }
 
     /// Start `config.python -u -c source`: the worker, or (tests) another program speaking
@@ -325,10 +371,50 @@ impl TtnnWorker {
         }
     }
 
-    /// One request, one answer, within the exchange deadline (`open` and `upload` within the
-    /// boot deadline); each program of a graph has the exchange deadline per step
-    /// ([`TtnnWorker::call_programs`] gives them theirs). `header` must carry `"op"`.
-    pub fn call(
+    /// One request, one typed answer, within the exchange deadline (`open` and `upload` within
+    /// the boot deadline); each program of a graph has the exchange deadline per step
+    /// ([`TtnnWorker::call_programs`] gives them theirs).
+    pub fn call<R: WorkerOp>(
+        &mut self,
+        request: &R,
+        payload: &[u8],
+    ) -> Result<(Reply<R::Answer>, Vec<u8>), WorkerError> {
+        self.call_typed(request, payload, None)
+    }
+
+    /// [`TtnnWorker::call`] for a `graph` or `replay`: each program the worker announces gets
+    /// the deadline `programs` derives for it, the host's work before, between and after them
+    /// the exchange deadline.
+    pub fn call_programs<R: WorkerOp>(
+        &mut self,
+        request: &R,
+        payload: &[u8],
+        programs: Arc<ProgramDeadlines>,
+    ) -> Result<(Reply<R::Answer>, Vec<u8>), WorkerError> {
+        self.call_typed(request, payload, Some(programs))
+    }
+
+    fn call_typed<R: WorkerOp>(
+        &mut self,
+        request: &R,
+        payload: &[u8],
+        programs: Option<Arc<ProgramDeadlines>>,
+    ) -> Result<(Reply<R::Answer>, Vec<u8>), WorkerError> {
+        let op = R::OP.name();
+        let h =
+            header(request).map_err(|e| WorkerError::Protocol(format!("request `{op}`: {e}")))?;
+        let (ans, data) = self.call_with(&h, payload, programs)?;
+        let reply = parse_reply(ans).map_err(|e| {
+            WorkerError::Protocol(format!(
+                "the answer to `{op}` does not match the protocol: {e}"
+            ))
+        })?;
+        Ok((reply, data))
+    }
+
+    /// One request as it is (any header with an `"op"`), one untyped answer: for tests that
+    /// speak to stand-in workers, or send what the protocol's types cannot.
+    pub fn call_value(
         &mut self,
         header: &Value,
         payload: &[u8],
@@ -336,10 +422,8 @@ impl TtnnWorker {
         self.call_with(header, payload, None)
     }
 
-    /// [`TtnnWorker::call`] for a `graph` or `replay`: each program the worker announces gets
-    /// the deadline `programs` derives for it, the host's work before, between and after them
-    /// the exchange deadline.
-    pub fn call_programs(
+    /// [`TtnnWorker::call_value`] with the programs' deadlines of [`TtnnWorker::call_programs`].
+    pub fn call_value_programs(
         &mut self,
         header: &Value,
         payload: &[u8],
@@ -354,15 +438,16 @@ impl TtnnWorker {
         payload: &[u8],
         programs: Option<Arc<ProgramDeadlines>>,
     ) -> Result<(Value, Vec<u8>), WorkerError> {
-        let (limit, why) = match header["op"].as_str() {
-            Some("open" | "upload") => (
+        let boot = serde_json::from_value::<Op>(header["op"].clone()).is_ok_and(Op::is_boot);
+        let (limit, why) = match boot {
+            true => (
                 self.config.boot_timeout,
                 format!(
                     "the boot deadline: {TIMEOUT_VAR}, at least {} s",
                     secs(WorkerConfig::DEFAULT_BOOT_TIMEOUT)
                 ),
             ),
-            _ => (self.config.call_timeout, TIMEOUT_VAR.to_string()),
+            false => (self.config.call_timeout, TIMEOUT_VAR.to_string()),
         };
         self.call_armed(header, payload, limit, &why, programs)
     }
@@ -430,10 +515,12 @@ impl TtnnWorker {
         } else {
             Err(WorkerError::Op {
                 op: op.to_string(),
+                kind: serde_json::from_value(ans["kind"].clone()).unwrap_or(WorkerFailure::Op),
                 error: ans["error"]
                     .as_str()
                     .unwrap_or("no reason given")
                     .to_string(),
+                request: summary(header),
             })
         }
     }
@@ -460,7 +547,8 @@ impl Drop for TtnnWorker {
         let grace = self.config.call_timeout.min(CLOSE_GRACE);
         if self.liveness().is_alive() {
             let why = format!("closing: at most {} s", secs(CLOSE_GRACE));
-            let _ = self.call_armed(&serde_json::json!({"op": "close"}), &[], grace, &why, None);
+            let close = header(&super::protocol::Close {}).unwrap_or_default();
+            let _ = self.call_armed(&close, &[], grace, &why, None);
         }
         let deadline = std::time::Instant::now() + grace;
         while std::time::Instant::now() < deadline && self.try_wait().is_none() {

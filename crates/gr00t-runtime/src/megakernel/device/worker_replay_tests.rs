@@ -8,10 +8,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::json;
+use tt_blackhole::device::FaultKind;
 
 use super::deadline::{DeadlineRule, Expected, ProgramDeadlines, secs};
-use super::worker::{TIMEOUT_VAR, WORKER_SOURCE};
+use super::protocol::{
+    ActDtype, Close, Graph, GraphStep, Open, Put, RelayoutStep, Replay, TensorSpec,
+};
+use super::worker::WorkerError;
+use super::worker::{TIMEOUT_VAR, worker_source};
 use super::{TtnnWorker, WorkerConfig};
 
 const STAND_IN_TTNN: &str = include_str!("stand_in_ttnn.py");
@@ -29,7 +34,7 @@ fn stand_in_worker_with(config: &WorkerConfig, launches: &str) -> TtnnWorker {
          _m.launches.extend({launches})\n",
         STAND_IN_TTNN
     );
-    TtnnWorker::start_program(config, &format!("{preamble}{WORKER_SOURCE}"))
+    TtnnWorker::start_program(config, &format!("{preamble}{}", worker_source()))
         .expect("start the worker over the stand-in ttnn")
 }
 
@@ -54,63 +59,142 @@ fn f32s(bytes: &[u8]) -> Vec<f32> {
 }
 
 /// The kept graph's input: one f32 tile `x`.
-fn inputs() -> Value {
-    json!([{"name": "x", "rows": 32, "cols": 32, "dtype": "f32"}])
+fn inputs() -> Vec<TensorSpec> {
+    vec![tensor("x", 32)]
+}
+
+fn tensor(name: &str, rows: usize) -> TensorSpec {
+    TensorSpec {
+        name: name.into(),
+        rows,
+        cols: 32,
+        dtype: ActDtype::F32,
+        real: None,
+    }
+}
+
+fn open() -> Open {
+    Open {
+        device: device().into(),
+    }
 }
 
 /// A graph of one relayout program from `x` into `y`, kept as `step` and read back from `y`.
-fn kept_graph() -> Value {
-    json!({
-        "op": "graph", "keep": "step", "inputs": inputs(),
-        "steps": [{"kind": "relayout", "label": "copy", "src": "x", "dst": "y", "rows": 1,
-                   "src_w": 1, "dst_w": 1, "dtype": "f32", "progs": [[0]], "cores": 1, "span": 1,
-                   "kernel": "// stand-in"}],
-        "outputs": [["y", 32, 32]],
-    })
+fn kept_graph() -> Graph {
+    Graph {
+        inputs: inputs(),
+        steps: vec![GraphStep::Relayout(RelayoutStep {
+            src: "x".into(),
+            dst: "y".into(),
+            rows: 1,
+            src_w: 1,
+            dst_w: 1,
+            dtype: ActDtype::F32,
+            progs: vec![vec![0]],
+            span: 1,
+            cores: 1,
+            kernel: "// stand-in".into(),
+            label: Some("copy".into()),
+        })],
+        outputs: vec![("y".into(), 32, 32)],
+        free: Vec::new(),
+        sources: Default::default(),
+        keep: Some("step".into()),
+    }
 }
 
-fn replay() -> Value {
-    json!({"op": "replay", "name": "step", "inputs": inputs()})
+fn replay() -> Replay {
+    Replay {
+        name: "step".into(),
+        inputs: inputs(),
+    }
 }
 
 #[test]
 fn a_kept_graph_replays_until_one_of_its_tensors_is_released() {
     let mut w = stand_in_worker();
-    w.call(&json!({"op": "open", "device": device()}), &[])
-        .unwrap();
+    w.call(&open(), &[]).unwrap();
 
     let first: Vec<f32> = (0..1024).map(|i| i as f32).collect();
     let (ans, out) = w.call(&kept_graph(), &f32_bytes(&first)).unwrap();
-    assert_eq!(ans["programs"], 1, "{ans}");
+    assert_eq!(ans.answer.programs, 1, "{ans:?}");
     assert_eq!(f32s(&out), first);
 
     // Every tensor still allocated: the recorded program runs again over the new input.
     let second: Vec<f32> = (0..1024).map(|i| -(i as f32)).collect();
     let (ans, out) = w.call(&replay(), &f32_bytes(&second)).unwrap();
-    assert_eq!(ans["replayed"], true, "{ans}");
-    assert_eq!(ans["programs"], 1, "{ans}");
+    assert!(ans.answer.replayed, "{ans:?}");
+    assert_eq!(
+        ans.answer.run.as_ref().map(|r| r.programs),
+        Some(1),
+        "{ans:?}"
+    );
     assert_eq!(f32s(&out), second);
 
     // `y`, which the kept launch writes, is put again with another shape: the worker releases
     // the tensor the launch recorded. The replay is refused and runs nothing.
-    let (ans, _) = w
-        .call(
-            &json!({"op": "put", "tensors": [{"name": "y", "rows": 64, "cols": 32, "dtype": "f32"}]}),
-            &f32_bytes(&[0.5; 64 * 32]),
-        )
-        .unwrap();
-    assert!(ans["ms"].is_number(), "{ans}");
+    let put = Put {
+        tensors: vec![tensor("y", 64)],
+    };
+    let (ans, _) = w.call(&put, &f32_bytes(&[0.5; 64 * 32])).unwrap();
+    assert!(ans.answer.ms >= 0.0, "{ans:?}");
     let (ans, out) = w.call(&replay(), &f32_bytes(&second)).unwrap();
-    assert_eq!(ans["replayed"], false, "{ans}");
-    assert!(ans.get("programs").is_none(), "nothing ran: {ans}");
+    assert!(!ans.answer.replayed, "{ans:?}");
+    assert!(ans.answer.run.is_none(), "nothing ran: {ans:?}");
     assert!(out.is_empty());
     // The refused graph is forgotten: asking again is refused too, and a graph sent whole runs.
     let (ans, _) = w.call(&replay(), &f32_bytes(&second)).unwrap();
-    assert_eq!(ans["replayed"], false, "{ans}");
+    assert!(!ans.answer.replayed, "{ans:?}");
     let (ans, out) = w.call(&kept_graph(), &f32_bytes(&first)).unwrap();
-    assert_eq!(ans["programs"], 1, "{ans}");
+    assert_eq!(ans.answer.programs, 1, "{ans:?}");
     assert_eq!(f32s(&out), first);
-    w.call(&json!({"op": "close"}), &[]).unwrap();
+    w.call(&Close {}, &[]).unwrap();
+}
+
+/// The worker checks every request against the protocol's schema before it runs anything: a
+/// key the schema lacks, a key missing, a value of another type and an unknown op are refused
+/// (a `schema` failure naming the key, typed as [`FaultKind::Schema`]), and the worker goes on
+/// serving.
+#[test]
+fn the_worker_refuses_a_request_the_schema_lacks() {
+    let mut w = stand_in_worker();
+    w.call(&open(), &[]).unwrap();
+    let x = f32_bytes(&[1.0; 1024]);
+    for (request, needle) in [
+        (
+            json!({"op": "put", "tensors": [{"name": "x", "rows": 32, "cols": 32, "dtype": "f32",
+                                            "colour": "red"}]}),
+            "unknown key 'colour'",
+        ),
+        (json!({"op": "replay", "name": "step"}), "no key 'inputs'"),
+        (
+            json!({"op": "put", "tensors": [{"name": "x", "rows": "32", "cols": 32, "dtype": "f32"}]}),
+            "request `put`.tensors[0].rows: str '32', the schema wants int",
+        ),
+        (
+            json!({"op": "put", "tensors": [{"name": "x", "rows": 32, "cols": 32, "dtype": "f16"}]}),
+            "the schema wants one of ['f32', 'bf16']",
+        ),
+        (json!({"op": "launch"}), "op 'launch'"),
+    ] {
+        let err = w.call_value(&request, &x).unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.kind(), FaultKind::Schema, "{text}");
+        assert!(text.contains(needle), "{request}: {text}");
+        assert!(!err.is_fatal(), "{text}");
+        let WorkerError::Op { request: sent, .. } = &err else {
+            panic!("{text}");
+        };
+        assert!(
+            sent.contains("\"op\""),
+            "the failed request is kept: {sent}"
+        );
+    }
+    // The refusals ran nothing: the worker still serves.
+    let (ans, out) = w.call(&kept_graph(), &x).unwrap();
+    assert_eq!(ans.answer.programs, 1, "{ans:?}");
+    assert_eq!(f32s(&out), vec![1.0; 1024]);
+    w.call(&Close {}, &[]).unwrap();
 }
 
 /// A worker stopped inside a replayed program (the real worker's program announcement, the
@@ -123,8 +207,7 @@ fn a_worker_stopped_inside_a_program_is_killed_at_its_derived_deadline() {
     let exchange = Duration::from_secs(20);
     let config = WorkerConfig::new(super::tests::system_python()).with_call_timeout(exchange);
     let mut w = stand_in_worker_with(&config, "[0.2, 0.2, 'stop']");
-    w.call(&json!({"op": "open", "device": device()}), &[])
-        .unwrap();
+    w.call(&open(), &[]).unwrap();
     let rule = DeadlineRule {
         floor: Duration::from_millis(300),
         factor: 3.0,
@@ -137,15 +220,15 @@ fn a_worker_stopped_inside_a_program_is_killed_at_its_derived_deadline() {
     let (ans, _) = w
         .call_programs(&kept_graph(), &x, Arc::new(deadlines.clone()))
         .unwrap();
-    deadlines.learn(&ans);
+    deadlines.learn(&ans.answer.by_label);
     // A replay, under the deadline its graph's run gave it, teaches the replayed time.
     let (ans, _) = w
         .call_programs(&replay(), &x, Arc::new(deadlines.clone()))
         .unwrap();
-    assert_eq!(ans["replayed"], true, "{ans}");
-    deadlines.learn(&ans);
+    let run = ans.answer.run.expect("the replay ran");
+    deadlines.learn(&run.by_label);
     let Expected::Measured(took) = deadlines.expected("copy") else {
-        panic!("no measurement: {ans}");
+        panic!("no measurement: {run:?}");
     };
     assert!(took >= Duration::from_millis(200), "{took:?}");
     let program = deadlines.for_program("replay", "copy", 1);

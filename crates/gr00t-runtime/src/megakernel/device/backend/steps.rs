@@ -5,11 +5,11 @@
 
 use std::time::Instant;
 
-use serde_json::{Value, json};
 use tt_blackhole::device::{DitRunError, DitStepInputs};
 
 use super::super::graph::{CrossKeys, ada_graph, observation_graph, step_graph, step_inputs};
-use super::{DeviceSteps, lock};
+use super::super::protocol::{GraphRun, Replay};
+use super::{DeviceSteps, GraphOptions, lock};
 
 /// How many timesteps' AdaLN rows the device keeps (a forward has `num_inference_timesteps`
 /// of them, 4 in N1.6); past that, the oldest slot is computed again for the new one.
@@ -99,8 +99,7 @@ impl DeviceSteps<'_> {
         let mut done = lock(&self.dev.constants);
         if !*done {
             let up = super::super::graph::constants(self.dev, self.weights)?;
-            self.dev
-                .call(&json!({"op": "put", "tensors": up.specs()}), &up.bytes())?;
+            self.dev.call(&up.put(), &up.bytes())?;
             *done = true;
         }
         Ok(())
@@ -138,7 +137,7 @@ impl DeviceSteps<'_> {
             inp.text_mask,
             inp.image_mask,
         )?;
-        let (request, _) = g.request(&up, &[], None)?;
+        let (request, _) = g.request(&up, &[], None, self.dev.options().chain)?;
         self.dev.call(&request, &up.bytes())?;
         *obs = Some((key, keys));
         Ok(keys)
@@ -152,7 +151,7 @@ impl DeviceSteps<'_> {
         let (slot, new) = t.slot_for(self.dev.reopened(), &act);
         if new {
             let (g, up) = ada_graph(self.dev, &self.plan, self.weights, &act, slot)?;
-            let (request, _) = g.request(&up, &[], None)?;
+            let (request, _) = g.request(&up, &[], None, self.dev.options().chain)?;
             self.dev.call(&request, &up.bytes())?;
             t.computed(slot, act);
         }
@@ -161,8 +160,8 @@ impl DeviceSteps<'_> {
 
     /// One step: the tokens in, the stream after the last block out, the AdaLN rows of the
     /// timestep in `slot` read on the device. The step's graph goes to the worker whole once
-    /// per slot and is kept there; later steps replay it (`GR00T_MK_REPLAY=0`: every step
-    /// sends its graph whole, as before the replays).
+    /// per slot and is kept there; later steps replay it (unless [`GraphOptions::replay`] is
+    /// off, `GR00T_MK_REPLAY=0`: every step sends its graph whole, as before the replays).
     pub(super) fn run_step_graph(
         &self,
         inp: &DitStepInputs<'_>,
@@ -179,7 +178,10 @@ impl DeviceSteps<'_> {
                 inp.temb.len()
             )));
         }
-        let replays = std::env::var("GR00T_MK_REPLAY").as_deref() != Ok("0");
+        let GraphOptions {
+            chain,
+            replay: replays,
+        } = self.dev.options();
         let name = format!("step/{slot}");
         let worker = self.dev.reopened();
         let kept = lock(&self.dev.kept_steps)
@@ -189,12 +191,17 @@ impl DeviceSteps<'_> {
             .filter(|_| replays);
         if let Some(k) = kept {
             let up = step_inputs(d, inp.tokens);
-            let request = json!({"op": "replay", "name": name, "inputs": up.specs()});
+            let request = Replay {
+                name: name.clone(),
+                inputs: up.specs().to_vec(),
+            };
             let build = t0.elapsed();
-            let (ans, back) = self.dev.call(&request, &up.bytes())?;
-            if ans["replayed"] == true {
-                check_ran(&ans, k.steps, k.programs)?;
-                lock(&self.dev.times).replayed.add(build, &ans);
+            let (reply, back) = self.dev.call(&request, &up.bytes())?;
+            if let Some(run) = &reply.answer.run {
+                check_ran(run, k.steps, k.programs)?;
+                lock(&self.dev.times)
+                    .replayed
+                    .add(build, run, reply.request_bytes);
                 return stream_of(&back, m * d);
             }
             // The worker no longer holds it as it was (another graph re-allocated one of its
@@ -204,11 +211,13 @@ impl DeviceSteps<'_> {
         let (g, up, out) = step_graph(self.dev, &self.plan, self.weights, inp.tokens, slot, keys)?;
         let steps = g.steps();
         let keep = replays.then_some(name.as_str());
-        let (request, programs) = g.request(&up, &[(&out, m, d)], keep)?;
+        let (request, programs) = g.request(&up, &[(&out, m, d)], keep, chain)?;
         let build = t0.elapsed();
-        let (ans, back) = self.dev.call(&request, &up.bytes())?;
-        check_ran(&ans, steps, programs)?;
-        lock(&self.dev.times).built.add(build, &ans);
+        let (reply, back) = self.dev.call(&request, &up.bytes())?;
+        check_ran(&reply.answer, steps, programs)?;
+        lock(&self.dev.times)
+            .built
+            .add(build, &reply.answer, reply.request_bytes);
         if replays {
             let mut kept = lock(&self.dev.kept_steps);
             kept.retain(|k| k.worker == worker && k.slot != slot);
@@ -226,13 +235,11 @@ impl DeviceSteps<'_> {
 }
 
 /// Whether the worker ran the step graph's `steps` in the `programs` the plan packed.
-fn check_ran(ans: &Value, steps: usize, programs: usize) -> Result<(), DitRunError> {
-    if ans["steps"].as_u64() != Some(steps as u64)
-        || ans["programs"].as_u64() != Some(programs as u64)
-    {
+fn check_ran(run: &GraphRun, steps: usize, programs: usize) -> Result<(), DitRunError> {
+    if run.steps != steps as u64 || run.programs != programs as u64 {
         return Err(DitRunError::Device(format!(
             "the step graph ran {} of its {steps} steps in {} programs, the plan packed {programs}",
-            ans["steps"], ans["programs"]
+            run.steps, run.programs
         )));
     }
     Ok(())

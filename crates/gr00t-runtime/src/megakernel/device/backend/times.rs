@@ -6,6 +6,8 @@ use std::time::Duration;
 use serde_json::json;
 use tt_blackhole::dims::WeightKind;
 
+use super::super::protocol::GraphRun;
+
 /// Time spent in device programs, per weight kind (for reports and benchmarks).
 #[derive(Debug, Clone, Default)]
 pub struct MatmulTimes {
@@ -65,12 +67,11 @@ impl StepHost {
         })
     }
 
-    pub(super) fn add(&mut self, build: Duration, ans: &serde_json::Value) {
+    pub(super) fn add(&mut self, build: Duration, run: &GraphRun, request_bytes: u64) {
         self.steps += 1;
         self.build += build;
-        self.worker +=
-            Duration::from_secs_f64(ans["host_ms"].as_f64().unwrap_or(0.0).max(0.0) / 1e3);
-        self.request_bytes += ans["request_bytes"].as_u64().unwrap_or(0);
+        self.worker += Duration::from_secs_f64(run.host_ms.max(0.0) / 1e3);
+        self.request_bytes += request_bytes;
     }
 }
 

@@ -1,0 +1,265 @@
+//! The steps of a `graph` request ([`super::protocol::Graph`]): what each program of a graph
+//! does, as `ttnn_graph.py` and `ttnn_parts.py` read it. Built by `graph.rs`, packed into
+//! chains by `graph_pack.rs`; kept apart from `protocol.rs` to keep each file to one concern.
+
+use serde::{Deserialize, Serialize};
+use tt_blackhole::plan::program::{PhaseGroup, StepCores};
+
+use super::protocol::{ActDtype, KernelSet, MatmulJob, MatmulShared};
+
+/// One step of a graph, one program (a chain's steps one program between them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GraphStep {
+    /// A LayerNorm no matmul of the graph follows.
+    Rows(RowsStep),
+    /// An attention no matmul of the graph follows.
+    Attention(AttentionStep),
+    /// A column relayout (data movement only).
+    Relayout(RelayoutStep),
+    /// A matmul's end alone (the kernel tests' `bias_act`).
+    Finish(FinishStep),
+    /// A matmul and its end, before packing (the worker gets them in chains). Boxed: it is
+    /// twice the size of the others.
+    MatmulEnd(Box<MatmulEndStep>),
+    /// Matmul-and-end steps as one program, with the plan's cores for every phase.
+    Chain(ChainStep),
+}
+
+/// The LayerNorm or attention that makes a matmul's input, in the matmul's program.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum BeforeStep {
+    /// A LayerNorm.
+    Rows(RowsStep),
+    /// Attention per head.
+    Attention(AttentionStep),
+}
+
+impl BeforeStep {
+    /// The tensor it writes.
+    pub fn out(&self) -> &str {
+        match self {
+            BeforeStep::Rows(r) => &r.out,
+            BeforeStep::Attention(a) => &a.out,
+        }
+    }
+
+    /// Its label (the kind when it has none).
+    pub fn label(&self) -> &str {
+        match self {
+            BeforeStep::Rows(r) => &r.label,
+            BeforeStep::Attention(_) => "attention",
+        }
+    }
+
+    /// The name of its kernels (phases with the same kernels share cores).
+    pub fn group(&self) -> &str {
+        match self {
+            BeforeStep::Rows(r) => &r.group,
+            BeforeStep::Attention(a) => &a.group,
+        }
+    }
+}
+
+/// A LayerNorm over `row_tiles` tile rows of `wt` tiles (our `layernorm_rows.cpp`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RowsStep {
+    /// The fp32 input.
+    pub x: String,
+    /// The reduce scaler tile.
+    pub scaler: String,
+    /// The per-column scale's tensor.
+    pub g: String,
+    /// The per-column shift's tensor.
+    pub b: String,
+    /// The column of `b`'s row 0 its shift starts at (the AdaLN `[scale | shift]` row).
+    pub b_col: usize,
+    /// The vectors' real columns.
+    pub vec_len: usize,
+    /// The output (allocated by the worker).
+    pub out: String,
+    /// Whether the output is fp32 (else bf16).
+    pub out_f32: bool,
+    /// Tiles per row.
+    pub wt: usize,
+    /// Tile rows.
+    pub row_tiles: usize,
+    /// Tiles of each vector.
+    pub vec_tiles: usize,
+    /// Its program's label.
+    pub label: String,
+    /// The fp32 work CBs: (CB id, pages).
+    pub work_cbs: Vec<(u8, usize)>,
+    /// The CBs unpacked straight to the fp32 DST.
+    pub unpack_to_dest: Vec<u8>,
+    /// Cores it shares its rows over.
+    pub cores: usize,
+    /// Its kernels' name.
+    pub group: String,
+    /// Names of its kernels in the graph's sources.
+    pub kernels: KernelSet,
+}
+
+/// Attention per head (our `attention_head.cpp`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionStep {
+    /// Queries `[mp, heads·hd]`.
+    pub q: String,
+    /// Keys `[np, heads·hd]`.
+    pub k: String,
+    /// Values `[np, heads·hd]`.
+    pub v: String,
+    /// The reduce scaler tile.
+    pub scaler: String,
+    /// The key mask row.
+    pub mask: String,
+    /// The output (allocated by the worker).
+    pub out: String,
+    /// Heads.
+    pub heads: usize,
+    /// Query rows (whole tiles).
+    pub mp: usize,
+    /// Key rows (whole tiles).
+    pub np: usize,
+    /// Columns per head.
+    pub hd: usize,
+    /// Cores it shares its heads over.
+    pub cores: usize,
+    /// Its kernels' name (self, text and image attentions differ in their CBs).
+    pub group: String,
+    /// Names of its kernels in the graph's sources.
+    pub kernels: KernelSet,
+}
+
+/// Segments of columns from `src` to `dst` (our `relayout_tiles.cpp`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RelayoutStep {
+    /// The source tensor.
+    pub src: String,
+    /// The destination (allocated by the worker).
+    pub dst: String,
+    /// Tile rows.
+    pub rows: usize,
+    /// The source's tiles per row.
+    pub src_w: usize,
+    /// The destination's.
+    pub dst_w: usize,
+    /// Both tensors' dtype.
+    pub dtype: ActDtype,
+    /// The segment progressions (see the kernel).
+    pub progs: Vec<Vec<usize>>,
+    /// The widest segment's tiles plus one (the staging CB).
+    pub span: usize,
+    /// Cores it shares its rows over.
+    pub cores: usize,
+    /// The kernel's name in the graph's sources.
+    pub kernel: String,
+    /// Its program's label (default: `relayout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+}
+
+/// A graph's independent matmuls, one program's phase.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatmulGroup {
+    /// The arena, dtypes, kernels.
+    #[serde(flatten)]
+    pub shared: MatmulShared,
+    /// The matmuls, each with its `act` and `out`.
+    pub jobs: Vec<MatmulJob>,
+}
+
+/// One matmul's end: its K pieces summed, the bias, bf16, GELU or the residual add.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinishJob {
+    /// The partials.
+    pub x: String,
+    /// The bias tile row.
+    pub bias: String,
+    /// The output (allocated by the worker).
+    pub out: String,
+    /// Tile rows.
+    pub mt: usize,
+    /// Tile columns.
+    pub nt: usize,
+    /// K pieces.
+    pub k_split: usize,
+    /// The fp32 stream to add, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub res: Option<String>,
+}
+
+/// The ends of a group of matmuls.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FinishStep {
+    /// One per matmul.
+    pub jobs: Vec<FinishJob>,
+    /// Whether the outputs are fp32.
+    pub out_f32: bool,
+    /// Output tiles per unit.
+    pub unit_tiles: usize,
+    /// Its kernels' name.
+    pub group: String,
+    /// Names of its kernels in the graph's sources.
+    pub kernels: KernelSet,
+    /// Alone ([`GraphStep::Finish`]): the cores its units are cut for (in a chain the plan's
+    /// `end_cut` says).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cut: Option<usize>,
+}
+
+/// A matmul, its end and the step that makes its input when it is the one before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatmulEndStep {
+    /// The LayerNorm or attention before it, in its program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<BeforeStep>,
+    /// The matmuls.
+    pub matmul: MatmulGroup,
+    /// Their ends.
+    pub finish: FinishStep,
+    /// Its label.
+    pub label: String,
+}
+
+/// Matmul-and-end steps as ONE program, the cores of every phase as the plan packed them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChainStep {
+    /// The steps, in order.
+    pub steps: Vec<MatmulEndStep>,
+    /// Each step's cores.
+    pub cores: Vec<StepCores>,
+    /// The program's phase groups.
+    pub groups: Vec<PhaseGroup>,
+    /// Its program's label.
+    pub label: String,
+}
+
+impl GraphStep {
+    /// The tensors the step (and those inside it) writes.
+    pub fn outputs(&self) -> Vec<&str> {
+        fn end(s: &MatmulEndStep) -> impl Iterator<Item = &str> {
+            s.before
+                .iter()
+                .map(BeforeStep::out)
+                .chain(s.matmul.jobs.iter().filter_map(|j| j.out.as_deref()))
+                .chain(s.finish.jobs.iter().map(|j| j.out.as_str()))
+        }
+        match self {
+            GraphStep::Rows(r) => vec![&r.out],
+            GraphStep::Attention(a) => vec![&a.out],
+            GraphStep::Relayout(r) => vec![&r.dst],
+            GraphStep::Finish(f) => f.jobs.iter().map(|j| j.out.as_str()).collect(),
+            GraphStep::MatmulEnd(s) => end(s).collect(),
+            GraphStep::Chain(c) => c.steps.iter().flat_map(end).collect(),
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The kernel registry: our device kernels as values, the one source of the ids the three
+//! languages share. Per kernel its source file, the role it plays in a program, its circular
+//! buffers (id and name, as the kernel declares them) and whether it reads a task table (and
+//! into which CB). The worker's CB ids and the kernels' declarations are checked against it
+//! (`registry_tests.rs` parses every kernel under `kernels/`).
+
+use serde::{Deserialize, Serialize};
+
+/// The three kernels of a program kind: sources, or the names of a graph's `sources`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSet {
+    /// The data-movement kernel that reads (NOC 0).
+    pub reader: String,
+    /// The compute kernel.
+    pub compute: String,
+    /// The data-movement kernel that writes (NOC 1).
+    pub writer: String,
+}
+
+/// What a kernel does in a program.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Reads tensors into CBs (its work from a task table, or runtime args).
+    Reader,
+    /// Computes from CBs into CBs (its work in runtime args).
+    Compute,
+    /// Writes CBs out to tensors and signals the next phase.
+    Writer,
+}
+
+/// A circular buffer as a kernel names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Cb {
+    /// The kernel's name for it (`cb_x`, ...).
+    pub name: &'static str,
+    /// Its index.
+    pub id: u8,
+}
+
+/// One kernel of ours.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Kernel {
+    /// Its file under `kernels/`.
+    pub file: &'static str,
+    /// Its role.
+    pub role: Role,
+    /// The CBs it declares (`constexpr uint32_t cb_… = id`).
+    pub cbs: &'static [Cb],
+    /// The CB its task-table row is read into (`TaskTable<id>`), if it reads one.
+    pub table_cb: Option<u8>,
+}
+
+/// The CB a reader's task-table row is read into.
+pub const READER_TABLE_CB: u8 = 30;
+/// The CB a writer's task-table row is read into.
+pub const WRITER_TABLE_CB: u8 = 31;
+
+const fn cb(name: &'static str, id: u8) -> Cb {
+    Cb { name, id }
+}
+
+/// Every kernel under `kernels/`, by file.
+pub const KERNELS: &[Kernel] = &[
+    Kernel {
+        file: "reader_share.cpp",
+        role: Role::Reader,
+        cbs: &[cb("cb_act", 0), cb("cb_w", 1)],
+        table_cb: Some(READER_TABLE_CB),
+    },
+    Kernel {
+        file: "matmul_share.cpp",
+        role: Role::Compute,
+        cbs: &[cb("cb_act", 0), cb("cb_w", 1), cb("cb_out", 2)],
+        table_cb: None,
+    },
+    Kernel {
+        file: "writer_partials.cpp",
+        role: Role::Writer,
+        cbs: &[cb("cb_out", 2)],
+        table_cb: Some(WRITER_TABLE_CB),
+    },
+    Kernel {
+        file: "reader_rows.cpp",
+        role: Role::Reader,
+        cbs: &[
+            cb("cb_x", 0),
+            cb("cb_scaler", 1),
+            cb("cb_g", 2),
+            cb("cb_b", 3),
+            cb("cb_scratch", 9),
+        ],
+        table_cb: Some(READER_TABLE_CB),
+    },
+    Kernel {
+        file: "layernorm_rows.cpp",
+        role: Role::Compute,
+        cbs: &[
+            cb("cb_x", 0),
+            cb("cb_scaler", 1),
+            cb("cb_g", 2),
+            cb("cb_b", 3),
+            cb("cb_w0", 4),
+            cb("cb_w1", 5),
+            cb("cb_mean", 6),
+            cb("cb_rstd", 7),
+            cb("cb_w2", 8),
+            cb("cb_y", 16),
+        ],
+        table_cb: None,
+    },
+    Kernel {
+        file: "softmax_rows.cpp",
+        role: Role::Compute,
+        cbs: &[
+            cb("cb_s", 0),
+            cb("cb_scaler", 1),
+            cb("cb_e", 4),
+            cb("cb_max", 6),
+            cb("cb_rsum", 7),
+            cb("cb_p", 16),
+        ],
+        table_cb: None,
+    },
+    Kernel {
+        file: "writer_tiles.cpp",
+        role: Role::Writer,
+        cbs: &[cb("cb_out", 16)],
+        table_cb: Some(WRITER_TABLE_CB),
+    },
+    Kernel {
+        file: "reader_finish.cpp",
+        role: Role::Reader,
+        cbs: &[cb("cb_x", 0), cb("cb_bias", 2), cb("cb_res", 3)],
+        table_cb: Some(READER_TABLE_CB),
+    },
+    Kernel {
+        file: "bias_act_rows.cpp",
+        role: Role::Compute,
+        cbs: &[
+            cb("cb_x", 0),
+            cb("cb_bias", 2),
+            cb("cb_res", 3),
+            cb("cb_y", 16),
+        ],
+        table_cb: None,
+    },
+    Kernel {
+        file: "writer_runs.cpp",
+        role: Role::Writer,
+        cbs: &[cb("cb_out", 16)],
+        table_cb: Some(WRITER_TABLE_CB),
+    },
+    Kernel {
+        file: "reader_attention.cpp",
+        role: Role::Reader,
+        cbs: &[
+            cb("cb_q", 0),
+            cb("cb_scaler", 1),
+            cb("cb_k", 2),
+            cb("cb_v", 3),
+            cb("cb_zero", 4),
+            cb("cb_mask", 5),
+            cb("cb_scratch", 6),
+        ],
+        table_cb: Some(READER_TABLE_CB),
+    },
+    Kernel {
+        file: "attention_head.cpp",
+        role: Role::Compute,
+        cbs: &[
+            cb("cb_q", 0),
+            cb("cb_scaler", 1),
+            cb("cb_k", 2),
+            cb("cb_v", 3),
+            cb("cb_mask", 5),
+            cb("cb_s", 8),
+            cb("cb_s2", 9),
+            cb("cb_e", 10),
+            cb("cb_max", 11),
+            cb("cb_rsum", 12),
+            cb("cb_p", 13),
+            cb("cb_o", 16),
+        ],
+        table_cb: None,
+    },
+    Kernel {
+        file: "writer_merge_heads.cpp",
+        role: Role::Writer,
+        cbs: &[cb("cb_o", 16), cb("cb_asm", 17)],
+        table_cb: Some(WRITER_TABLE_CB),
+    },
+    Kernel {
+        file: "reader_tiles.cpp",
+        role: Role::Reader,
+        cbs: &[cb("cb_in", 0)],
+        table_cb: None,
+    },
+    Kernel {
+        file: "sfpu/eltwise_sfpu.cpp",
+        role: Role::Compute,
+        cbs: &[cb("cb_in", 0), cb("cb_out", 16)],
+        table_cb: None,
+    },
+    Kernel {
+        file: "relayout_tiles.cpp",
+        role: Role::Reader,
+        cbs: &[cb("cb_dst", 0), cb("cb_src", 1)],
+        table_cb: None,
+    },
+];
+
+/// What the worker takes from the registry and the plan rather than numbers of its own (its
+/// `CONSTANTS`): the task tables' CBs, every kernel's CB ids by kernel (file stem) and name,
+/// and the plan's bounds on runtime args and task-table words.
+pub fn worker_constants() -> serde_json::Value {
+    let cbs: serde_json::Map<String, serde_json::Value> = KERNELS
+        .iter()
+        .map(|k| {
+            let stem = k.file.rsplit('/').next().unwrap_or(k.file);
+            let stem = stem.trim_end_matches(".cpp").to_string();
+            let ids = k
+                .cbs
+                .iter()
+                .map(|c| (c.name.to_string(), c.id.into()))
+                .collect();
+            (stem, serde_json::Value::Object(ids))
+        })
+        .collect();
+    serde_json::json!({
+        "table_cb": {"reader": READER_TABLE_CB, "writer": WRITER_TABLE_CB},
+        "cb": cbs,
+        "max_args": tt_blackhole::plan::program::MAX_ARGS,
+        "table_words": tt_blackhole::plan::program::TABLE_WORDS,
+    })
+}
+
+/// The kernel in `file` (under `kernels/`).
+pub fn kernel(file: &str) -> Option<&'static Kernel> {
+    KERNELS.iter().find(|k| k.file == file)
+}
+
+/// The id of the CB `name` of the kernel in `file`; panics when the registry has no such CB
+/// (a programming error the registry tests catch).
+pub fn cb_id(file: &str, name: &str) -> u8 {
+    kernel(file)
+        .and_then(|k| k.cbs.iter().find(|c| c.name == name))
+        .map(|c| c.id)
+        .unwrap_or_else(|| panic!("the kernel registry has no CB `{name}` in `{file}`"))
+}
