@@ -304,17 +304,7 @@ pub(crate) fn pod_spec(p: &PodInputs<'_>) -> PodSpec {
         // The server never talks to the API server.
         automount_service_account_token: Some(false),
         enable_service_links: Some(false),
-        security_context: Some(PodSecurityContext {
-            run_as_user: Some(RUN_AS),
-            run_as_group: Some(RUN_AS),
-            run_as_non_root: Some(true),
-            fs_group: Some(RUN_AS),
-            seccomp_profile: Some(SeccompProfile {
-                type_: "RuntimeDefault".into(),
-                ..Default::default()
-            }),
-            ..Default::default()
-        }),
+        security_context: Some(pod_security()),
         // Soft: a fleet larger than its card hosts still schedules; the cards are the hard limit.
         topology_spread_constraints: Some(vec![TopologySpreadConstraint {
             max_skew: 1,
@@ -326,6 +316,23 @@ pub(crate) fn pod_spec(p: &PodInputs<'_>) -> PodSpec {
             }),
             ..Default::default()
         }]),
+        ..Default::default()
+    }
+}
+
+/// Every pod of a fleet runs as [`RUN_AS`], never root, with the runtime's default seccomp
+/// profile; volumes (the weights claim) are group-owned by it, so the server reads what the
+/// weights Job wrote.
+pub(crate) fn pod_security() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_user: Some(RUN_AS),
+        run_as_group: Some(RUN_AS),
+        run_as_non_root: Some(true),
+        fs_group: Some(RUN_AS),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            ..Default::default()
+        }),
         ..Default::default()
     }
 }

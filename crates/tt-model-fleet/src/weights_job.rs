@@ -21,16 +21,15 @@ use k8s_openapi::api::batch::v1::{Job, JobSpec};
 use k8s_openapi::api::core::v1::{
     Capabilities, ConfigMap, ConfigMapVolumeSource, Container, EmptyDirVolumeSource, EnvVar,
     EnvVarSource, KeyToPath, PersistentVolumeClaim, PersistentVolumeClaimSpec,
-    PersistentVolumeClaimVolumeSource, PodSecurityContext, PodSpec, PodTemplateSpec,
-    ResourceRequirements, SeccompProfile, SecretKeySelector, SecurityContext, Volume, VolumeMount,
-    VolumeResourceRequirements,
+    PersistentVolumeClaimVolumeSource, PodSpec, PodTemplateSpec, ResourceRequirements,
+    SecretKeySelector, SecurityContext, Volume, VolumeMount, VolumeResourceRequirements,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tt_model_engine::run_spec::HUB_CACHE_IN_CONTAINER;
 
 use crate::options::{HF_TOKEN_SECRET_KEY, WeightsFill};
-use crate::pod::RUN_AS;
+use crate::pod::pod_security;
 
 /// Where the Job and the check find the package's manifest (the ConfigMap's mount).
 pub const MANIFEST_DIR: &str = "/etc/tt-model";
@@ -290,18 +289,8 @@ pub(crate) fn fill_objects(i: &FillInputs<'_>) -> FillObjects {
                     // The download needs the Hub, not the API server.
                     automount_service_account_token: Some(false),
                     enable_service_links: Some(false),
-                    security_context: Some(PodSecurityContext {
-                        run_as_user: Some(RUN_AS),
-                        run_as_group: Some(RUN_AS),
-                        run_as_non_root: Some(true),
-                        // The claim's files belong to the group the servers read as.
-                        fs_group: Some(RUN_AS),
-                        seccomp_profile: Some(SeccompProfile {
-                            type_: "RuntimeDefault".into(),
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    }),
+                    // The claim's files belong to the group the servers read as.
+                    security_context: Some(pod_security()),
                     ..Default::default()
                 }),
             },
