@@ -85,20 +85,23 @@ fn yes() -> bool {
     true
 }
 
+/// One modality of an embodiment in `processor_config.json`, as N1.6 and N1.7 write it; `A`
+/// is how each generation reads an action config (N1.7's carry a format).
 #[derive(Deserialize)]
-struct ModalityConfig {
-    delta_indices: Vec<i64>,
-    modality_keys: Vec<String>,
+#[serde(bound(deserialize = "A: Deserialize<'de>"))]
+pub(crate) struct ModalityConfig<A = ActionConfig> {
+    pub(crate) delta_indices: Vec<i64>,
+    pub(crate) modality_keys: Vec<String>,
     #[serde(default)]
-    sin_cos_embedding_keys: Option<Vec<String>>,
+    pub(crate) sin_cos_embedding_keys: Option<Vec<String>>,
     #[serde(default)]
-    mean_std_embedding_keys: Option<Vec<String>>,
+    pub(crate) mean_std_embedding_keys: Option<Vec<String>>,
     #[serde(default)]
-    action_configs: Option<Vec<ActionConfig>>,
+    pub(crate) action_configs: Option<Vec<A>>,
 }
 
 #[derive(Deserialize)]
-struct ActionConfig {
+pub(crate) struct ActionConfig {
     rep: String,
     #[serde(rename = "type", default)]
     kind: Option<String>,

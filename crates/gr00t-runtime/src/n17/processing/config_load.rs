@@ -76,17 +76,8 @@ fn default_horizon() -> usize {
     40
 }
 
-#[derive(Deserialize)]
-struct RawModality {
-    delta_indices: Vec<i64>,
-    modality_keys: Vec<String>,
-    #[serde(default)]
-    sin_cos_embedding_keys: Option<Vec<String>>,
-    #[serde(default)]
-    mean_std_embedding_keys: Option<Vec<String>>,
-    #[serde(default)]
-    action_configs: Option<Vec<RawActionConfig>>,
-}
+/// A modality as N1.6 reads it, with N1.7's action configs.
+type RawModality = crate::processor::ModalityConfig<RawActionConfig>;
 
 #[derive(Deserialize)]
 struct RawActionConfig {
