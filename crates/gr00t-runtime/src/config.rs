@@ -31,7 +31,8 @@ pub enum ConfigError {
 #[error("{}", .0.join("; "))]
 pub struct InvalidConfig(pub Vec<String>);
 
-/// `diffusion_model_cfg`: the DiT (`AlternateVLDiT`).
+/// `diffusion_model_cfg`: the DiT (`AlternateVLDiT`) of N1.6 and N1.7. The defaults are N1.6's;
+/// N1.7 reads the fields one by one with its own ([`crate::n17::config::N17Config`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(default)]
 pub struct DiffusionConfig {

@@ -35,7 +35,15 @@ pub fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, JsonF
         path: path.to_owned(),
         cause,
     })?;
-    serde_json::from_str(&text).map_err(|e| JsonFileError::Parse {
+    parse_json(&text, path)
+}
+
+/// Parses `text` as `T`; `path` only labels the error.
+pub fn parse_json<T: serde::de::DeserializeOwned>(
+    text: &str,
+    path: &Path,
+) -> Result<T, JsonFileError> {
+    serde_json::from_str(text).map_err(|e| JsonFileError::Parse {
         path: path.to_owned(),
         line: e.line(),
         column: e.column(),

@@ -20,6 +20,14 @@ use serde::Deserialize;
 
 use crate::preprocess::ImageChainConfig;
 
+// Re-exported where N1.7 and this module name them; `ProcessorKwargs`, named only by tests,
+// is reached as `processor::kwargs::ProcessorKwargs`.
+pub(crate) mod kwargs;
+
+pub(crate) use kwargs::{
+    ActionConfig, KwargsDefaults, N16Processor, ProcessorClass, ProcessorFile,
+};
+
 /// Why the processor files cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum ProcessorError {
@@ -39,74 +47,6 @@ pub enum ProcessorError {
 
 fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, ProcessorError> {
     Ok(crate::json_file::read_json(path)?)
-}
-
-#[derive(Deserialize)]
-struct ProcessorFile {
-    processor_kwargs: ProcessorKwargs,
-}
-
-#[derive(Deserialize)]
-struct ProcessorKwargs {
-    modality_configs: BTreeMap<String, BTreeMap<String, ModalityConfig>>,
-    #[serde(default = "default_edge")]
-    shortest_image_edge: usize,
-    #[serde(default = "default_crop")]
-    crop_fraction: f64,
-    #[serde(default)]
-    formalize_language: bool,
-    max_state_dim: usize,
-    max_action_dim: usize,
-    #[serde(default)]
-    max_action_horizon: Option<usize>,
-    #[serde(default)]
-    use_percentiles: bool,
-    #[serde(default = "yes")]
-    clip_outliers: bool,
-    #[serde(default)]
-    apply_sincos_state_encoding: bool,
-    #[serde(default)]
-    use_relative_action: bool,
-    #[serde(default)]
-    use_albumentations: Option<bool>,
-    #[serde(default)]
-    image_crop_size: Option<serde_json::Value>,
-    #[serde(default)]
-    image_target_size: Option<serde_json::Value>,
-}
-
-fn default_edge() -> usize {
-    256
-}
-fn default_crop() -> f64 {
-    0.95
-}
-fn yes() -> bool {
-    true
-}
-
-/// One modality of an embodiment in `processor_config.json`, as N1.6 and N1.7 write it; `A`
-/// is how each generation reads an action config (N1.7's carry a format).
-#[derive(Deserialize)]
-#[serde(bound(deserialize = "A: Deserialize<'de>"))]
-pub(crate) struct ModalityConfig<A = ActionConfig> {
-    pub(crate) delta_indices: Vec<i64>,
-    pub(crate) modality_keys: Vec<String>,
-    #[serde(default)]
-    pub(crate) sin_cos_embedding_keys: Option<Vec<String>>,
-    #[serde(default)]
-    pub(crate) mean_std_embedding_keys: Option<Vec<String>>,
-    #[serde(default)]
-    pub(crate) action_configs: Option<Vec<A>>,
-}
-
-#[derive(Deserialize)]
-pub(crate) struct ActionConfig {
-    rep: String,
-    #[serde(rename = "type", default)]
-    kind: Option<String>,
-    #[serde(default)]
-    state_key: Option<String>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -253,19 +193,35 @@ impl Processor {
         let pc_path = dir.join("processor_config.json");
         let st_path = dir.join("statistics.json");
         let id_path = dir.join("embodiment_id.json");
-        let pc: ProcessorFile = read_json(&pc_path)?;
+        let pc: ProcessorFile<ActionConfig, N16Processor> = read_json(&pc_path)?;
         let stats: StatsFile = read_json(&st_path)?;
         let ids: BTreeMap<String, i64> = read_json(&id_path)?;
         let k = pc.processor_kwargs;
-        if k.use_albumentations == Some(false)
-            || k.image_crop_size.as_ref().is_some_and(|v| !v.is_null())
-            || k.image_target_size.as_ref().is_some_and(|v| !v.is_null())
-        {
-            return Err(invalid(
-                &pc_path,
-                "only the albumentations eval chain (no crop/target size) is supported".into(),
-            ));
-        }
+        let image = match (k.shortest_image_edge, k.crop_fraction) {
+            (Some(shortest_edge), Some(crop_fraction))
+                if k.use_albumentations
+                    && k.image_crop_size.is_none()
+                    && k.image_target_size.is_none() =>
+            {
+                ImageChainConfig {
+                    shortest_edge,
+                    crop_fraction,
+                }
+            }
+            _ => {
+                return Err(invalid(
+                    &pc_path,
+                    "only the albumentations eval chain by shortest_image_edge and crop_fraction \
+                     (no crop/target size) is supported"
+                        .into(),
+                ));
+            }
+        };
+        let required = |v: Option<usize>, key: &str| {
+            v.ok_or_else(|| invalid(&pc_path, format!("`{key}` is missing or null")))
+        };
+        let max_state_dim = required(k.max_state_dim, "max_state_dim")?;
+        let max_action_dim = required(k.max_action_dim, "max_action_dim")?;
         let mods = k.modality_configs.get(embodiment).ok_or_else(|| {
             invalid(
                 &pc_path,
@@ -496,18 +452,15 @@ impl Processor {
             embodiment: embodiment.into(),
             embodiment_id: usize::try_from(slot)
                 .map_err(|_| invalid(&id_path, format!("negative slot {slot}")))?,
-            image: ImageChainConfig {
-                shortest_edge: k.shortest_image_edge,
-                crop_fraction: k.crop_fraction,
-            },
+            image,
             cameras: video.modality_keys.clone(),
             language_key,
             formalize_language: k.formalize_language,
             state_groups,
             action_groups,
             action_horizon: horizon,
-            max_state_dim: k.max_state_dim,
-            max_action_dim: k.max_action_dim,
+            max_state_dim,
+            max_action_dim,
             max_action_horizon: k.max_action_horizon,
         };
         if me.encoded_state_dim() > me.max_state_dim {

@@ -2,6 +2,7 @@
 //! checkpoint configuration.
 
 use crate::n17_golden::{self, Tensors, assert_all_close, case_dir};
+use gr00t_runtime::json_file::JsonFileError;
 use gr00t_runtime::model::Taps;
 use gr00t_runtime::n17::config::{
     GrootVersion, N17Config, N17ConfigError, detect_version, detect_version_file,
@@ -505,7 +506,10 @@ fn config_errors_name_the_file_and_field() {
     );
 
     let e = N17Config::from_file(Path::new("/nonexistent/config.json")).unwrap_err();
-    assert!(matches!(e, N17ConfigError::Io { .. }), "{e}");
+    assert!(
+        matches!(e, N17ConfigError::File(JsonFileError::Io { .. })),
+        "{e}"
+    );
 }
 
 #[test]

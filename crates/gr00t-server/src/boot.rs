@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use gr00t_runtime::n17::config::GrootVersion;
 use gr00t_runtime::n17::model::{N17ModelError, VERSION_N17, check_version};
 use gr00t_runtime::policy::Policy;
@@ -40,9 +40,15 @@ pub fn load_policy(settings: &Settings, model_dir: &Path) -> anyhow::Result<Box<
             gr00t_runtime::model::CpuPolicy::load(model_dir).map_err(|e| load_err(&e))?,
         )),
         "megakernel" => {
-            let config = settings
+            let mut config = settings
                 .megakernel()
                 .map_err(|e| anyhow::anyhow!("GR00T_MK_ARENA_DTYPE: {e}"))?;
+            // The whole action head goes on the device with the served embodiment's weights
+            // (the runtime declines it on the emulator).
+            if settings.mk_head_on_device && settings.mk_device != "emulator" {
+                let processor = Processor::load(model_dir, &settings.embodiment)?;
+                config.head_embodiment = Some(processor.embodiment_id);
+            }
             let p = gr00t_runtime::megakernel::MegakernelPolicy::load(model_dir, &config)
                 .map_err(|e| load_err(&e))?;
             tracing::info!("DiT arena: {:?}", p.arena_outcome);
@@ -68,23 +74,84 @@ pub fn resolve_model_dir(settings: &Settings, flag: Option<&Path>) -> anyhow::Re
     Ok(dir)
 }
 
-/// `--tokenizer-dir`, else `GR00T_TOKENIZER_DIR`, else `<model-dir>/tokenizer`.
+/// `--tokenizer-dir`, else `GR00T_TOKENIZER_DIR`, else the HF cache snapshot
+/// `GR00T_TOKENIZER_REPO` at `GR00T_TOKENIZER_REVISION` (a package's pinned auxiliary weights,
+/// read offline like the checkpoint), else `<model-dir>/tokenizer`.
 pub fn resolve_tokenizer_dir(
     settings: &Settings,
     flag: Option<&Path>,
     model_dir: &Path,
 ) -> anyhow::Result<PathBuf> {
-    let dir = flag
-        .map(Path::to_path_buf)
-        .or_else(|| settings.tokenizer_dir.clone())
-        .unwrap_or_else(|| model_dir.join("tokenizer"));
+    let (dir, from) = if let Some(d) = flag {
+        (d.to_path_buf(), "--tokenizer-dir".to_owned())
+    } else if let Some(d) = &settings.tokenizer_dir {
+        (d.clone(), "GR00T_TOKENIZER_DIR".to_owned())
+    } else if let Some((repo, rev)) = &settings.tokenizer_snapshot {
+        let d = model_dir::hf_snapshot(&settings.hf_hub_cache, repo, Some(rev))?;
+        let from = format!(
+            "GR00T_TOKENIZER_REPO={repo} at GR00T_TOKENIZER_REVISION={rev} in the HF cache `{}`",
+            settings.hf_hub_cache.display()
+        );
+        (d, from)
+    } else {
+        (model_dir.join("tokenizer"), "the default".to_owned())
+    };
     if !dir.is_dir() {
         bail!(
-            "tokenizer directory `{}` does not exist (set --tokenizer-dir or GR00T_TOKENIZER_DIR)",
+            "tokenizer directory `{}` ({from}) does not exist (set --tokenizer-dir, GR00T_TOKENIZER_DIR or GR00T_TOKENIZER_REPO + GR00T_TOKENIZER_REVISION)",
             dir.display()
         );
     }
     Ok(dir)
+}
+
+/// The embodiment tags an N1.7 checkpoint's `processor_config.json` has modality configs for.
+pub fn checkpoint_embodiments(model_dir: &Path) -> anyhow::Result<Vec<String>> {
+    let path = model_dir.join("processor_config.json");
+    let text = std::fs::read_to_string(&path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| anyhow::anyhow!("`{}`:{}:{}: {e}", path.display(), e.line(), e.column()))?;
+    let configs = v
+        .pointer("/processor_kwargs/modality_configs")
+        .and_then(|m| m.as_object())
+        .with_context(|| {
+            format!(
+                "`{}` has no object `processor_kwargs.modality_configs`",
+                path.display()
+            )
+        })?;
+    Ok(configs.keys().cloned().collect())
+}
+
+/// The settings N1.7 runs with. `GR00T_EMBODIMENT` unset means N1.6's `gr1`, which no N1.7
+/// checkpoint has: the checkpoint's only embodiment is taken instead, and a checkpoint with
+/// several is refused naming them (guessing a robot is worse than asking). The layout is then
+/// `dynamic` unless `GR00T_LAYOUT` says otherwise. N1.6 never comes here.
+pub fn n17_settings(settings: &Settings, model_dir: &Path) -> anyhow::Result<Settings> {
+    let mut s = settings.clone();
+    if settings.embodiment_requested.is_some() {
+        return Ok(s);
+    }
+    let tags = checkpoint_embodiments(model_dir)?;
+    match tags.as_slice() {
+        [one] => s.embodiment = one.clone(),
+        _ => bail!(
+            "GR00T_EMBODIMENT is not set and the N1.7 checkpoint `{}` has {} embodiments: set it to one of {}",
+            model_dir.display(),
+            tags.len(),
+            tags.join(", ")
+        ),
+    }
+    match settings.layout_requested.as_deref() {
+        None => s.layout = "dynamic".into(),
+        Some("gr1") => bail!(
+            "GR00T_LAYOUT=gr1 is the GR1 layout but the N1.7 checkpoint's embodiment is {} (GR00T_EMBODIMENT unset)",
+            s.embodiment
+        ),
+        Some(_) => {}
+    }
+    Ok(s)
 }
 
 /// Where the demo is: `--demo-dir`, else `GR00T_DEMO_DIR`, else `<model-dir>/demo` when the
@@ -190,7 +257,8 @@ pub fn load_runtime(
 ) -> anyhow::Result<Runtime> {
     match checkpoint_version(settings, model_dir)? {
         GrootVersion::N17 => {
-            crate::n17_runtime::build_n17_runtime(settings, model_dir, tokenizer_dir)
+            let settings = n17_settings(settings, model_dir)?;
+            crate::n17_runtime::build_n17_runtime(&settings, model_dir, tokenizer_dir)
         }
         GrootVersion::N16 => {
             let policy = load_policy(settings, model_dir)?;
@@ -278,4 +346,75 @@ pub fn boot(
     let p = warm_up(&rt, settings, demo.as_ref())?;
     rt.info.warmup_pcc = p;
     Ok((Arc::new(rt), demo.map(Arc::new)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(kv: &[(&str, &str)]) -> Settings {
+        let vars = kv.iter().map(|(k, v)| (k.to_string(), v.to_string()));
+        Settings::from_vars(&vars.collect()).unwrap()
+    }
+
+    /// A checkpoint directory whose `processor_config.json` has modality configs for `tags`.
+    fn checkpoint(tag: &str, tags: &[&str]) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("gr00t-boot-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let configs: serde_json::Map<String, serde_json::Value> = tags
+            .iter()
+            .map(|t| (t.to_string(), serde_json::json!({})))
+            .collect();
+        let v = serde_json::json!({"processor_kwargs": {"modality_configs": configs}});
+        std::fs::write(dir.join("processor_config.json"), v.to_string()).unwrap();
+        dir
+    }
+
+    #[test]
+    fn n17_defaults_to_the_checkpoints_only_embodiment() {
+        let dir = checkpoint("one", &["oxe_droid"]);
+        let s = n17_settings(&settings(&[]), &dir).unwrap();
+        assert_eq!(
+            (s.embodiment.as_str(), s.layout.as_str()),
+            ("oxe_droid", "dynamic")
+        );
+        // Asked for: kept as asked (a tag the checkpoint lacks is the loader's to name).
+        let asked = settings(&[("GR00T_EMBODIMENT", "new_embodiment")]);
+        assert_eq!(n17_settings(&asked, &dir).unwrap(), asked);
+        // GR1's layout cannot go with the embodiment picked for it.
+        let e = n17_settings(&settings(&[("GR00T_LAYOUT", "gr1")]), &dir).unwrap_err();
+        assert!(e.to_string().contains("GR00T_LAYOUT=gr1"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn n17_with_several_embodiments_and_none_asked_names_them() {
+        let dir = checkpoint("two", &["libero_sim", "oxe_droid"]);
+        let e = n17_settings(&settings(&[]), &dir).unwrap_err().to_string();
+        assert!(
+            e.contains("GR00T_EMBODIMENT is not set") && e.contains("libero_sim, oxe_droid"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_tokenizer_snapshot_resolves_in_the_hub_cache() {
+        let dir = checkpoint("tok", &["x"]);
+        let s = settings(&[
+            ("HF_HUB_CACHE", dir.to_str().unwrap()),
+            ("GR00T_TOKENIZER_REPO", "acme/proc"),
+            ("GR00T_TOKENIZER_REVISION", "abc"),
+        ]);
+        let e = resolve_tokenizer_dir(&s, None, &dir)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("GR00T_TOKENIZER_REVISION=abc"), "{e}");
+        let snap = dir.join("models--acme--proc/snapshots/abc");
+        std::fs::create_dir_all(&snap).unwrap();
+        assert_eq!(resolve_tokenizer_dir(&s, None, &dir).unwrap(), snap);
+        // The flag still wins.
+        assert_eq!(resolve_tokenizer_dir(&s, Some(&dir), &dir).unwrap(), dir);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -1,6 +1,6 @@
 //! `gr00t-server make-checkpoint`: a deterministic random N1.6 checkpoint in the real file
 //! layout, so the runtime (and a packaged GR00T image) can be tried where no Hub and no real
-//! weights exist.
+//! weights exist. `--config n17-tiny` writes an N1.7 one instead ([`crate::checkpoint_n17`]).
 //!
 //! ```text
 //! DIR/config.json, eagle_config.json          the tiny N1.6 config (every structural switch of 3B)
@@ -25,8 +25,8 @@ use gr00t_runtime::model::Gr00tModel;
 use gr00t_runtime::weights::{DType, RandomWeights, Tensor, WeightError, WeightSource};
 use serde_json::{Value, json};
 
-/// The configs `make-checkpoint --config` knows.
-pub const CONFIGS: [&str; 1] = ["tiny"];
+/// The configs `make-checkpoint --config` knows: N1.6's `tiny` and N1.7's `n17-tiny`.
+pub const CONFIGS: [&str; 2] = ["tiny", crate::checkpoint_n17::CONFIG];
 
 /// The GR1 state/action groups and their widths.
 const GR1_GROUPS: [(&str, usize); 5] = [
@@ -116,7 +116,7 @@ pub fn tiny_config() -> (Value, Value) {
 }
 
 /// Seeded random weights that remember every tensor the model asked for.
-struct Recording {
+pub(crate) struct Recording {
     random: RandomWeights,
     seen: Mutex<BTreeMap<String, Tensor>>,
 }
@@ -132,8 +132,12 @@ impl WeightSource for Recording {
     }
 }
 
-/// The tensors of a model built from `cfg` with random weights of `seed`, by name.
-fn random_tensors(cfg: &ModelConfig, seed: u64) -> anyhow::Result<BTreeMap<String, Tensor>> {
+/// The tensors a model asks for while `build` builds it from seeded random weights of
+/// `seed`, by name.
+pub(crate) fn record_tensors(
+    seed: u64,
+    build: impl FnOnce(&Recording) -> anyhow::Result<()>,
+) -> anyhow::Result<BTreeMap<String, Tensor>> {
     let rec = Recording {
         random: RandomWeights {
             seed,
@@ -141,12 +145,20 @@ fn random_tensors(cfg: &ModelConfig, seed: u64) -> anyhow::Result<BTreeMap<Strin
         },
         seen: Mutex::new(BTreeMap::new()),
     };
-    Gr00tModel::from_source(cfg.clone(), &rec).context("building the model")?;
+    build(&rec)?;
     Ok(rec.seen.into_inner().expect("not poisoned"))
 }
 
+/// The tensors of an N1.6 model built from `cfg` with random weights of `seed`, by name.
+fn random_tensors(cfg: &ModelConfig, seed: u64) -> anyhow::Result<BTreeMap<String, Tensor>> {
+    record_tensors(seed, |rec| {
+        Gr00tModel::from_source(cfg.clone(), rec).context("building the model")?;
+        Ok(())
+    })
+}
+
 /// Writes the tensors as `shards` safetensors files plus the index.
-fn write_shards(
+pub(crate) fn write_shards(
     dir: &Path,
     tensors: &BTreeMap<String, Tensor>,
     shards: usize,
@@ -200,7 +212,7 @@ fn write_shards(
 }
 
 /// A deterministic value in [-1, 1) for (seed, label, i).
-fn unit(seed: u64, label: &str, i: usize) -> f64 {
+pub(crate) fn unit(seed: u64, label: &str, i: usize) -> f64 {
     let mut h = seed ^ 0x9e37_79b9_7f4a_7c15;
     for b in label.bytes().chain(i.to_le_bytes()) {
         h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
@@ -213,7 +225,7 @@ fn unit(seed: u64, label: &str, i: usize) -> f64 {
 
 /// min/max/mean/std/q01/q99 of `dim` joints (`rows` rows for relative actions), synthetic
 /// but consistent (min < q01 < mean < q99 < max, std > 0).
-fn stats(seed: u64, label: &str, dim: usize, rows: Option<usize>) -> Value {
+pub(crate) fn stats(seed: u64, label: &str, dim: usize, rows: Option<usize>) -> Value {
     let row = |r: usize| -> BTreeMap<&str, Vec<f64>> {
         let mut m: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
         for j in 0..dim {
@@ -325,16 +337,17 @@ fn byte_chars() -> Vec<char> {
 }
 
 /// A byte-level stand-in for the Qwen tokenizer: one token per byte (no merges) plus the
-/// special tokens the prompt uses at their Qwen ids. Prompts tokenize to more ids than with
-/// the real vocabulary; everything else (files, ids of the special tokens) is the real shape.
-fn write_byte_tokenizer(dir: &Path) -> anyhow::Result<()> {
+/// special tokens the prompt uses (`specials`) at their Qwen ids. Prompts tokenize to more ids
+/// than with the real vocabulary; everything else (files, ids of the special tokens) is the
+/// real shape.
+pub(crate) fn write_byte_tokenizer(dir: &Path, specials: &[(&str, u32)]) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut vocab = serde_json::Map::new();
     for (i, c) in byte_chars().into_iter().enumerate() {
         vocab.insert(c.to_string(), json!(i));
     }
     let mut decoder = serde_json::Map::new();
-    for (t, id) in SPECIAL_TOKENS {
+    for &(t, id) in specials {
         vocab.insert(t.into(), json!(id));
         decoder.insert(
             id.to_string(),
@@ -352,7 +365,7 @@ fn write_byte_tokenizer(dir: &Path) -> anyhow::Result<()> {
     )
 }
 
-fn write_json(path: &Path, v: &Value) -> anyhow::Result<()> {
+pub(crate) fn write_json(path: &Path, v: &Value) -> anyhow::Result<()> {
     let mut text = serde_json::to_string_pretty(v)?;
     text.push('\n');
     std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
@@ -360,8 +373,12 @@ fn write_json(path: &Path, v: &Value) -> anyhow::Result<()> {
 
 /// A 256×256 RGB PNG (a smooth pattern of the seed) for the demo request.
 fn demo_png(seed: u64) -> anyhow::Result<Vec<u8>> {
-    let (w, h) = (256u32, 256u32);
-    let phase = (unit(seed, "png", 0) * 64.0) as i64;
+    pattern_png(seed, "png", 256, 256)
+}
+
+/// A `w`×`h` RGB PNG, a smooth pattern of (seed, label).
+pub(crate) fn pattern_png(seed: u64, label: &str, w: u32, h: u32) -> anyhow::Result<Vec<u8>> {
+    let phase = (unit(seed, label, 0) * 64.0) as i64;
     let mut rgb = Vec::with_capacity((w * h * 3) as usize);
     for y in 0..h as i64 {
         for x in 0..w as i64 {
@@ -439,7 +456,11 @@ pub fn make_checkpoint(
     let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp)?;
-    let result = write_all(&tmp, seed, tokenizer, shards);
+    let result = if config == crate::checkpoint_n17::CONFIG {
+        crate::checkpoint_n17::write_all(&tmp, seed, tokenizer, shards)
+    } else {
+        write_all(&tmp, seed, tokenizer, shards)
+    };
     if let Err(e) = result {
         let _ = std::fs::remove_dir_all(&tmp);
         return Err(e);
@@ -473,18 +494,8 @@ fn write_all(
     write_json(&dir.join("embodiment_id.json"), &ids)?;
     let tok_dir = dir.join("tokenizer");
     match tokenizer {
-        Some(src) => {
-            std::fs::create_dir_all(&tok_dir)?;
-            for entry in std::fs::read_dir(src)
-                .with_context(|| format!("reading the tokenizer directory {}", src.display()))?
-            {
-                let p = entry?.path();
-                if p.is_file() {
-                    std::fs::copy(&p, tok_dir.join(p.file_name().expect("a file")))?;
-                }
-            }
-        }
-        None => write_byte_tokenizer(&tok_dir)?,
+        Some(src) => copy_files(src, &tok_dir)?,
+        None => write_byte_tokenizer(&tok_dir, &SPECIAL_TOKENS)?,
     }
     // The demo: its expected actions come from this build's f32 CPU reference.
     let settings = crate::settings::Settings::from_vars(&Default::default())?;
@@ -500,7 +511,22 @@ fn write_all(
     })
 }
 
-fn walk_bytes(dir: &Path) -> std::io::Result<u64> {
+/// Copies the plain files of `src` (not its subdirectories) into `dst`.
+pub(crate) fn copy_files(src: &Path, dst: &Path) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dst)?;
+    for entry in std::fs::read_dir(src)
+        .with_context(|| format!("reading the tokenizer directory {}", src.display()))?
+    {
+        let p = entry?.path();
+        if p.is_file() {
+            std::fs::copy(&p, dst.join(p.file_name().expect("a file")))
+                .with_context(|| format!("copying {}", p.display()))?;
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn walk_bytes(dir: &Path) -> std::io::Result<u64> {
     let mut n = 0;
     for e in std::fs::read_dir(dir)? {
         let e = e?;

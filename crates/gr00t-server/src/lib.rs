@@ -14,6 +14,7 @@ pub mod api;
 pub mod boot;
 pub mod build_info;
 pub mod checkpoint;
+pub mod checkpoint_n17;
 pub mod demo;
 pub mod error;
 pub mod fifo;

@@ -44,7 +44,8 @@ struct ModelArgs {
     /// Checkpoint directory (instead of the HF cache snapshot at TT_WEIGHTS_REVISION).
     #[arg(long)]
     model_dir: Option<PathBuf>,
-    /// Tokenizer directory (overrides GR00T_TOKENIZER_DIR; default `<model-dir>/tokenizer`).
+    /// Tokenizer directory, for N1.7 the backbone's processor files (overrides
+    /// GR00T_TOKENIZER_DIR and GR00T_TOKENIZER_REPO; default `<model-dir>/tokenizer`).
     #[arg(long)]
     tokenizer_dir: Option<PathBuf>,
 }
@@ -81,13 +82,14 @@ enum Cmd {
         #[arg(long, default_value = "cpu", value_parser = ["cpu", "megakernel"])]
         backend: String,
     },
-    /// Write a deterministic random N1.6 checkpoint in the real file layout (sharded
-    /// safetensors + index, configs, GR1 processor files and statistics, a tokenizer, and a demo
+    /// Write a deterministic random N1.6 (or N1.7) checkpoint in the real file layout (sharded
+    /// safetensors + index, configs, processor files and statistics, a tokenizer, and a demo
     /// whose expected actions this build's f32 CPU reference made), for trying the runtime or a
     /// packaged image without the Hub or the real weights. The weights are random: the actions
     /// mean nothing.
     MakeCheckpoint {
-        /// The architecture (`tiny`: every structural switch of N1.6-3B at toy widths).
+        /// The architecture (`tiny`: every structural switch of N1.6-3B at toy widths, GR1;
+        /// `n17-tiny`: every structural switch of N1.7-3B at toy widths, a DROID embodiment).
         #[arg(long, default_value = "tiny", value_parser = gr00t_server::checkpoint::CONFIGS)]
         config: String,
         /// Seed of the weights, statistics and demo.
@@ -96,8 +98,10 @@ enum Cmd {
         /// The directory to write (replaced atomically).
         #[arg(long)]
         out: PathBuf,
-        /// Copy these tokenizer files (vocab.json, merges.txt, tokenizer_config.json, ...) instead
-        /// of writing the byte-level stand-in.
+        /// Copy these tokenizer files (vocab.json, merges.txt, tokenizer_config.json, ...) into
+        /// `tokenizer/` instead of writing the byte-level stand-in. For `n17-tiny` these are the
+        /// backbone's processor files, its config.json (which sets the backbone's widths), chat
+        /// template and preprocessor_config.json included.
         #[arg(long)]
         tokenizer_dir: Option<PathBuf>,
         /// Safetensors shards.

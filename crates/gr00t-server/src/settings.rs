@@ -68,11 +68,17 @@ pub struct Settings {
     pub version: String,
     /// `GR00T_VERSION` as given; `None` when unset (the checkpoint's config then decides).
     pub version_requested: Option<String>,
-    /// `GR00T_EMBODIMENT`: the embodiment tag (letters, digits, `_`; default `gr1`).
+    /// `GR00T_EMBODIMENT`: the embodiment tag (letters, digits, `_`; default `gr1`, N1.6's;
+    /// an N1.7 checkpoint defaults to its only embodiment, see [`crate::boot::n17_settings`]).
     pub embodiment: String,
+    /// `GR00T_EMBODIMENT` as given; `None` when unset (the default then depends on the
+    /// checkpoint's generation).
+    pub embodiment_requested: Option<String>,
     /// `GR00T_LAYOUT`: one of [`LAYOUTS`]; default `gr1` for the `gr1` embodiment, else
     /// `dynamic`.
     pub layout: String,
+    /// `GR00T_LAYOUT` as given; `None` when unset.
+    pub layout_requested: Option<String>,
     /// `GR00T_POLICY`: one of [`POLICIES`] (default `mixed_dit`).
     pub policy: String,
     /// `GR00T_DIT_BACKEND`: one of [`DIT_BACKENDS`] (default `cpu`).
@@ -83,9 +89,15 @@ pub struct Settings {
     /// `GR00T_NUM_CQS`: device command queues, 1 or 2 (default 2). Validated only; nothing in
     /// this build reads it further.
     pub num_cqs: u32,
-    /// `GR00T_TOKENIZER_DIR`: the tokenizer directory; `None`: `<model-dir>/tokenizer`
-    /// (a `--tokenizer-dir` flag overrides both).
+    /// `GR00T_TOKENIZER_DIR`: the tokenizer directory (for N1.7: the backbone's processor
+    /// files); `None`: the [`Self::tokenizer_snapshot`] when set, else `<model-dir>/tokenizer`
+    /// (a `--tokenizer-dir` flag overrides all).
     pub tokenizer_dir: Option<PathBuf>,
+    /// `GR00T_TOKENIZER_REPO` + `GR00T_TOKENIZER_REVISION`: read the tokenizer files from the
+    /// HF cache snapshot of this repository at this pinned revision (a package's
+    /// `auxiliary_weights` entry, e.g. N1.7's gated backbone processor files), offline. Both or
+    /// neither, and not beside `GR00T_TOKENIZER_DIR`.
+    pub tokenizer_snapshot: Option<(String, String)>,
     /// `GR00T_TT_CACHE`: the megakernel's weight-arena cache directory; `None`: no cache.
     pub tt_cache: Option<PathBuf>,
     /// `GR00T_MK_DEVICE`: one of [`MK_DEVICES`] (default `emulator`).
@@ -100,6 +112,10 @@ pub struct Settings {
     /// `GR00T_MK_REPLAY`: `1` (default) lets the device's worker keep each step's graph and
     /// replay it; `0` sends every step whole (for comparison).
     pub mk_replay: bool,
+    /// `GR00T_MK_HEAD`: `device` (default) runs the whole action head on the device, one graph
+    /// per forward; `host` runs the flow loop on the host and each step's DiT blocks on the
+    /// device (for comparison). Only where a device runs the blocks (`GR00T_MK_DEVICE`).
+    pub mk_head_on_device: bool,
     /// `GR00T_TTNN_PYTHON`: the ttnn worker's interpreter; `None`: `$VIRTUAL_ENV/bin/python3`,
     /// else `python3` on `PATH`.
     pub ttnn_python: Option<String>,
@@ -201,6 +217,7 @@ impl Settings {
         };
         let mk_chain = one_of("GR00T_MK_CHAIN", "1", &["0", "1"])? == "1";
         let mk_replay = one_of("GR00T_MK_REPLAY", "1", &["0", "1"])? == "1";
+        let mk_head_on_device = one_of("GR00T_MK_HEAD", "device", &["device", "host"])? == "device";
         let num_cqs = match get("GR00T_NUM_CQS").as_deref() {
             None => 2,
             Some("1") => 1,
@@ -244,24 +261,47 @@ impl Settings {
                 "GR00T_WARMUP_PCC_MIN is set but GR00T_WARMUP_RUNS=0: the self-check needs a warm-up run".into(),
             ));
         }
-        let weights_revision = match get("TT_WEIGHTS_REVISION") {
-            None => None,
-            Some(v)
-                if v.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-                    && v != "."
-                    && v != ".." =>
-            {
-                Some(v)
-            }
-            Some(v) => {
-                return Err(SettingsError::Invalid {
-                    var: "TT_WEIGHTS_REVISION",
+        let revision = |var: &'static str| -> Result<Option<String>, SettingsError> {
+            match get(var) {
+                None => Ok(None),
+                Some(v) if is_ref_name(&v) => Ok(Some(v)),
+                Some(v) => Err(SettingsError::Invalid {
+                    var,
                     value: v,
                     reason: "expected a commit sha or ref name".into(),
-                });
+                }),
             }
         };
+        let weights_revision = revision("TT_WEIGHTS_REVISION")?;
+        let tokenizer_snapshot = match (
+            get("GR00T_TOKENIZER_REPO"),
+            revision("GR00T_TOKENIZER_REVISION")?,
+        ) {
+            (None, None) => None,
+            (Some(repo), Some(rev)) => {
+                let ok = repo
+                    .split_once('/')
+                    .is_some_and(|(org, name)| is_ref_name(org) && is_ref_name(name));
+                if !ok {
+                    return Err(SettingsError::Invalid {
+                        var: "GR00T_TOKENIZER_REPO",
+                        value: repo,
+                        reason: "expected a Hugging Face repository org/name".into(),
+                    });
+                }
+                Some((repo, rev))
+            }
+            _ => {
+                return Err(SettingsError::Inconsistent(
+                    "GR00T_TOKENIZER_REPO and GR00T_TOKENIZER_REVISION go together: the tokenizer snapshot is read offline, so its revision must be pinned".into(),
+                ));
+            }
+        };
+        if tokenizer_snapshot.is_some() && get("GR00T_TOKENIZER_DIR").is_some() {
+            return Err(SettingsError::Inconsistent(
+                "GR00T_TOKENIZER_DIR and GR00T_TOKENIZER_REPO both name the tokenizer files: set one".into(),
+            ));
+        }
         let mesh_shape = match get("TT_MESH_SHAPE") {
             None => (1, 1),
             Some(v) => {
@@ -290,17 +330,21 @@ impl Settings {
             version_requested: get("GR00T_VERSION"),
             version,
             embodiment,
+            embodiment_requested: get("GR00T_EMBODIMENT"),
             layout,
+            layout_requested: get("GR00T_LAYOUT"),
             policy,
             dit_backend,
             mk_arena_dtype,
             num_cqs,
             tokenizer_dir: get("GR00T_TOKENIZER_DIR").map(PathBuf::from),
+            tokenizer_snapshot,
             tt_cache: get("GR00T_TT_CACHE").map(PathBuf::from),
             mk_device,
             mk_device_timeout,
             mk_chain,
             mk_replay,
+            mk_head_on_device,
             ttnn_python: get("GR00T_TTNN_PYTHON")
                 .or_else(|| get("VIRTUAL_ENV").map(|v| format!("{v}/bin/python3"))),
             warmup_runs,
@@ -328,6 +372,8 @@ impl Settings {
             ttnn_python: self.ttnn_python.clone(),
             chain: self.mk_chain,
             replay: self.mk_replay,
+            // The embodiment is resolved at boot, against the checkpoint (`boot.rs`).
+            head_embodiment: None,
         })
     }
 
@@ -335,6 +381,15 @@ impl Settings {
     pub fn from_env() -> Result<Self, SettingsError> {
         Self::from_vars(&std::env::vars().collect())
     }
+}
+
+/// A commit sha or ref name (also one half of `org/name`): letters, digits, `-_.`, not `.`/`..`.
+fn is_ref_name(v: &str) -> bool {
+    !v.is_empty()
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        && v != "."
+        && v != ".."
 }
 
 /// `1x1`, `(1, 1)`, `1,1` -> (1, 1).
@@ -349,146 +404,4 @@ pub fn parse_mesh_shape(s: &str) -> Option<(u32, u32)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn vars(kv: &[(&str, &str)]) -> HashMap<String, String> {
-        kv.iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn seed_manifest_env_is_accepted() {
-        let s = Settings::from_vars(&vars(&[
-            (
-                "TT_WEIGHTS_REVISION",
-                "d0814e7ecb19202e7c8468b46098b0b7ef3a6d61",
-            ),
-            ("GR00T_VERSION", "n16"),
-            ("GR00T_EMBODIMENT", "gr1"),
-            ("GR00T_LAYOUT", "gr1"),
-            ("GR00T_POLICY", "mixed_dit"),
-            ("GR00T_DIT_BACKEND", "megakernel"),
-            ("GR00T_MK_ARENA_DTYPE", "auto"),
-            ("GR00T_NUM_CQS", "2"),
-            ("GR00T_TOKENIZER_DIR", "/opt/tok"),
-            ("GR00T_TT_CACHE", "/weight-cache/gr00t-tt"),
-            ("GR00T_WARMUP_RUNS", "3"),
-            ("GR00T_WARMUP_PCC_MIN", "0.999"),
-            ("TT_MESH_SHAPE", "1x1"),
-            ("HF_HOME", "/hf"),
-        ]))
-        .unwrap();
-        assert_eq!(s.warmup_runs, 3);
-        assert_eq!(s.mk_device, "emulator");
-        assert_eq!(s.mk_device_timeout, Duration::from_secs(30));
-        assert_eq!(
-            (s.mk_chain, s.mk_replay),
-            (true, true),
-            "chained and replayed by default"
-        );
-        let mk = s.megakernel().unwrap();
-        assert_eq!(
-            mk.dtype,
-            tt_blackhole::format::ArenaDtype::Bfp8B,
-            "auto is bfp8_b"
-        );
-        assert_eq!(mk.cache_dir, Some(PathBuf::from("/weight-cache/gr00t-tt")));
-        let card = Settings::from_vars(&vars(&[
-            ("GR00T_MK_DEVICE", "p150a"),
-            ("GR00T_MK_DEVICE_TIMEOUT_S", "2.5"),
-        ]))
-        .unwrap()
-        .megakernel()
-        .unwrap();
-        assert_eq!(
-            (card.device.as_str(), card.device_timeout),
-            ("p150a", Duration::from_millis(2500))
-        );
-        let apart =
-            Settings::from_vars(&vars(&[("GR00T_MK_CHAIN", "0"), ("GR00T_MK_REPLAY", "0")]))
-                .unwrap()
-                .megakernel()
-                .unwrap();
-        assert_eq!((apart.chain, apart.replay), (false, false));
-        assert_eq!(s.warmup_pcc_min, Some(0.999));
-        assert_eq!(s.max_instruction_tokens(), Some(24));
-        assert_eq!(s.hf_home, PathBuf::from("/hf"));
-        assert_eq!(s.hf_hub_cache, PathBuf::from("/hf/hub"));
-        let mut v = vars(&[("HF_HOME", "/hf"), ("HF_HUB_CACHE", "/hf-hub")]);
-        assert_eq!(
-            Settings::from_vars(&v).unwrap().hf_hub_cache,
-            PathBuf::from("/hf-hub"),
-            "HF_HUB_CACHE wins, as in huggingface_hub"
-        );
-        v.remove("HF_HUB_CACHE");
-        assert_eq!(
-            Settings::from_vars(&v).unwrap().hf_hub_cache,
-            PathBuf::from("/hf/hub")
-        );
-    }
-
-    #[test]
-    fn bad_values_give_one_line_reasons() {
-        for (kv, needle) in [
-            (
-                vec![("GR00T_VERSION", "n15")],
-                "GR00T_VERSION=\"n15\" is not one of n16",
-            ),
-            (
-                vec![
-                    ("GR00T_LAYOUT", "gr1"),
-                    ("GR00T_EMBODIMENT", "libero_panda"),
-                ],
-                "GR00T_LAYOUT=gr1",
-            ),
-            (vec![("GR00T_DIT_BACKEND", "cuda")], "GR00T_DIT_BACKEND"),
-            (
-                vec![
-                    ("GR00T_MK_ARENA_DTYPE", "bfp8_b"),
-                    ("GR00T_DIT_BACKEND", "ttnn"),
-                ],
-                "only applies",
-            ),
-            (vec![("GR00T_NUM_CQS", "3")], "GR00T_NUM_CQS"),
-            (vec![("GR00T_WARMUP_RUNS", "-1")], "GR00T_WARMUP_RUNS"),
-            (
-                vec![("GR00T_WARMUP_PCC_MIN", "high")],
-                "GR00T_WARMUP_PCC_MIN",
-            ),
-            (
-                vec![("GR00T_WARMUP_PCC_MIN", "0.9"), ("GR00T_WARMUP_RUNS", "0")],
-                "needs a warm-up run",
-            ),
-            (vec![("TT_MESH_SHAPE", "2x4")], "one device"),
-            (vec![("TT_MESH_SHAPE", "banana")], "TT_MESH_SHAPE"),
-            (vec![("TT_WEIGHTS_REVISION", "../x")], "TT_WEIGHTS_REVISION"),
-            (vec![("GR00T_EMBODIMENT", "gr1/../x")], "GR00T_EMBODIMENT"),
-            (vec![("GR00T_POLICY", "int4")], "GR00T_POLICY"),
-            (vec![("GR00T_MK_DEVICE", "gpu")], "GR00T_MK_DEVICE"),
-            (
-                vec![("GR00T_MK_DEVICE_TIMEOUT_S", "0")],
-                "GR00T_MK_DEVICE_TIMEOUT_S",
-            ),
-            (
-                vec![("GR00T_MK_DEVICE_TIMEOUT_S", "soon")],
-                "GR00T_MK_DEVICE_TIMEOUT_S",
-            ),
-            (vec![("GR00T_MK_CHAIN", "no")], "GR00T_MK_CHAIN"),
-            (vec![("GR00T_MK_REPLAY", "2")], "GR00T_MK_REPLAY"),
-        ] {
-            let msg = Settings::from_vars(&vars(&kv)).unwrap_err().to_string();
-            assert!(msg.contains(needle), "{kv:?}: {msg}");
-            assert!(!msg.contains('\n'), "{msg}");
-        }
-    }
-
-    #[test]
-    fn mesh_shapes_parse() {
-        assert_eq!(parse_mesh_shape("1x1"), Some((1, 1)));
-        assert_eq!(parse_mesh_shape("(1, 1)"), Some((1, 1)));
-        assert_eq!(parse_mesh_shape("1,1"), Some((1, 1)));
-        assert_eq!(parse_mesh_shape("0x1"), None);
-    }
-}
+mod tests;

@@ -129,9 +129,61 @@ fn config_usize(path: &std::path::Path, key: &str) -> u64 {
     find(&v, key).unwrap_or_else(|| panic!("no {key} in {}", path.display()))
 }
 
-/// Issue 24's counters, measured: `gr00t-server predict --stats-json` on the tiny golden case
-/// through the device path: one program per denoising step, only the step's tokens in and the
-/// stream out, and the actions still match the f32 golden.
+/// Issue 39's counters, measured: `gr00t-server predict --stats-json` on the tiny golden case
+/// with the default settings, the whole action head on the device: the forward is one
+/// graph (no step of its own), the actions match the f32 golden, and the forward's window
+/// holds the observation's cross K/V program, each timestep's rows program (the first forward
+/// computes them; later ones find them on the device) and ONE program for the state encoder
+/// and the four steps' action encoder, DiT blocks, output layer, decoder and Euler update.
+#[test]
+#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
+fn sim_predict_stats_json_counts_one_program_per_forward() {
+    require_simulator("sim_predict_stats_json_counts_one_program_per_forward");
+    let dir = tmpdir("stats-forward");
+    let (req, stats) = (dir.join("req.json"), dir.join("stats.json"));
+    std::fs::write(&req, serde_json::to_vec(&case1_request()).unwrap()).unwrap();
+    let out = with_sim(&mut predict_cmd(&req))
+        .env("GR00T_DIT_BACKEND", "megakernel")
+        .env("GR00T_MK_DEVICE", "sim")
+        .arg("--stats-json")
+        .arg(&stats)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = pcc(&flat(&v["actions"]), &flat(&case1_expected()["actions"]));
+    assert!(p >= 0.999, "PCC vs the f32 golden {p}");
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    eprintln!("tiny case1, head on the device, --stats-json: {s}");
+    let d = &s["device"];
+    let config = case1().join("config.json");
+    let steps = config_usize(
+        &case1().join("config_resolved.json"),
+        "num_inference_timesteps",
+    );
+    assert_eq!(d["steps"], steps, "{s}");
+    assert_eq!(d["per_step"].as_array().map(Vec::len), Some(0), "{s}");
+    assert_eq!(d["programs_per_step"], 0, "{s}");
+    assert_eq!(d["programs_per_forward"], 1 + steps + 1, "{s}");
+    assert_eq!(d["forward"]["programs"], d["programs_per_forward"], "{s}");
+    // Only the chunk comes back: [horizon, max_action_dim] f32.
+    let chunk = config_usize(&config, "action_horizon") * config_usize(&config, "max_action_dim");
+    assert_eq!(d["device_to_host_bytes_per_forward"], chunk * 4, "{s}");
+    assert!(
+        d["host_to_device_bytes_per_forward"].as_u64().unwrap() > 0,
+        "{s}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Issue 24's counters, measured, with the host conducting the flow (`GR00T_MK_HEAD=host`):
+/// `gr00t-server predict --stats-json` on the tiny golden case: one program per denoising
+/// step, only the step's tokens in and the stream out, and the actions still match the f32
+/// golden.
 #[test]
 #[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
 fn sim_predict_stats_json_counts_the_step_graph() {
@@ -142,6 +194,7 @@ fn sim_predict_stats_json_counts_the_step_graph() {
     let out = with_sim(&mut predict_cmd(&req))
         .env("GR00T_DIT_BACKEND", "megakernel")
         .env("GR00T_MK_DEVICE", "sim")
+        .env("GR00T_MK_HEAD", "host")
         .arg("--stats-json")
         .arg(&stats)
         .output()
@@ -247,8 +300,9 @@ fn sim_serve_boot_runs_the_warmup_gate() {
         "served boot with the warm-up gate on the simulator: {:.1} s; {ready}",
         t.elapsed().as_secs_f64()
     );
-    // A request after the warm-up: its steps replay the step graphs the warm-up left on the
-    // worker (the same timesteps, the same context length), only the tokens sent.
+    // A request after the warm-up: it replays the forward graph the warm-up left on the
+    // worker (the same timesteps, the same context length), only the state and noise sent
+    // besides its observation.
     let body = serde_json::to_vec(&case1_request()).unwrap();
     let (code, _, pred) = http_within(port, "POST", "/predict", &body, Duration::from_secs(300));
     assert_eq!(code, 200, "{pred}");
@@ -268,20 +322,14 @@ fn sim_serve_boot_runs_the_warmup_gate() {
         host["replayed"]["request_bytes_per_step"].as_u64().unwrap() < 1024,
         "{host}"
     );
-    assert_eq!(
-        v["device"]["per_step"][0]["host_to_device_bytes"],
-        v["device"]["per_step"][1]["host_to_device_bytes"],
-        "{v}"
-    );
+    // The request's forward: its observation's cross K/V and the kept forward graph, one
+    // program each; nothing per step.
+    assert_eq!(v["device"]["programs_per_forward"], 2, "{v}");
+    assert_eq!(v["device"]["programs_per_step"], 0, "{v}");
     assert_eq!(v["backend"], "megakernel-sim", "{v}");
     assert_eq!(v["stage"], "stage2-megakernel-sim-devicestep", "{v}");
     let p = v["warmup_pcc"].as_f64().expect("the warm-up gate ran");
     assert!(p >= 0.999, "warm-up PCC {p}");
-    // The warm-up was a forward on the device: /info shows its measured counts.
-    assert!(
-        v["device"]["programs_per_step"].as_u64().unwrap() > 0,
-        "{v}"
-    );
     assert!(v["device"]["steps"].as_u64().unwrap() > 0, "{v}");
 }
 

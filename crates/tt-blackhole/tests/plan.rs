@@ -45,7 +45,7 @@ fn check_coverage(dims: &DitDims, dtype: ArenaDtype) {
             let e = arena.entry(block, kind).unwrap();
             let mut weight_first = None;
             for core in &p.cores {
-                let a = |n: &str| core.arg(&format!("{label}.{n}")).unwrap() as usize;
+                let a = |n: &str| core.share(&format!("{label}.{n}")).unwrap() as usize;
                 if let CoreRole::Compute { .. } = core.role {
                     let start = base + a("offset_in_block") + a("first_tile");
                     weight_first.get_or_insert(base + a("offset_in_block"));
@@ -71,7 +71,7 @@ fn check_coverage(dims: &DitDims, dtype: ArenaDtype) {
             .iter()
             .filter(|c| matches!(c.role, CoreRole::Compute { .. }))
         {
-            let a = |n: &str| core.arg(&format!("{}.{n}", c.label)).unwrap() as usize;
+            let a = |n: &str| core.share(&format!("{}.{n}", c.label)).unwrap() as usize;
             for n in a("n_start")..a("n_start") + a("n_count") {
                 for k in a("k_start")..a("k_start") + a("k_count") {
                     seen[k * c.split.nt + n] += 1;

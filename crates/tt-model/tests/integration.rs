@@ -13,6 +13,7 @@ mod common;
 mod curl_task;
 mod exit_codes;
 mod gr00t_image;
+mod gr00t_n17_example;
 mod info_profiles_curl;
 mod installed_cli;
 mod legacy_names;

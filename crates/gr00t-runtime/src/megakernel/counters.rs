@@ -56,7 +56,8 @@ pub struct Cumulative {
 /// `"device"` and `/info` serves.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct DeviceStats {
-    /// Device programs of one denoising step (the largest over the forward's steps).
+    /// Device programs of one denoising step (the largest over the forward's steps; 0 when
+    /// the forward ran as one graph: its steps have no exchanges of their own).
     pub programs_per_step: u64,
     /// Bytes sent for the device in one step (the largest over the steps).
     pub host_to_device_bytes_per_step: u64,
@@ -68,6 +69,14 @@ pub struct DeviceStats {
     pub per_step: Vec<Traffic>,
     /// The whole forward (its steps summed).
     pub forward: Traffic,
+    /// Device programs of the whole forward, measured over its window: what its exchanges
+    /// launched, the observation's and new timesteps' graphs included (a forward that replays
+    /// its kept graph launches that graph's programs alone).
+    pub programs_per_forward: u64,
+    /// Bytes sent for the device over the forward's window.
+    pub host_to_device_bytes_per_forward: u64,
+    /// Bytes read back from the device over the forward's window.
+    pub device_to_host_bytes_per_forward: u64,
     /// Since the device opened.
     pub cumulative: Cumulative,
 }
@@ -79,8 +88,15 @@ struct State {
     cumulative_steps: u64,
     /// Steps of the forward in progress.
     open: Option<Vec<Traffic>>,
+    /// The running total when the forward in progress began.
+    open_since: Traffic,
+    /// Denoising steps the forward in progress ran as one graph ([`DeviceCounters::record_forward`]).
+    open_graph_steps: usize,
     /// Steps of the last finished forward.
     last: Option<Vec<Traffic>>,
+    /// The last finished forward's window, and its steps when it ran as one graph.
+    last_window: Traffic,
+    last_graph_steps: usize,
 }
 
 /// The running counts of one device. Every method takes `&self` (the device is shared).
@@ -119,7 +135,17 @@ impl DeviceCounters {
 
     /// A forward starts (an unfinished one before it is dropped).
     pub fn begin_forward(&self) {
-        self.with(|s| s.open = Some(Vec::new()));
+        self.with(|s| {
+            s.open = Some(Vec::new());
+            s.open_since = s.total;
+            s.open_graph_steps = 0;
+        });
+    }
+
+    /// The forward in progress ran its `steps` denoising steps as one graph (the action head
+    /// on the device): it has no step windows, its counts are its window's.
+    pub fn record_forward(&self, steps: usize) {
+        self.with(|s| s.open_graph_steps = steps);
     }
 
     /// One denoising step of the forward in progress moved `step` (a window of
@@ -133,10 +159,13 @@ impl DeviceCounters {
     pub fn end_forward(&self, ok: bool) {
         self.with(|s| {
             let Some(steps) = s.open.take() else { return };
-            if ok && !steps.is_empty() {
+            let graph_steps = std::mem::take(&mut s.open_graph_steps);
+            if ok && (!steps.is_empty() || graph_steps > 0) {
                 s.cumulative_forwards += 1;
-                s.cumulative_steps += steps.len() as u64;
+                s.cumulative_steps += (steps.len() + graph_steps) as u64;
                 s.last = Some(steps);
+                s.last_window = s.open_since.until(s.total);
+                s.last_graph_steps = graph_steps;
             }
         });
     }
@@ -148,13 +177,20 @@ impl DeviceCounters {
             let mut forward = Traffic::default();
             steps.iter().for_each(|t| forward.add(*t));
             let max = |f: fn(&Traffic) -> u64| steps.iter().map(f).max().unwrap_or(0);
+            if s.last_graph_steps > 0 {
+                forward = s.last_window;
+            }
+            let window = s.last_window;
             Some(DeviceStats {
                 programs_per_step: max(|t| t.programs),
                 host_to_device_bytes_per_step: max(|t| t.host_to_device_bytes),
                 device_to_host_bytes_per_step: max(|t| t.device_to_host_bytes),
-                steps: steps.len(),
+                steps: steps.len() + s.last_graph_steps,
                 per_step: steps.clone(),
                 forward,
+                programs_per_forward: window.programs,
+                host_to_device_bytes_per_forward: window.host_to_device_bytes,
+                device_to_host_bytes_per_forward: window.device_to_host_bytes,
                 cumulative: Cumulative {
                     forwards: s.cumulative_forwards,
                     steps: s.cumulative_steps,

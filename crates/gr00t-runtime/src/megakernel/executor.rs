@@ -11,9 +11,11 @@ use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs, se
 
 use super::arena_source::{CheckpointTensors, dit_dims};
 use super::emulator::{ArenaBytes, Emulator};
+use super::flow_device::{FlowContext, FlowDevice};
+use super::head_arena::HeadArena;
 use crate::cpu::norms::silu;
 use crate::model::dit::DitWeights;
-use crate::model::{DitExecutor, Gr00tModel, ModelError, Taps, VlContext};
+use crate::model::{DitExecutor, FlowInputs, Gr00tModel, ModelError, Taps, VlContext};
 use crate::policy::{
     ActionChunk, DeviceStatus, DeviceSupervision, ForwardTiming, ModelInputs, Policy, PolicyError,
 };
@@ -29,6 +31,9 @@ pub struct MegakernelDit<'a, D: DitDevice> {
     /// The device that runs the 32 blocks of each step.
     pub device: D,
     weights: &'a DitWeights,
+    /// The action head's weights on the device, when the device runs the whole head
+    /// ([`DitExecutor::run_flow`]); `None`: the host runs the loop.
+    head: Option<&'a super::head_arena::HeadArena>,
     context: Vec<f32>,
     text_mask: Vec<bool>,
     image_mask: Vec<bool>,
@@ -40,6 +45,7 @@ impl<'a, D: DitDevice> MegakernelDit<'a, D> {
         MegakernelDit {
             device,
             weights,
+            head: None,
             context: Vec::new(),
             text_mask: Vec::new(),
             image_mask: Vec::new(),
@@ -47,7 +53,15 @@ impl<'a, D: DitDevice> MegakernelDit<'a, D> {
     }
 }
 
-impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
+impl<'a, D: DitDevice> MegakernelDit<'a, D> {
+    /// The device runs the whole action head with `head`'s weights (its embodiment's).
+    pub fn with_head(mut self, head: &'a super::head_arena::HeadArena) -> Self {
+        self.head = Some(head);
+        self
+    }
+}
+
+impl<D: DitDevice + FlowDevice> DitExecutor for MegakernelDit<'_, D> {
     fn prepare(&mut self, ctx: &VlContext<'_>) -> Result<(), ModelError> {
         self.context = ctx.vl_embeds.to_vec();
         self.image_mask = ctx.image_mask.to_vec();
@@ -87,6 +101,23 @@ impl<D: DitDevice> DitExecutor for MegakernelDit<'_, D> {
         let p = w.proj_out_1.forward(&act, 1);
         let (shift, scale) = p.split_at(d);
         Ok(w.output_head(x, shift, scale, tokens, step, taps))
+    }
+
+    fn run_flow(
+        &mut self,
+        flow: &FlowInputs<'_>,
+        _taps: &mut Taps<'_>,
+    ) -> Option<Result<Vec<f32>, ModelError>> {
+        // Only the embodiment whose head is on the device; another runs the host loop.
+        let head = self.head.filter(|h| h.embodiment == flow.embodiment)?;
+        let ctx = FlowContext {
+            context: &self.context,
+            text_mask: &self.text_mask,
+            image_mask: &self.image_mask,
+        };
+        self.device
+            .run_flow(head, &ctx, flow)
+            .map(|r| r.map_err(ModelError::from))
     }
 }
 
@@ -147,6 +178,10 @@ pub struct MegakernelConfig {
     /// The device's worker keeps each step's graph and replays it (`GR00T_MK_REPLAY`,
     /// default); off: every step sends its graph whole.
     pub replay: bool,
+    /// The embodiment (projector index) whose whole action head runs on the device, one
+    /// graph per forward (`GR00T_MK_HEAD=device`, the default on a device, with the server's
+    /// embodiment); `None`: the host runs the flow loop and the device each step's DiT blocks.
+    pub head_embodiment: Option<usize>,
 }
 
 impl Default for MegakernelConfig {
@@ -160,6 +195,7 @@ impl Default for MegakernelConfig {
             ttnn_python: None,
             chain: true,
             replay: true,
+            head_embodiment: None,
         }
     }
 }
@@ -179,6 +215,8 @@ pub struct MegakernelPolicy {
     /// How the arena was obtained (cache hit, or built and why).
     pub arena_outcome: CacheOutcome,
     kind: DeviceKind,
+    /// The action head's weights on the device ([`MegakernelConfig::head_embodiment`]).
+    head: Option<HeadArena>,
     #[cfg(feature = "device")]
     device: Option<super::device::TtDevice>,
 }
@@ -266,12 +304,20 @@ impl MegakernelPolicy {
                 )
             }
         };
+        // The head goes on the device only where one runs it (the emulator declines).
+        let head = match config.head_embodiment {
+            Some(emb) if kind != DeviceKind::Emulator => {
+                Some(HeadArena::build(weights, &model.cfg.gr00t, emb, dtype)?)
+            }
+            _ => None,
+        };
         Ok(MegakernelPolicy {
             model,
             index,
             arena,
             arena_outcome,
             kind,
+            head,
             #[cfg(feature = "device")]
             device,
         })
@@ -319,10 +365,11 @@ impl MegakernelPolicy {
         #[cfg(feature = "device")]
         if let Some(dev) = &self.device {
             let steps = super::device::DeviceSteps::new(dev, &self.model.head.dit, &dims)?;
-            return Ok(MegakernelDit::new(
-                Engine::Device(steps),
-                &self.model.head.dit,
-            ));
+            let dit = MegakernelDit::new(Engine::Device(steps), &self.model.head.dit);
+            return Ok(match &self.head {
+                Some(h) => dit.with_head(h),
+                None => dit,
+            });
         }
         let emu = Emulator::new(&self.model.head.dit, &self.index, &self.arena, &dims)?;
         Ok(MegakernelDit::new(

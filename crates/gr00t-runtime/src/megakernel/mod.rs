@@ -8,6 +8,8 @@
 //! * [`executor`]: [`MegakernelDit`], the model's [`crate::model::DitExecutor`] on top of a
 //!   device, and [`MegakernelPolicy`], the `megakernel-emulated` [`crate::policy::Policy`].
 //!
+//! * [`head_arena`]: the action head's weights packed like the DiT's; [`head_emulator`]: the
+//!   CPU emulation of the head's device stages from them.
 //! * [`counters`]: the device traffic measured per step and forward (`--stats-json`, `/info`).
 //! * [`device`] (cargo feature `device`): the same blocks on a Blackhole p150a or its
 //!   simulator through ttnn, with the repo's kernels.
@@ -21,6 +23,9 @@ pub mod counters;
 pub mod device;
 pub mod emulator;
 pub mod executor;
+pub mod flow_device;
+pub mod head_arena;
+pub mod head_emulator;
 #[cfg(test)]
 mod tests;
 
@@ -30,3 +35,5 @@ pub use executor::{
     DEFAULT_DEVICE_TIMEOUT, Engine, MegakernelConfig, MegakernelDit, MegakernelPolicy,
     checkpoint_revision,
 };
+pub use head_arena::{HeadArena, HeadArenaError, HeadEntry, HeadWeight};
+pub use head_emulator::HeadAct;

@@ -26,6 +26,9 @@ pub struct ActionHead {
     decoder: [CatLinear; 2],
     /// The DiT stack's weights (`action_head.model.*`), run by a [`DitExecutor`].
     pub dit: DitWeights,
+    /// What a device that runs the whole head takes per timestep, computed once: the
+    /// timestep embeddings and the action encoder's sinusoidal encodings (`head_flow.rs`).
+    pub(crate) timestep_rows: std::sync::OnceLock<super::head_flow::TimestepRows>,
 }
 
 impl ActionHead {
@@ -85,6 +88,7 @@ impl ActionHead {
                 cat("action_decoder.layer2", hs, ad)?,
             ],
             dit: DitWeights::load(ws, cfg)?,
+            timestep_rows: std::sync::OnceLock::new(),
         })
     }
 
@@ -167,20 +171,53 @@ impl ActionHead {
         dit: &mut dyn DitExecutor,
         taps: &mut Taps<'_>,
     ) -> Result<Vec<f32>, ModelError> {
+        dit.prepare(vl)?;
+        // A device that runs the whole head takes the state and the noise as they are.
+        if let Some(x) = self.flow_on_executor(state, emb, noise, dit, taps) {
+            return x;
+        }
+        let state_feat = self.encode_state(state, emb);
+        taps.emit(
+            "action_head.state_features",
+            &[1, 1, self.cfg.input_embedding_dim],
+            &state_feat,
+        );
+        self.euler(&state_feat, emb, noise.to_vec(), None, dit, taps)
+    }
+
+    /// The Euler steps from `x0` `[horizon, max_action_dim]` after [`DitExecutor::prepare`],
+    /// shared by N1.6 and N1.7. Each step adds `dt · v`, or `dt · v · strength[row]` when
+    /// `row_strength` is given (N1.7's real-time chunking, whose caller also in-paints the
+    /// previous chunk into `x0`); without it the arithmetic is N1.6's, bit for bit.
+    /// Taps `flow.step{k}.*` and `flow.action_pred`.
+    pub fn euler(
+        &self,
+        state_features: &[f32],
+        emb: usize,
+        x0: Vec<f32>,
+        row_strength: Option<&[f32]>,
+        dit: &mut dyn DitExecutor,
+        taps: &mut Taps<'_>,
+    ) -> Result<Vec<f32>, ModelError> {
         let cfg = &self.cfg;
         let (d, hz, ad) = (
             cfg.input_embedding_dim,
             cfg.action_horizon,
             cfg.max_action_dim,
         );
-        let state_feat = self.encode_state(state, emb);
-        taps.emit("action_head.state_features", &[1, 1, d], &state_feat);
-        dit.prepare(vl)?;
+        if let Some(m) = row_strength
+            && m.len() != hz
+        {
+            return Err(ModelError::Input(format!(
+                "velocity strength has {} rows, expected the horizon {hz}",
+                m.len()
+            )));
+        }
         let pos = self.position_embedding(hz);
         let steps = cfg.num_inference_timesteps;
         let dt = 1.0f32 / steps as f32;
         let tokens = hz + 1;
-        let mut x = noise.to_vec();
+        let mut x = x0;
         let mut sa = vec![0.0f32; tokens * d];
         for k in 0..steps {
             let tau = self.timestep(k);
@@ -192,7 +229,7 @@ impl ActionHead {
                 &enc,
             );
             taps.emit_with(|| format!("flow.step{k}.pos_embed"), &[hz, d], &pos);
-            sa[..d].copy_from_slice(&state_feat);
+            sa[..d].copy_from_slice(state_features);
             for ((o, e), p) in sa[d..].iter_mut().zip(&enc).zip(&pos) {
                 *o = e + p;
             }
@@ -216,8 +253,21 @@ impl ActionHead {
             );
             let vel = &dec[ad..];
             taps.emit_with(|| format!("flow.step{k}.velocity"), &[1, hz, ad], vel);
-            for (xv, v) in x.iter_mut().zip(vel) {
-                *xv += dt * v;
+            match row_strength {
+                None => {
+                    for (xv, v) in x.iter_mut().zip(vel) {
+                        *xv += dt * v;
+                    }
+                }
+                // Multiplied in the reference's order, (dt · v) · strength.
+                Some(m) => {
+                    let rows = x.chunks_exact_mut(ad).zip(vel.chunks_exact(ad));
+                    for ((xr, vr), &s) in rows.zip(m) {
+                        for (xv, v) in xr.iter_mut().zip(vr) {
+                            *xv += dt * v * s;
+                        }
+                    }
+                }
             }
         }
         taps.emit("flow.action_pred", &[1, hz, ad], &x);

@@ -178,6 +178,35 @@ pub trait DitExecutor {
         temb: &[f32],
         taps: &mut Taps<'_>,
     ) -> Result<Vec<f32>, ModelError>;
+
+    /// The whole flow-matching loop where the executor runs the action head itself (the
+    /// device's one graph per forward), after [`DitExecutor::prepare`]; `None` when it does
+    /// not (the host runs the loop and calls [`DitExecutor::run`] per step).
+    fn run_flow(
+        &mut self,
+        _flow: &FlowInputs<'_>,
+        _taps: &mut Taps<'_>,
+    ) -> Option<Result<Vec<f32>, ModelError>> {
+        None
+    }
+}
+
+/// What [`DitExecutor::run_flow`] gets: the head's inputs, and what the host computes once per
+/// timestep for it (the timestep embeddings, the action encoder's sinusoidal encodings).
+#[derive(Debug, Clone, Copy)]
+pub struct FlowInputs<'a> {
+    /// The normalised state `[max_state_dim]`.
+    pub state: &'a [f32],
+    /// The embodiment's projector index.
+    pub embodiment: usize,
+    /// x₀ `[horizon, max_action_dim]`.
+    pub noise: &'a [f32],
+    /// Per denoising step: `timestep_encoder(τ)` `[D]`.
+    pub temb: &'a [Vec<f32>],
+    /// Per denoising step: the action encoder's sinusoidal encoding of τ `[D]`.
+    pub tau_enc: &'a [Vec<f32>],
+    /// The action position embedding's rows `[horizon, D]`.
+    pub pos: &'a [f32],
 }
 
 /// The CPU executor: K/V of the cross blocks computed once per observation, only for the

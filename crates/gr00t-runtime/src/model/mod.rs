@@ -9,6 +9,7 @@
 pub mod action_head;
 mod cpu_policy;
 pub mod dit;
+mod head_flow;
 pub mod layers;
 pub mod llm;
 pub mod qwen3_layer;
@@ -18,7 +19,7 @@ pub mod vision;
 
 pub use action_head::ActionHead;
 pub use cpu_policy::CpuPolicy;
-pub use dit::{CpuDit, DitExecutor, VlContext};
+pub use dit::{CpuDit, DitExecutor, FlowInputs, VlContext};
 pub use taps::Taps;
 
 use crate::config::{ConfigError, ModelConfig};
@@ -68,6 +69,9 @@ pub enum ModelError {
     /// The DiT weight arena could not be built or opened.
     #[error("DiT arena: {0}")]
     Arena(#[from] tt_blackhole::arena::ArenaError),
+    /// The action head's weights could not be packed for the device.
+    #[error("action head arena: {0}")]
+    HeadArena(#[from] crate::megakernel::head_arena::HeadArenaError),
     /// The megakernel's DiT blocks (emulator or device) could not run.
     #[error("DiT blocks: {0}")]
     Dit(#[from] tt_blackhole::device::DitRunError),

@@ -14,7 +14,9 @@
 
 mod fields;
 
-use fields::{Fields, parse_object};
+use crate::config::DiffusionConfig;
+use crate::json_file::{JsonFileError, parse_json, read_json};
+use fields::Fields;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 
@@ -26,27 +28,9 @@ pub const MODEL_TYPE_N16: &str = "Gr00tN1d6";
 /// Why an N1.7 configuration could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum N17ConfigError {
-    /// The I/O cause is part of the message and not also a `source()`, so a report that
-    /// walks the chain prints it once.
-    #[error("{path}: {cause}")]
-    Io {
-        /// The file that could not be read.
-        path: PathBuf,
-        /// The underlying I/O error.
-        cause: std::io::Error,
-    },
-    /// The file is not JSON, or its top level is not an object.
-    #[error("{path}:{line}:{column}: {message}")]
-    Json {
-        /// The file at fault.
-        path: PathBuf,
-        /// 1-based line, as serde_json reports it (0 when the JSON parsed but is not an object).
-        line: usize,
-        /// 1-based column, as serde_json reports it.
-        column: usize,
-        /// What is wrong.
-        message: String,
-    },
+    /// The file cannot be read, is not JSON, or its top level is not an object.
+    #[error(transparent)]
+    File(#[from] JsonFileError),
     /// A required field is absent.
     #[error("{path}: missing field `{field}`")]
     Missing {
@@ -110,26 +94,6 @@ pub enum GrootVersion {
     N17,
 }
 
-/// `diffusion_model_cfg`: the `AlternateVLDiT`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct N17DiffusionConfig {
-    /// DiT blocks (released 32; class default 16).
-    pub num_layers: usize,
-    /// Heads per block; `heads * head_dim` must equal `input_embedding_dim`.
-    pub num_attention_heads: usize,
-    /// Width of one head.
-    pub attention_head_dim: usize,
-    /// `proj_out_2` width; must equal `hidden_size` (the decoder's input).
-    pub output_dim: usize,
-    /// Block normalisation; only `ada_norm` is supported.
-    pub norm_type: String,
-    /// Self-attention on odd blocks; the alternate DiT asserts it.
-    pub interleave_self_attention: bool,
-    /// DiT-internal positional embedding; only `None` (JSON null) is supported. Absent means the
-    /// diffusers class default `"sinusoidal"`, which is refused.
-    pub positional_embeddings: Option<String>,
-}
-
 /// `vl_self_attention_cfg`: the `SelfAttentionTransformer` over the VL tokens.
 #[derive(Debug, Clone, PartialEq)]
 pub struct VlSelfAttentionConfig {
@@ -178,8 +142,10 @@ pub struct N17Config {
     pub use_alternate_vl_dit: bool,
     /// Cross block `b` attends the text tokens when `b % (2n) == 0`, the image tokens otherwise.
     pub attend_text_every_n_blocks: usize,
-    /// The DiT.
-    pub diffusion_model_cfg: N17DiffusionConfig,
+    /// The DiT: N1.6's, with N1.7's defaults for absent fields (released depth 32, class
+    /// default 16; `positional_embeddings` absent means the diffusers default `"sinusoidal"`,
+    /// which [`N17Config::validate`] refuses; only JSON null is supported).
+    pub diffusion_model_cfg: DiffusionConfig,
     /// The VL self-attention stack; `None` when absent, null or `num_layers` 0 (identity).
     pub vl_self_attention_cfg: Option<VlSelfAttentionConfig>,
     /// Embodiment slots of the category-specific weights.
@@ -230,7 +196,7 @@ impl N17Config {
             use_vlln: true,
             use_alternate_vl_dit: true,
             attend_text_every_n_blocks: 2,
-            diffusion_model_cfg: N17DiffusionConfig {
+            diffusion_model_cfg: DiffusionConfig {
                 num_layers: 32,
                 num_attention_heads: 32,
                 attention_head_dim: 48,
@@ -262,17 +228,16 @@ impl N17Config {
 
     /// Reads and validates a checkpoint's `config.json`.
     pub fn from_file(path: &Path) -> Result<Self, N17ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|cause| N17ConfigError::Io {
-            path: path.to_owned(),
-            cause,
-        })?;
-        Self::from_json_str(&text, path)
+        Self::from_root(&read_json(path)?, path)
     }
 
     /// Parses and validates `text`; `path` only labels the errors.
     pub fn from_json_str(text: &str, path: &Path) -> Result<Self, N17ConfigError> {
-        let root = parse_object(text, path)?;
-        let cfg = Self::from_object(&root, path)?;
+        Self::from_root(&parse_json(text, path)?, path)
+    }
+
+    fn from_root(root: &Map<String, Value>, path: &Path) -> Result<Self, N17ConfigError> {
+        let cfg = Self::from_object(root, path)?;
         cfg.validate().map_err(|problems| N17ConfigError::Invalid {
             path: path.to_owned(),
             problems,
@@ -301,7 +266,7 @@ impl N17Config {
             prefix: "diffusion_model_cfg.",
             path,
         };
-        let diffusion_model_cfg = N17DiffusionConfig {
+        let diffusion_model_cfg = DiffusionConfig {
             num_layers: dit.usize("num_layers")?,
             num_attention_heads: dit.usize("num_attention_heads")?,
             attention_head_dim: dit.usize("attention_head_dim")?,
@@ -504,11 +469,9 @@ pub fn detect_version(config: &Value) -> Option<GrootVersion> {
 
 /// [`detect_version`] of a `config.json` file.
 pub fn detect_version_file(path: &Path) -> Result<GrootVersion, N17ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|cause| N17ConfigError::Io {
-        path: path.to_owned(),
-        cause,
-    })?;
-    let root = Value::Object(parse_object(&text, path)?);
+    // Read as an object so that a file whose top level is not one is located like a parse
+    // error.
+    let root = Value::Object(read_json(path)?);
     detect_version(&root).ok_or_else(|| N17ConfigError::UnknownModel {
         path: path.to_owned(),
         found: root

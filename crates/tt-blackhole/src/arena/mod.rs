@@ -13,7 +13,7 @@ pub mod layout;
 use std::borrow::Cow;
 use std::path::PathBuf;
 
-pub use build::{build_arena_bytes, decode_weight};
+pub use build::{KnWeight, SourceLayout, build_arena_bytes, decode_weight};
 pub use cache::{Arena, ArenaKey, CacheOutcome, open_or_build};
 pub use layout::{ArenaEntry, ArenaIndex, LAYOUT_VERSION, arena_layout};
 

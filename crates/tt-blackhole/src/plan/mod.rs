@@ -86,12 +86,14 @@ impl CircularBuffer {
     }
 }
 
-/// A named runtime arg (the device sees only the values, in this order).
+/// One named number of a core's share (e.g. `q_cross.n_start`): what the plan cut, for reports
+/// and tests. The kernels do not read these: each program's matmul jobs carry the units
+/// (`gr00t-runtime`'s `MatmulUnit`) and the worker writes them into the task tables.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Arg {
-    /// Name the plan and tests look the arg up by (e.g. `q_cross.n_start`); not sent to the device.
+    /// Name the plan and tests look the value up by.
     pub name: String,
-    /// The value passed to the kernel.
+    /// The value.
     pub value: u32,
 }
 
@@ -108,17 +110,15 @@ pub struct CorePlan {
     pub cbs: Vec<CircularBuffer>,
     /// L1 the circular buffers take in total; at most [`L1_BUDGET`].
     pub l1_bytes: usize,
-    /// Runtime args, in the order the kernel reads them.
-    pub runtime_args: Vec<Arg>,
+    /// The core's share of every weight class, by name (the plan's cut as numbers; no kernel's
+    /// argument list: see [`Arg`]).
+    pub share: Vec<Arg>,
 }
 
 impl CorePlan {
-    /// Value of a named runtime arg.
-    pub fn arg(&self, name: &str) -> Option<u32> {
-        self.runtime_args
-            .iter()
-            .find(|a| a.name == name)
-            .map(|a| a.value)
+    /// A named number of the core's share.
+    pub fn share(&self, name: &str) -> Option<u32> {
+        self.share.iter().find(|a| a.name == name).map(|a| a.value)
     }
 }
 
@@ -343,7 +343,7 @@ pub fn build_plan(dims: &DitDims, dtype: ArenaDtype) -> Result<MegakernelPlan, P
     let schedule = step_schedule(dims);
     let mut cores = Vec::new();
     for (x, y, role) in core_roles() {
-        let (cbs, runtime_args) = match role {
+        let (cbs, share) = match role {
             CoreRole::Compute { index } => compute_core(
                 index,
                 dims,
@@ -376,7 +376,7 @@ pub fn build_plan(dims: &DitDims, dtype: ArenaDtype) -> Result<MegakernelPlan, P
             role,
             cbs,
             l1_bytes,
-            runtime_args,
+            share,
         });
     }
     Ok(MegakernelPlan {

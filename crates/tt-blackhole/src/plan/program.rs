@@ -338,8 +338,9 @@ fn longest_words(steps: &[StepNeed], cores: &[StepCores]) -> (usize, usize) {
                     add(*c, 14, 10 + next, 2, phase_head);
                 }
             }
-            // A matmul core: reader 4 words then 5 a job, writer 1 then 4 a job, compute 3 then
-            // 1 a job; the writer signals the end's cores after its last job of the phase.
+            // A matmul core: reader 4 words then 6 a job (its arena's address the sixth),
+            // writer 1 then 4 a job, compute 3 then 1 a job; the writer signals the end's cores
+            // after its last job of the phase.
             Kind::Matmul(s) => {
                 let head = Words {
                     reader: 4,
@@ -347,7 +348,7 @@ fn longest_words(steps: &[StepNeed], cores: &[StepCores]) -> (usize, usize) {
                     compute: 3,
                 };
                 for c in steps[*s].matmul_jobs.iter().flatten() {
-                    add(*c, 5, 4, 1, head);
+                    add(*c, 6, 4, 1, head);
                 }
                 for c in *these {
                     add(*c, 0, next, 0, head);

@@ -39,9 +39,15 @@ use steps::ObservationKey;
 
 /// The step graphs' runs over a [`DeviceSteps`] (constants, observation, step).
 mod device_steps;
+/// The whole forward as one graph (the action head on the device).
+mod forward;
+/// A matmul's program from the plan's cut.
+mod spec;
 mod steps;
 
 pub use device_steps::DeviceSteps;
+pub use forward::ForwardInputs;
+pub(crate) use spec::{MatmulCut, MatmulSpec};
 
 /// Our device kernels (C++, JIT-compiled by tt-metal on first use), shipped in the binary.
 pub const READER_KERNEL: &str = include_str!("kernels/reader_share.cpp");
@@ -107,22 +113,6 @@ pub struct DeviceInfo {
 mod times;
 pub use times::{MatmulTimes, StepHost};
 
-/// One matmul's program as the plan cuts it ([`TtDevice::matmul_spec`]).
-pub(crate) struct MatmulSpec {
-    /// What every matmul of a program shares (the arena, dtypes, kernels).
-    pub shared: MatmulShared,
-    /// This matmul's shape, units and CBs.
-    pub job: MatmulJob,
-    /// The weight's K and N.
-    pub k: usize,
-    /// See `k`.
-    pub n: usize,
-    /// Output tile columns.
-    pub nt: usize,
-    /// K pieces of the split columns (the partials hold this many row blocks).
-    pub k_split: usize,
-}
-
 /// An open device holding the arena: the worker, and what it said when it opened.
 ///
 /// The worker can be lost (it died, or missed a deadline and was killed): the device then
@@ -152,6 +142,9 @@ pub struct TtDevice {
     kept_steps: Mutex<Vec<steps::KeptStep>>,
     /// The timesteps whose AdaLN rows are on the device, by slot.
     timesteps: Mutex<steps::Timesteps>,
+    /// The head arena on the device and the forward graph the worker keeps
+    /// (`forward::DeviceHead`).
+    head: Mutex<forward::DeviceHead>,
     /// What the graphs' programs are expected to take, for their deadlines (kept across
     /// reopens: a new worker runs the same programs).
     deadlines: Mutex<ProgramDeadlines>,
@@ -217,6 +210,7 @@ impl TtDevice {
             constants: Mutex::new(false),
             kept_steps: Mutex::new(Vec::new()),
             timesteps: Mutex::new(steps::Timesteps::default()),
+            head: Mutex::new(forward::DeviceHead::default()),
             deadlines: Mutex::new(ProgramDeadlines::new(DeadlineRule::for_device(
                 kind == DeviceKind::Simulator,
                 config.call_timeout,
@@ -405,108 +399,6 @@ impl TtDevice {
     /// Program time per weight kind so far.
     pub fn times(&self) -> MatmulTimes {
         self.times.lock().map(|t| t.clone()).unwrap_or_default()
-    }
-
-    /// What one matmul's device program needs, from the plan: work units → cores (runtime args),
-    /// CB sizes, the weight's place in the arena, our kernels. `m` is the activation's rows.
-    pub(crate) fn matmul_spec(
-        &self,
-        plan: &MegakernelPlan,
-        block: usize,
-        kind: WeightKind,
-        m: usize,
-    ) -> Result<MatmulSpec, DitRunError> {
-        let e = self
-            .index
-            .entry(block, kind)
-            .ok_or_else(|| DitRunError::Arena(format!("no block {block} {kind:?}")))?;
-        let [k, n] = e.kn_shape;
-        let [kt, nt] = e.tiles;
-        let class = plan.class(block, kind);
-        let split = &class.split;
-        let mt = m.div_ceil(32);
-        let block_first = e.first_tile as usize;
-        let mut units = Vec::with_capacity(split.units.len());
-        let (mut act_pages, mut w_pages, mut out_pages) = (0, 0, 0);
-        for u in &split.units {
-            let (cx, cy) = compute_coord(u.core);
-            let core = plan
-                .cores
-                .iter()
-                .find(|c| (c.x, c.y) == (cx, cy) && matches!(c.role, CoreRole::Compute { .. }))
-                .ok_or_else(|| {
-                    DitRunError::Device(format!("plan has no compute core at ({cx},{cy})"))
-                })?;
-            let cb = |name: &str| {
-                core.cbs
-                    .iter()
-                    .find(|c| c.name == name)
-                    .map_or(0, |c| c.pages)
-            };
-            // The plan sized these for its own M; a larger M here would overflow them.
-            let (need_act, need_w) = (mt * u.k_count, u.k_count);
-            if need_act > cb("act_in") || need_w > cb("weights") {
-                return Err(DitRunError::Input(format!(
-                    "matmul {kind:?} M={m}: core ({cx},{cy}) needs {need_act} activation and \
-                     {need_w} weight pages, the plan gives {} and {}",
-                    cb("act_in"),
-                    cb("weights")
-                )));
-            }
-            act_pages = act_pages.max(cb("act_in"));
-            w_pages = w_pages.max(cb("weights"));
-            out_pages = out_pages.max(cb("partials_f32")).max(2);
-            units.push(MatmulUnit {
-                x: cx,
-                y: cy,
-                first_tile: block_first + u.first_tile,
-                n_start: u.n_start,
-                n_count: u.n_count,
-                k_start: u.k_start,
-                k_count: u.k_count,
-                piece: if split.k_split > 1 {
-                    u.core % split.k_split
-                } else {
-                    0
-                },
-            });
-        }
-        let shared = MatmulShared {
-            arena: ARENA.into(),
-            weight_dtype: self.index.dtype.to_string(),
-            weight_page: self.index.tile_bytes as u64,
-            // The roofline's compute bound assumes this same fidelity (one source of truth).
-            math_fidelity: tt_blackhole::plan::roofline::KERNEL_FIDELITY.name().into(),
-            kernels: KernelSet {
-                reader: with_task_table(READER_KERNEL),
-                compute: COMPUTE_KERNEL.into(),
-                writer: with_task_table(WRITER_KERNEL),
-            },
-        };
-        let job = MatmulJob {
-            m,
-            mt,
-            k,
-            kt,
-            nt,
-            k_split: split.k_split,
-            units,
-            cbs: MatmulCbs {
-                act: act_pages,
-                weights: w_pages,
-                out: out_pages,
-            },
-            act: None,
-            out: None,
-        };
-        Ok(MatmulSpec {
-            shared,
-            job,
-            k,
-            n,
-            nt,
-            k_split: split.k_split,
-        })
     }
 
     /// The device program of one matmul: work units → cores, runtime args and CB sizes from the

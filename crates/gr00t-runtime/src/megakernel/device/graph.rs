@@ -82,7 +82,14 @@ impl Upload {
     }
 
     /// `values` `[rows, cols]` (whole tiles) as `name`, stored as `dtype`.
-    fn add(&mut self, name: &str, rows: usize, cols: usize, dtype: ActDtype, values: &[f32]) {
+    pub(super) fn add(
+        &mut self,
+        name: &str,
+        rows: usize,
+        cols: usize,
+        dtype: ActDtype,
+        values: &[f32],
+    ) {
         debug_assert_eq!(values.len(), rows * cols);
         self.specs.push(TensorSpec {
             name: name.into(),
@@ -97,7 +104,7 @@ impl Upload {
     /// `x` `[rows, cols]` as a `[rows_p, cols_p]` tensor: only the real values are sent, the
     /// worker zero-pads them.
     #[allow(clippy::too_many_arguments)]
-    fn add_padded(
+    pub(super) fn add_padded(
         &mut self,
         name: &str,
         x: &[f32],
@@ -180,7 +187,7 @@ pub(super) fn bias_name(block: usize, kind: WeightKind) -> String {
 }
 
 /// The key mask row (0: may attend; [`MASKED`]: padding or masked out) as `[32, np]`, row 0.
-fn mask_tile(keep: &[bool], np: usize) -> Vec<f32> {
+pub(super) fn mask_tile(keep: &[bool], np: usize) -> Vec<f32> {
     let mut m = vec![0f32; 32 * np];
     for (j, v) in m[..np].iter_mut().enumerate() {
         *v = if keep.get(j).copied().unwrap_or(false) {
@@ -298,7 +305,7 @@ pub(crate) fn step_inputs(d: usize, tokens: &[f32]) -> Upload {
 }
 
 /// The name of block `block`'s AdaLN rows (`[scale | shift]`, fp32) for the timestep in `slot`.
-fn ada_name(slot: usize, block: usize) -> String {
+pub(super) fn ada_name(slot: usize, block: usize) -> String {
     format!("c/ada/{slot}/{block}")
 }
 
@@ -338,13 +345,29 @@ pub(crate) fn step_graph<'a>(
     slot: usize,
     keys: CrossKeys,
 ) -> Result<(Graph<'a>, Upload, String), DitRunError> {
-    let dims = &plan.dims;
-    let d = dims.width();
+    let d = plan.dims.width();
     let m = tokens.len() / d;
-    let (mt, wt) = (tiles(m), tiles(d));
     let up = step_inputs(d, tokens);
     let mut g = Graph::new(dev, plan);
-    let mut x = "t/x0".to_string();
+    let x = dit_blocks(&mut g, w, "t/x0", m, slot, keys, "o/mask/self")?;
+    Ok((g, up, x))
+}
+
+/// Every DiT block over the fp32 stream `x0` (`m` real rows: its tile rows are computed), the
+/// AdaLN rows of the timestep in `slot`, the self blocks' key mask `self_mask`; answers the
+/// name of the stream after the last block.
+pub(crate) fn dit_blocks(
+    g: &mut Graph<'_>,
+    w: &DitWeights,
+    x0: &str,
+    m: usize,
+    slot: usize,
+    keys: CrossKeys,
+    self_mask: &str,
+) -> Result<String, DitRunError> {
+    let d = w.dim;
+    let (mt, wt) = (tiles(m), tiles(d));
+    let mut x = x0.to_string();
     for (i, b) in w.blocks.iter().enumerate() {
         let (xa, xb) = (format!("t/x{}", 2 * i + 1), format!("t/x{}", 2 * i + 2));
         g.layernorm(&x, d, mt, Some(&ada_name(slot, i)), "t/h");
@@ -358,7 +381,7 @@ pub(crate) fn step_graph<'a>(
                 ]
                 .map(|(kind, name)| (i, kind, "t/h", m, name.to_string()));
                 g.matmuls(&qkv, End::Plain, false)?;
-                ("t/k".into(), "t/v".into(), "o/mask/self".to_string(), m)
+                ("t/k".into(), "t/v".into(), self_mask.to_string(), m)
             }
             BlockKind::CrossText | BlockKind::CrossImage => {
                 g.matmul(i, WeightKind::Q, "t/h", m, "t/q", End::Plain)?;
@@ -382,5 +405,5 @@ pub(crate) fn step_graph<'a>(
         g.matmul(i, WeightKind::FfDown, "t/f", m, &xb, End::Stream(&xa))?;
         x = xb;
     }
-    Ok((g, up, x))
+    Ok(x)
 }

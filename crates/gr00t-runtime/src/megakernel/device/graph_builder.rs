@@ -18,12 +18,13 @@ use super::graph::{
 };
 use super::protocol::{
     ActDtype, AttentionStep, BeforeStep, FinishJob, FinishStep, Graph as GraphRequest, GraphStep,
-    KernelSet, MatmulEndStep, MatmulGroup, MatmulJob, RelayoutStep, RowsStep,
+    KernelSet, MatmulEndStep, MatmulGroup, MatmulJob, MatmulShared, RelayoutStep, RowsStep,
 };
 use super::registry::cb_id;
 use super::rows::{BIAS_ACT_KERNEL, FINISH_RESIDUAL_DEFINE, LAYERNORM_KERNEL, READER_ROWS_KERNEL};
 use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
 use super::task_table::with_task_table;
+use crate::megakernel::head_arena::{HeadArena, HeadWeight};
 
 /// What a matmul's end does after the bias (and the bf16 rounding).
 #[derive(Clone, Copy)]
@@ -32,14 +33,79 @@ pub(super) enum End<'a> {
     Plain,
     /// The FF-up's GELU (tanh form).
     Gelu,
-    /// The residual add: the fp32 stream named here plus the output, kept fp32.
+    /// ReLU (the state encoder's and the action decoder's first layers).
+    Relu,
+    /// SiLU (the action encoder's W2).
+    Silu,
+    /// The residual add: the fp32 tensor named here plus the output, kept fp32 (the DiT's
+    /// stream; the action position embedding; the Euler update's chunk).
     Stream(&'a str),
+    /// [`End::Stream`] rounded to bf16 (the Euler update's chunk as the next action encoder
+    /// reads it: the same sum as the fp32 one, packed to bf16).
+    StreamBf16(&'a str),
+}
+
+impl End<'_> {
+    /// The end's compute kernel name, its SFPU activation routine and its fp32 tensor to add.
+    fn parts(&self) -> (&'static str, &'static str, Option<&str>) {
+        match self {
+            End::Plain => ("finish", "gr00t_sfpu::no_act", None),
+            End::Gelu => ("finish_gelu", "gr00t_sfpu::gelu_tanh_row", None),
+            End::Relu => ("finish_relu", "gr00t_sfpu::relu_row", None),
+            End::Silu => ("finish_silu", "gr00t_sfpu::silu_row", None),
+            End::Stream(x) | End::StreamBf16(x) => {
+                ("finish_residual", "gr00t_sfpu::no_act", Some(x))
+            }
+        }
+    }
+
+    /// Whether the output is fp32 whatever the caller asks: the residual add's sum.
+    fn forces_f32(&self) -> bool {
+        matches!(self, End::Stream(_))
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            End::Plain => "",
+            End::Gelu => " + GELU",
+            End::Relu => " + ReLU",
+            End::Silu => " + SiLU",
+            End::Stream(_) => " + residual",
+            End::StreamBf16(_) => " + residual (bf16)",
+        }
+    }
+}
+
+/// The weight a matmul streams: a DiT block's (the DiT arena) or the action head's (the head
+/// arena, `megakernel::head_arena`).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Weight {
+    /// Block `.0`'s `.1`.
+    Dit(usize, WeightKind),
+    /// The head's.
+    Head(HeadWeight),
+}
+
+/// One matmul of a [`Graph::jobs`] step: `out` = END(bf16(`act` · W + `bias`)).
+pub(super) struct Job {
+    pub weight: Weight,
+    /// The activation tensor (bf16) and its real rows (its tile rows are read).
+    pub act: String,
+    pub m: usize,
+    pub out: String,
+    /// The bias tensor (a row replicated over 32 rows, fp32).
+    pub bias: String,
+    /// The output tensor's tile rows when it holds more than this matmul writes
+    /// ([`FinishJob::out_rows`]).
+    pub out_rows: Option<usize>,
 }
 
 /// One graph under construction: its steps and the kernel sources they name.
 pub(crate) struct Graph<'a> {
     dev: &'a TtDevice,
     plan: &'a MegakernelPlan,
+    /// The action head's packed weights, for [`Weight::Head`] matmuls.
+    pub(super) head: Option<&'a HeadArena>,
     steps: Vec<GraphStep>,
     sources: BTreeMap<String, String>,
     /// The prefix of the matmuls' partials: `t` in a step's graph, `o` in the observation's,
@@ -52,6 +118,7 @@ impl<'a> Graph<'a> {
         Graph {
             dev,
             plan,
+            head: None,
             steps: Vec::new(),
             sources: BTreeMap::new(),
             scratch: "t",
@@ -78,36 +145,73 @@ impl<'a> Graph<'a> {
         end: End<'_>,
         out_f32: bool,
     ) -> Result<(), DitRunError> {
-        let (gelu, stream) = match end {
-            End::Plain => (false, None),
-            End::Gelu => (true, None),
-            End::Stream(x) => (false, Some(x)),
-        };
+        let jobs: Vec<Job> = jobs
+            .iter()
+            .map(|(block, kind, act, m, out)| Job {
+                weight: Weight::Dit(*block, *kind),
+                act: act.to_string(),
+                m: *m,
+                out: out.clone(),
+                bias: bias_name(*block, *kind),
+                out_rows: None,
+            })
+            .collect();
+        self.jobs(&jobs, end, out_f32)
+    }
+
+    /// [`Graph::matmuls`] over [`Job`]s: any arena's weights, any bias tensor.
+    pub(super) fn jobs(
+        &mut self,
+        jobs: &[Job],
+        end: End<'_>,
+        out_f32: bool,
+    ) -> Result<(), DitRunError> {
+        let (act_name, act_row, stream) = end.parts();
         debug_assert!(stream.is_none() || jobs.len() == 1);
         let (mut mm_jobs, mut ends, mut kinds) = (Vec::new(), Vec::new(), Vec::<String>::new());
         let mut shared = None;
-        for (j, (block, kind, act, m, out)) in jobs.iter().enumerate() {
-            let spec = self.dev.matmul_spec(self.plan, *block, *kind, *m)?;
+        for (j, job) in jobs.iter().enumerate() {
+            let spec = match job.weight {
+                Weight::Dit(block, kind) => self.dev.matmul_spec(self.plan, block, kind, job.m)?,
+                Weight::Head(w) => {
+                    let head = self.head.ok_or_else(|| {
+                        DitRunError::Arena(format!("no head arena for the head's {w:?}"))
+                    })?;
+                    self.dev.head_matmul_spec(head, w, job.m)?
+                }
+            };
             // A name of its own per step: the partials of the graph's matmuls never share a
             // tensor, so a kept graph's tensors are never re-allocated under it.
             let partials = format!("{}/partials/{}/{j}", self.scratch, self.steps.len());
             ends.push(FinishJob {
                 x: partials.clone(),
-                bias: bias_name(*block, *kind),
-                out: out.clone(),
-                mt: tiles(*m),
+                bias: job.bias.clone(),
+                out: job.out.clone(),
+                mt: tiles(job.m),
                 nt: spec.nt,
                 k_split: spec.k_split,
                 res: stream.map(str::to_string),
+                out_rows: job.out_rows,
             });
-            // The arena, dtypes and fidelity every job shares.
+            // The arena, dtypes and fidelity every job shares (one arena per step).
+            if let Some(s) = &shared {
+                let s: &MatmulShared = s;
+                if s.arena != spec.shared.arena {
+                    return Err(DitRunError::Arena(
+                        "one matmul step reads one arena: DiT and head weights mixed".into(),
+                    ));
+                }
+            }
             shared.get_or_insert(spec.shared);
             mm_jobs.push(MatmulJob {
-                act: Some(act.to_string()),
+                act: Some(job.act.clone()),
                 out: Some(partials),
                 ..spec.job
             });
-            let k = format!("{kind:?}");
+            let k = match job.weight {
+                Weight::Dit(_, kind) => format!("{kind:?}"),
+                Weight::Head(w) => format!("{w:?}"),
+            };
             if !kinds.contains(&k) {
                 kinds.push(k);
             }
@@ -125,11 +229,6 @@ impl<'a> Graph<'a> {
                 with_task_table(super::backend::WRITER_KERNEL)
             }),
         };
-        let (act_name, act_row) = match (gelu, stream.is_some()) {
-            (true, _) => ("finish_gelu", "gr00t_sfpu::gelu_tanh_row"),
-            (false, false) => ("finish", "gr00t_sfpu::no_act"),
-            (false, true) => ("finish_residual", "gr00t_sfpu::no_act"),
-        };
         let compute = self.source(act_name, || {
             let mut defines = vec![("GR00T_ACT_ROW", act_row)];
             defines.extend(stream.map(|_| FINISH_RESIDUAL_DEFINE));
@@ -145,17 +244,13 @@ impl<'a> Graph<'a> {
             }),
         };
         let writer = self.source("writer_runs", || with_task_table(WRITER_RUNS_KERNEL));
-        let label = match (gelu, stream) {
-            (true, _) => format!("matmul {kinds} + GELU"),
-            (false, None) => format!("matmul {kinds}"),
-            (false, Some(_)) => format!("matmul {kinds} + residual"),
-        };
+        let label = format!("matmul {kinds}{}", end.label());
         let finish = FinishStep {
             // The cores its units are cut for come with the chain (`end_cut`, graph_pack.rs).
             jobs: ends,
-            out_f32: out_f32 || stream.is_some(),
+            out_f32: out_f32 || end.forces_f32(),
             unit_tiles: FINISH_UNIT_TILES,
-            group: end_kernels(act_name, out_f32 || stream.is_some()),
+            group: end_kernels(act_name, out_f32 || end.forces_f32()),
             kernels: KernelSet {
                 reader,
                 compute,
@@ -166,7 +261,7 @@ impl<'a> Graph<'a> {
         // One program: the matmul on the plan's cores, the ends on others, a semaphore between;
         // and the LayerNorm or attention that makes the matmul's input, when it is the step just
         // before, on other cores again, a semaphore between it and the matmul.
-        let feeds = |out: &str| jobs.iter().all(|j| out == j.2);
+        let feeds = |out: &str| jobs.iter().all(|j| out == j.act);
         let before = match self.steps.pop() {
             Some(GraphStep::Rows(r)) if feeds(&r.out) => Some(BeforeStep::Rows(r)),
             Some(GraphStep::Attention(a)) if feeds(&a.out) => Some(BeforeStep::Attention(a)),
@@ -217,6 +312,19 @@ impl<'a> Graph<'a> {
         ada: Option<&str>,
         out: &str,
     ) {
+        self.layernorm_eps(x, d, row_tiles, ada, out, LN_EPS);
+    }
+
+    /// [`Graph::layernorm`] with epsilon `eps` (the DiT's output norm: 1e-6).
+    pub(super) fn layernorm_eps(
+        &mut self,
+        x: &str,
+        d: usize,
+        row_tiles: usize,
+        ada: Option<&str>,
+        out: &str,
+        eps: f32,
+    ) {
         let wt = tiles(d);
         let float = |v: f32| format!("__builtin_bit_cast(float, {:#010x}u)", v.to_bits());
         let (name, g, b, b_col) = match ada {
@@ -238,10 +346,16 @@ impl<'a> Graph<'a> {
             // The scratch the reader copies the shift's tiles through (tiny D; D = 1536 has none).
             work_cbs.insert(cb_id("reader_rows.cpp", "cb_scratch"), wt + 1);
         }
-        let compute = self.source(name, || {
+        // The kernel's source differs with its epsilon: so does its name.
+        let source = if eps == LN_EPS {
+            name.to_string()
+        } else {
+            format!("{name}/eps{eps:e}")
+        };
+        let compute = self.source(&source, || {
             let mut defs = vec![
                 ("GR00T_LN_INV_D", float(1.0 / d as f32)),
-                ("GR00T_LN_EPS", float(LN_EPS)),
+                ("GR00T_LN_EPS", float(eps)),
             ];
             if ada.is_some() {
                 defs.push(("GR00T_LN_ONE_PLUS_G", "1".into()));
@@ -267,7 +381,7 @@ impl<'a> Graph<'a> {
             work_cbs: work_cbs.into_iter().collect(),
             unpack_to_dest: Vec::new(),
             cores: ROW_CORES,
-            group: name.into(),
+            group: source.clone(),
             kernels: KernelSet {
                 reader,
                 compute,

@@ -28,6 +28,7 @@ pub mod deadline;
 pub(crate) mod graph;
 mod graph_builder;
 mod graph_pack;
+mod head_graph;
 mod one_program;
 pub mod protocol;
 mod protocol_graph;
@@ -39,7 +40,8 @@ pub mod watchdog;
 pub mod worker;
 
 pub use backend::{
-    DeviceInfo, DeviceSteps, GraphOptions, MatmulTimes, SFPU, SfpuPlacement, StepHost, TtDevice,
+    DeviceInfo, DeviceSteps, ForwardInputs, GraphOptions, MatmulTimes, SFPU, SfpuPlacement,
+    StepHost, TtDevice,
 };
 pub use deadline::{DeadlineRule, Expected, ProgramDeadlines};
 pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerError};
@@ -47,6 +49,8 @@ pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerEr
 mod attention_tests;
 #[cfg(test)]
 mod graph_tests;
+#[cfg(test)]
+mod head_graph_tests;
 #[cfg(test)]
 mod protocol_tests;
 #[cfg(test)]

@@ -192,6 +192,11 @@ pub struct FinishJob {
     /// The fp32 stream to add, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub res: Option<String>,
+    /// The output tensor's tile rows when it holds more than the `mt` this end writes (the
+    /// action head's token tensor: the actions' rows written here, the state's row below them
+    /// written by the state encoder and kept); `None`: `mt`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub out_rows: Option<usize>,
 }
 
 /// The ends of a group of matmuls.

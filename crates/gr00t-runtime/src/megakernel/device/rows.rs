@@ -285,6 +285,7 @@ pub fn bias_act(
             nt,
             k_split: 1,
             res: residual.map(|_| t("res")),
+            out_rows: None,
         }],
         out_f32: residual.is_some(),
         // A unit per tile row, its units dealt over `cores` cores.

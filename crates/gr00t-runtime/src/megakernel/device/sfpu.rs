@@ -1,4 +1,4 @@
-//! Our SFPU library on the device (`kernels/sfpu/sfpu_lib.h`): exp, reciprocal, rsqrt, SiLU and
+//! Our SFPU library on the device (`kernels/sfpu/sfpu_lib.h`): exp, reciprocal, rsqrt, ReLU, SiLU and
 //! the tanh form of GELU (what the N1.6 DiT's FeedForward uses, diffusers `gelu-approximate`),
 //! written with Blackhole's low-level `TTI_SFP*` instruction macros only, so the same source
 //! builds with tt-metal's JIT on a card and with the simulator's compiler stand-in here.
@@ -31,6 +31,8 @@ pub enum SfpuOp {
     Reciprocal,
     /// 1/√x for x >= 0 (+0 gives +inf, +inf gives 0, negative NaN).
     Rsqrt,
+    /// max(x, 0).
+    Relu,
     /// x·sigmoid(x).
     Silu,
     /// 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))), computed as x·sigmoid(2z).
@@ -39,10 +41,11 @@ pub enum SfpuOp {
 
 impl SfpuOp {
     /// Every op, in the order the tests run them.
-    pub const ALL: [SfpuOp; 5] = [
+    pub const ALL: [SfpuOp; 6] = [
         SfpuOp::Exp,
         SfpuOp::Reciprocal,
         SfpuOp::Rsqrt,
+        SfpuOp::Relu,
         SfpuOp::Silu,
         SfpuOp::GeluTanh,
     ];
@@ -53,6 +56,7 @@ impl SfpuOp {
             SfpuOp::Exp => "gr00t_sfpu::exp_row",
             SfpuOp::Reciprocal => "gr00t_sfpu::recip_row",
             SfpuOp::Rsqrt => "gr00t_sfpu::rsqrt_row",
+            SfpuOp::Relu => "gr00t_sfpu::relu_row",
             SfpuOp::Silu => "gr00t_sfpu::silu_row",
             SfpuOp::GeluTanh => "gr00t_sfpu::gelu_tanh_row",
         }
@@ -65,6 +69,7 @@ impl SfpuOp {
             SfpuOp::Exp => x.exp(),
             SfpuOp::Reciprocal => 1.0 / x,
             SfpuOp::Rsqrt => 1.0 / x.sqrt(),
+            SfpuOp::Relu => x.max(0.0),
             SfpuOp::Silu => x / (1.0 + (-x).exp()),
             SfpuOp::GeluTanh => {
                 // 0.5 (1 + tanh z) = 1 / (1 + e^(-2z)): no 1 - 1 cancellation in the far tail.

@@ -97,6 +97,10 @@ fn inputs(op: SfpuOp) -> Vec<f32> {
                 .collect(),
             &[0.0, 1.0, 4.0, 2.0, 1.0e-30, 1.0e30, 3.0e38, f64::INFINITY],
         ),
+        SfpuOp::Relu => (
+            (0..n).map(|_| uniform(&mut seed, -12.0, 12.0)).collect(),
+            &[0.0, 1.0, -1.0, 3.0e38, -3.0e38, 1.0e-37, -1.0e-37],
+        ),
         SfpuOp::Silu => (
             (0..n).map(|_| uniform(&mut seed, -12.0, 12.0)).collect(),
             &[0.0, 100.0, -100.0, -50.0, 1.0, -1.0],
@@ -172,6 +176,12 @@ fn sim_sfpu_reciprocal_matches_f64() {
 #[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
 fn sim_sfpu_rsqrt_matches_f64() {
     check_op("sim_sfpu_rsqrt_matches_f64", SfpuOp::Rsqrt);
+}
+
+#[test]
+#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
+fn sim_sfpu_relu_matches_f64() {
+    check_op("sim_sfpu_relu_matches_f64", SfpuOp::Relu);
 }
 
 #[test]

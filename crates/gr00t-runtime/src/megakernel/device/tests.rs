@@ -377,7 +377,7 @@ fn a_worker_killed_while_idle_is_seen_dead() {
     );
 }
 
-fn sim_policy(dtype: ArenaDtype) -> MegakernelPolicy {
+pub(super) fn sim_policy(dtype: ArenaDtype) -> MegakernelPolicy {
     let model = Gr00tModel::load(&case_dir()).expect("tiny checkpoint");
     let ws = WeightStore::open_dir(&case_dir()).expect("tiny weights");
     MegakernelPolicy::new(model, &ws, dtype, None, "golden-tiny-case1", "sim")

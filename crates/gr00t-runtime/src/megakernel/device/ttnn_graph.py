@@ -204,7 +204,7 @@ class GraphOps:
         LayerNorm ("rows"), an attention, or a matmul's end ("finish": it has "jobs")."""
         if "jobs" in st:
             dt_ = "f32" if st["out_f32"] else "bf16"
-            return {"jobs": [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], j["mt"] * 32, j["nt"] * 32, dt_),
+            return {"jobs": [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], (j.get("out_rows") or j["mt"]) * 32, j["nt"] * 32, dt_),
                               b[j["res"]] if j.get("res") else None) for j in st["jobs"]], "cut": st.get("cut")}
         if st["kind"] == "attention":
             out = self._alloc(st["out"], st["mp"], -(-st["heads"] * st["hd"] // 32) * 32, "bf16")
@@ -256,7 +256,8 @@ class GraphOps:
                 mm_h = mm_h or st
                 mm_phases.append((producers, signal))
                 # After the step before: its output, allocated there, is the matmuls' input.
-                mm_jobs += [(j, b[j["act"]], self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
+                mm_jobs += [({**j, "arena": st["arena"]}, b[j["act"]],
+                             self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
                              j["mt"], len(mm_phases) - 1) for j in st["jobs"]]
                 continue
             waits = {}

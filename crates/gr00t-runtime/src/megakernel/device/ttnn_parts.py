@@ -83,6 +83,9 @@ class PartsOps:
         signal (NOC coordinates: that phase's end). Also answers the tensors {id: tensor} and the matmul
         cores [(x, y)]."""
         arena = self.buffers[h["arena"]]
+        # A job may name its own arena (the action head's beside the DiT's): every arena has the same tile
+        # format and page, so the program's accessor args are any one's; the job's address is in its words.
+        arena_of = lambda jh: self.buffers[jh.get("arena", h["arena"])]
         per_core = {}  # (x, y) -> [(job header, unit, act, out, mt, phase)]
         for jh, act, out, mt, ph in jobs:
             for u in jh["units"]:
@@ -107,7 +110,7 @@ class PartsOps:
             "rd": {xy: [arena.buffer_address(), len(work), cb["act"], cb["weights"]] + [
                 v for (jh, u, act, out, mt, _), wait in zip(work, waits[xy])
                 for v in (act.buffer_address(), u["first_tile"], pair(u["n_count"], u["k_count"]),
-                          pair(u["k_start"], jh["kt"]), pair(mt, wait))]
+                          pair(u["k_start"], jh["kt"]), pair(mt, wait), arena_of(jh).buffer_address())]
                 for xy, work in per_core.items()},
             "cp": {xy: [len(work), cb["act"], cb["weights"]] + [job_word(u, mt) for _, u, _, _, mt, _ in work]
                    for xy, work in per_core.items()},
@@ -125,7 +128,8 @@ class PartsOps:
         cbs = {mm["cb_act"]: (ttnn.bfloat16, 2048, cb["act"]),
                mm["cb_w"]: (DTYPES[h["weight_dtype"]], h["weight_page"], cb["weights"]),
                mm["cb_out"]: (ttnn.float32, 4096, cb["out"])}
-        tensors = [arena] + [t for _, a_, o_, _, _ in jobs for t in (a_, o_)]
+        arenas = {id(a_): a_ for a_ in [arena] + [arena_of(jh) for jh, *_ in jobs]}
+        tensors = list(arenas.values()) + [t for _, a_, o_, _, _ in jobs for t in (a_, o_)]
         kernels, cbs, tensors = self._program_parts(h["kernels"], words, {"rd": acc(act0) + acc(arena),
                                                                           "wr": acc(out0)}, cfg, cbs, tensors)
         return kernels, cbs, tensors, list(per_core)

@@ -5,24 +5,6 @@ use super::N17ConfigError;
 use serde_json::{Map, Value};
 use std::path::Path;
 
-pub(super) fn parse_object(text: &str, path: &Path) -> Result<Map<String, Value>, N17ConfigError> {
-    let v: Value = serde_json::from_str(text).map_err(|e| N17ConfigError::Json {
-        path: path.to_owned(),
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
-    })?;
-    match v {
-        Value::Object(m) => Ok(m),
-        _ => Err(N17ConfigError::Json {
-            path: path.to_owned(),
-            line: 0,
-            column: 0,
-            message: "the top level is not a JSON object".into(),
-        }),
-    }
-}
-
 /// Typed getters over one JSON object that name the field (with `prefix`) in their errors.
 pub(super) struct Fields<'a> {
     pub(super) obj: &'a Map<String, Value>,

@@ -21,7 +21,7 @@ pub mod vl_self_attn;
 pub use rtc::{Rtc, RtcError};
 pub use vl_self_attn::VlSelfAttention;
 
-use crate::config::{DiffusionConfig, Gr00tConfig};
+use crate::config::Gr00tConfig;
 use crate::model::dit::{BlockKind, DitWeights};
 use crate::model::{ActionHead, CpuDit, DitExecutor, ModelError, Taps, VlContext};
 use crate::n17::config::{InvalidN17Config, N17Config};
@@ -82,7 +82,6 @@ pub struct N17ActionHead {
 /// The N1.6 head configuration with the N1.7 sizes that [`ActionHead::load`] and
 /// [`DitWeights::load`] take.
 pub fn head_config(cfg: &N17Config) -> Gr00tConfig {
-    let dc = &cfg.diffusion_model_cfg;
     Gr00tConfig {
         backbone_embedding_dim: cfg.backbone_embedding_dim,
         select_layer: cfg.select_layer,
@@ -96,15 +95,7 @@ pub fn head_config(cfg: &N17Config) -> Gr00tConfig {
         max_seq_len: cfg.max_seq_len,
         use_alternate_vl_dit: cfg.use_alternate_vl_dit,
         attend_text_every_n_blocks: cfg.attend_text_every_n_blocks,
-        diffusion_model_cfg: DiffusionConfig {
-            num_layers: dc.num_layers,
-            num_attention_heads: dc.num_attention_heads,
-            attention_head_dim: dc.attention_head_dim,
-            output_dim: dc.output_dim,
-            norm_type: dc.norm_type.clone(),
-            interleave_self_attention: dc.interleave_self_attention,
-            positional_embeddings: dc.positional_embeddings.clone(),
-        },
+        diffusion_model_cfg: cfg.diffusion_model_cfg.clone(),
         num_inference_timesteps: cfg.num_inference_timesteps,
         num_timestep_buckets: cfg.num_timestep_buckets,
         max_num_embodiments: cfg.max_num_embodiments,
@@ -284,75 +275,22 @@ impl N17ActionHead {
         };
         let state = self.encode_state(inp.state, inp.embodiment_id, taps);
         dit.prepare(&ctx)?;
-        self.flow(&state, inp.embodiment_id, inp.noise, rtc, dit, taps)
-    }
-
-    /// The Euler loop from x0 (the noise, its first rows replaced under RTC) after
-    /// [`DitExecutor::prepare`]. Taps `flow.step{k}.*` and `flow.action_pred`.
-    pub fn flow(
-        &self,
-        state_features: &[f32],
-        emb: usize,
-        noise: &[f32],
-        rtc: Option<&Rtc>,
-        dit: &mut dyn DitExecutor,
-        taps: &mut Taps<'_>,
-    ) -> Result<Vec<f32>, HeadError> {
-        let c = &self.cfg;
-        let h = &self.inner;
-        let (d, hz, ad) = (c.input_embedding_dim, c.action_horizon, c.max_action_dim);
-        let tokens = hz + 1;
-        let steps = c.num_inference_timesteps;
-        let dt = 1.0f32 / steps as f32;
-        let (mut x, mask) = match rtc {
-            Some(r) => (r.initial_actions(noise, ad), Some(r.velocity_mask(hz))),
-            None => (noise.to_vec(), None),
+        // N1.6's Euler loop; RTC in-paints the first rows of x0 and scales each row's velocity.
+        let hz = self.cfg.action_horizon;
+        let (x0, strength) = match rtc {
+            Some(r) => (
+                r.initial_actions(inp.noise, self.cfg.max_action_dim),
+                Some(r.velocity_mask(hz)),
+            ),
+            None => (inp.noise.to_vec(), None),
         };
-        let pos = h.position_embedding(hz);
-        let mut sa = vec![0.0f32; tokens * d];
-        for k in 0..steps {
-            let tau = h.timestep(k);
-            taps.emit_with(|| format!("flow.step{k}.actions_in"), &[1, hz, ad], &x);
-            let enc = h.encode_actions(&x, tau, emb);
-            taps.emit_with(
-                || format!("flow.step{k}.action_encoder_out"),
-                &[1, hz, d],
-                &enc,
-            );
-            taps.emit_with(|| format!("flow.step{k}.pos_embed"), &[hz, d], &pos);
-            sa[..d].copy_from_slice(state_features);
-            for ((o, e), p) in sa[d..].iter_mut().zip(&enc).zip(&pos) {
-                *o = e + p;
-            }
-            taps.emit_with(|| format!("flow.step{k}.dit_input"), &[1, tokens, d], &sa);
-            let temb = h.timestep_embedding(tau);
-            taps.emit_with(|| format!("flow.step{k}.temb"), &[1, d], &temb);
-            let out = dit.run(k, &sa, tokens, &temb, taps)?;
-            if out.len() != tokens * c.hidden_size {
-                return Err(ModelError::Length {
-                    what: "output",
-                    got: out.len(),
-                    expected: tokens * c.hidden_size,
-                }
-                .into());
-            }
-            let dec = h.decode(&out, tokens, emb);
-            taps.emit_with(
-                || format!("flow.step{k}.decoder_output"),
-                &[1, tokens, ad],
-                &dec,
-            );
-            let vel = &dec[ad..];
-            taps.emit_with(|| format!("flow.step{k}.velocity"), &[1, hz, ad], vel);
-            // x += dt·v·strength, multiplied in the reference's order (strength 1 without RTC).
-            for (row, (xr, vr)) in x.chunks_exact_mut(ad).zip(vel.chunks_exact(ad)).enumerate() {
-                let m = mask.as_ref().map_or(1.0, |m| m[row]);
-                for (a, v) in xr.iter_mut().zip(vr) {
-                    *a += dt * v * m;
-                }
-            }
-        }
-        taps.emit("flow.action_pred", &[1, hz, ad], &x);
-        Ok(x)
+        Ok(self.inner.euler(
+            &state,
+            inp.embodiment_id,
+            x0,
+            strength.as_deref(),
+            dit,
+            taps,
+        )?)
     }
 }

@@ -1,12 +1,14 @@
-//! Reading the three processor files of a checkpoint into an [`EmbodimentConfig`]: the
-//! raw serde shapes (with `Gr00tN1d7Processor.__init__`'s defaults), the statistics
-//! lookups, and every decision the reference makes from them.
+//! Reading the three processor files of a checkpoint into an [`EmbodimentConfig`]: N1.6's
+//! `processor_kwargs` shape with N1.7's action configs and `Gr00tN1d7Processor.__init__`'s
+//! defaults, the statistics lookups, and every decision the reference makes from them.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
 use serde_json::Value;
+
+use crate::processor::{KwargsDefaults, ProcessorClass, ProcessorFile};
 
 use super::config::{
     ActionFormat, ActionGroup, ActionKind, ActionNorm, ActionRep, ConfigError, EmbodimentConfig,
@@ -21,64 +23,19 @@ fn field_err(path: &Path, field: impl Into<String>, message: impl Into<String>) 
     }
 }
 
-#[derive(Deserialize)]
-struct ProcessorFile {
-    processor_kwargs: Kwargs,
+/// `Gr00tN1d7Processor`: its `__init__` defaults for keys an older checkpoint did not write.
+struct N17Processor;
+
+impl ProcessorClass for N17Processor {
+    const DEFAULTS: KwargsDefaults = KwargsDefaults {
+        formalize_language: true,
+        use_albumentations: false,
+        max_dim: Some(29),
+        max_action_horizon: Some(40),
+    };
 }
 
-// Defaults are `Gr00tN1d7Processor.__init__`'s, for keys an older checkpoint did not write.
-#[derive(Deserialize)]
-struct Kwargs {
-    modality_configs: BTreeMap<String, BTreeMap<String, RawModality>>,
-    #[serde(default)]
-    image_crop_size: Option<Vec<usize>>,
-    #[serde(default)]
-    image_target_size: Option<Vec<usize>>,
-    #[serde(default)]
-    use_albumentations: bool,
-    #[serde(default = "default_edge")]
-    shortest_image_edge: Option<usize>,
-    #[serde(default = "default_fraction")]
-    crop_fraction: Option<f64>,
-    #[serde(default = "yes")]
-    formalize_language: bool,
-    #[serde(default = "default_dim")]
-    max_state_dim: usize,
-    #[serde(default = "default_dim")]
-    max_action_dim: usize,
-    #[serde(default = "default_horizon")]
-    max_action_horizon: usize,
-    #[serde(default)]
-    use_percentiles: bool,
-    #[serde(default = "yes")]
-    clip_outliers: bool,
-    #[serde(default)]
-    apply_sincos_state_encoding: bool,
-    #[serde(default)]
-    use_relative_action: bool,
-    #[serde(default)]
-    exclude_state: bool,
-}
-
-fn default_edge() -> Option<usize> {
-    Some(256)
-}
-fn default_fraction() -> Option<f64> {
-    Some(0.95)
-}
-fn yes() -> bool {
-    true
-}
-fn default_dim() -> usize {
-    29
-}
-fn default_horizon() -> usize {
-    40
-}
-
-/// A modality as N1.6 reads it, with N1.7's action configs.
-type RawModality = crate::processor::ModalityConfig<RawActionConfig>;
-
+/// An action config as N1.7 writes it (with a format).
 #[derive(Deserialize)]
 struct RawActionConfig {
     rep: String,
@@ -169,7 +126,7 @@ pub(super) fn load(dir: &Path, tag: &str) -> Result<EmbodimentConfig, ConfigErro
     let pc_path = dir.join("processor_config.json");
     let st_path = dir.join("statistics.json");
     let id_path = dir.join("embodiment_id.json");
-    let pc: ProcessorFile = read_json(&pc_path)?;
+    let pc: ProcessorFile<RawActionConfig, N17Processor> = read_json(&pc_path)?;
     let stats: Value = read_json(&st_path)?;
     let ids: BTreeMap<String, Value> = read_json(&id_path)?;
     let k = pc.processor_kwargs;
@@ -437,6 +394,13 @@ pub(super) fn load(dir: &Path, tag: &str) -> Result<EmbodimentConfig, ConfigErro
         });
     }
 
+    // The class defaults fill absent keys; only an explicit null is left.
+    let not_null = |v: Option<usize>, f: &str| {
+        v.ok_or_else(|| field_err(&pc_path, pc_field(f), "must be a non-negative integer"))
+    };
+    let max_state_dim = not_null(k.max_state_dim, "max_state_dim")?;
+    let max_action_dim = not_null(k.max_action_dim, "max_action_dim")?;
+    let max_action_horizon = not_null(k.max_action_horizon, "max_action_horizon")?;
     let me = EmbodimentConfig {
         tag: tag.into(),
         embodiment_id,
@@ -453,9 +417,9 @@ pub(super) fn load(dir: &Path, tag: &str) -> Result<EmbodimentConfig, ConfigErro
         exclude_state: k.exclude_state,
         action_groups,
         action_horizon: horizon,
-        max_state_dim: k.max_state_dim,
-        max_action_dim: k.max_action_dim,
-        max_action_horizon: k.max_action_horizon,
+        max_state_dim,
+        max_action_dim,
+        max_action_horizon,
     };
     let checks = [
         (
@@ -487,4 +451,48 @@ pub(super) fn load(dir: &Path, tag: &str) -> Result<EmbodimentConfig, ConfigErro
         }
     }
     Ok(me)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::processor::kwargs::ProcessorKwargs;
+    use crate::processor::{ActionConfig, N16Processor};
+
+    // One declaration of the kwargs, each generation's class defaults for the absent keys.
+    #[test]
+    fn absent_kwargs_take_each_generations_class_defaults() {
+        let json = r#"{"modality_configs": {}}"#;
+        let n17: ProcessorKwargs<RawActionConfig, N17Processor> =
+            serde_json::from_str(json).unwrap();
+        assert_eq!(
+            (
+                n17.formalize_language,
+                n17.use_albumentations,
+                n17.max_state_dim,
+                n17.max_action_dim,
+                n17.max_action_horizon,
+            ),
+            (true, false, Some(29), Some(29), Some(40))
+        );
+        let n16: ProcessorKwargs<ActionConfig, N16Processor> = serde_json::from_str(json).unwrap();
+        assert_eq!(
+            (
+                n16.formalize_language,
+                n16.use_albumentations,
+                n16.max_state_dim,
+                n16.max_action_dim,
+                n16.max_action_horizon,
+            ),
+            (false, true, None, None, None)
+        );
+        for k in [&n17.shortest_image_edge, &n16.shortest_image_edge] {
+            assert_eq!(*k, Some(256));
+        }
+        assert_eq!(
+            (n17.crop_fraction, n16.crop_fraction),
+            (Some(0.95), Some(0.95))
+        );
+        assert!(n16.clip_outliers && n17.clip_outliers && !n17.exclude_state);
+    }
 }

@@ -8,8 +8,10 @@ use std::time::Instant;
 use tt_blackhole::device::{DitRunError, DitStepInputs};
 
 use super::super::graph::{CrossKeys, ada_graph, observation_graph, step_graph, step_inputs};
+use super::super::head_graph::head_timestep;
 use super::super::protocol::{GraphRun, Replay};
 use super::{DeviceSteps, GraphOptions, lock};
+use crate::megakernel::head_arena::HeadArena;
 
 /// How many timesteps' AdaLN rows the device keeps (a forward has `num_inference_timesteps`
 /// of them, 4 in N1.6); past that, the oldest slot is computed again for the new one.
@@ -36,6 +38,9 @@ pub(in super::super) struct Timesteps {
     worker: u32,
     slots: Vec<Vec<f32>>,
     next: usize,
+    /// The slots whose head rows (the action encoder's time half, the output layer's
+    /// modulation) are on the device too, and for which embodiment.
+    pub(super) head_rows: Vec<(usize, usize)>,
 }
 
 impl Timesteps {
@@ -64,6 +69,7 @@ impl Timesteps {
             oldest
         };
         self.slots[slot].clear();
+        self.head_rows.retain(|(s, _)| *s != slot);
         (slot, true)
     }
 
@@ -111,11 +117,21 @@ impl DeviceSteps<'_> {
         &self,
         inp: &DitStepInputs<'_>,
     ) -> Result<CrossKeys, DitRunError> {
+        self.ensure_observation_of(inp.context, inp.text_mask, inp.image_mask)
+    }
+
+    /// [`DeviceSteps::ensure_observation`] of a context and its masks.
+    pub(super) fn ensure_observation_of(
+        &self,
+        context: &[f32],
+        text_mask: &[bool],
+        image_mask: &[bool],
+    ) -> Result<CrossKeys, DitRunError> {
         let key = ObservationKey {
             worker: self.dev.reopened(),
-            context: inp.context.to_vec(),
-            text_mask: inp.text_mask.to_vec(),
-            image_mask: inp.image_mask.to_vec(),
+            context: context.to_vec(),
+            text_mask: text_mask.to_vec(),
+            image_mask: image_mask.to_vec(),
         };
         let mut obs = lock(&self.observation);
         if let Some((k, keys)) = obs.as_ref()
@@ -124,18 +140,16 @@ impl DeviceSteps<'_> {
             return Ok(*keys);
         }
         let cross = self.plan.dims.cross_dim;
-        if inp.context.len() != inp.text_mask.len() * cross
-            || inp.text_mask.len() != inp.image_mask.len()
-        {
+        if context.len() != text_mask.len() * cross || text_mask.len() != image_mask.len() {
             return Err(DitRunError::Input("context and masks disagree".into()));
         }
         let (g, up, keys) = observation_graph(
             self.dev,
             &self.plan,
             self.weights,
-            inp.context,
-            inp.text_mask,
-            inp.image_mask,
+            context,
+            text_mask,
+            image_mask,
         )?;
         let (request, _) = g.request(&up, &[], None, self.dev.options().chain)?;
         self.dev.call(&request, &up.bytes())?;
@@ -146,14 +160,43 @@ impl DeviceSteps<'_> {
     /// The step's timestep on the device: its AdaLN rows computed there ([`ada_graph`]) once
     /// per SiLU(temb) and worker, outside the steps. Answers their slot.
     pub(super) fn ensure_timestep(&self, temb: &[f32]) -> Result<usize, DitRunError> {
+        self.ensure_timestep_with(temb, None)
+    }
+
+    /// [`DeviceSteps::ensure_timestep`], and with `head` (the head arena and the sinusoidal
+    /// encoding of the step's τ) the head's rows of that timestep too, in the same graph
+    /// (`head_graph::head_timestep`), once per timestep, embodiment and worker.
+    pub(super) fn ensure_timestep_with(
+        &self,
+        temb: &[f32],
+        head: Option<(&HeadArena, &[f32])>,
+    ) -> Result<usize, DitRunError> {
         let act = silu_bf16(temb);
         let mut t = lock(&self.dev.timesteps);
         let (slot, new) = t.slot_for(self.dev.reopened(), &act);
+        let head = head.filter(|(h, _)| !t.head_rows.contains(&(slot, h.embodiment)));
+        if !new && head.is_none() {
+            return Ok(slot);
+        }
+        let (mut g, mut up) = if new {
+            ada_graph(self.dev, &self.plan, self.weights, &act, slot)?
+        } else {
+            let mut g = super::super::graph::Graph::new(self.dev, &self.plan);
+            g.scratch = "a";
+            (g, super::super::graph::Upload::new())
+        };
+        if let Some((h, tau_enc)) = head {
+            g.head = Some(h);
+            head_timestep(&mut g, &mut up, tau_enc, slot)?;
+        }
+        let (request, _) = g.request(&up, &[], None, self.dev.options().chain)?;
+        self.dev.call(&request, &up.bytes())?;
         if new {
-            let (g, up) = ada_graph(self.dev, &self.plan, self.weights, &act, slot)?;
-            let (request, _) = g.request(&up, &[], None, self.dev.options().chain)?;
-            self.dev.call(&request, &up.bytes())?;
             t.computed(slot, act);
+        }
+        if let Some((h, _)) = head {
+            t.head_rows.retain(|(s, _)| *s != slot);
+            t.head_rows.push((slot, h.embodiment));
         }
         Ok(slot)
     }
@@ -235,7 +278,7 @@ impl DeviceSteps<'_> {
 }
 
 /// Whether the worker ran the step graph's `steps` in the `programs` the plan packed.
-fn check_ran(run: &GraphRun, steps: usize, programs: usize) -> Result<(), DitRunError> {
+pub(super) fn check_ran(run: &GraphRun, steps: usize, programs: usize) -> Result<(), DitRunError> {
     if run.steps != steps as u64 || run.programs != programs as u64 {
         return Err(DitRunError::Device(format!(
             "the step graph ran {} of its {steps} steps in {} programs, the plan packed {programs}",
@@ -246,7 +289,7 @@ fn check_ran(run: &GraphRun, steps: usize, programs: usize) -> Result<(), DitRun
 }
 
 /// The stream after the last block (`values` f32) from the worker's answer.
-fn stream_of(back: &[u8], values: usize) -> Result<Vec<f32>, DitRunError> {
+pub(super) fn stream_of(back: &[u8], values: usize) -> Result<Vec<f32>, DitRunError> {
     if back.len() != values * 4 {
         return Err(DitRunError::Device(format!(
             "the step graph returned {} bytes, want {}",

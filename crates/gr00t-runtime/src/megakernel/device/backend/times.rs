@@ -68,7 +68,18 @@ impl StepHost {
     }
 
     pub(super) fn add(&mut self, build: Duration, run: &GraphRun, request_bytes: u64) {
-        self.steps += 1;
+        self.add_steps(build, run, request_bytes, 1);
+    }
+
+    /// A graph that ran `steps` denoising steps (the whole forward's).
+    pub(super) fn add_steps(
+        &mut self,
+        build: Duration,
+        run: &GraphRun,
+        request_bytes: u64,
+        steps: u64,
+    ) {
+        self.steps += steps;
         self.build += build;
         self.worker += Duration::from_secs_f64(run.host_ms.max(0.0) / 1e3);
         self.request_bytes += request_bytes;

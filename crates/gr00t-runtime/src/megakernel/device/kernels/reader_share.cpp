@@ -17,11 +17,13 @@
 // matmul's end in a chain of several matmuls, graph.rs), the reader first waits until this core's semaphore
 // 0 holds the job's count: the increments of every core of every phase this core waited for so far, its
 // own jobs' phases in order (a chain is one line of phases, so the increments arrive in that order too).
-// Its task table (task_table.h, CB 30): the arena address; jobs; CB 0's and CB 1's pages; per job 5 words
-// (two 16-bit halves, low first, where a word holds two): act address; absolute arena page of the share's
-// first tile; n_count and k_count; k_start and act_kt; m_tiles and the semaphore count to wait for (0:
-// none). Compile-time args after the table's: an activation's accessor args (every job's activation is an
-// interleaved bf16 TILE tensor), the arena's.
+// Each job names its own arena (the DiT's, or the action head's: one program may stream both); every arena
+// is an interleaved buffer of one tile per page in the same format, so one accessor's args serve them all.
+// Its task table (task_table.h, CB 30): the first job's arena address; jobs; CB 0's and CB 1's pages; per
+// job 6 words (two 16-bit halves, low first, where a word holds two): act address; absolute page of the
+// share's first tile in its arena; n_count and k_count; k_start and act_kt; m_tiles and the semaphore count
+// to wait for (0: none); the job's arena address. Compile-time args after the table's: an activation's
+// accessor args (every job's activation is an interleaved bf16 TILE tensor), an arena's.
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
@@ -32,7 +34,6 @@
 
 void kernel_main() {
     const TaskTable<30> t;
-    const uint32_t arena_addr = t[0];
     const uint32_t jobs = t[1];
     const uint32_t act_cb_pages = t[2];
     const uint32_t w_cb_pages = t[3];
@@ -40,7 +41,6 @@ void kernel_main() {
     constexpr uint32_t cb_act = 0, cb_w = 1;
     constexpr auto act_args = TensorAccessorArgs<TABLE_CTA_END>();
     constexpr auto arena_args = TensorAccessorArgs<act_args.next_compile_time_args_offset()>();
-    const auto arena = TensorAccessor(arena_args, arena_addr);
     const uint32_t act_page = get_local_cb_interface(cb_act).fifo_page_size;
     const uint32_t w_page = get_local_cb_interface(cb_w).fifo_page_size;
 
@@ -58,13 +58,14 @@ void kernel_main() {
     };
 
     for (uint32_t j = 0; j < jobs; ++j) {
-        const uint32_t a = 4 + j * 5;
+        const uint32_t a = 4 + j * 6;
         const uint32_t nk = t[a + 2], ks = t[a + 3];
         const uint32_t mw = t[a + 4];
         if (const uint32_t count = mw >> 16; count > 0) {
             noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), count);
         }
         const auto act = TensorAccessor(act_args, t[a]);
+        const auto arena = TensorAccessor(arena_args, t[a + 5]);
         const uint32_t first_tile = t[a + 1];
         const uint32_t n_count = nk & 0xffff, k_count = nk >> 16;
         const uint32_t k_start = ks & 0xffff, act_kt = ks >> 16;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// gr00t-runtime's SFPU library: exp, reciprocal, rsqrt, SiLU and GELU (the tanh form, which the N1.6 DiT's
+// gr00t-runtime's SFPU library: exp, reciprocal, rsqrt, ReLU, SiLU and GELU (the tanh form, which the N1.6 DiT's
 // FeedForward uses: diffusers `gelu-approximate`) on the tile in DST, written only with the Blackhole
 // low-level instruction macros (`TTI_SFP*`: one instruction word each, SFPU registers named by hand).
 // Why not the SFPI C++ API (`sfpi::vFloat`): only Tenstorrent's SFPI GCC allocates its registers; these
@@ -163,6 +163,14 @@ inline void rsqrt_row() {
     TTI_SFPLOADI(L1, IMM_BF16, 0x7FC0);           //   NaN
     cc_off();
     TTI_SFPMOV(0, L1, L0, 0);
+}
+
+// ---- ReLU -------------------------------------------------------------------------------------------
+// max(x, 0) with one SFPSWAP (the state encoder's and the action decoder's first layers).
+// Clobbers LREG1.
+inline void relu_row() {
+    TTI_SFPLOADI(L1, IMM_BF16, 0);                 // 0.0
+    TTI_SFPSWAP(0, L0, L1, SWAP_MINMAX);           // L0 = max(x, 0)
 }
 
 // ---- SiLU -------------------------------------------------------------------------------------------
