@@ -14,3 +14,4 @@ mod n17_golden;
 mod n17_head;
 mod n17_model;
 mod n17_processing;
+mod sim_full_forward;

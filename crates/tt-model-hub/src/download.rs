@@ -19,21 +19,13 @@ use crate::verify::{self, ContentHasher};
 /// repo has many small files, where one request at a time would be latency-bound.
 pub const PARALLEL_DOWNLOADS: usize = 8;
 
-/// Progress events of a download. All methods default to no-ops.
-pub trait DownloadReporter: Send + Sync {
-    /// The plan is known: `total` bytes selected, `to_fetch` still missing.
-    fn planned(&self, _plan: &DownloadPlan) {}
-    /// A file starts; `resumed_from` bytes were already on disk.
-    fn file_started(&self, _file: &str, _size: Option<u64>, _resumed_from: u64) {}
-    /// `n` more bytes arrived.
-    fn bytes(&self, _n: u64) {}
-    /// `file` is complete, verified and linked into the snapshot.
-    fn file_done(&self, _file: &str) {}
-}
+/// A download reports its bytes as every transfer does, through the workspace's one
+/// [`Transfer`]: the plan's missing bytes as the total, each file as it starts, bytes as they
+/// arrive.
+pub use tt_model_events::Transfer;
 
-/// A reporter that reports nothing.
-pub struct NoProgress;
-impl DownloadReporter for NoProgress {}
+/// A transfer that reports nothing (the name the Hub's callers know).
+pub use tt_model_events::Silent as NoProgress;
 
 /// A snapshot in the cache after a download.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -122,7 +114,7 @@ impl Downloader {
         revision: &str,
         allow: &[String],
         ignore: &[String],
-        reporter: &dyn DownloadReporter,
+        reporter: &dyn Transfer,
     ) -> Result<Snapshot, HubError> {
         let plan = self.plan(repo_id, revision, allow, ignore).await?;
         self.check_space(&plan)?;
@@ -143,10 +135,10 @@ impl Downloader {
     pub async fn download(
         &self,
         plan: &DownloadPlan,
-        reporter: &dyn DownloadReporter,
+        reporter: &dyn Transfer,
     ) -> Result<PathBuf, HubError> {
         let rc = self.cache.repo(&plan.repo_id)?;
-        reporter.planned(plan);
+        reporter.total(plan.bytes_to_fetch());
         std::fs::create_dir_all(rc.blobs_dir()).map_err(HubError::io("create", rc.blobs_dir()))?;
         let failed = AtomicBool::new(false);
         let (rc, failed) = (&rc, &failed);
@@ -193,7 +185,7 @@ impl Downloader {
         rc: &RepoCache,
         plan: &DownloadPlan,
         f: &PlannedFile,
-        reporter: &dyn DownloadReporter,
+        reporter: &dyn Transfer,
     ) -> Result<(), HubError> {
         let part = rc.incomplete_path(&f.etag);
         let mut have = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
@@ -202,7 +194,7 @@ impl Downloader {
         }
         if have > 0 && have == f.size {
             // Fully downloaded before an interruption between the last byte and the rename.
-            return self.finish_blob(rc, f, &part, None, have, reporter);
+            return self.finish_blob(rc, f, &part, None, have);
         }
         let url = api::resolve_url(&self.env, &plan.repo_id, &plan.commit, &f.name);
         // `identity`: the bytes on disk must be the bytes the Hub hashed (Python does the same).
@@ -241,7 +233,7 @@ impl Downloader {
             have = 0;
             std::fs::File::create(&part).map_err(HubError::io("create", &part))?
         };
-        reporter.file_started(&f.name, Some(f.size), have);
+        reporter.file(&f.name);
         let mut got = have;
         let mut stream = resp.bytes_stream();
         while let Some(chunk) = stream.next().await {
@@ -257,7 +249,7 @@ impl Downloader {
         }
         out.sync_all().map_err(HubError::io("sync", &part))?;
         drop(out);
-        self.finish_blob(rc, f, &part, Some(hasher), got, reporter)
+        self.finish_blob(rc, f, &part, Some(hasher), got)
     }
 
     /// Check size and content id of a finished `.incomplete` and move it to its blob name.
@@ -268,7 +260,6 @@ impl Downloader {
         part: &Path,
         hasher: Option<ContentHasher>,
         got: u64,
-        reporter: &dyn DownloadReporter,
     ) -> Result<(), HubError> {
         if got != f.size {
             // A short body is kept as .incomplete for the next resume; a long one is garbage.
@@ -296,7 +287,6 @@ impl Downloader {
         }
         let blob = rc.blob_path(&f.etag);
         std::fs::rename(part, &blob).map_err(HubError::io("rename", &blob))?;
-        reporter.file_done(&f.name);
         Ok(())
     }
 }

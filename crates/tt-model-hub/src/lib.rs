@@ -29,7 +29,7 @@ pub mod verify;
 
 pub use cache::{HubCache, RepoCache};
 pub use download::{
-    DownloadPlan, DownloadReporter, Downloader, LocalStatus, NoProgress, PlannedFile, Snapshot,
+    DownloadPlan, Downloader, LocalStatus, NoProgress, PlannedFile, Snapshot, Transfer,
 };
 pub use error::HubError;
 pub use verify::HashKind;

@@ -153,19 +153,13 @@ pub fn collect_dir(dir: &Path, prefix: &str) -> Result<Vec<LocalFile>, HubError>
     Ok(out)
 }
 
-/// Progress of an upload, in bytes.
-pub trait UploadReporter: Send + Sync {
-    /// The bytes that will be sent (after the Hub said what it has).
-    fn planned(&self, _bytes: u64) {}
-    /// `path` starts being sent (an LFS object, or a blob to a registry).
-    fn file_started(&self, _path: &str) {}
-    /// `n` more bytes were sent (or received).
-    fn bytes(&self, _n: u64) {}
-}
+/// An upload reports its bytes through the workspace's one [`Transfer`]: the bytes to send
+/// (after the Hub said what it has) as the total, each path (an LFS object, a blob to a
+/// registry) as it starts, bytes as they go.
+pub use tt_model_events::Transfer;
 
-/// A reporter that reports nothing.
-pub struct Quiet;
-impl UploadReporter for Quiet {}
+/// A transfer that reports nothing (the name the Hub's callers know).
+pub use tt_model_events::Silent as Quiet;
 
 /// What a push did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,7 +202,7 @@ pub async fn upload(
     files: &[LocalFile],
     prune: &[&str],
     summary: &str,
-    reporter: Arc<dyn UploadReporter>,
+    reporter: Arc<dyn Transfer>,
 ) -> Result<PushOutcome, HubError> {
     // 1. The head and its tree (the tree read at the head's id: one consistent state).
     let meta = client
@@ -295,13 +289,13 @@ pub async fn upload(
     }
     let planned: u64 = to_send.iter().map(|(f, _, _)| f.size).sum::<u64>()
         + regular.iter().map(|f| f.size).sum::<u64>();
-    reporter.planned(planned);
+    reporter.total(planned);
     let mut sent: Vec<String> = Vec::new();
     // Four objects at a time, as `upload_large_folder` does with its workers.
     let mut uploads = futures_util::stream::iter(to_send.into_iter().map(|(f, up, verify)| {
         let reporter = reporter.clone();
         async move {
-            reporter.file_started(&f.path);
+            reporter.file(&f.path);
             client
                 .lfs_put(repo, &up, f.size, body_of(f, reporter)?)
                 .await?;
@@ -327,7 +321,7 @@ pub async fn upload(
         .map(|f| f.size)
         .sum();
     for f in &regular {
-        reporter.file_started(&f.path);
+        reporter.file(&f.path);
         let content = f.read_all()?;
         reporter.bytes(f.size);
         bytes_sent += f.size;
@@ -374,7 +368,7 @@ pub async fn upload(
 }
 
 /// The request body for an LFS object: streamed from disk in 1 MiB chunks, each reported.
-fn body_of(f: &LocalFile, reporter: Arc<dyn UploadReporter>) -> Result<reqwest::Body, HubError> {
+fn body_of(f: &LocalFile, reporter: Arc<dyn Transfer>) -> Result<reqwest::Body, HubError> {
     match &f.source {
         FileSource::Bytes(b) => {
             reporter.bytes(b.len() as u64);
@@ -388,7 +382,7 @@ fn body_of(f: &LocalFile, reporter: Arc<dyn UploadReporter>) -> Result<reqwest::
 }
 
 /// A request body streamed from `file` in 1 MiB chunks, each reported.
-pub(crate) fn file_body(file: std::fs::File, reporter: Arc<dyn UploadReporter>) -> reqwest::Body {
+pub(crate) fn file_body(file: std::fs::File, reporter: Arc<dyn Transfer>) -> reqwest::Body {
     let file = tokio::fs::File::from_std(file);
     let stream =
         futures_util::stream::unfold((file, reporter), |(mut file, reporter)| async move {

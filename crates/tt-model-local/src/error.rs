@@ -28,7 +28,8 @@ pub enum LocalError {
     /// The input named by `field` cannot be used; `message` says why and what to run instead.
     #[error("{message}")]
     Refused {
-        /// What the user gave: `target`, `--profile`, `--timeout`, `card`, `image`, `weights`.
+        /// What the user gave: `target`, `--profile`, `--timeout`, `card`, `image`, `weights`;
+        /// `curl`'s `--base-url` (what the server there answers), `--model`, `--tools`, `curl`.
         field: &'static str,
         /// The refusal, with its remedies (one runnable command per `→` line).
         message: String,

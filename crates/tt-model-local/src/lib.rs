@@ -6,8 +6,9 @@
 //!   `rm` ([`remove`]), `stop` ([`stop`]), `logs` ([`logs`]), `list`'s readiness of each
 //!   installed package ([`readiness`]), `serve`'s plan, start and refresh ([`serve`]), the
 //!   community catalog's `publish`/`unpublish`/`search` ([`catalog`]), the review copy
-//!   ([`whitelist`]) and `info`'s read of a published package ([`published`]); they report
-//!   their steps as [`event::Event`]s into [`Progress`];
+//!   ([`whitelist`]), `info`'s read of a published package ([`published`]) and `curl`'s one
+//!   request to the served model ([`curl`]); they report their steps as [`event::Event`]s
+//!   into [`Progress`];
 //! * a package's containers and every tt-model container (`ps`) ([`containers`]);
 //! * the state root and the settings every command shares ([`state::Local`]);
 //! * the installed-packages database ([`localdb`]) and the CLI's view of it ([`installed`]);
@@ -16,7 +17,7 @@
 //!   them for a package ([`fill`]);
 //! * the host: its card, devices and their allocation lock ([`host`], [`devices`]), and whether
 //!   a package suits it ([`compat`]);
-//! * a served model's OpenAI API, for `curl` ([`openai`]);
+//! * a served model's OpenAI API, which `curl` speaks ([`openai`]);
 //! * a serve's boot: the log reader ([`bootlog`]), the readiness watch ([`watch`]) and the
 //!   diagnosis of a failed boot ([`diagnose`]);
 //! * the registry blob index ([`blob_index`]).
@@ -34,6 +35,7 @@ pub mod bootlog;
 pub mod catalog;
 pub mod compat;
 pub mod containers;
+pub mod curl;
 pub mod devices;
 pub mod diagnose;
 pub mod error;

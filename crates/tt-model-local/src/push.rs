@@ -27,7 +27,7 @@ use tt_model_manifest::WireManifest;
 
 use crate::event::Event;
 use crate::hub_access::{check_repo_id, consequence};
-use crate::progress::{Progress, UploadOf, human_bytes};
+use crate::progress::{Progress, Transfer, human_bytes};
 use crate::push_record::PushRecord;
 use crate::state::WIRE_MANIFEST;
 use crate::{Local, LocalError, registry};
@@ -218,7 +218,7 @@ pub async fn push(
         )));
     }
 
-    let bar = Arc::new(UploadOf(progress.transfer("push", &repo)));
+    let bar: Arc<dyn Transfer> = progress.transfer("push", &repo).into();
     let summary = format!("Upload package {}", wire.name);
     let outcome = upload::upload(
         &client,
@@ -229,7 +229,7 @@ pub async fn push(
         bar.clone(),
     )
     .await;
-    bar.0.finish();
+    bar.finish();
     let outcome = outcome.map_err(consequence(
         "the repo keeps its previous commit (objects uploaded so far are kept by the Hub); re-run the same push to resume",
     ))?;

@@ -13,7 +13,7 @@ use tt_model_oci::OciLayout;
 
 use crate::blob_index::BlobIndex;
 use crate::event::Event;
-use crate::progress::{AsUpload, Progress, UploadOf, human_bytes};
+use crate::progress::{Progress, Transfer, human_bytes};
 use crate::{Local, LocalError};
 
 /// Where the package's image goes: `image.registry` + `image.repository` (default: the name).
@@ -62,14 +62,7 @@ pub async fn pull_layout(
     let registry = Registry::connect(target.clone(), false, &[]).await?;
     let bar = progress.transfer("image", &format!("{}/{}", target.host, target.repository));
     let ref_name = wire.container.image.tag.clone().unwrap_or_default();
-    let report = pull::pull_layout(
-        &registry,
-        &digest,
-        &ref_name,
-        &dest,
-        &AsUpload(bar.as_ref()),
-    )
-    .await;
+    let report = pull::pull_layout(&registry, &digest, &ref_name, &dest, bar.as_ref()).await;
     bar.finish();
     let report = report?;
     progress.emit(Event::done(
@@ -147,11 +140,11 @@ pub async fn push(
     sources.sort();
     sources.dedup();
     let registry = Registry::connect(target.clone(), true, &sources).await?;
-    let bar = Arc::new(UploadOf(
-        progress.transfer("push", &format!("{}/{}", target.host, target.repository)),
-    ));
+    let bar: Arc<dyn Transfer> = progress
+        .transfer("push", &format!("{}/{}", target.host, target.repository))
+        .into();
     let report = push_image(&registry, &image, &tag, &known, bar.clone()).await;
-    bar.0.finish();
+    bar.finish();
     let report = report?;
     let digests: Vec<String> = image.blobs.iter().map(|b| b.digest.clone()).collect();
     index.remember(&target.host, &target.repository, &digests);

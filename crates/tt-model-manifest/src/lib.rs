@@ -37,6 +37,7 @@ pub mod node;
 pub mod numfmt;
 mod parse;
 pub mod profile;
+pub mod resolved;
 pub mod schema;
 pub mod shell;
 pub mod sources;

@@ -5,22 +5,18 @@
 //! resolved against a base directory the caller chooses. The CLI passes the process's working
 //! directory, as the original tool and `tt-model lint --check-sources` do.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::Value;
 use tt_model_manifest::launch::{LaunchRuntime, serve_default};
 use tt_model_manifest::wire::WireBuild;
 use tt_model_manifest::{
-    CodeRoot, ComponentSource, ImageRef, Kind, KindRuntime, Manifest, Producer, VerifyStep,
-    WireManifest,
+    ComponentSource, ImageRef, Kind, KindRuntime, Manifest, Producer, WireManifest,
 };
 
 use crate::error::{FieldError, PackageError};
 use crate::pipeline::Packaged;
-use crate::spec::{
-    CardSpec, CargoSpec, Check, ExtraCode, GitSource, MetalSource, PackageSpec, ProfileSummary,
-    Runtime,
-};
+use crate::spec::{CardSpec, Check, PackageSpec, ProfileSummary, Runtime};
 
 /// A manifest path against `base`, as `lint --check-sources` resolves it (one rule for both).
 use tt_model_manifest::sources::resolve;
@@ -33,60 +29,23 @@ pub fn spec_from_manifest(
     base: &Path,
 ) -> Result<PackageSpec, PackageError> {
     let kind = m.kind;
-    let metal = match &m.source.tt_metal {
-        CodeRoot::Path(p) => MetalSource::Local {
-            path: resolve(base, p),
-        },
-        CodeRoot::Git(g) => MetalSource::Git {
-            repo: g.repo.clone(),
-            git_ref: g.git_ref.clone(),
-        },
-    };
-    let mut extra_code = Vec::new();
-    for e in &m.source.extra_code {
-        match &e.root {
-            CodeRoot::Path(p) => extra_code.push(ExtraCode {
-                root: resolve(base, p),
-                paths: e.paths.clone(),
-                git: None,
-            }),
-            CodeRoot::Git(g) => extra_code.push(ExtraCode {
-                root: PathBuf::new(),
-                paths: e.paths.clone(),
-                git: Some(GitSource {
-                    sha: None,
-                    ..g.clone()
-                }),
-            }),
-        }
-    }
+    let metal = m.source.tt_metal.resolve_metal(base);
+    let extra_code = m
+        .source
+        .extra_code
+        .iter()
+        .map(|e| e.resolve(base))
+        .collect();
     let rt = m
         .runtime_spec()
         .map_err(|e| FieldError::new("invalid-value", "runtime", format!("`runtime`: {e}")))?;
-    let resolved = |p: &str| resolve(base, p).to_string_lossy().into_owned();
-    // The manifest's source with its local paths made absolute.
-    let resolve_source = |v: &ComponentSource| match v {
-        ComponentSource::Wheel { wheel } => ComponentSource::Wheel {
-            wheel: resolved(wheel),
-        },
-        ComponentSource::Path { path } => ComponentSource::Path {
-            path: resolved(path),
-        },
-        other => other.clone(),
-    };
-    let vllm = rt.vllm().map(resolve_source);
+    let vllm = rt.vllm().map(|v| v.resolve(base));
     let mut runtime = Runtime {
         lock: rt.lock().map(|l| resolve(base, l)),
         packages: rt.packages().to_vec(),
         vllm,
         extension: rt.extension().map(String::from),
-        cargo: rt.cargo().cloned().map(|c| CargoSpec {
-            workspace: resolve(base, &c.workspace),
-            bin: c.bin_name().to_string(),
-            image_path: c.image_path(),
-            package: c.package,
-            features: c.features,
-        }),
+        cargo: rt.cargo().map(|c| c.resolve(base)),
         ..launch_runtime(m.kind, &rt)
     };
     if let KindRuntime::VllmPlugin(p) = &rt.kind {
@@ -95,10 +54,12 @@ pub fn spec_from_manifest(
             .plugin
             .as_ref()
             .filter(|v| !matches!(v, ComponentSource::Wheel { .. }))
-            .map(resolve_source);
+            .map(|v| v.resolve(base));
         runtime.extra_models_dir = p.extra_models_dir.clone();
         runtime.overrides = p.overrides.clone();
-        runtime.wheels = p.wheels.iter().map(|w| resolved(w)).collect();
+        runtime.wheels = (p.wheels.iter())
+            .map(|w| resolve(base, w).to_string_lossy().into_owned())
+            .collect();
     }
     let default_name = m.default_profile_name();
     let settings = m.effective_serve(None).ok_or_else(|| {
@@ -123,14 +84,7 @@ pub fn spec_from_manifest(
             }
         })
         .collect();
-    let verify = m
-        .verify
-        .iter()
-        .map(|v| match v {
-            VerifyStep::Python(s) => Check::Python(s.clone()),
-            VerifyStep::Shell(s) => Check::Sh(s.sh.clone()),
-        })
-        .collect();
+    let verify = m.verify.iter().map(Check::from).collect();
     let card = m.card.as_ref().map(|c| CardSpec {
         description: c.description.clone(),
         quickstart: c.quickstart.clone(),

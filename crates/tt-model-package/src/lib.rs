@@ -33,5 +33,5 @@ pub mod verify;
 pub use entry::package_manifest;
 pub use error::{ErrorClass, PackageError};
 pub use pipeline::{Builder, Built, PackageOptions, Packaged, PullPolicy, package};
-pub use report::{Event, Phase, Reporter};
+pub use report::{Event, Phase, Progress};
 pub use spec::PackageSpec;

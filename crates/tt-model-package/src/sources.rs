@@ -305,7 +305,7 @@ pub struct Fetched {
     /// Git-mode tt-metal: the pin and its checkout.
     pub metal: Option<(GitPin, PathBuf)>,
     /// The `extra_code` roots with git roots replaced by their checkouts.
-    pub extra_code: Vec<crate::spec::ExtraCode>,
+    pub extra_code: Vec<crate::spec::ResolvedExtraCode>,
     /// The pins of git `extra_code` roots, in manifest order.
     pub extra_pins: Vec<GitPin>,
     /// `plugin-src/` in the context (a local plugin or a git one), and what `built.plugin`
@@ -441,9 +441,9 @@ pub fn fetch_sources(
             .join(name)
     };
     let metal = match &spec.metal {
-        MetalSource::Git { repo, git_ref } => {
+        MetalSource::Git(g) => {
             let dest = scratch("tt-metal");
-            let pin = fetch_pinned("source.tt_metal", repo, git_ref, &dest)?;
+            let pin = fetch_pinned("source.tt_metal", &g.repo, &g.git_ref, &dest)?;
             Some((pin, dest))
         }
         MetalSource::Local { .. } => None,

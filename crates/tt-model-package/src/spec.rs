@@ -1,11 +1,12 @@
 //! `PackageSpec`: everything the package pipeline needs from a manifest, already resolved.
 //!
 //! The pipeline and the templates read only this type, never the manifest, so the pure parts
-//! (templates, staging plans, the card) are testable from plain values. Where the manifest
-//! already has the type (the kind, a component source, a git ref, a serve profile's launcher
-//! settings) it is used as is, its paths resolved by [`crate::from_manifest`]; what is declared
-//! here is what the pipeline adds: resolved local paths (`MetalSource`, `ExtraCode`'s fetched
-//! root), the checks it runs (the kind's and the author's), the cargo binary's image path.
+//! (templates, staging plans, the card) are testable from plain values. Every source type is
+//! the manifest crate's: as authored (the kind, a component source, a git ref, a serve
+//! profile's launcher settings) or in its resolved form ([`tt_model_manifest::resolved`]:
+//! local paths made absolute, defaults applied), chosen by [`crate::from_manifest`]. What is
+//! declared here is the pipeline's own view: the flattened runtime, the profile summaries
+//! and the card fields.
 
 use std::path::PathBuf;
 
@@ -14,78 +15,21 @@ use serde::Serialize;
 /// The model server flavours (`kind:`): the manifest's own type, one definition.
 pub use tt_model_manifest::Kind;
 
-/// Where the tt-metal tree comes from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "mode", rename_all = "lowercase")]
-pub enum MetalSource {
-    /// A local checkout, packaged as-is (uncommitted changes included).
-    Local {
-        /// The checkout's directory, resolved against the base directory.
-        path: PathBuf,
-    },
-    /// A git repository cloned inside the build at a resolved sha.
-    Git {
-        /// The repository URL.
-        repo: String,
-        /// `ref`: a branch, tag or commit.
-        git_ref: String,
-    },
-}
-
-/// An `extra_code` root and the paths it ships.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ExtraCode {
-    /// The local root; for a git root, the checkout the pipeline fetched (empty before).
-    pub root: PathBuf,
-    /// The allowlist under `root`: relative paths of what ships; a missing entry is an error.
-    pub paths: Vec<String>,
-    /// A `{repo, ref}` root, fetched at package time at the ref's commit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub git: Option<GitSource>,
-}
+/// The resolved sources (`source.tt_metal`, an `extra_code` root, `runtime.cargo`): the
+/// manifest crate's resolved forms, paths made absolute there, declared once.
+pub use tt_model_manifest::resolved::{CargoSpec, MetalSource, ResolvedExtraCode};
 
 /// A `{repo, ref}` pair as authored: the manifest's own type (its `sha` stays unset here; the
 /// pins live in `built`).
 pub use tt_model_manifest::GitSource;
 
-/// One `verify:` entry.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "lang", content = "code", rename_all = "lowercase")]
-pub enum Check {
-    /// A Python statement run with `"$VENV/bin/python" -c`.
-    Python(String),
-    /// A POSIX shell command run with `sh -c` (for images without Python).
-    Sh(String),
-}
-
-impl Check {
-    /// The check as the author wrote it, for messages.
-    pub fn text(&self) -> &str {
-        match self {
-            Check::Python(s) | Check::Sh(s) => s,
-        }
-    }
-}
+/// One check `verify.sh` runs: the manifest crate's resolved form of a `verify:` entry, which
+/// the kind's own checks share.
+pub use tt_model_manifest::resolved::Check;
 
 /// Where a vLLM image's engine or plugin comes from: the manifest's own type, its paths
 /// resolved against the manifest's directory (a plugin is never a wheel: lint refuses it).
 pub use tt_model_manifest::ComponentSource;
-
-/// http-server: a Rust binary built from a Cargo workspace on the build host and shipped in
-/// the image (`runtime.cargo`, see [`crate::cargo_bin`]).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CargoSpec {
-    /// The workspace directory, resolved against the manifest's base directory.
-    pub workspace: PathBuf,
-    /// `runtime.cargo.package`: the Cargo package to build.
-    pub package: String,
-    /// The binary target (`runtime.cargo.bin`, else the package's name).
-    pub bin: String,
-    /// `runtime.cargo.features`: Cargo features to enable.
-    pub features: Vec<String>,
-    /// Where the binary lands in the image (`/usr/local/bin/<bin>`).
-    pub image_path: String,
-}
 
 /// The kind-specific runtime settings, validated by the manifest crate.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
@@ -203,7 +147,7 @@ pub struct PackageSpec {
     /// `source.code`: paths relative to the tt-metal tree.
     pub code: Vec<String>,
     /// `source.extra_code` roots, in manifest order.
-    pub extra_code: Vec<ExtraCode>,
+    pub extra_code: Vec<ResolvedExtraCode>,
     /// `source.ubuntu`, e.g. `22.04`.
     pub ubuntu: String,
     /// `source.python`, e.g. `3.12`.

@@ -58,9 +58,9 @@ async fn package_on(work: &Path, out_root: &Path, base: &str) -> (Packaged, Vec<
         base_image: Some(base.into()),
         ..options(out_root, work)
     };
-    let mut recorder = Recorder::default();
+    let recorder = Recorder::default();
     let started = std::time::Instant::now();
-    let packaged = package_manifest(&manifest, &options, &mut recorder)
+    let packaged = package_manifest(&manifest, &options, &recorder)
         .await
         .unwrap_or_else(|e| panic!("package failed: {e}\n{e:?}"));
     // Informational (docs/benchmarks.md), never asserted.
@@ -68,7 +68,7 @@ async fn package_on(work: &Path, out_root: &Path, base: &str) -> (Packaged, Vec<
         "buildkit package (--no-cache) took {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    (packaged, recorder.0)
+    (packaged, recorder.into_events())
 }
 
 /// The count the fixture's build printed (`fixture: build cache builds=N`).

@@ -50,9 +50,9 @@ async fn run_package(
     out_root: &Path,
 ) -> (Result<Packaged, PackageError>, Vec<Event>) {
     let options = crate::busybox::options(out_root, base_dir);
-    let mut recorder = Recorder::default();
-    let result = package_manifest(manifest_path, &options, &mut recorder).await;
-    (result, recorder.0)
+    let recorder = Recorder::default();
+    let result = package_manifest(manifest_path, &options, &recorder).await;
+    (result, recorder.into_events())
 }
 
 /// The tree digest of a directory, computed independently of staging.

@@ -21,21 +21,22 @@ async fn package(out_root: &Path, no_cache: bool) -> (Packaged, Vec<Event>) {
         builder: Builder::Classic,
         ..options(out_root, &example)
     };
-    let mut recorder = Recorder::default();
+    let recorder = Recorder::default();
     let started = std::time::Instant::now();
-    let packaged = package_manifest(&example.join("tt-model.yaml"), &options, &mut recorder)
+    let packaged = package_manifest(&example.join("tt-model.yaml"), &options, &recorder)
         .await
         .unwrap_or_else(|e| panic!("package failed: {e}\n{e:?}"));
+    let events = recorder.into_events();
     // Informational (docs/benchmarks.md), never asserted.
     eprintln!(
         "package (no_cache={no_cache}) took {:.1} s; {:?}",
         started.elapsed().as_secs_f64(),
-        notes(&recorder.0)
+        notes(&events)
             .into_iter()
             .filter(|n| n.starts_with("reproduc"))
             .collect::<Vec<_>>()
     );
-    (packaged, recorder.0)
+    (packaged, events)
 }
 
 fn notes(events: &[Event]) -> Vec<&str> {

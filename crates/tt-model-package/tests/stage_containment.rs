@@ -7,7 +7,7 @@ use crate::common;
 use std::path::{Path, PathBuf};
 
 use tt_model_package::PackageError;
-use tt_model_package::spec::{ExtraCode, PackageSpec};
+use tt_model_package::spec::{PackageSpec, ResolvedExtraCode};
 use tt_model_package::stage::stage_code;
 
 /// Every file under `dir`, relative, sorted.
@@ -52,7 +52,7 @@ fn scratch() -> Scratch {
     }
 }
 
-fn spec_with(code: Vec<String>, extra: Vec<ExtraCode>) -> PackageSpec {
+fn spec_with(code: Vec<String>, extra: Vec<ResolvedExtraCode>) -> PackageSpec {
     let mut s = common::http_server();
     s.code = code;
     s.extra_code = extra;
@@ -99,7 +99,7 @@ fn dot_dot_in_code_is_refused() {
 #[test]
 fn dot_dot_in_extra_code_is_refused() {
     let s = scratch();
-    let extra = ExtraCode {
+    let extra = ResolvedExtraCode {
         root: s.tree.join("models"),
         paths: vec!["a/../../../outside".into()],
         git: None,

@@ -214,6 +214,21 @@ impl Printer {
                 }
             }
             Event::Container { name, endpoint } => self.container_event(name, endpoint),
+            // The package pipeline's phases, pulls and build lines need the stepper that
+            // counts them; only `package` runs the pipeline and draws them
+            // (commands/package.rs).
+            Event::Findings(_)
+            | Event::Log(_)
+            | Event::PhaseStarted(_)
+            | Event::PhaseFinished(..)
+            | Event::Pulling { .. }
+            | Event::Pulled { .. }
+            | Event::Context { .. }
+            | Event::BuildStep { .. }
+            | Event::BuildCached
+            | Event::BuildLine(_)
+            | Event::Verified { .. }
+            | Event::Exported { .. } => {}
         }
     }
 

@@ -1,10 +1,10 @@
 //! The CLI's progress drawing, one style for each shape: a byte-transfer bar (downloads and
 //! uploads), a spinner with a message, and byte counts as people read them. Commands draw with
-//! these; libraries report through their own reporter traits and never draw.
+//! these; libraries report through the workspace's one `Progress` and `Transfer`
+//! (tt-model-events) and never draw.
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tt_model_hub::DownloadReporter;
-use tt_model_hub::download::DownloadPlan;
+use tt_model_local::progress::Transfer;
 
 use crate::events::{self, ProgressEvents};
 
@@ -71,15 +71,15 @@ impl ByteBar {
     }
 }
 
-impl DownloadReporter for ByteBar {
-    fn planned(&self, plan: &DownloadPlan) {
-        self.0.set_length(plan.bytes_to_fetch());
+impl Transfer for ByteBar {
+    fn total(&self, bytes: u64) {
+        self.0.set_length(bytes);
         if let Some(e) = &self.1 {
-            e.total(plan.bytes_to_fetch());
+            e.total(bytes);
         }
     }
-    fn file_started(&self, file: &str, _size: Option<u64>, _resumed_from: u64) {
-        self.0.set_message(file.to_string());
+    fn file(&self, name: &str) {
+        self.0.set_message(name.to_string());
     }
     fn bytes(&self, n: u64) {
         self.0.inc(n);
@@ -87,17 +87,8 @@ impl DownloadReporter for ByteBar {
             e.add(n);
         }
     }
-}
-
-impl tt_model_local::progress::Transfer for ByteBar {
     fn finish(&self) {
         ByteBar::finish(self);
-    }
-    fn total(&self, bytes: u64) {
-        self.0.set_length(bytes);
-        if let Some(e) = &self.1 {
-            e.total(bytes);
-        }
     }
 }
 
@@ -106,7 +97,7 @@ impl tt_model_local::Progress for crate::printer::Printer {
     fn emit(&self, event: tt_model_local::event::Event) {
         self.show(&event);
     }
-    fn transfer(&self, key: &str, what: &str) -> Box<dyn tt_model_local::progress::Transfer> {
+    fn transfer(&self, key: &str, what: &str) -> Box<dyn Transfer> {
         Box::new(ByteBar::for_step(what, key, self))
     }
 }

@@ -1,9 +1,10 @@
 //! The CLI stays thin (issue 42): workflows live in the libraries, so the CLI's own source
-//! (outside its unit tests) neither talks to the Hub, a registry or the container engine nor
-//! writes files or the state root, except in the files listed here, which write an output the
-//! user asked for (each says which). A ratchet: a new file that does any of it fails, and so
-//! does a listed file that no longer does (take it off the list, so it cannot start again
-//! unnoticed).
+//! (outside its unit tests) neither talks to the Hub, a registry or the container engine, nor
+//! probes a server or runs a program (`curl`'s use case does), nor writes files or the state
+//! root, except in the files listed here, which write an output the user asked for (each says
+//! which); and it builds no catch-all `UserError` outside the files listed. A ratchet: a new
+//! file that does any of it fails, and so does a listed file that no longer does (take it off
+//! the list, so it cannot start again unnoticed).
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -24,6 +25,26 @@ const KINDS: &[(&str, &[&str], &[&str])] = &[
         &[],
     ),
     ("opens the container engine", &["host::engine()"], &[]),
+    (
+        "probes a server or runs a program",
+        &[
+            "openai::get",
+            "openai::routes",
+            "openai::list_models",
+            "Command::new",
+        ],
+        &[],
+    ),
+    (
+        "builds a catch-all UserError (refuse with the library's LocalError::Refused)",
+        &["UserError("],
+        &[
+            // The type's declaration.
+            "lib.rs",
+            // `rm --all` without a terminal to confirm on: the CLI's own question.
+            "commands/rm.rs",
+        ],
+    ),
     (
         "writes files or the state root",
         &[

@@ -22,7 +22,7 @@ use super::credentials::{self, Credentials};
 use super::error::RegistryError;
 use super::target::RegistryTarget;
 use super::{DOCKER_MANIFEST, OCI_MANIFEST};
-use crate::upload::UploadReporter;
+use crate::upload::Transfer;
 
 /// A connection to one repository of one registry.
 pub struct Registry {
@@ -296,7 +296,7 @@ impl Registry {
         digest: &str,
         path: &Path,
         size: u64,
-        reporter: Arc<dyn UploadReporter>,
+        reporter: Arc<dyn Transfer>,
     ) -> Result<(), RegistryError> {
         let sep = if location.contains('?') { '&' } else { '?' };
         let url = format!("{location}{sep}digest={digest}");
@@ -393,7 +393,7 @@ impl Registry {
         digest: &str,
         size: u64,
         dest: &Path,
-        reporter: &dyn UploadReporter,
+        reporter: &dyn Transfer,
     ) -> Result<(), RegistryError> {
         let url = self.url(&format!("blobs/{digest}"));
         let mut resp = self.send(&url, |h| Ok(h.get(&url))).await?;

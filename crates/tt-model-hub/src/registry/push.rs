@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::client::{Mount, Registry};
 use super::error::RegistryError;
-use crate::upload::UploadReporter;
+use crate::upload::Transfer;
 
 /// One blob of the image, on disk.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,7 @@ pub async fn push_image(
     image: &ImageToPush,
     tag: &str,
     mount_from: &HashMap<String, String>,
-    reporter: Arc<dyn UploadReporter>,
+    reporter: Arc<dyn Transfer>,
 ) -> Result<PushReport, RegistryError> {
     let mut report = PushReport::default();
     let mut missing = Vec::new();
@@ -70,7 +70,7 @@ pub async fn push_image(
             missing.push(blob);
         }
     }
-    reporter.planned(missing.iter().map(|b| b.size).sum());
+    reporter.total(missing.iter().map(|b| b.size).sum());
     let own = &registry.target().repository;
     for blob in missing {
         let session = match mount_from.get(&blob.digest).filter(|from| *from != own) {
@@ -84,7 +84,7 @@ pub async fn push_image(
             },
             None => registry.start_upload().await?,
         };
-        reporter.file_started(&blob.digest);
+        reporter.file(&blob.digest);
         registry
             .finish_upload(
                 &session,

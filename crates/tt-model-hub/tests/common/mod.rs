@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use tt_model_hub::DownloadReporter;
+use tt_model_hub::Transfer;
 use tt_model_hub::env::HubEnv;
 use tt_model_testkit::hub::HubServer;
 
@@ -29,7 +29,7 @@ impl Count {
     }
 }
 
-impl DownloadReporter for Count {
+impl Transfer for Count {
     fn bytes(&self, n: u64) {
         self.0.fetch_add(n, Ordering::Relaxed);
     }

@@ -21,7 +21,7 @@ use crate::card::{CardFacts, render_card};
 use crate::context::ContextBuilder;
 use crate::error::PackageError;
 use crate::git::{MetalFacts, metal_facts};
-use crate::report::{Event, Phase, Reporter};
+use crate::report::{Event, Phase, Progress};
 use crate::spec::{MetalSource, PackageSpec};
 use crate::stage::{check_metal_tree, read_torch_pin, stage_code, walk_metal};
 use crate::templates::{DOCKERFILE, RenderOptions, render};
@@ -154,25 +154,25 @@ impl Log {
 }
 
 struct Phases<'r> {
-    reporter: &'r mut dyn Reporter,
+    progress: &'r dyn Progress,
     current: Option<(Phase, Instant)>,
 }
 
 impl Phases<'_> {
     fn start(&mut self, phase: Phase) {
         if let Some((p, t)) = self.current.take() {
-            self.reporter.event(Event::PhaseFinished(p, t.elapsed()));
+            self.progress.emit(Event::PhaseFinished(p, t.elapsed()));
         }
-        self.reporter.event(Event::PhaseStarted(phase));
+        self.progress.emit(Event::PhaseStarted(phase));
         self.current = Some((phase, Instant::now()));
     }
     fn finish(&mut self) {
         if let Some((p, t)) = self.current.take() {
-            self.reporter.event(Event::PhaseFinished(p, t.elapsed()));
+            self.progress.emit(Event::PhaseFinished(p, t.elapsed()));
         }
     }
     fn event(&mut self, e: Event) {
-        self.reporter.event(e);
+        self.progress.emit(e);
     }
 }
 
@@ -195,13 +195,13 @@ pub async fn package(
     client: &Client,
     options: &PackageOptions,
     log_path: &Path,
-    reporter: &mut dyn Reporter,
+    progress: &dyn Progress,
 ) -> Result<Packaged, PackageError> {
     let mut run = Run {
         client,
         options,
         phases: Phases {
-            reporter,
+            progress,
             current: None,
         },
         log: Log::open(log_path),

@@ -97,9 +97,10 @@ pub(super) async fn resolve(
         )));
         Some(OPENMPI_DIR.to_string())
     } else {
-        run.phases.event(Event::Skipped(format!(
-            "OpenMPI ULFM: {dev_ref} has no {OPENMPI_DIR}; the runtime image carries none"
-        )));
+        run.phases.event(Event::skipped(
+            format!("OpenMPI ULFM: {dev_ref} has no {OPENMPI_DIR}; the runtime image carries none"),
+            None,
+        ));
         None
     };
     match &facts.sha {

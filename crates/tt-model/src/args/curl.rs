@@ -57,32 +57,6 @@ pub struct CurlArgs {
 }
 
 impl CurlArgs {
-    /// The tasks that send a request, in the original's order.
-    pub const REQUEST_TASKS: [&str; 4] = [
-        "text-generation",
-        "image-text-to-text",
-        "text-to-image",
-        "feature-extraction",
-    ];
-    /// GR00T's pipeline tag: `/predict` with the server's demo observation.
-    pub const ROBOTICS: &str = "robotics";
-    /// The original's tasks `curl` has no request for: a health check only.
-    pub const HEALTH_ONLY_TASKS: [&str; 4] = [
-        "automatic-speech-recognition",
-        "text-to-speech",
-        "text-to-video",
-        "image-classification",
-    ];
-    /// Every task `--task` takes.
-    pub const TASKS: [&str; 9] = [
-        Self::REQUEST_TASKS[0],
-        Self::REQUEST_TASKS[1],
-        Self::REQUEST_TASKS[2],
-        Self::REQUEST_TASKS[3],
-        Self::ROBOTICS,
-        Self::HEALTH_ONLY_TASKS[0],
-        Self::HEALTH_ONLY_TASKS[1],
-        Self::HEALTH_ONLY_TASKS[2],
-        Self::HEALTH_ONLY_TASKS[3],
-    ];
+    /// Every task `--task` takes: the library's list (`tt_model_local::curl::task`).
+    pub const TASKS: [&str; 9] = tt_model_local::curl::task::TASKS;
 }

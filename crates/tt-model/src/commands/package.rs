@@ -6,12 +6,14 @@
 //! directory is removed, leaving the previous output untouched.
 
 use std::path::PathBuf;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use indicatif::ProgressBar;
 use tt_model_engine::pull::{CredentialSource, RegistryAuth};
+use tt_model_local::Progress;
 use tt_model_package::{
-    Builder, Event, PackageError, PackageOptions, Phase, PullPolicy, Reporter, package_manifest,
+    Builder, Event, PackageError, PackageOptions, Phase, PullPolicy, package_manifest,
 };
 
 use tt_model_local::Local;
@@ -22,21 +24,29 @@ use crate::printer::Printer;
 use crate::progress::human_bytes;
 use crate::report::PackageFailed;
 
-/// Draws the stepper and the current build step.
-struct CliReporter<'p> {
+/// The package command's view of the pipeline's events: the stepper and the current build
+/// step; the events every use case shares go to the printer as they do everywhere.
+struct PackageView<'p> {
     printer: &'p Printer,
     /// The manifest, for showing its findings as `lint` does.
     manifest: PathBuf,
-    /// Where the pipeline said its log goes.
-    log: Option<PathBuf>,
     bar: ProgressBar,
-    phase: Option<Phase>,
-    step: String,
-    cached: usize,
-    steps: usize,
+    /// What the stepper counts as events arrive (the pipeline reports through `&self`).
+    state: Mutex<Stepper>,
 }
 
-impl<'p> CliReporter<'p> {
+/// What the package view remembers between events.
+#[derive(Default)]
+struct Stepper {
+    /// Where the pipeline said its log goes.
+    log: Option<PathBuf>,
+    /// Dockerfile steps that ran.
+    steps: usize,
+    /// Of those, the ones the layer cache answered.
+    cached: usize,
+}
+
+impl<'p> PackageView<'p> {
     fn new(printer: &'p Printer, manifest: PathBuf) -> Self {
         let bar = if printer.color_stderr() {
             crate::progress::spinner("{spinner} {prefix} {wide_msg} {elapsed}")
@@ -46,13 +56,14 @@ impl<'p> CliReporter<'p> {
         Self {
             printer,
             manifest,
-            log: None,
             bar,
-            phase: None,
-            step: String::new(),
-            cached: 0,
-            steps: 0,
+            state: Mutex::new(Stepper::default()),
         }
+    }
+
+    fn state(&self) -> MutexGuard<'_, Stepper> {
+        // A panic while drawing leaves whole counters: keep drawing.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     fn stepper(current: Phase) -> String {
@@ -74,8 +85,8 @@ impl<'p> CliReporter<'p> {
     }
 }
 
-impl Reporter for CliReporter<'_> {
-    fn event(&mut self, event: Event) {
+impl Progress for PackageView<'_> {
+    fn emit(&self, event: Event) {
         match event {
             Event::Findings(findings) => {
                 // Shown as `lint` shows them: snippet, caret, dotted path, suggestion.
@@ -85,20 +96,20 @@ impl Reporter for CliReporter<'_> {
                     crate::report::findings::print_findings_stderr(printer, path, &src, &findings)
                 });
             }
-            Event::Log(path) => self.log = Some(path),
+            Event::Log(path) => self.state().log = Some(path),
             Event::PhaseStarted(p) => {
-                self.phase = Some(p);
                 self.bar.set_prefix(Self::stepper(p));
                 self.bar.set_message("");
                 self.bar.reset_elapsed();
             }
             Event::PhaseFinished(p, took) => {
+                let state = self.state();
                 let detail = match p {
                     Phase::Build => format!(
                         "{:.1}s, {}/{} steps cached",
                         took.as_secs_f64(),
-                        self.cached,
-                        self.steps
+                        state.cached,
+                        state.steps
                     ),
                     _ => format!("{:.1}s", took.as_secs_f64()),
                 };
@@ -137,9 +148,9 @@ impl Reporter for CliReporter<'_> {
                 );
                 self.say(|| printer.done(&format!("pulled {image}"), Some(&detail)));
             }
-            Event::Skipped(what) => {
+            Event::Skipped { what, detail } => {
                 let printer = self.printer;
-                self.say(|| printer.skipped(&what, None));
+                self.say(|| printer.skipped(&what, detail.as_deref()));
             }
             Event::Context { files, bytes } => {
                 self.bar
@@ -152,12 +163,12 @@ impl Reporter for CliReporter<'_> {
             } => {
                 // Steps that ran, not the last step's total: BuildKit numbers steps per stage
                 // and skips the stages no other stage needs.
-                self.steps += 1;
-                self.step = format!("step {index}/{total}: {instruction}");
+                self.state().steps += 1;
+                let step = format!("step {index}/{total}: {instruction}");
                 self.bar
-                    .set_message(self.step.chars().take(100).collect::<String>());
+                    .set_message(step.chars().take(100).collect::<String>());
             }
-            Event::BuildCached => self.cached += 1,
+            Event::BuildCached => self.state().cached += 1,
             Event::BuildLine(line) => {
                 if self.printer.verbose() {
                     let printer = self.printer;
@@ -182,6 +193,17 @@ impl Reporter for CliReporter<'_> {
                     format!("image/ written ({} OCI layout)", human_bytes(bytes))
                 };
                 self.say(|| printer.note(&text));
+            }
+            // The pipeline emits none of these; were it to, they read as anywhere else.
+            other @ (Event::StepStart { .. }
+            | Event::StepDone { .. }
+            | Event::StepEnd { .. }
+            | Event::Done { .. }
+            | Event::Next(_)
+            | Event::Detail(_)
+            | Event::Container { .. }) => {
+                let printer = self.printer;
+                self.say(|| printer.show(&other));
             }
         }
     }
@@ -228,12 +250,12 @@ pub fn run(args: &PackageArgs, printer: &Printer, local: &Local) -> anyhow::Resu
             BuilderArg::Buildkit => Builder::BuildKit,
         },
     };
-    let mut reporter = CliReporter::new(printer, args.container.clone());
+    let view = PackageView::new(printer, args.container.clone());
     // The bar is shared (cheap clone) so the Ctrl-C handler can print above it while the
-    // pipeline holds the reporter.
-    let bar = reporter.bar.clone();
+    // pipeline holds the view.
+    let bar = view.bar.clone();
     let outcome = crate::block_on(async {
-        let fut = package_manifest(&args.container, &options, &mut reporter);
+        let fut = package_manifest(&args.container, &options, &view);
         tokio::pin!(fut);
         let mut warned = false;
         let outcome = loop {
@@ -251,7 +273,8 @@ pub fn run(args: &PackageArgs, printer: &Printer, local: &Local) -> anyhow::Resu
         Ok(outcome)
     })?;
     bar.finish_and_clear();
-    let log = reporter
+    let log = view
+        .state()
         .log
         .take()
         .unwrap_or_else(|| local.build_log_dir().join("<name>.log"));

@@ -159,17 +159,21 @@ fn image(doc: &Value) -> Option<Result<Reply, String>> {
             }
         }
     };
-    use base64::Engine;
-    Some(
-        match base64::engine::general_purpose::STANDARD.decode(b64) {
-            Ok(bytes) => Ok(Reply {
-                text: String::new(),
-                ok: true,
-                image: Some(bytes),
-            }),
-            Err(_) => Err("the image in the reply is not base64".to_owned()),
-        },
-    )
+    Some(match decode_base64(b64) {
+        Some(bytes) => Ok(Reply {
+            text: String::new(),
+            ok: true,
+            image: Some(bytes),
+        }),
+        None => Err("the image in the reply is not base64".to_owned()),
+    })
+}
+
+/// Standard base64 with its canonical `=` padding, as the image servers send it; `None` for
+/// anything else (no line breaks, no missing padding, no stray bits in the last digit).
+fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 /// The file suffix for a generated image: JPEG by its magic, else PNG.
@@ -185,6 +189,18 @@ pub fn image_suffix(bytes: &[u8]) -> &'static str {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn base64_decodes_with_its_padding_and_nothing_else() {
+        assert_eq!(decode_base64("").unwrap(), b"");
+        assert_eq!(decode_base64("aGk=").unwrap(), b"hi");
+        assert_eq!(decode_base64("aA==").unwrap(), b"h");
+        assert_eq!(decode_base64("aGV5").unwrap(), b"hey");
+        assert_eq!(decode_base64("+/+/").unwrap(), [0xfb, 0xff, 0xbf]);
+        for bad in ["aGk", "aG=k", "a===", "aB==", "aA==aGV5", "aGk!", "aGk=\n"] {
+            assert_eq!(decode_base64(bad), None, "{bad:?}");
+        }
+    }
 
     fn read_json(task: Task, v: Value, tools: bool) -> Result<Reply, String> {
         read(task, &v.to_string(), tools)
@@ -266,11 +282,11 @@ mod tests {
             r.text,
             "5-dimensional embedding: [0.1000, -0.2500, 1.0000, 2.0000, ...]"
         );
-        let png = super::super::png::sample_png();
-        let b64 = {
-            use base64::Engine;
-            base64::engine::general_purpose::STANDARD.encode(&png)
-        };
+        // A 2×1 PNG and its base64, as an image server sends it.
+        let b64 = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAABCAIAAAB7QOjdAAAAEElEQVR4nGP4z8DAwMDAAAAJ/QH/Dp5lKAAAAABJRU5ErkJggg==";
+        let png = decode_base64(b64).unwrap();
+        assert_eq!(png.len(), 73);
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.ends_with(b"IEND\xaeB`\x82"));
         for doc in [
             json!({"images": [b64]}),
             json!({"data": [{"b64_json": b64}]}),
@@ -286,6 +302,10 @@ mod tests {
         .unwrap();
         assert_eq!(r.text, "image url: http://x/1.png");
         assert_eq!(image_suffix(&png), ".png");
+        assert_eq!(
+            read_json(Task::TextToImage, json!({"images": ["not base64!"]}), false),
+            Err("the image in the reply is not base64".into())
+        );
         assert_eq!(image_suffix(&[0xff, 0xd8, 0xff]), ".jpg");
     }
 }

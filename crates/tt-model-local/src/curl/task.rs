@@ -9,9 +9,8 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tt_model_local::openai::{DEFAULT_MAX_TOKENS, DEFAULT_PROMPT};
 
-use crate::args::CurlArgs;
+use crate::openai::{self, DEFAULT_MAX_TOKENS, DEFAULT_PROMPT};
 
 /// What `curl` does for the served model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,11 +30,52 @@ pub enum Task {
 }
 
 /// The tasks `curl` sends a real request for, in the original's order.
-pub const REQUEST_TASKS: [&str; 4] = CurlArgs::REQUEST_TASKS;
+pub const REQUEST_TASKS: [&str; 4] = [
+    "text-generation",
+    "image-text-to-text",
+    "text-to-image",
+    "feature-extraction",
+];
 /// Tasks a served model can have that `curl` cannot exercise: a health check only.
-pub const HEALTH_ONLY_TASKS: [&str; 4] = CurlArgs::HEALTH_ONLY_TASKS;
-/// GR00T's pipeline tag.
-pub const ROBOTICS: &str = CurlArgs::ROBOTICS;
+pub const HEALTH_ONLY_TASKS: [&str; 4] = [
+    "automatic-speech-recognition",
+    "text-to-speech",
+    "text-to-video",
+    "image-classification",
+];
+/// GR00T's pipeline tag: `/predict` with the server's demo observation.
+pub const ROBOTICS: &str = "robotics";
+/// Every task `--task` takes: the request tasks, robotics, the health-only tasks.
+pub const TASKS: [&str; 9] = [
+    REQUEST_TASKS[0],
+    REQUEST_TASKS[1],
+    REQUEST_TASKS[2],
+    REQUEST_TASKS[3],
+    ROBOTICS,
+    HEALTH_ONLY_TASKS[0],
+    HEALTH_ONLY_TASKS[1],
+    HEALTH_ONLY_TASKS[2],
+    HEALTH_ONLY_TASKS[3],
+];
+
+/// The picture `image-text-to-text` shows the model: the original's 224×224 PNG, 8-bit RGB,
+/// red above blue (small, and its colours are easy to check in the answer), as a data URL. A
+/// constant, not drawn at run time: it never changes, and the CLI's unit test and the curl
+/// test decode it with independent readers.
+pub const SAMPLE_IMAGE_URL: &str = concat!(
+    "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAOAAAADgCAIAAACVT/22AAACvklEQVR4nO3SMRHAMA",
+    "DEsPAn3SLIr86gOwHw4POdA8/qC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2",
+    "DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2",
+    "DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2",
+    "DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2",
+    "DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2",
+    "DoC2DoC2DoC2DoC2DoC2DoC2DoC2CwKI/rC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2",
+    "DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2",
+    "DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2",
+    "DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2",
+    "DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2",
+    "DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC2DoC+DqB4szR26VNlEyAAAAAElFTkSuQmCC",
+);
 
 /// The prompt of `--tools` (with `text-generation`): one a weather tool answers.
 pub const TOOLS_PROMPT: &str = "What is the weather in Paris right now?";
@@ -145,7 +185,7 @@ pub fn build(
             let content = if task == Task::ImageTextToText {
                 json!([
                     {"type": "text", "text": prompt},
-                    {"type": "image_url", "image_url": {"url": super::png::sample_image_url()}},
+                    {"type": "image_url", "image_url": {"url": SAMPLE_IMAGE_URL}},
                 ])
             } else {
                 Value::from(prompt)
@@ -158,10 +198,10 @@ pub fn build(
             if tools {
                 body.push(("tools".into(), json!([weather_tool()])));
             }
-            (tt_model_local::openai::CHAT_PATH, CHAT_TIMEOUT)
+            (openai::CHAT_PATH, CHAT_TIMEOUT)
         }
     };
-    tt_model_local::openai::apply_params(&mut body, params);
+    openai::apply_params(&mut body, params);
     Request {
         path,
         body,
@@ -172,17 +212,17 @@ pub fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tt_model_local::openai::python_json as dumps;
+    use crate::openai::python_json as dumps;
 
     #[test]
     fn every_name_parses_back_to_itself() {
-        for name in CurlArgs::TASKS {
+        for name in TASKS {
             assert_eq!(Task::parse(name).map(Task::name), Some(name));
         }
         assert_eq!(Task::parse("chat"), None);
 
         let e = unknown("chat");
-        for name in CurlArgs::TASKS {
+        for name in TASKS {
             assert!(e.contains(name), "{name}: {e}");
         }
     }

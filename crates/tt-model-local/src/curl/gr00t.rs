@@ -9,17 +9,20 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value};
-use tt_model_local::openai;
+
+use super::send::{self, Sent};
+use super::{Answer, Outcome, TimedOut};
+use crate::{LocalError, openai};
 
 /// The route that answers the demo observation.
-pub const DEMO_PATH: &str = "/demo";
+pub(super) const DEMO_PATH: &str = "/demo";
 /// The route that predicts.
-pub const PREDICT_PATH: &str = "/predict";
+pub(super) const PREDICT_PATH: &str = "/predict";
 /// A prediction on a warm server takes well under a second; a device recovering takes longer.
-pub const TIMEOUT: Duration = Duration::from_secs(120);
+pub(super) const TIMEOUT: Duration = Duration::from_secs(120);
 
 /// What `GET /demo` said.
-pub enum Demo {
+pub(super) enum Demo {
     /// The observation to send.
     Request(Map<String, Value>),
     /// Nothing answered.
@@ -29,7 +32,7 @@ pub enum Demo {
 }
 
 /// Asks the server for its demo observation.
-pub async fn demo(base: &str) -> Demo {
+pub(super) async fn demo(base: &str) -> Demo {
     let Some(reply) = openai::get(base, DEMO_PATH).await else {
         return Demo::Nothing;
     };
@@ -45,7 +48,7 @@ pub async fn demo(base: &str) -> Demo {
 }
 
 /// The request fields the caller changes: the instruction (a prompt), then `params`.
-pub fn overrides(prompt: Option<&str>, params: &[(String, Value)]) -> Vec<(String, Value)> {
+pub(super) fn overrides(prompt: Option<&str>, params: &[(String, Value)]) -> Vec<(String, Value)> {
     let mut all: Vec<(String, Value)> = prompt
         .map(|p| ("instruction".to_owned(), Value::from(p)))
         .into_iter()
@@ -60,7 +63,7 @@ pub fn overrides(prompt: Option<&str>, params: &[(String, Value)]) -> Vec<(Strin
 }
 
 /// The demo observation with the caller's fields set.
-pub fn body(mut request: Map<String, Value>, overrides: &[(String, Value)]) -> Vec<u8> {
+pub(super) fn body(mut request: Map<String, Value>, overrides: &[(String, Value)]) -> Vec<u8> {
     for (k, v) in overrides {
         request.insert(k.clone(), v.clone());
     }
@@ -68,7 +71,7 @@ pub fn body(mut request: Map<String, Value>, overrides: &[(String, Value)]) -> V
 }
 
 /// The curl that sends a body read from stdin to `/predict`.
-pub fn predict_argv(base: &str) -> Vec<String> {
+pub(super) fn predict_argv(base: &str) -> Vec<String> {
     [
         "curl",
         "-sS",
@@ -84,15 +87,12 @@ pub fn predict_argv(base: &str) -> Vec<String> {
 
 /// `--print`: the demo fetched, its request taken out (and changed) with `jq`, piped to
 /// `/predict`.
-pub fn render(base: &str, overrides: &[(String, Value)]) -> String {
+pub(super) fn render(base: &str, overrides: &[(String, Value)]) -> String {
     let root = base.trim_end_matches('/');
     let filter = if overrides.is_empty() {
         ".request".to_owned()
     } else {
-        format!(
-            ".request + {}",
-            tt_model_local::openai::python_json(overrides)
-        )
+        format!(".request + {}", openai::python_json(overrides))
     };
     format!(
         "curl -sS {} \\\n  | jq -c {} \\\n  | {}",
@@ -102,8 +102,49 @@ pub fn render(base: &str, overrides: &[(String, Value)]) -> String {
     )
 }
 
+/// Sends the demo observation (`demo`, when the task choice already fetched it) with the
+/// caller's fields to `/predict`, and reads the answer as one line.
+pub(super) async fn predict(
+    base: &str,
+    demo: Option<Demo>,
+    overrides: &[(String, Value)],
+) -> Result<Outcome, LocalError> {
+    let demo = match demo {
+        Some(d) => d,
+        None => self::demo(base).await,
+    };
+    let request = match demo {
+        Demo::Request(r) => r,
+        Demo::Nothing => return Err(super::nothing_serving(base)),
+        Demo::Missing(status, words) => {
+            let root = base.trim_end_matches('/');
+            return Err(LocalError::refused(
+                "--base-url",
+                format!(
+                    "{root}{DEMO_PATH} answers {status} ({words}): robotics sends the observation a GR00T server ships as its demo, and this server has none.\n  Send your own:  curl {root}{PREDICT_PATH} -H 'Content-Type: application/json' -d @observation.json"
+                ),
+            ));
+        }
+    };
+    let argv = predict_argv(base);
+    let url = &argv[2];
+    Ok(
+        match send::run(&argv, Some(body(request, overrides)), true, TIMEOUT).await? {
+            Sent::Answered(raw) => match summary(&raw) {
+                Ok(line) => Outcome::Answer(Answer::text(line)),
+                Err(e) => return Err(LocalError::refused("--base-url", format!("{url}: {e}"))),
+            },
+            Sent::Failed(code) => Outcome::CurlFailed(code),
+            Sent::TimedOut => Outcome::TimedOut(TimedOut {
+                url: url.clone(),
+                after: TIMEOUT,
+            }),
+        },
+    )
+}
+
 /// The `/predict` answer in one line: steps, embodiment, each group's width, server time.
-pub fn summary(raw: &[u8]) -> Result<String, String> {
+pub(super) fn summary(raw: &[u8]) -> Result<String, String> {
     let text = String::from_utf8_lossy(raw);
     let doc: Value = serde_json::from_str(&text).map_err(|_| {
         let t = text.trim();
