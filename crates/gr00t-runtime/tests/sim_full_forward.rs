@@ -2,7 +2,7 @@
 //! weights) with the whole action head on the simulated p150a, against the same forward on the
 //! CPU emulator of the device: the time it took and the PCC, for docs/benchmarks.md. One
 //! full-size block's step takes about 37 s on the simulator, so this is over an hour: it runs
-//! only by hand (`scripts/sim-full-forward.sh`), never in CI.
+//! only by hand (`scripts/sim-full-forward.sh`), never in CI (`.ci/run` skips it by name).
 
 #![cfg(feature = "device")]
 
