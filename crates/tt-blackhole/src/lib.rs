@@ -7,6 +7,8 @@
 //!   packed in the order the compute cores' readers stream it, with an index and a checksummed,
 //!   memory-mappable cache file.
 //! * [`plan`]: the per-core plan for the 11x10 worker grid and its roofline.
+//! * [`backbone`]: the Eagle backbone's stages (SigLIP2, projector, Qwen3) as matmuls and
+//!   attentions, for the per-stage roofline of the whole forward.
 //! * [`device`]: the boundary to a device (emulator, simulator, card).
 //!
 //! Pure: nothing here knows about the GR00T runtime; tensors come in through
@@ -15,6 +17,7 @@
 #![warn(missing_docs)]
 
 pub mod arena;
+pub mod backbone;
 pub mod bf16;
 pub mod bfp;
 pub mod checksum;

@@ -17,6 +17,7 @@
 
 pub mod program;
 pub mod roofline;
+pub mod stages;
 
 use serde::{Deserialize, Serialize};
 

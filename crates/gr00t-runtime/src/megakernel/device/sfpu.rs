@@ -1,5 +1,6 @@
-//! Our SFPU library on the device (`kernels/sfpu/sfpu_lib.h`): exp, reciprocal, rsqrt, ReLU, SiLU and
-//! the tanh form of GELU (what the N1.6 DiT's FeedForward uses, diffusers `gelu-approximate`),
+//! Our SFPU library on the device (`kernels/sfpu/sfpu_lib.h`): exp, reciprocal, rsqrt, ReLU, SiLU,
+//! the tanh form of GELU (what the N1.6 DiT's FeedForward uses, diffusers `gelu-approximate`) and
+//! its exact erf form (the Eagle projector's),
 //! written with Blackhole's low-level `TTI_SFP*` instruction macros only, so the same source
 //! builds with tt-metal's JIT on a card and with the simulator's compiler stand-in here.
 //!
@@ -37,17 +38,20 @@ pub enum SfpuOp {
     Silu,
     /// 0.5·x·(1 + tanh(√(2/π)(x + 0.044715x³))), computed as x·sigmoid(2z).
     GeluTanh,
+    /// x·Φ(x) = 0.5·x·erfc(−x/√2): the exact GELU.
+    GeluErf,
 }
 
 impl SfpuOp {
     /// Every op, in the order the tests run them.
-    pub const ALL: [SfpuOp; 6] = [
+    pub const ALL: [SfpuOp; 7] = [
         SfpuOp::Exp,
         SfpuOp::Reciprocal,
         SfpuOp::Rsqrt,
         SfpuOp::Relu,
         SfpuOp::Silu,
         SfpuOp::GeluTanh,
+        SfpuOp::GeluErf,
     ];
 
     /// The op's row routine in `sfpu_lib.h`.
@@ -59,6 +63,7 @@ impl SfpuOp {
             SfpuOp::Relu => "gr00t_sfpu::relu_row",
             SfpuOp::Silu => "gr00t_sfpu::silu_row",
             SfpuOp::GeluTanh => "gr00t_sfpu::gelu_tanh_row",
+            SfpuOp::GeluErf => "gr00t_sfpu::gelu_erf_row",
         }
     }
 
@@ -76,6 +81,9 @@ impl SfpuOp {
                 let z = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
                 x / (1.0 + (-2.0 * z).exp())
             }
+            // Φ(x) = erfc(−x/√2)/2, with erfc from its own series and continued fraction (not
+            // the fit the device evaluates).
+            SfpuOp::GeluErf => 0.5 * x * erfc(-x / std::f64::consts::SQRT_2),
         }
     }
 
@@ -84,6 +92,33 @@ impl SfpuOp {
     pub fn compute_kernel(self) -> String {
         compose_compute(ELTWISE_KERNEL, &[("GR00T_SFPU_ROW", self.row_routine())])
     }
+}
+
+/// erfc in f64 to about 1e-12 relative: for |z| < 2.5 as 1 − erf(z) with erf from its series of
+/// positive terms, erf(z) = 2/√π · e^(−z²) · Σ 2ⁿ z^(2n+1) / (1·3·…·(2n+1)) (erfc ≥ 4e-4 there,
+/// so the subtraction loses nothing that matters); beyond, Laplace's continued fraction
+/// erfc(z) = e^(−z²)/√π · 1/(z + ½/(z + 1/(z + 3⁄2/(z + …)))), evaluated from the bottom.
+pub fn erfc(z: f64) -> f64 {
+    if z < 0.0 {
+        return 2.0 - erfc(-z);
+    }
+    let front = (-z * z).exp() / std::f64::consts::PI.sqrt();
+    if z < 2.5 {
+        let (mut term, mut sum) = (z, z);
+        for n in 1..200 {
+            term *= 2.0 * z * z / (2 * n + 1) as f64;
+            sum += term;
+            if term < sum * 1e-17 {
+                break;
+            }
+        }
+        return 1.0 - 2.0 * front * sum;
+    }
+    let mut f = z;
+    for k in (1..=80).rev() {
+        f = z + (k as f64 / 2.0) / f;
+    }
+    front / f
 }
 
 /// `kernel` with [`SFPU_LIB`] pasted in at its marker and `defines` prepended.

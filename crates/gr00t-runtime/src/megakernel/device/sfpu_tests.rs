@@ -109,6 +109,10 @@ fn inputs(op: SfpuOp) -> Vec<f32> {
             (0..n).map(|_| uniform(&mut seed, -8.0, 8.0)).collect(),
             &[0.0, 50.0, -50.0, -12.0, 1.0, -1.0],
         ),
+        SfpuOp::GeluErf => (
+            (0..n).map(|_| uniform(&mut seed, -8.0, 8.0)).collect(),
+            &[0.0, 50.0, -50.0, -12.0, -9.0, 1.0, -1.0, 3.0e38, -3.0e38],
+        ),
     };
     x.truncate(n - edges.len());
     x.extend_from_slice(edges);
@@ -196,8 +200,14 @@ fn sim_sfpu_gelu_tanh_matches_f64() {
     check_op("sim_sfpu_gelu_tanh_matches_f64", SfpuOp::GeluTanh);
 }
 
+#[test]
+#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
+fn sim_sfpu_gelu_erf_matches_f64() {
+    check_op("sim_sfpu_gelu_erf_matches_f64", SfpuOp::GeluErf);
+}
+
 /// The f32 path (what chained on-device ops use): f32 in, unpacked straight to the fp32 DST, f32
-/// out. exp, SiLU and rsqrt within a few f32 ulp of f64: the library's own error, which the bf16
+/// out. exp, SiLU, rsqrt and the exact GELU within a few f32 ulp of f64: the library's own error, which the bf16
 /// tests' rounding hides.
 #[test]
 #[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
@@ -207,7 +217,7 @@ fn sim_sfpu_f32_path_is_fp32_accurate() {
     let x: Vec<f32> = (0..2048)
         .map(|_| uniform(&mut seed, -10.0, 10.0) as f32)
         .collect();
-    for op in [SfpuOp::Exp, SfpuOp::Silu, SfpuOp::Rsqrt] {
+    for op in [SfpuOp::Exp, SfpuOp::Silu, SfpuOp::Rsqrt, SfpuOp::GeluErf] {
         // rsqrt over |x|, and one negative input, which must come back NaN (a bf16 output would
         // show it as inf: the packer of the simulated p150a turns NaN into inf).
         let x: Vec<f32> = if op == SfpuOp::Rsqrt {
@@ -232,7 +242,11 @@ fn sim_sfpu_f32_path_is_fp32_accurate() {
             .filter(|(xi, _)| **xi >= 0.0 || op != SfpuOp::Rsqrt)
             .map(|(&xi, &got)| {
                 let want = op.reference(xi as f64);
-                ((got as f64 - want) / want.abs().max(MIN_NORMAL)).abs()
+                // The exact GELU's far negative tail is e^(-x²/2) scaled: its exponent's own f32
+                // rounding (x²/2 up to 50 here) is a relative error of a few 1e-6 in values below
+                // 1e-10, which an absolute floor of 1e-10 lets through.
+                let floor = if op == SfpuOp::GeluErf { 1e-10 } else { 0.0 };
+                ((got as f64 - want).abs() - floor).max(0.0) / want.abs().max(MIN_NORMAL)
             })
             .fold(0f64, f64::max);
         eprintln!("{op:?} f32 -> f32: max relative error {rel:.3e}");
@@ -244,6 +258,34 @@ fn sim_sfpu_f32_path_is_fp32_accurate() {
             "{op:?}: relative error {rel:e}"
         );
     }
+}
+
+/// The f64 erfc the exact GELU is tested against, at published values and across the switch
+/// from its series to its continued fraction.
+#[test]
+fn reference_erfc_matches_published_values() {
+    use super::sfpu::erfc;
+    for (z, want) in [
+        (0.0, 1.0),
+        (0.5, 0.479_500_122_186_953_5),
+        (1.0, 0.157_299_207_050_285_1),
+        (2.0, 4.677_734_981_047_266e-3),
+        (3.0, 2.209_049_699_858_544e-5),
+        (5.0, 1.537_459_794_428_035e-12),
+        (10.0, 2.088_487_583_762_545e-45),
+        (-1.0, 1.842_700_792_949_715),
+    ] {
+        let got = erfc(z);
+        assert!(
+            ((got - want) / want).abs() < 1e-11,
+            "erfc({z}) = {got:e}, want {want:e}"
+        );
+    }
+    let (below, above) = (erfc(2.5 - 1e-12), erfc(2.5));
+    assert!(
+        ((below - above) / above).abs() < 1e-10,
+        "{below:e} vs {above:e}"
+    );
 }
 
 /// Shapes that are not whole tiles, or inputs that do not fill them, are refused before

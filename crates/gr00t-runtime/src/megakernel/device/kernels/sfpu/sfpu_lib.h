@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // gr00t-runtime's SFPU library: exp, reciprocal, rsqrt, ReLU, SiLU and GELU (the tanh form, which the N1.6 DiT's
-// FeedForward uses: diffusers `gelu-approximate`) on the tile in DST, written only with the Blackhole
+// FeedForward and SigLIP2's MLP use, and the exact erf form of the Eagle projector) on the tile in DST, written only with the Blackhole
 // low-level instruction macros (`TTI_SFP*`: one instruction word each, SFPU registers named by hand).
 // Why not the SFPI C++ API (`sfpi::vFloat`): only Tenstorrent's SFPI GCC allocates its registers; these
 // macros build with any RISC-V GCC and run on the ttsim simulator and on silicon alike.
@@ -25,7 +25,7 @@ namespace gr00t_sfpu {
 using ckernel::p_sfpu;
 
 constexpr uint32_t L0 = p_sfpu::LREG0, L1 = p_sfpu::LREG1, L2 = p_sfpu::LREG2, L3 = p_sfpu::LREG3;
-constexpr uint32_t L4 = p_sfpu::LREG4, L5 = p_sfpu::LREG5;
+constexpr uint32_t L4 = p_sfpu::LREG4, L5 = p_sfpu::LREG5, L6 = p_sfpu::LREG6;
 constexpr uint32_t ZERO = p_sfpu::LCONST_0;  // hardware constant 0.0
 constexpr uint32_t ONE = p_sfpu::LCONST_1;   // hardware constant 1.0
 
@@ -200,6 +200,55 @@ inline void gelu_tanh_row() {
     exp_row();
     TTI_SFPADDI(0x3F80, L0, 0);                   // 1 + e^(-2z)
     recip_row();
+    TTI_SFPMUL(L5, L0, ZERO, L0, 0);
+}
+
+// ---- GELU, exact (erf) form -------------------------------------------------------------------------
+// x Phi(x) = x erfc(-x / sqrt 2) / 2 (the Eagle projector's `nn.GELU()`). erfc(z) for z = |x| / sqrt 2 by the
+// Chebyshev fit erfc(z) = t exp(-z^2 + P(t)), t = 1 / (1 + z/2), P of degree 9 (fractional error < 1.2e-7 for
+// every z >= 0, so the far negative tail keeps its relative accuracy); Phi = erfc(z)/2 where x < 0 and
+// 1 - erfc(z)/2 elsewhere (no cancellation: erfc(z) <= 1 there). exp's clamp at -87.5 ends the tail at 0.
+// Clobbers LREG1..LREG6.
+inline void gelu_erf_row() {
+    TTI_SFPMOV(0, L0, L5, 0);                     // L5 = x
+    load_f32<L1, bits(0.70710678118654752f)>();   // 1 / sqrt 2
+    TTI_SFPMUL(L0, L1, ZERO, L0, 0);              // x / sqrt 2
+    TTI_SFPMOV(0, L0, L1, MOV_NEG);
+    TTI_SFPSWAP(0, L0, L1, SWAP_MINMAX);          // L0 = z = max(x, -x) / sqrt 2
+    TTI_SFPMOV(0, L0, L6, 0);                     // L6 = z
+    TTI_SFPLOADI(L2, IMM_BF16, 0x3F00);           // 1/2
+    TTI_SFPMAD(L0, L2, ONE, L0, 0);               // 1 + z/2
+    recip_row();                                  // L0 = t
+    TTI_SFPMOV(0, L0, L4, 0);                     // L4 = t
+    // P(t) by Horner from the highest coefficient.
+    load_f32<L0, bits(0.17087277f)>();
+    load_f32<L1, bits(-0.82215223f)>();
+    TTI_SFPMAD(L0, L4, L1, L0, 0);
+    load_f32<L1, bits(1.48851587f)>();
+    TTI_SFPMAD(L0, L4, L1, L0, 0);
+    load_f32<L1, bits(-1.13520398f)>();
+    TTI_SFPMAD(L0, L4, L1, L0, 0);
+    load_f32<L1, bits(0.27886807f)>();
+    TTI_SFPMAD(L0, L4, L1, L0, 0);
+    load_f32<L1, bits(-0.18628806f)>();
+    TTI_SFPMAD(L0, L4, L1, L0, 0);
+    load_f32<L1, bits(0.09678418f)>();
+    TTI_SFPMAD(L0, L4, L1, L0, 0);
+    load_f32<L1, bits(0.37409196f)>();
+    TTI_SFPMAD(L0, L4, L1, L0, 0);
+    load_f32<L1, bits(1.00002368f)>();
+    TTI_SFPMAD(L0, L4, L1, L0, 0);
+    load_f32<L1, bits(-1.26551223f)>();
+    TTI_SFPMAD(L0, L4, L1, L0, 0);                // P(t)
+    TTI_SFPMAD(L6, L6, L0, L0, NEG_A);            // -z^2 + P(t), one rounding
+    TTI_SFPMOV(0, L4, L6, 0);                     // L6 = t (exp clobbers L1..L4)
+    exp_row();
+    TTI_SFPMUL(L6, L0, ZERO, L0, 0);              // erfc(z)
+    TTI_SFPMULI(0x3F00, L0, 0);                   // erfc(z) / 2 = Phi(-|x|)
+    cc_on_all();
+    TTI_SFPSETCC(0, L5, 0, CC_NONNEG);            // x >= 0 (sign bit clear)
+    TTI_SFPMAD(L0, ONE, ONE, L0, NEG_A);          //   Phi(|x|) = 1 - erfc(z) / 2
+    cc_off();
     TTI_SFPMUL(L5, L0, ZERO, L0, 0);
 }
 
