@@ -24,9 +24,6 @@ pub const PARALLEL_DOWNLOADS: usize = 8;
 /// arrive.
 pub use tt_model_events::Transfer;
 
-/// A transfer that reports nothing (the name the Hub's callers know).
-pub use tt_model_events::Silent as NoProgress;
-
 /// A snapshot in the cache after a download.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
@@ -114,11 +111,11 @@ impl Downloader {
         revision: &str,
         allow: &[String],
         ignore: &[String],
-        reporter: &dyn Transfer,
+        transfer: &dyn Transfer,
     ) -> Result<Snapshot, HubError> {
         let plan = self.plan(repo_id, revision, allow, ignore).await?;
         self.check_space(&plan)?;
-        let dir = self.download(&plan, reporter).await?;
+        let dir = self.download(&plan, transfer).await?;
         Ok(Snapshot {
             dir,
             commit: plan.commit.clone(),
@@ -135,10 +132,10 @@ impl Downloader {
     pub async fn download(
         &self,
         plan: &DownloadPlan,
-        reporter: &dyn Transfer,
+        transfer: &dyn Transfer,
     ) -> Result<PathBuf, HubError> {
         let rc = self.cache.repo(&plan.repo_id)?;
-        reporter.total(plan.bytes_to_fetch());
+        transfer.total(plan.bytes_to_fetch());
         std::fs::create_dir_all(rc.blobs_dir()).map_err(HubError::io("create", rc.blobs_dir()))?;
         let failed = AtomicBool::new(false);
         let (rc, failed) = (&rc, &failed);
@@ -150,7 +147,7 @@ impl Downloader {
                     if failed.load(Ordering::Relaxed) || rc.blob_path(&f.etag).is_file() {
                         return (i, Ok(()));
                     }
-                    let r = self.fetch_blob(rc, plan, f, reporter).await;
+                    let r = self.fetch_blob(rc, plan, f, transfer).await;
                     if r.is_err() {
                         failed.store(true, Ordering::Relaxed);
                     }
@@ -185,7 +182,7 @@ impl Downloader {
         rc: &RepoCache,
         plan: &DownloadPlan,
         f: &PlannedFile,
-        reporter: &dyn Transfer,
+        transfer: &dyn Transfer,
     ) -> Result<(), HubError> {
         let part = rc.incomplete_path(&f.etag);
         let mut have = std::fs::metadata(&part).map(|m| m.len()).unwrap_or(0);
@@ -233,7 +230,7 @@ impl Downloader {
             have = 0;
             std::fs::File::create(&part).map_err(HubError::io("create", &part))?
         };
-        reporter.file(&f.name);
+        transfer.file(&f.name);
         let mut got = have;
         let mut stream = resp.bytes_stream();
         while let Some(chunk) = stream.next().await {
@@ -245,7 +242,7 @@ impl Downloader {
                 .map_err(HubError::io("write", &part))?;
             hasher.update(&chunk);
             got += chunk.len() as u64;
-            reporter.bytes(chunk.len() as u64);
+            transfer.bytes(chunk.len() as u64);
         }
         out.sync_all().map_err(HubError::io("sync", &part))?;
         drop(out);

@@ -28,8 +28,6 @@ pub mod upload;
 pub mod verify;
 
 pub use cache::{HubCache, RepoCache};
-pub use download::{
-    DownloadPlan, Downloader, LocalStatus, NoProgress, PlannedFile, Snapshot, Transfer,
-};
+pub use download::{DownloadPlan, Downloader, LocalStatus, PlannedFile, Snapshot, Transfer};
 pub use error::HubError;
 pub use verify::HashKind;

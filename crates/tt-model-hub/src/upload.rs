@@ -158,9 +158,6 @@ pub fn collect_dir(dir: &Path, prefix: &str) -> Result<Vec<LocalFile>, HubError>
 /// registry) as it starts, bytes as they go.
 pub use tt_model_events::Transfer;
 
-/// A transfer that reports nothing (the name the Hub's callers know).
-pub use tt_model_events::Silent as Quiet;
-
 /// What a push did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PushOutcome {
@@ -202,7 +199,7 @@ pub async fn upload(
     files: &[LocalFile],
     prune: &[&str],
     summary: &str,
-    reporter: Arc<dyn Transfer>,
+    transfer: Arc<dyn Transfer>,
 ) -> Result<PushOutcome, HubError> {
     // 1. The head and its tree (the tree read at the head's id: one consistent state).
     let meta = client
@@ -289,15 +286,15 @@ pub async fn upload(
     }
     let planned: u64 = to_send.iter().map(|(f, _, _)| f.size).sum::<u64>()
         + regular.iter().map(|f| f.size).sum::<u64>();
-    reporter.total(planned);
+    transfer.total(planned);
     let mut sent: Vec<String> = Vec::new();
     // Four objects at a time, as `upload_large_folder` does with its workers.
     let mut uploads = futures_util::stream::iter(to_send.into_iter().map(|(f, up, verify)| {
-        let reporter = reporter.clone();
+        let transfer = transfer.clone();
         async move {
-            reporter.file(&f.path);
+            transfer.file(&f.path);
             client
-                .lfs_put(repo, &up, f.size, body_of(f, reporter)?)
+                .lfs_put(repo, &up, f.size, body_of(f, transfer)?)
                 .await?;
             if let Some(v) = verify {
                 client.lfs_verify(repo, &v, &f.sha256, f.size).await?;
@@ -321,9 +318,9 @@ pub async fn upload(
         .map(|f| f.size)
         .sum();
     for f in &regular {
-        reporter.file(&f.path);
+        transfer.file(&f.path);
         let content = f.read_all()?;
-        reporter.bytes(f.size);
+        transfer.bytes(f.size);
         bytes_sent += f.size;
         sent.push(f.path.clone());
         ops.push(CommitOp::File {
@@ -368,34 +365,34 @@ pub async fn upload(
 }
 
 /// The request body for an LFS object: streamed from disk in 1 MiB chunks, each reported.
-fn body_of(f: &LocalFile, reporter: Arc<dyn Transfer>) -> Result<reqwest::Body, HubError> {
+fn body_of(f: &LocalFile, transfer: Arc<dyn Transfer>) -> Result<reqwest::Body, HubError> {
     match &f.source {
         FileSource::Bytes(b) => {
-            reporter.bytes(b.len() as u64);
+            transfer.bytes(b.len() as u64);
             Ok(reqwest::Body::from(b.clone()))
         }
         FileSource::Disk(p) => {
             let file = std::fs::File::open(p).map_err(HubError::io("open", p))?;
-            Ok(file_body(file, reporter))
+            Ok(file_body(file, transfer))
         }
     }
 }
 
 /// A request body streamed from `file` in 1 MiB chunks, each reported.
-pub(crate) fn file_body(file: std::fs::File, reporter: Arc<dyn Transfer>) -> reqwest::Body {
+pub(crate) fn file_body(file: std::fs::File, transfer: Arc<dyn Transfer>) -> reqwest::Body {
     let file = tokio::fs::File::from_std(file);
     let stream =
-        futures_util::stream::unfold((file, reporter), |(mut file, reporter)| async move {
+        futures_util::stream::unfold((file, transfer), |(mut file, transfer)| async move {
             use tokio::io::AsyncReadExt as _;
             let mut buf = vec![0u8; 1 << 20];
             match file.read(&mut buf).await {
                 Ok(0) => None,
                 Ok(n) => {
                     buf.truncate(n);
-                    reporter.bytes(n as u64);
-                    Some((Ok::<_, std::io::Error>(buf), (file, reporter)))
+                    transfer.bytes(n as u64);
+                    Some((Ok::<_, std::io::Error>(buf), (file, transfer)))
                 }
-                Err(e) => Some((Err(e), (file, reporter))),
+                Err(e) => Some((Err(e), (file, transfer))),
             }
         });
     reqwest::Body::wrap_stream(stream)

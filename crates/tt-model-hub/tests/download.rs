@@ -3,9 +3,10 @@
 use crate::common;
 
 use common::{Count, env};
+use tt_model_events::Silent;
 use tt_model_hub::download::{LocalStatus, local_status};
 use tt_model_hub::verify::sha256_hex;
-use tt_model_hub::{Downloader, HashKind, HubCache, HubError, NoProgress};
+use tt_model_hub::{Downloader, HashKind, HubCache, HubError};
 use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 fn weights() -> Vec<u8> {
@@ -88,7 +89,7 @@ async fn downloads_into_the_python_layout_with_refs() {
         "main",
         &[],
         &["original/".into()],
-        &NoProgress,
+        &Silent,
     )
     .await
     .unwrap();
@@ -101,13 +102,7 @@ async fn allow_patterns_select_files() {
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
     let snap = d
-        .snapshot(
-            "acme/tiny-model",
-            "main",
-            &["*.json".into()],
-            &[],
-            &NoProgress,
-        )
+        .snapshot("acme/tiny-model", "main", &["*.json".into()], &[], &Silent)
         .await
         .unwrap()
         .dir;
@@ -182,7 +177,7 @@ async fn sha256_mismatch_is_fatal_and_names_the_file() {
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
     let err = d
-        .snapshot("acme/tiny-model", "main", &[], &[], &NoProgress)
+        .snapshot("acme/tiny-model", "main", &[], &[], &Silent)
         .await
         .unwrap_err();
     match &err {
@@ -218,7 +213,7 @@ async fn pinned_sha_writes_refs_main_once() {
         &r.commit,
         &["config.json".into()],
         &[],
-        &NoProgress,
+        &Silent,
     )
     .await
     .unwrap();
@@ -232,7 +227,7 @@ async fn pinned_sha_writes_refs_main_once() {
         &r.commit,
         &["config.json".into()],
         &[],
-        &NoProgress,
+        &Silent,
     )
     .await
     .unwrap();
@@ -245,7 +240,7 @@ async fn unknown_repo_and_no_space_are_clear_errors() {
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
     let err = d
-        .snapshot("acme/nope", "main", &[], &[], &NoProgress)
+        .snapshot("acme/nope", "main", &[], &[], &Silent)
         .await
         .unwrap_err();
     assert!(matches!(err, HubError::NotFound { .. }), "{err:?}");
@@ -285,7 +280,7 @@ async fn full_size_corrupt_partial_is_hashed_and_deleted() {
     std::fs::write(rc.incomplete_path(&f.etag), &flipped).unwrap();
 
     let plan = d.plan("acme/tiny-model", "main", &only, &[]).await.unwrap();
-    let err = d.download(&plan, &NoProgress).await.unwrap_err();
+    let err = d.download(&plan, &Silent).await.unwrap_err();
     match &err {
         HubError::ShaMismatch { file, kind, .. } => {
             assert_eq!(file, "model.safetensors");
@@ -315,7 +310,7 @@ async fn anonymous_401_repo_not_found_is_not_called_gated() {
     anonymous.token = None;
     let d = Downloader::new(anonymous);
     let err = d
-        .snapshot("acme/nope", "main", &[], &[], &NoProgress)
+        .snapshot("acme/nope", "main", &[], &[], &Silent)
         .await
         .unwrap_err();
     assert!(
@@ -344,7 +339,7 @@ async fn a_resolve_from_another_commit_is_a_commit_mismatch() {
     let moved = "c".repeat(40);
     server.claim_repo_commit(Some(&moved));
 
-    let err = d.download(&plan, &NoProgress).await.unwrap_err();
+    let err = d.download(&plan, &Silent).await.unwrap_err();
     match &err {
         HubError::CommitMismatch {
             file,
@@ -367,7 +362,7 @@ async fn a_resolve_from_another_commit_is_a_commit_mismatch() {
 
     // The same plan downloads once the Hub tells the truth again.
     server.claim_repo_commit(None);
-    let snap = d.download(&plan, &NoProgress).await.unwrap();
+    let snap = d.download(&plan, &Silent).await.unwrap();
     assert_eq!(
         std::fs::read(snap.join("config.json")).unwrap(),
         br#"{"hidden": 8}"#

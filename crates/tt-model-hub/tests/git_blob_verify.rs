@@ -4,9 +4,10 @@
 use crate::common;
 
 use common::{Count, env};
+use tt_model_events::Silent;
 use tt_model_hub::download::{LocalStatus, local_status};
 use tt_model_hub::verify::git_blob_id;
-use tt_model_hub::{Downloader, HashKind, HubError, NoProgress};
+use tt_model_hub::{Downloader, HashKind, HubError};
 use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 const README: &[u8] = b"# acme/pkg\n\nA package repo with no LFS files.\n";
@@ -77,7 +78,7 @@ async fn regular_blobs_are_named_by_their_git_blob_id() {
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
     let snap = d
-        .snapshot("acme/pkg", "main", &[], &[], &NoProgress)
+        .snapshot("acme/pkg", "main", &[], &[], &Silent)
         .await
         .unwrap();
     for (path, content) in [("README.md", README.to_vec()), ("code/big.py", code())] {
@@ -101,7 +102,7 @@ async fn git_blob_mismatch_is_fatal_names_the_file_and_recovers() {
     let tmp = tempfile::tempdir().unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
     let err = d
-        .snapshot("acme/pkg", "main", &[], &[], &NoProgress)
+        .snapshot("acme/pkg", "main", &[], &[], &Silent)
         .await
         .unwrap_err();
     match &err {
@@ -137,7 +138,7 @@ async fn git_blob_mismatch_is_fatal_names_the_file_and_recovers() {
     let server = HubServer::start(vec![repo()]).await.unwrap();
     let d = Downloader::new(env(&server, tmp.path()));
     let snap = d
-        .snapshot("acme/pkg", "main", &[], &[], &NoProgress)
+        .snapshot("acme/pkg", "main", &[], &[], &Silent)
         .await
         .unwrap();
     assert_eq!(std::fs::read(snap.dir.join("README.md")).unwrap(), README);
@@ -174,7 +175,7 @@ async fn regular_partial_is_resumed_and_the_hash_covers_the_old_bytes() {
     rotten[10] ^= 1;
     std::fs::write(rc.incomplete_path(&id), &rotten).unwrap();
     let err = d
-        .snapshot("acme/pkg", "main", &allow, &[], &NoProgress)
+        .snapshot("acme/pkg", "main", &allow, &[], &Silent)
         .await
         .unwrap_err();
     assert!(
@@ -183,7 +184,7 @@ async fn regular_partial_is_resumed_and_the_hash_covers_the_old_bytes() {
     );
     assert!(!rc.incomplete_path(&id).exists());
     // The next run starts over and succeeds.
-    d.snapshot("acme/pkg", "main", &allow, &[], &NoProgress)
+    d.snapshot("acme/pkg", "main", &allow, &[], &Silent)
         .await
         .unwrap();
     assert!(rc.blob_path(&id).is_file());

@@ -7,8 +7,9 @@ use crate::common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::{Count, env};
+use tt_model_events::Silent;
+use tt_model_hub::Downloader;
 use tt_model_hub::verify::{git_blob_id, sha256_hex};
-use tt_model_hub::{Downloader, NoProgress};
 use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer};
 
 const CODE_FILES: usize = 40;
@@ -188,7 +189,7 @@ async fn whole_repo_round_trip(lfs_layer: bool) {
     // A second run only lists.
     let before = server.requests().len();
     let again = d
-        .snapshot("acme/pkg", "main", &[], &[], &NoProgress)
+        .snapshot("acme/pkg", "main", &[], &[], &Silent)
         .await
         .unwrap();
     assert_eq!(again.dir, snap.dir);
@@ -218,7 +219,7 @@ async fn patterns_select_part_of_a_package_and_a_sha_pin_resolves() {
             &r.commit,
             &["image/".into(), "tt_kernel_manifest.json".into()],
             &["image/blobs/*".into()],
-            &NoProgress,
+            &Silent,
         )
         .await
         .unwrap();

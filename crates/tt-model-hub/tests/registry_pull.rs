@@ -3,9 +3,9 @@
 //! digest that names it, by the registry client itself, not later by the engine's loader.
 //! Each corrupt answer has the right length, so only the hash can tell.
 
+use tt_model_events::Silent;
 use tt_model_hub::registry::pull::pull_layout;
 use tt_model_hub::registry::{OCI_MANIFEST, Registry, RegistryError, RegistryTarget};
-use tt_model_hub::upload::Quiet;
 use tt_model_hub::verify::sha256_hex;
 use tt_model_testkit::registry::RegistryServer;
 
@@ -85,7 +85,7 @@ async fn an_intact_image_pulls_into_a_layout() {
     let registry = connect(&server).await;
     let tmp = tempfile::tempdir().unwrap();
     let dest = tmp.path().join("layout");
-    let report = pull_layout(&registry, &manifest_digest, "demo:latest", &dest, &Quiet)
+    let report = pull_layout(&registry, &manifest_digest, "demo:latest", &dest, &Silent)
         .await
         .unwrap();
     assert_eq!(report.blobs, 3, "config and two layers");
@@ -113,7 +113,7 @@ async fn a_blob_that_does_not_hash_to_its_digest_is_refused_and_deleted() {
 
     let dest = tmp.path().join("blob");
     let err = registry
-        .get_blob(digest, bytes.len() as u64, &dest, &Quiet)
+        .get_blob(digest, bytes.len() as u64, &dest, &Silent)
         .await
         .expect_err("a blob that does not hash to its digest was accepted");
     match &err {
@@ -133,7 +133,7 @@ async fn a_blob_that_does_not_hash_to_its_digest_is_refused_and_deleted() {
     assert!(!dest.exists(), "the corrupt blob is deleted");
 
     let layout = tmp.path().join("layout");
-    let err = pull_layout(&registry, &manifest_digest, "demo:latest", &layout, &Quiet)
+    let err = pull_layout(&registry, &manifest_digest, "demo:latest", &layout, &Silent)
         .await
         .unwrap_err();
     assert!(
@@ -186,7 +186,7 @@ async fn a_manifest_that_does_not_hash_to_its_digest_is_refused() {
             .count()
     };
     let before = blob_requests(&server);
-    let err = pull_layout(&registry, &manifest_digest, "demo:latest", &layout, &Quiet)
+    let err = pull_layout(&registry, &manifest_digest, "demo:latest", &layout, &Silent)
         .await
         .unwrap_err();
     assert!(

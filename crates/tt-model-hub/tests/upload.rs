@@ -8,9 +8,10 @@ use crate::common;
 
 use std::sync::Arc;
 
+use tt_model_events::Silent;
 use tt_model_hub::Downloader;
 use tt_model_hub::hub::HubClient;
-use tt_model_hub::upload::{LocalFile, Quiet, upload};
+use tt_model_hub::upload::{LocalFile, upload};
 use tt_model_testkit::hub::HubServer;
 
 const REPO: &str = "acme/up";
@@ -56,7 +57,7 @@ async fn push_sends_only_what_the_hub_lacks_and_commits_atomically() {
         &all,
         &["code/", "image/"],
         "push 1",
-        Arc::new(Quiet),
+        Arc::new(Silent),
     )
     .await
     .unwrap();
@@ -85,7 +86,7 @@ async fn push_sends_only_what_the_hub_lacks_and_commits_atomically() {
         &files(&big, "print(1)\n"),
         &["code/", "image/"],
         "push 2",
-        Arc::new(Quiet),
+        Arc::new(Silent),
     )
     .await
     .unwrap();
@@ -104,7 +105,7 @@ async fn push_sends_only_what_the_hub_lacks_and_commits_atomically() {
         &next,
         &["code/", "image/"],
         "push 3",
-        Arc::new(Quiet),
+        Arc::new(Silent),
     )
     .await
     .unwrap();
@@ -157,7 +158,7 @@ async fn push_sends_only_what_the_hub_lacks_and_commits_atomically() {
         &files(&new_layer, "print(2)\n"),
         &["code/", "image/"],
         "push 4",
-        Arc::new(Quiet),
+        Arc::new(Silent),
     )
     .await
     .unwrap();
@@ -170,10 +171,7 @@ async fn push_sends_only_what_the_hub_lacks_and_commits_atomically() {
 
     // ── the download side reads back exactly what was pushed ──
     let dl = Downloader::new(common::env(&server, tmp.path()));
-    let snap = dl
-        .snapshot(REPO, "main", &[], &[], &tt_model_hub::NoProgress)
-        .await
-        .unwrap();
+    let snap = dl.snapshot(REPO, "main", &[], &[], &Silent).await.unwrap();
     assert_eq!(snap.commit, resumed.commit);
     assert_eq!(
         std::fs::read(snap.dir.join("image/blobs/sha256/layer")).unwrap(),

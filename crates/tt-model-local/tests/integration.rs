@@ -6,4 +6,5 @@
 // are for library and binary code).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod layers;
 mod serve_engine;

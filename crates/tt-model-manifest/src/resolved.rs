@@ -3,16 +3,21 @@
 //!
 //! The authored types keep the paths as written (lint reports them as written, and the wire
 //! manifest records them so); a pipeline that reads files needs them against one base, chosen
-//! by its caller. Resolving here, beside the authored types, means a new field is added in one
-//! crate, not mirrored in the package crate. Every path goes through [`crate::sources::resolve`],
-//! the rule `lint --check-sources` uses too.
+//! by its caller. Where the resolved form has the authored shape (`runtime`, a component
+//! source) it is the authored type, its paths made absolute. Resolving here, beside the
+//! authored types, means a new field is added in one crate, not mirrored in the package crate.
+//! Every path goes through [`crate::sources::resolve`], the rule `lint --check-sources` uses
+//! too.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
 use crate::sources::resolve;
-use crate::types::{CargoBinary, CodeRoot, ComponentSource, ExtraCode, GitSource, VerifyStep};
+use crate::types::{
+    CargoBinary, CodeRoot, ComponentSource, ExtraCode, GitSource, HttpServerRuntime, KindRuntime,
+    RuntimeSpec, TtDitServerRuntime, VllmForkRuntime, VllmPluginRuntime,
+};
 
 /// `source.tt_metal`, resolved: where the tt-metal tree comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -39,52 +44,6 @@ pub struct ResolvedExtraCode {
     /// A `{repo, ref}` root (`sha` unset), fetched at package time at the ref's commit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub git: Option<GitSource>,
-}
-
-/// `runtime.cargo`, resolved: the workspace made absolute, the binary's name defaulted to the
-/// package's and its path in the image derived.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CargoSpec {
-    /// The workspace directory, resolved against the base directory.
-    pub workspace: PathBuf,
-    /// The Cargo package to build.
-    pub package: String,
-    /// The binary target (`bin`, else the package's name).
-    pub bin: String,
-    /// Cargo features to enable.
-    pub features: Vec<String>,
-    /// Where the binary lands in the image (`/usr/local/bin/<bin>`).
-    pub image_path: String,
-}
-
-/// A check `verify.sh` runs: a `verify:` entry, or one of the checks a kind adds, in the shape
-/// the templates read (`{lang, code}`). The authored [`VerifyStep`] keeps its own (untagged)
-/// form, which the wire manifest records.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "lang", content = "code", rename_all = "lowercase")]
-pub enum Check {
-    /// A Python statement run with `"$VENV/bin/python" -c`.
-    Python(String),
-    /// A POSIX shell command run with `sh -c` (for images without Python).
-    Sh(String),
-}
-
-impl Check {
-    /// The check as written, for messages.
-    pub fn text(&self) -> &str {
-        match self {
-            Check::Python(s) | Check::Sh(s) => s,
-        }
-    }
-}
-
-impl From<&VerifyStep> for Check {
-    fn from(v: &VerifyStep) -> Self {
-        match v {
-            VerifyStep::Python(s) => Check::Python(s.clone()),
-            VerifyStep::Shell(s) => Check::Sh(s.sh.clone()),
-        }
-    }
 }
 
 /// A git source as authored, without a pin: a manifest's `sha` is never trusted at package
@@ -123,15 +82,47 @@ impl ExtraCode {
     }
 }
 
-impl CargoBinary {
-    /// This binary's build settings, the workspace resolved against `base`.
-    pub fn resolve(&self, base: &Path) -> CargoSpec {
-        CargoSpec {
-            workspace: resolve(base, &self.workspace),
-            package: self.package.clone(),
-            bin: self.bin_name().to_string(),
-            features: self.features.clone(),
-            image_path: self.image_path(),
+impl RuntimeSpec {
+    /// This block with its local paths (`lock`, `vllm` and `plugin` paths, `wheels`, the
+    /// `cargo` workspace) resolved against `base`; every other key as written.
+    ///
+    /// A plugin is never a wheel (lint refuses `plugin.wheel`): the resolved form has none,
+    /// so the pipeline never stages one.
+    pub fn resolve(&self, base: &Path) -> RuntimeSpec {
+        let abs = |p: &str| resolve(base, p).to_string_lossy().into_owned();
+        let lock = |l: &Option<String>| l.as_deref().map(abs);
+        let source = |s: &Option<ComponentSource>| s.as_ref().map(|s| s.resolve(base));
+        let kind = match &self.kind {
+            KindRuntime::VllmPlugin(r) => KindRuntime::VllmPlugin(VllmPluginRuntime {
+                vllm: source(&r.vllm),
+                plugin: (r.plugin.as_ref())
+                    .filter(|p| !matches!(p, ComponentSource::Wheel { .. }))
+                    .map(|p| p.resolve(base)),
+                lock: lock(&r.lock),
+                wheels: r.wheels.iter().map(|w| abs(w)).collect(),
+                ..r.clone()
+            }),
+            KindRuntime::VllmFork(r) => KindRuntime::VllmFork(VllmForkRuntime {
+                vllm: source(&r.vllm),
+                lock: lock(&r.lock),
+                ..r.clone()
+            }),
+            KindRuntime::TtDitServer(r) => KindRuntime::TtDitServer(TtDitServerRuntime {
+                lock: lock(&r.lock),
+                ..r.clone()
+            }),
+            KindRuntime::HttpServer(r) => KindRuntime::HttpServer(HttpServerRuntime {
+                lock: lock(&r.lock),
+                cargo: r.cargo.as_ref().map(|c| CargoBinary {
+                    workspace: abs(&c.workspace),
+                    ..c.clone()
+                }),
+                ..r.clone()
+            }),
+        };
+        RuntimeSpec {
+            common: self.common.clone(),
+            kind,
         }
     }
 }
@@ -188,18 +179,45 @@ mod tests {
     }
 
     #[test]
-    fn cargo_defaults_the_binary_to_the_package() {
-        let c = CargoBinary {
-            workspace: "srv".into(),
-            package: "my-server".into(),
-            bin: None,
-            features: vec!["f".into()],
-        };
-        let r = c.resolve(Path::new("/b"));
-        assert_eq!(r.workspace, PathBuf::from("/b/srv"));
-        assert_eq!(r.bin, "my-server");
-        assert_eq!(r.image_path, "/usr/local/bin/my-server");
-        assert_eq!(r.features, ["f"]);
+    fn runtime_paths_are_made_absolute_and_a_plugin_wheel_is_dropped() {
+        let map = |v: serde_json::Value| v.as_object().cloned().expect("an object");
+        let rt = RuntimeSpec::from_map(
+            crate::Kind::VllmPlugin,
+            &map(serde_json::json!({
+                "vllm": {"path": "vllm"},
+                "plugin": {"wheel": "p.whl"},
+                "lock": "req.lock",
+                "wheels": ["dist/x.whl"],
+                "overrides": ["numpy<2"],
+            })),
+        )
+        .expect("a valid block")
+        .resolve(Path::new("/b"));
+        assert_eq!(
+            rt.vllm(),
+            Some(&ComponentSource::Path {
+                path: "/b/vllm".into()
+            })
+        );
+        assert_eq!(rt.plugin(), None);
+        assert_eq!(rt.lock(), Some("/b/req.lock"));
+        assert_eq!(rt.wheels(), ["/b/dist/x.whl"]);
+        assert_eq!(rt.overrides(), ["numpy<2"]);
+
+        let rt = RuntimeSpec::from_map(
+            crate::Kind::HttpServer,
+            &map(serde_json::json!({
+                "command": ["srv"],
+                "cargo": {"workspace": "srv", "package": "my-server", "features": ["f"]},
+            })),
+        )
+        .expect("a valid block")
+        .resolve(Path::new("/b"));
+        let cargo = rt.cargo().expect("runtime.cargo");
+        assert_eq!(cargo.workspace, "/b/srv");
+        assert_eq!(cargo.bin_name(), "my-server");
+        assert_eq!(cargo.image_path(), "/usr/local/bin/my-server");
+        assert_eq!(cargo.features, ["f"]);
     }
 
     #[test]
@@ -219,18 +237,5 @@ mod tests {
             version: "0.1".into(),
         };
         assert_eq!(v.resolve(base), v);
-    }
-
-    #[test]
-    fn checks_keep_the_authored_text_in_the_templates_shape() {
-        let sh = VerifyStep::Shell(crate::types::ShellStep { sh: "true".into() });
-        let check = Check::from(&sh);
-        assert_eq!(check, Check::Sh("true".into()));
-        assert_eq!(check.text(), sh.text());
-        let json = serde_json::to_value(Check::from(&VerifyStep::Python("import x".into())));
-        assert_eq!(
-            json.expect("a check serializes"),
-            serde_json::json!({"lang": "python", "code": "import x"})
-        );
     }
 }

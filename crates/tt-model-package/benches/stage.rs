@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use tt_model_package::spec::{Kind, MetalSource, PackageSpec, Runtime, ServeDefault};
+use tt_model_package::spec::{Kind, MetalSource, PackageSpec, RuntimeSpec, ServeDefault};
 use tt_model_package::stage::stage_code;
 
 fn main() {
@@ -44,7 +44,7 @@ fn tree(total: usize, files: usize) -> (tempfile::TempDir, PackageSpec) {
         extra_code: vec![],
         ubuntu: "22.04".into(),
         python: "3.12".into(),
-        runtime: Runtime::default(),
+        runtime: RuntimeSpec::empty(Kind::HttpServer),
         serve: ServeDefault::default(),
         profiles: vec![],
         verify: vec![],

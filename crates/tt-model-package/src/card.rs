@@ -1,35 +1,16 @@
 //! The model card (`README.md`): Hugging Face frontmatter, then the sections in the original's
-//! order, then a provenance table. Pure: rendered from the spec and the `built` facts.
+//! order, then a provenance table. Pure: rendered from the spec and the `built` facts (the
+//! tt-model version that packaged it, when, the tt-metal commit and whether its tree was dirty,
+//! the `code/` digest, the `runtime.cargo` binary, the pinned base images).
 
 use minijinja::context;
 use tt_model_manifest::numfmt::group_thousands;
+use tt_model_manifest::wire::Built;
 
 use crate::error::PackageError;
-use crate::spec::{CardSpec, PackageSpec};
+use crate::spec::{CardSettings, PackageSpec};
 
 const CARD_TEMPLATE: &str = include_str!("../../../templates/card.md.j2");
-
-/// Facts known only after the build.
-#[derive(Debug, Clone, Default)]
-pub struct CardFacts {
-    /// The tt-model version that packaged the image (provenance table).
-    pub tool_version: String,
-    /// When the package was made, `YYYY-MM-DDTHH:MM:SSZ` (`built.created_at`).
-    pub created_at: String,
-    /// Tree digest of the shipped `code/`, `sha256:<hex>`; the card shows its first 16 hex digits.
-    pub code_sha256: String,
-    /// The tt-metal commit; `None` for a tree without git metadata.
-    pub metal_sha: Option<String>,
-    /// The tt-metal remote URL; with `metal_sha` it becomes a commit link (https or ssh remotes),
-    /// `None` means a local, unpublished commit.
-    pub metal_remote: Option<String>,
-    /// The tt-metal tree had uncommitted changes, which were packaged (the card says so).
-    pub metal_dirty: bool,
-    /// The `runtime.cargo` binary the image ships.
-    pub cargo: Option<tt_model_manifest::wire::CargoBuild>,
-    /// The pinned base images by stage (`builder`, `runtime`), as `built.base_images`.
-    pub base_images: std::collections::BTreeMap<String, String>,
-}
 
 /// The local Python base `scripts/make-python-base.sh` makes (no registry): the card says
 /// how an image built on it differs from one built on the original's bases.
@@ -80,7 +61,7 @@ pub fn commit_link(remote: &str, sha: &str) -> Option<String> {
 }
 
 /// Renders the card.
-pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, PackageError> {
+pub fn render_card(spec: &PackageSpec, built: &Built) -> Result<String, PackageError> {
     let card = spec.card.clone().unwrap_or_default();
     let mut env = crate::templates::base_environment();
     env.add_filter("yaml", yaml_scalar);
@@ -90,8 +71,7 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
             name: "card.md".into(),
             detail: format!("{e:#}"),
         })?;
-    let mut tags = card.tags.clone();
-    tags.extend([
+    let mut tags = Vec::from([
         "tenstorrent".to_string(),
         spec.arch.clone(),
         spec.kind.as_str().to_string(),
@@ -165,35 +145,40 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
     {
         glance.push(("Context".into(), format!("{} tokens", group_thousands(n))));
     }
-    if let Some(l) = card.license_name.clone().or(card.license_id.clone()) {
+    let license = card.license.as_ref();
+    let license_id = license.map(|l| l.id.clone());
+    let license_name = license.and_then(|l| l.name.clone());
+    if let Some(l) = license_name.clone().or(license_id.clone()) {
         glance.push(("License".into(), l));
     }
     if let Some(st) = &card.status {
         glance.push(("Status".into(), st.clone()));
     }
-    let metal_provenance = match (&facts.metal_sha, &facts.metal_remote) {
+    let metal = &built.tt_metal;
+    let metal_provenance = match (&metal.sha, &metal.remote) {
         (Some(sha), Some(remote)) => match commit_link(remote, sha) {
             Some(link) => link,
             None => format!("a local checkout — commit {sha} not published"),
         },
         (Some(sha), None) => format!("a local checkout — commit {sha} not published"),
         _ => "a local tree without git metadata".to_string(),
-    } + if facts.metal_dirty {
+    } + if metal.dirty {
         " (dirty tree — uncommitted changes were packaged)"
     } else {
         ""
     };
-    let hex = facts.code_sha256.trim_start_matches("sha256:");
+    let code_sha256 = built.code_sha256.as_deref().unwrap_or_default();
+    let hex = code_sha256.trim_start_matches("sha256:");
     let ctx = context! {
         name => spec.name.clone(),
         repo => spec.repo.clone(),
         weights => spec.weights.clone(),
-        tool_version => facts.tool_version.clone(),
-        created_at => facts.created_at.clone(),
+        tool_version => built.tt_model_version.clone(),
+        created_at => built.created_at.clone(),
         tags => tags,
-        license_id => card.license_id.clone(),
-        license_name => card.license_name.as_deref().map(slug),
-        license_link => card.license_link.clone(),
+        license_id => license_id,
+        license_name => license_name.as_deref().map(slug),
+        license_link => license.and_then(|l| l.link.clone()),
         pipeline_tag => pipeline_tag,
         base_model => base_model,
         card => minijinja::value::Value::from(minijinja::value::Serde(clean(&card))),
@@ -201,12 +186,12 @@ pub fn render_card(spec: &PackageSpec, facts: &CardFacts) -> Result<String, Pack
         glance => glance,
         profiles => minijinja::value::Value::from(minijinja::value::Serde(&spec.profiles)),
         openai => spec.kind.openai_compatible(),
-        ready_line => spec.runtime.ready_line.clone().unwrap_or_else(|| default_ready(spec)),
+        ready_line => spec.runtime.ready_line(spec.kind).unwrap_or_else(|| NO_READY_LINE.into()),
         metal_provenance => metal_provenance,
         code_digest_short => &hex[..hex.len().min(16)],
-        cargo => minijinja::value::Value::from(minijinja::value::Serde(&facts.cargo)),
-        base_images => facts.base_images.clone(),
-        local_python_base => facts
+        cargo => minijinja::value::Value::from(minijinja::value::Serde(&built.cargo)),
+        base_images => built.base_images.clone(),
+        local_python_base => built
             .base_images
             .values()
             .any(|b| b.starts_with(&format!("{LOCAL_PYTHON_BASE}@"))),
@@ -248,22 +233,18 @@ fn hardware_tags(spec: &PackageSpec) -> Vec<String> {
         .collect()
 }
 
-fn default_ready(spec: &PackageSpec) -> String {
-    match spec.kind {
-        crate::spec::Kind::VllmFork => "Server ready after".into(),
-        crate::spec::Kind::HttpServer => "(its ready line)".into(),
-        _ => "Application startup complete".into(),
-    }
-}
+/// What the card says the server logs when ready if it names no ready line (an
+/// `http-server` without `runtime.ready_line`; every other kind has its own).
+const NO_READY_LINE: &str = "(its ready line)";
 
 /// Trims folded-scalar trailing newlines; whitespace-only prose counts as absent.
-fn clean(card: &CardSpec) -> CardSpec {
+fn clean(card: &CardSettings) -> CardSettings {
     let t = |v: &Option<String>| {
         v.as_ref()
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty())
     };
-    CardSpec {
+    CardSettings {
         description: t(&card.description),
         quickstart: t(&card.quickstart),
         architecture: t(&card.architecture),

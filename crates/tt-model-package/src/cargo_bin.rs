@@ -40,7 +40,7 @@ use sha2::{Digest, Sha256};
 use tt_model_manifest::wire::CargoBuild;
 
 use crate::error::PackageError;
-use crate::spec::CargoSpec;
+use crate::spec::CargoBinary;
 
 /// The Cargo profile the image's binary is built with.
 pub const PROFILE: &str = "release";
@@ -243,8 +243,9 @@ pub fn qualified_features(package: &str, features: &[String]) -> String {
 
 /// Builds `spec`'s binary; `log` gets every line cargo prints. A compile failure is
 /// [`PackageError::CargoBuild`] carrying the compiler's first error.
-pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput, PackageError> {
-    let ws = &spec.workspace;
+pub fn build(spec: &CargoBinary, log: &mut dyn FnMut(&str)) -> Result<CargoOutput, PackageError> {
+    let ws = Path::new(&spec.workspace);
+    let bin = spec.bin_name();
     if !ws.join("Cargo.toml").is_file() {
         return Err(cargo_error(
             ws,
@@ -307,7 +308,7 @@ pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput,
     // Every member selected (the workspace's feature resolution), one binary built: see the
     // module's docs.
     cmd.args(["build", "--release", "--locked", "--message-format=json"])
-        .args(["--workspace", "--bin", &spec.bin])
+        .args(["--workspace", "--bin", bin])
         .args(["--target", &target])
         .current_dir(ws)
         .stdin(Stdio::null())
@@ -338,7 +339,7 @@ pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput,
             .iter()
             .map(|(k, v)| format!("{k}={v} "))
             .collect::<String>(),
-        spec.bin,
+        bin,
         if features.is_empty() {
             String::new()
         } else {
@@ -371,7 +372,7 @@ pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput,
                 name,
                 manifest,
                 path,
-            } if name == spec.bin && package_manifest.as_ref().is_none_or(|m| *m == manifest) => {
+            } if name == bin && package_manifest.as_ref().is_none_or(|m| *m == manifest) => {
                 binary = Some(path)
             }
             _ => {}
@@ -404,7 +405,7 @@ pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput,
             ws,
             format!(
                 "cargo built no executable `{}` in package `{}`",
-                spec.bin, spec.package
+                bin, spec.package
             ),
         )
     })?;
@@ -434,8 +435,8 @@ pub fn build(spec: &CargoSpec, log: &mut dyn FnMut(&str)) -> Result<CargoOutput,
         facts: CargoBuild {
             package: spec.package.clone(),
             version,
-            bin: spec.bin.clone(),
-            path: spec.image_path.clone(),
+            bin: bin.to_owned(),
+            path: spec.image_path(),
             sha256,
             bytes,
             features: spec.features.clone(),

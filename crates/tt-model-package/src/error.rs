@@ -17,9 +17,6 @@ pub enum PackageError {
     /// wheel, a default profile): located by its dotted path.
     #[error(transparent)]
     Field(#[from] FieldError),
-    /// A feature the manifest asks for is not available in this build.
-    #[error("{0}")]
-    Unsupported(String),
     /// The tt-metal tree is missing or not a checkout.
     #[error("`source.tt_metal`: {path} {problem}")]
     MetalTree {
@@ -124,7 +121,7 @@ pub enum PackageError {
     Verify {
         /// 1-based position of the check in `verify.sh` (kind checks first, then the author's).
         index: usize,
-        /// The check's text as written ([`Check::text`](crate::spec::Check::text)).
+        /// The check's text as written ([`VerifyStep::text`](crate::spec::VerifyStep::text)).
         check: String,
         /// Its exit status.
         status: i64,
@@ -183,7 +180,6 @@ impl PackageError {
         match self {
             PackageError::Manifest(_)
             | PackageError::Field(_)
-            | PackageError::Unsupported(_)
             | PackageError::MetalTree { .. }
             | PackageError::MissingLock(_)
             | PackageError::OutInsideGit(_)

@@ -8,18 +8,13 @@
 use std::path::Path;
 
 use serde_json::Value;
-use tt_model_manifest::launch::{LaunchRuntime, serve_default};
+use tt_model_manifest::launch::serve_default;
 use tt_model_manifest::wire::WireBuild;
-use tt_model_manifest::{
-    ComponentSource, ImageRef, Kind, KindRuntime, Manifest, Producer, WireManifest,
-};
+use tt_model_manifest::{ImageRef, Manifest, Producer, WireManifest};
 
 use crate::error::{FieldError, PackageError};
 use crate::pipeline::Packaged;
-use crate::spec::{CardSpec, Check, PackageSpec, ProfileSummary, Runtime};
-
-/// A manifest path against `base`, as `lint --check-sources` resolves it (one rule for both).
-use tt_model_manifest::sources::resolve;
+use crate::spec::{PackageSpec, ProfileSummary};
 
 /// Builds the package spec from a validated manifest read from `manifest_path`, resolving its
 /// relative paths against `base`.
@@ -36,31 +31,10 @@ pub fn spec_from_manifest(
         .iter()
         .map(|e| e.resolve(base))
         .collect();
-    let rt = m
+    let runtime = m
         .runtime_spec()
-        .map_err(|e| FieldError::new("invalid-value", "runtime", format!("`runtime`: {e}")))?;
-    let vllm = rt.vllm().map(|v| v.resolve(base));
-    let mut runtime = Runtime {
-        lock: rt.lock().map(|l| resolve(base, l)),
-        packages: rt.packages().to_vec(),
-        vllm,
-        extension: rt.extension().map(String::from),
-        cargo: rt.cargo().map(|c| c.resolve(base)),
-        ..launch_runtime(m.kind, &rt)
-    };
-    if let KindRuntime::VllmPlugin(p) = &rt.kind {
-        // A plugin comes from the index, a directory or git; lint refuses `plugin.wheel`.
-        runtime.plugin = p
-            .plugin
-            .as_ref()
-            .filter(|v| !matches!(v, ComponentSource::Wheel { .. }))
-            .map(|v| v.resolve(base));
-        runtime.extra_models_dir = p.extra_models_dir.clone();
-        runtime.overrides = p.overrides.clone();
-        runtime.wheels = (p.wheels.iter())
-            .map(|w| resolve(base, w).to_string_lossy().into_owned())
-            .collect();
-    }
+        .map_err(|e| FieldError::new("invalid-value", "runtime", format!("`runtime`: {e}")))?
+        .resolve(base);
     let default_name = m.default_profile_name();
     let settings = m.effective_serve(None).ok_or_else(|| {
         FieldError::new(
@@ -84,27 +58,6 @@ pub fn spec_from_manifest(
             }
         })
         .collect();
-    let verify = m.verify.iter().map(Check::from).collect();
-    let card = m.card.as_ref().map(|c| CardSpec {
-        description: c.description.clone(),
-        quickstart: c.quickstart.clone(),
-        architecture: c.architecture.clone(),
-        status: c.status.clone(),
-        intended_use: c.intended_use.clone(),
-        out_of_scope_use: c.out_of_scope_use.clone(),
-        usage: c.usage.clone(),
-        performance: c.performance.clone(),
-        limitations: c.limitations.clone(),
-        risks: c.risks.clone(),
-        licensing: c.licensing.clone(),
-        related: c.related.clone(),
-        license_id: c.license.as_ref().map(|l| l.id.clone()),
-        license_name: c.license.as_ref().and_then(|l| l.name.clone()),
-        license_link: c.license.as_ref().and_then(|l| l.link.clone()),
-        pipeline_tag: c.pipeline_tag.clone(),
-        base_model: c.base_model.clone(),
-        tags: Vec::new(),
-    });
     Ok(PackageSpec {
         manifest_path: manifest_path.to_path_buf(),
         name: m.name.clone(),
@@ -121,8 +74,8 @@ pub fn spec_from_manifest(
         runtime,
         serve,
         profiles,
-        verify,
-        card,
+        verify: m.verify.clone(),
+        card: m.card.clone(),
     })
 }
 
@@ -132,20 +85,6 @@ fn hostname() -> String {
         .or_else(|_| std::fs::read_to_string("/etc/hostname"))
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unknown".into())
-}
-
-/// The runtime keys the launcher reads, and the ready line (the runtime's, else the kind's).
-/// The build-only keys (engine sources, lock, packages) are left at their defaults.
-fn launch_runtime(kind: Kind, rt: &tt_model_manifest::RuntimeSpec) -> Runtime {
-    let launch = LaunchRuntime::of(rt);
-    Runtime {
-        ready_line: rt.ready_line(kind),
-        app: launch.app,
-        command: launch.command,
-        model_dir: launch.model_dir,
-        mesh_shape_env: launch.mesh_shape_env,
-        ..Runtime::default()
-    }
 }
 
 pub use tt_model_manifest::wire::preview::UNBUILT_TAG;

@@ -7,57 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use serde::Serialize;
-
-/// What we record about the tt-metal source in `built.tt_metal`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
-pub struct MetalFacts {
-    /// Full commit sha of `HEAD`; `None` when the tree is not the top of a checkout or has no
-    /// commits (then every other fact keeps its default).
-    pub sha: Option<String>,
-    /// `git describe --abbrev=10 --first-parent --dirty=-dirty --always`.
-    pub describe: Option<String>,
-    /// Tracked files have uncommitted changes (untracked files do not count).
-    pub dirty: bool,
-    /// PEP 440 version from the last release tag (see [`scm_version`]), else
-    /// [`FALLBACK_SCM_VERSION`].
-    pub scm_version: String,
-    /// `local` (a checkout on disk) or `git` (cloned from `{repo, ref}` at package time).
-    pub mode: String,
-    /// URL of the remote holding `HEAD` (`origin` if none does); the repository for a git source.
-    pub remote: Option<String>,
-    /// The checked-out branch (for a git source, the ref unless it is a sha); `None` when detached.
-    pub branch: Option<String>,
-    /// Some remote-tracking branch contains `HEAD` (always true for a git source).
-    pub pushed: bool,
-}
-
-impl From<MetalFacts> for tt_model_manifest::wire::TtMetalBuild {
-    /// `built.tt_metal` as the wire manifest records it. Both sides are spelled out in full
-    /// (no `..`), so a fact added to either type fails to compile until it is mapped here.
-    fn from(facts: MetalFacts) -> Self {
-        let MetalFacts {
-            sha,
-            describe,
-            dirty,
-            scm_version,
-            mode,
-            remote,
-            branch,
-            pushed,
-        } = facts;
-        Self {
-            sha,
-            describe,
-            dirty,
-            scm_version: Some(scm_version),
-            mode: Some(mode),
-            remote,
-            branch,
-            pushed: Some(pushed),
-        }
-    }
-}
+use tt_model_manifest::wire::TtMetalBuild;
 
 /// The version used when no release tag can be found.
 pub const FALLBACK_SCM_VERSION: &str = "0.0.0.dev0";
@@ -74,11 +24,14 @@ fn git(root: &Path, args: &[&str]) -> Option<String> {
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
 }
 
-/// Reads the facts of a local tree.
-pub fn metal_facts(root: &Path) -> MetalFacts {
-    let mut facts = MetalFacts {
-        mode: "local".into(),
-        scm_version: FALLBACK_SCM_VERSION.into(),
+/// Reads the facts of a local tree, in the wire manifest's `built.tt_metal` (where every fact is
+/// optional: a wire manifest from another tool may lack one); `scm_version`, `mode` and
+/// `pushed` are always set here.
+pub fn metal_facts(root: &Path) -> TtMetalBuild {
+    let mut facts = TtMetalBuild {
+        mode: Some("local".into()),
+        scm_version: Some(FALLBACK_SCM_VERSION.into()),
+        pushed: Some(false),
         ..Default::default()
     };
     let top = git(root, &["rev-parse", "--show-toplevel"]);
@@ -107,7 +60,7 @@ pub fn metal_facts(root: &Path) -> MetalFacts {
         ],
     );
     let contains = git(root, &["branch", "-r", "--contains", "HEAD"]).unwrap_or_default();
-    facts.pushed = !contains.trim().is_empty();
+    facts.pushed = Some(!contains.trim().is_empty());
     let remote_name = contains
         .lines()
         .map(|l| l.trim())
@@ -136,10 +89,12 @@ pub fn metal_facts(root: &Path) -> MetalFacts {
         .as_deref()
         .map(|s| &s[..s.len().min(10)])
         .unwrap_or("");
-    facts.scm_version = release
-        .as_deref()
-        .and_then(|d| scm_version(d, facts.dirty, node))
-        .unwrap_or_else(|| FALLBACK_SCM_VERSION.into());
+    facts.scm_version = Some(
+        release
+            .as_deref()
+            .and_then(|d| scm_version(d, facts.dirty, node))
+            .unwrap_or_else(|| FALLBACK_SCM_VERSION.into()),
+    );
     facts
 }
 
@@ -210,7 +165,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let facts = metal_facts(dir.path());
         assert_eq!(facts.sha, None);
-        assert_eq!(facts.scm_version, FALLBACK_SCM_VERSION);
+        assert_eq!(facts.scm_version.as_deref(), Some(FALLBACK_SCM_VERSION));
     }
 
     #[test]
@@ -238,15 +193,15 @@ mod tests {
         assert_eq!(facts.sha.as_ref().map(|s| s.len()), Some(40));
         assert_eq!(facts.branch.as_deref(), Some("main"));
         assert!(!facts.dirty);
-        assert_eq!(facts.scm_version, "0.5.0");
+        assert_eq!(facts.scm_version.as_deref(), Some("0.5.0"));
         assert_eq!(facts.describe.as_deref(), Some("v0.5.0"));
         std::fs::write(root.join("f"), "2").unwrap();
         let facts = metal_facts(root);
         assert!(facts.dirty);
         assert_eq!(facts.describe.as_deref(), Some("v0.5.0-dirty"));
         assert!(
-            facts.scm_version.starts_with("0.5.0+g"),
-            "{}",
+            (facts.scm_version.as_deref()).is_some_and(|v| v.starts_with("0.5.0+g")),
+            "{:?}",
             facts.scm_version
         );
     }

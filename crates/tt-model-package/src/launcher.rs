@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use tt_model_manifest::launch::{Launch, LaunchRuntime};
 
-use crate::spec::{Check, Kind, PackageSpec, ServeDefault};
+use crate::spec::{Kind, PackageSpec, ServeDefault, VerifyStep};
 
 /// The HTTP stack a `tt-dit-server` gets when the author lists no packages.
 pub const DIT_DEFAULT_PACKAGES: &[&str] = &["fastapi", "uvicorn", "pydantic>=2", "pillow"];
@@ -19,7 +19,7 @@ pub const TT_SMI_VERSION: &str = "6.8.0";
 /// registration (`extra_models_dir` or `extension`), so the plugin's built-in models stay out
 /// of the way; empty (unset by the entrypoint) otherwise.
 pub fn tt_vllm_builtin_models(spec: &PackageSpec) -> &'static str {
-    let own = spec.runtime.extra_models_dir.is_some() || spec.runtime.extension.is_some();
+    let own = spec.runtime.extra_models_dir().is_some() || spec.runtime.extension().is_some();
     if own && matches!(spec.kind, Kind::VllmPlugin | Kind::VllmFork) {
         "0"
     } else {
@@ -48,24 +48,17 @@ pub const APT_PACKAGES: &[&str] = &[
 
 /// The packages a tt-dit-server installs (author's list or the default stack).
 pub fn dit_packages(spec: &PackageSpec) -> Vec<String> {
-    if spec.runtime.packages.is_empty() {
+    if spec.runtime.packages().is_empty() {
         DIT_DEFAULT_PACKAGES.iter().map(|s| s.to_string()).collect()
     } else {
-        spec.runtime.packages.clone()
+        spec.runtime.packages().to_vec()
     }
 }
 
 /// The default profile's launcher inputs: the runtime's launch keys, the default profile on
 /// its own port.
 fn default_launch(spec: &PackageSpec) -> (LaunchRuntime, &ServeDefault) {
-    let rt = &spec.runtime;
-    let runtime = LaunchRuntime {
-        app: rt.app.clone(),
-        command: rt.command.clone(),
-        model_dir: rt.model_dir.clone(),
-        mesh_shape_env: rt.mesh_shape_env.clone(),
-    };
-    (runtime, &spec.serve)
+    (LaunchRuntime::of(&spec.runtime), &spec.serve)
 }
 
 /// The default profile's server argv, as `tt-model serve` runs it.
@@ -104,9 +97,9 @@ fn py(s: &str) -> String {
 /// no tt-metal library resolves a `libmpi` from elsewhere (a system libmpi without the ULFM
 /// symbols fails at load with `undefined symbol: MPIX_Comm_revoke`). Without `ldd` in the
 /// image only the first two are checked.
-pub fn openmpi_check(dir: &str) -> Check {
+pub fn openmpi_check(dir: &str) -> VerifyStep {
     let lib = crate::shell::quote(&format!("{dir}/lib"));
-    Check::Sh(format!(
+    VerifyStep::sh(format!(
         "lib={lib}; \
          case \":${{LD_LIBRARY_PATH:-}}:\" in *\":$lib:\"*) ;; *) echo \"$lib is not on LD_LIBRARY_PATH (${{LD_LIBRARY_PATH:-}})\"; exit 1;; esac; \
          test -e \"$lib/libmpi.so.40\" || {{ echo \"$lib/libmpi.so.40 is missing\"; exit 1; }}; \
@@ -122,12 +115,13 @@ pub fn openmpi_check(dir: &str) -> Check {
 /// The torch checks (CPU build, tt-metal's pin) need the pin: torch is installed from
 /// tt-metal's pin (or the author's lock), and a tree that pins no torch (the fixtures here:
 /// download.pytorch.org is unreachable) installs none, so it is not checked either.
-pub fn kind_checks(spec: &PackageSpec, torch_pin: Option<&str>) -> Vec<Check> {
+pub fn kind_checks(spec: &PackageSpec, torch_pin: Option<&str>) -> Vec<VerifyStep> {
+    let launch_runtime = LaunchRuntime::of(&spec.runtime);
     let mut checks = Vec::new();
     let torch_cpu = "import torch; assert torch.__version__.endswith(\"+cpu\"), \
                      \"torch is not the CPU build: \" + torch.__version__";
     let pin_check = |pin: &str| {
-        Check::Python(format!(
+        VerifyStep::Python(format!(
             "import torch; assert torch.__version__.split(\"+\")[0] == {pin}, \
              \"torch \" + torch.__version__ + \" does not match tt-metal's pin \" + {pin}",
             pin = py(pin)
@@ -135,11 +129,13 @@ pub fn kind_checks(spec: &PackageSpec, torch_pin: Option<&str>) -> Vec<Check> {
     };
     match spec.kind {
         Kind::VllmPlugin => {
-            checks.push(Check::Python("import ttnn, vllm, vllm_tt_plugin".into()));
+            checks.push(VerifyStep::Python(
+                "import ttnn, vllm, vllm_tt_plugin".into(),
+            ));
             if torch_pin.is_some() {
-                checks.push(Check::Python(torch_cpu.into()));
+                checks.push(VerifyStep::Python(torch_cpu.into()));
             }
-            checks.push(Check::Python(
+            checks.push(VerifyStep::Python(
                 "import vllm; assert \"/tt-metal/\" not in vllm.__file__, \
                  \"vllm resolves inside tt-metal: \" + vllm.__file__"
                     .into(),
@@ -149,11 +145,11 @@ pub fn kind_checks(spec: &PackageSpec, torch_pin: Option<&str>) -> Vec<Check> {
             }
         }
         Kind::VllmFork => {
-            checks.push(Check::Python("import ttnn, vllm".into()));
-            checks.push(Check::Python(
+            checks.push(VerifyStep::Python("import ttnn, vllm".into()));
+            checks.push(VerifyStep::Python(
                 "import vllm; assert vllm.__file__.startswith(\"/opt/vllm\"), vllm.__file__".into(),
             ));
-            checks.push(Check::Python(
+            checks.push(VerifyStep::Python(
                 "import models.common.readiness_check.run_vllm_server".into(),
             ));
             if let Some(pin) = torch_pin {
@@ -161,18 +157,22 @@ pub fn kind_checks(spec: &PackageSpec, torch_pin: Option<&str>) -> Vec<Check> {
             }
         }
         Kind::TtDitServer => {
-            checks.push(Check::Python("import ttnn".into()));
-            checks.push(Check::Python("import fastapi, uvicorn, pydantic".into()));
+            checks.push(VerifyStep::Python("import ttnn".into()));
+            checks.push(VerifyStep::Python(
+                "import fastapi, uvicorn, pydantic".into(),
+            ));
             if torch_pin.is_some() {
-                checks.push(Check::Python(torch_cpu.into()));
+                checks.push(VerifyStep::Python(torch_cpu.into()));
             }
             if let Some(pin) = torch_pin {
                 checks.push(pin_check(pin));
             }
-            if let Some((module, attr)) =
-                spec.runtime.app.as_deref().and_then(|a| a.split_once(':'))
+            if let Some((module, attr)) = launch_runtime
+                .app
+                .as_deref()
+                .and_then(|a| a.split_once(':'))
             {
-                checks.push(Check::Python(format!(
+                checks.push(VerifyStep::Python(format!(
                     "import importlib; m = importlib.import_module({m}); \
                      assert hasattr(m, {a}), {m} + \" has no attribute \" + {a}",
                     m = py(module),
@@ -181,17 +181,17 @@ pub fn kind_checks(spec: &PackageSpec, torch_pin: Option<&str>) -> Vec<Check> {
             }
         }
         Kind::HttpServer => {
-            checks.push(Check::Sh("test -d /opt/tt-metal/build/lib".into()));
+            checks.push(VerifyStep::sh("test -d /opt/tt-metal/build/lib"));
             for entry in &spec.code {
-                checks.push(Check::Sh(format!(
+                checks.push(VerifyStep::sh(format!(
                     "test -r {}",
                     crate::shell::quote(&format!("/opt/tt-metal/{entry}"))
                 )));
             }
-            if let Some(program) = spec.runtime.command.first()
+            if let Some(program) = launch_runtime.command.first()
                 && !program.contains('{')
             {
-                checks.push(Check::Sh(format!(
+                checks.push(VerifyStep::sh(format!(
                     "command -v {}",
                     crate::shell::quote(program)
                 )));
@@ -199,7 +199,7 @@ pub fn kind_checks(spec: &PackageSpec, torch_pin: Option<&str>) -> Vec<Check> {
         }
     }
     if spec.needs_python() && spec.kind == Kind::HttpServer {
-        checks.push(Check::Python(
+        checks.push(VerifyStep::Python(
             "import sys; assert sys.prefix == \"/opt/tt-venv\", sys.prefix".into(),
         ));
     }

@@ -419,8 +419,8 @@ pub fn fetch_sources(
     use crate::spec::{ComponentSource, MetalSource};
     let needs_dir = matches!(spec.metal, MetalSource::Git { .. })
         || spec.extra_code.iter().any(|e| e.git.is_some())
-        || matches!(spec.runtime.plugin, Some(ComponentSource::Git { .. }))
-        || matches!(spec.runtime.vllm, Some(ComponentSource::Git { .. }));
+        || matches!(spec.runtime.plugin(), Some(ComponentSource::Git { .. }))
+        || matches!(spec.runtime.vllm(), Some(ComponentSource::Git { .. }));
     let dir = if needs_dir {
         Some(
             tempfile::Builder::new()
@@ -460,7 +460,7 @@ pub fn fetch_sources(
         }
         extra_code.push(e);
     }
-    let plugin = match &spec.runtime.plugin {
+    let plugin = match spec.runtime.plugin() {
         Some(ComponentSource::Path { path }) => Some(local_component("runtime.plugin.path", path)?),
         Some(ComponentSource::Git { repo, git_ref }) => Some(git_component(
             "runtime.plugin",
@@ -471,7 +471,7 @@ pub fn fetch_sources(
         _ => None,
     };
     let mut vllm_wheels = Vec::new();
-    let vllm = match &spec.runtime.vllm {
+    let vllm = match spec.runtime.vllm() {
         Some(ComponentSource::Path { path }) => Some(local_component("runtime.vllm.path", path)?),
         Some(ComponentSource::Git { repo, git_ref }) => Some(git_component(
             "runtime.vllm",
@@ -491,7 +491,7 @@ pub fn fetch_sources(
         _ => None,
     };
     let mut extra_wheels = Vec::new();
-    for (i, entry) in spec.runtime.wheels.iter().enumerate() {
+    for (i, entry) in spec.runtime.wheels().iter().enumerate() {
         let field = format!("runtime.wheels[{i}]");
         let (label, role) = ("runtime.wheels entry", WheelRole::Extra);
         for w in sources::check_wheels(&field, label, entry, Path::new(entry), role)? {

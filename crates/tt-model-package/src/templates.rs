@@ -6,11 +6,12 @@
 
 use std::collections::BTreeMap;
 
+use minijinja::value::Serde;
 use minijinja::{Environment, UndefinedBehavior, Value, context};
 
 use crate::error::{FieldError, PackageError};
 use crate::launcher;
-use crate::spec::{Check, PackageSpec};
+use crate::spec::{PackageSpec, RuntimeSpec, VerifyStep};
 
 /// Template sources, embedded so the binary needs no data files.
 const TEMPLATES: &[(&str, &str)] = &[
@@ -68,7 +69,7 @@ pub struct RenderedFiles {
     /// `tt-model/entrypoint.sh`, …).
     pub files: BTreeMap<String, String>,
     /// The checks `verify.sh` runs, in order (kind checks, then the author's).
-    pub checks: Vec<Check>,
+    pub checks: Vec<VerifyStep>,
 }
 
 /// The context path of the Dockerfile.
@@ -101,6 +102,36 @@ fn environment() -> Result<Environment<'static>, PackageError> {
     Ok(env)
 }
 
+/// The `runtime` keys the build templates read: the engine sources (in
+/// [`tt_model_manifest::ComponentSource`]'s `{from, …}` form), the pip inputs and the
+/// `runtime.cargo` binary's name and path in the image. Keys a kind lacks are null or empty,
+/// so a template can test any of them (undefined is an error here).
+fn runtime_view(rt: &RuntimeSpec) -> Value {
+    let cargo = rt.cargo().map(|c| {
+        context! {
+            bin => c.bin_name(),
+            image_path => c.image_path(),
+        }
+    });
+    context! {
+        vllm => Value::from(Serde(rt.vllm())),
+        plugin => Value::from(Serde(rt.plugin())),
+        extension => rt.extension(),
+        overrides => rt.overrides().to_vec(),
+        wheels => rt.wheels().to_vec(),
+        packages => rt.packages().to_vec(),
+        cargo => cargo,
+    }
+}
+
+/// A check as `verify.sh`'s template reads it: `{lang, code}`.
+fn check_view(check: &VerifyStep) -> Value {
+    context! {
+        lang => check.lang(),
+        code => check.text(),
+    }
+}
+
 /// Renders every build file for `spec`.
 pub fn render(spec: &PackageSpec, options: &RenderOptions) -> Result<RenderedFiles, PackageError> {
     let env = environment()?;
@@ -130,10 +161,10 @@ pub fn render(spec: &PackageSpec, options: &RenderOptions) -> Result<RenderedFil
         torch_pin => options.torch_pin.clone(),
         tt_smi_version => launcher::TT_SMI_VERSION,
         tt_vllm_builtin_models => launcher::tt_vllm_builtin_models(spec),
-        runtime => Value::from(minijinja::value::Serde(&spec.runtime)),
+        runtime => runtime_view(&spec.runtime),
         packages => launcher::dit_packages(spec),
         apt_packages => if options.install_apt { launcher::APT_PACKAGES.to_vec() } else { Vec::new() },
-        checks => Value::from(minijinja::value::Serde(&checks)),
+        checks => checks.iter().map(check_view).collect::<Vec<_>>(),
         env => serve_env,
         argv => launcher::serve_argv(spec),
         port => spec.serve.port,

@@ -1,14 +1,14 @@
 //! Reading `verify.sh`'s markers back into a result: which check failed, with what output.
 
 use crate::error::PackageError;
-use crate::spec::Check;
+use crate::spec::VerifyStep;
 
 /// The marker prefix `verify.sh` prints.
 const MARK: &str = "tt-model-verify: ";
 
 /// Turns a verify run (exit status and combined output) into `Ok(passed count)` or the
 /// failing check with the lines it printed.
-pub fn interpret(checks: &[Check], status: i64, output: &str) -> Result<usize, PackageError> {
+pub fn interpret(checks: &[VerifyStep], status: i64, output: &str) -> Result<usize, PackageError> {
     let mut current: Option<usize> = None;
     let mut lines: Vec<&str> = Vec::new();
     for line in output.lines() {
@@ -55,10 +55,10 @@ pub fn interpret(checks: &[Check], status: i64, output: &str) -> Result<usize, P
 mod tests {
     use super::*;
 
-    fn checks() -> Vec<Check> {
+    fn checks() -> Vec<VerifyStep> {
         vec![
-            Check::Sh("true".into()),
-            Check::Python("assert 1 == 2, 'nope'".into()),
+            VerifyStep::sh("true"),
+            VerifyStep::Python("assert 1 == 2, 'nope'".into()),
         ]
     }
 

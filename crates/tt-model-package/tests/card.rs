@@ -2,20 +2,24 @@
 
 use crate::common;
 
-use tt_model_package::card::{CardFacts, render_card};
-use tt_model_package::spec::{CardSpec, ProfileSummary};
+use tt_model_manifest::wire::{Built, TtMetalBuild};
+use tt_model_package::card::render_card;
+use tt_model_package::spec::{CardSettings, License, ProfileSummary};
 
-fn facts() -> CardFacts {
-    CardFacts {
-        tool_version: "0.0.0-test".into(),
+fn facts() -> Built {
+    Built {
+        tt_model_version: "0.0.0-test".into(),
         created_at: "2026-11-30T00:00:00Z".into(),
-        code_sha256: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-            .into(),
-        metal_sha: Some("668c2907575aaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into()),
-        metal_remote: Some("git@github.com:tenstorrent/tt-metal.git".into()),
-        metal_dirty: true,
-        cargo: None,
-        base_images: Default::default(),
+        code_sha256: Some(
+            "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef".into(),
+        ),
+        tt_metal: TtMetalBuild {
+            sha: Some("668c2907575aaaaaaaaaaaaaaaaaaaaaaaaaaaaa".into()),
+            remote: Some("git@github.com:tenstorrent/tt-metal.git".into()),
+            dirty: true,
+            ..Default::default()
+        },
+        ..Default::default()
     }
 }
 
@@ -51,16 +55,18 @@ fn a_card_names_its_bases_and_says_when_it_is_the_local_python_base() {
 #[test]
 fn a_full_card_with_two_profiles() {
     let mut spec = common::vllm_plugin();
-    spec.card = Some(CardSpec {
+    spec.card = Some(CardSettings {
         description: Some("Llama on four p150s.\n".into()),
         intended_use: Some("Chat.".into()),
         out_of_scope_use: Some("Medical advice.".into()),
         performance: Some("40 tok/s | per user".into()),
         limitations: Some("   ".into()),
         status: Some("beta".into()),
-        license_id: Some("other".into()),
-        license_name: Some("Llama 3.1 Community License".into()),
-        license_link: Some("https://llama.meta.com/license".into()),
+        license: Some(License {
+            id: "other".into(),
+            name: Some("Llama 3.1 Community License".into()),
+            link: Some("https://llama.meta.com/license".into()),
+        }),
         ..Default::default()
     });
     spec.profiles.push(ProfileSummary {
@@ -105,10 +111,8 @@ fn a_minimal_card_defaults_base_model_to_the_weights() {
     let spec = common::http_server();
     let card = render_card(
         &spec,
-        &CardFacts {
-            metal_sha: None,
-            metal_remote: None,
-            metal_dirty: false,
+        &Built {
+            tt_metal: TtMetalBuild::default(),
             ..facts()
         },
     )
@@ -144,7 +148,7 @@ fn a_card_records_the_shipped_rust_binary() {
     };
     let card = render_card(
         &spec,
-        &CardFacts {
+        &Built {
             cargo: Some(cargo),
             ..facts()
         },
@@ -165,7 +169,7 @@ fn a_card_records_the_shipped_rust_binary() {
 #[test]
 fn a_card_carries_the_tags_and_quickstart_tt_reads() {
     let mut spec = common::vllm_plugin();
-    spec.card = Some(CardSpec {
+    spec.card = Some(CardSettings {
         architecture: Some("Llama 3.1 decoder, 8B".into()),
         ..Default::default()
     });

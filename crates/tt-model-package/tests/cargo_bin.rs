@@ -8,7 +8,7 @@ use std::process::Command;
 use sha2::{Digest, Sha256};
 use tt_model_package::PackageError;
 use tt_model_package::cargo_bin::{build, elf_is_static};
-use tt_model_package::spec::CargoSpec;
+use tt_model_package::spec::CargoBinary;
 
 struct Workspace(PathBuf);
 
@@ -48,13 +48,12 @@ fn run_ok(cmd: &mut Command) {
     );
 }
 
-fn spec(dir: &Path, package: &str) -> CargoSpec {
-    CargoSpec {
-        workspace: dir.to_path_buf(),
+fn spec(dir: &Path, package: &str) -> CargoBinary {
+    CargoBinary {
+        workspace: dir.to_string_lossy().into_owned(),
         package: package.into(),
-        bin: package.into(),
+        bin: None,
         features: vec![],
-        image_path: format!("/usr/local/bin/{package}"),
     }
 }
 

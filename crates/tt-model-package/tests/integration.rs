@@ -14,6 +14,7 @@ mod common;
 mod e2e_docker;
 mod e2e_openmpi;
 mod lint_agreement;
+mod one_model;
 mod openmpi;
 mod out_root;
 mod reproducible;

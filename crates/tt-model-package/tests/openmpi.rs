@@ -10,7 +10,7 @@ use std::process::Command;
 
 use tt_model_package::launcher::openmpi_check;
 use tt_model_package::pipeline::OPENMPI_DIR;
-use tt_model_package::spec::Check;
+use tt_model_package::spec::VerifyStep;
 use tt_model_package::templates::{RenderOptions, render};
 
 fn options(openmpi: bool) -> RenderOptions {
@@ -77,10 +77,9 @@ fn a_base_without_openmpi_renders_nothing_about_it() {
 }
 
 /// Runs the check's shell text with `LD_LIBRARY_PATH` set (or not).
-fn run_check(check: &Check, ld_library_path: Option<&str>) -> (bool, String) {
-    let Check::Sh(code) = check else {
-        panic!("the OpenMPI check is a shell check")
-    };
+fn run_check(check: &VerifyStep, ld_library_path: Option<&str>) -> (bool, String) {
+    assert_eq!(check.lang(), "sh", "the OpenMPI check is a shell check");
+    let code = check.text();
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(code).env_remove("LD_LIBRARY_PATH");
     if let Some(p) = ld_library_path {

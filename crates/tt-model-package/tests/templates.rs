@@ -6,7 +6,7 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
-use tt_model_package::spec::{Check, Kind};
+use tt_model_package::spec::{Kind, VerifyStep};
 use tt_model_package::templates::{RenderOptions, render};
 
 fn options(has_lock: bool) -> RenderOptions {
@@ -23,7 +23,7 @@ fn options(has_lock: bool) -> RenderOptions {
 #[test]
 fn every_kind_renders_every_file() {
     for (kind, spec) in common::all() {
-        let rendered = render(&spec, &options(spec.runtime.lock.is_some())).unwrap();
+        let rendered = render(&spec, &options(spec.runtime.lock().is_some())).unwrap();
         for (path, text) in &rendered.files {
             let name = format!("{kind}__{}", path.replace('/', "__"));
             insta::assert_snapshot!(name, text);
@@ -75,7 +75,7 @@ fn only_python_kinds_get_a_venv() {
     let http = render(&common::http_server(), &options(false)).unwrap();
     assert!(!http.files["tt-model/Dockerfile"].contains("/opt/tt-venv /opt/tt-venv"));
     let mut with_packages = common::http_server();
-    with_packages.runtime.packages = vec!["aiohttp".into()];
+    common::http_runtime(&mut with_packages).packages = vec!["aiohttp".into()];
     let http = render(&with_packages, &options(false)).unwrap();
     assert!(
         http.files["tt-model/Dockerfile"].contains("COPY --from=engine /opt/tt-venv /opt/tt-venv")
@@ -87,7 +87,7 @@ fn only_python_kinds_get_a_venv() {
 fn checks_are_kind_checks_then_the_authors() {
     let spec = common::tt_dit_server();
     let rendered = render(&spec, &options(false)).unwrap();
-    let texts: Vec<&str> = rendered.checks.iter().map(Check::text).collect();
+    let texts: Vec<&str> = rendered.checks.iter().map(VerifyStep::text).collect();
     assert_eq!(texts[0], "import ttnn");
     assert!(
         texts.iter().any(|t| t.contains("\"2.7.1\"")),
@@ -154,7 +154,7 @@ fn run_with_fakes(
 #[test]
 fn hostile_install_values_stay_single_arguments() {
     let mut spec = common::tt_dit_server();
-    spec.runtime.packages = vec![
+    common::dit_runtime(&mut spec).packages = vec![
         format!("fastapi=={HOSTILE}"),
         "x$(touch pwned2)".into(),
         "it's".into(),
@@ -191,11 +191,12 @@ fn hostile_install_values_stay_single_arguments() {
     }
 
     let mut spec = common::vllm_plugin();
-    spec.runtime.vllm = Some(tt_model_package::spec::ComponentSource::Version {
+    let rt = common::plugin_runtime(&mut spec);
+    rt.vllm = Some(tt_model_package::spec::ComponentSource::Version {
         version: HOSTILE.into(),
     });
-    spec.runtime.overrides = vec![format!("numpy=={HOSTILE}")];
-    spec.runtime.plugin = Some(tt_model_package::spec::ComponentSource::Version {
+    rt.overrides = vec![format!("numpy=={HOSTILE}")];
+    rt.plugin = Some(tt_model_package::spec::ComponentSource::Version {
         version: HOSTILE.into(),
     });
     let rendered = render(&spec, &options(false)).unwrap();
@@ -222,8 +223,8 @@ fn hostile_verify_checks_arrive_intact() {
     let mut spec = common::http_server();
     spec.kind = Kind::TtDitServer; // a Python kind: checks go through $VENV/bin/python
     spec.verify = vec![
-        Check::Python(format!("print('{HOSTILE}')")),
-        Check::Sh(format!("printf '%s' '{HOSTILE}'")),
+        VerifyStep::Python(format!("print('{HOSTILE}')")),
+        VerifyStep::sh(format!("printf '%s' '{HOSTILE}'")),
     ];
     let rendered = render(&spec, &options(false)).unwrap();
     let dir = tempfile::tempdir().unwrap();
@@ -245,7 +246,7 @@ fn hostile_verify_checks_arrive_intact() {
 #[test]
 fn hostile_serve_values_reach_the_server_verbatim() {
     let mut spec = common::http_server();
-    spec.runtime.command = vec![
+    common::http_runtime(&mut spec).command = vec![
         "sh".into(),
         "-c".into(),
         "printf '%s|%s|' \"$HOSTILE\" \"$1\"".into(),
@@ -311,7 +312,7 @@ fn gr00t_rs_example_carries_the_device_backend() {
         example.parent().unwrap(),
     )
     .unwrap();
-    let cargo = spec.runtime.cargo.as_ref().expect("runtime.cargo");
+    let cargo = spec.runtime.cargo().expect("runtime.cargo");
     assert_eq!(cargo.features, ["device"]);
     assert!(spec.needs_python());
     let rendered = render(&spec, &options(false)).unwrap();

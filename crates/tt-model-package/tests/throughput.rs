@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
-use tt_model_package::spec::{Kind, MetalSource, PackageSpec, Runtime, ServeDefault};
+use tt_model_package::spec::{Kind, MetalSource, PackageSpec, RuntimeSpec, ServeDefault};
 use tt_model_package::stage::stage_code;
 
 #[test]
@@ -47,7 +47,7 @@ fn stage_and_digest_1gb_vs_sha256sum() {
         extra_code: vec![],
         ubuntu: "22.04".into(),
         python: "3.12".into(),
-        runtime: Runtime::default(),
+        runtime: RuntimeSpec::empty(Kind::HttpServer),
         serve: ServeDefault::default(),
         profiles: vec![],
         verify: vec![],

@@ -349,7 +349,7 @@ async fn measure_registry_512mb() {
     use std::time::Instant;
     use tt_model_hub::registry::push::{BlobFile, ImageToPush, push_image};
     use tt_model_hub::registry::{Registry, RegistryTarget, pull};
-    use tt_model_hub::upload::Quiet;
+    use tt_model_local::progress::Silent;
     use tt_model_oci::OciLayout;
 
     let Some(client) = engine().await else { return };
@@ -405,16 +405,14 @@ async fn measure_registry_512mb() {
     };
     let target = RegistryTarget::new(&format!("{}/tt", registry.host), "measure-512").unwrap();
     let reg = Registry::connect(target, true, &[]).await.unwrap();
+    let no_mounts = Default::default();
+    let push = || push_image(&reg, &image, "latest", &no_mounts, Arc::new(Silent));
     let t0 = Instant::now();
-    let report = push_image(&reg, &image, "latest", &Default::default(), Arc::new(Quiet))
-        .await
-        .unwrap();
+    let report = push().await.unwrap();
     rate("registry push (first)", t0.elapsed().as_secs_f64());
     assert_eq!(report.uploaded, 2);
     let t0 = Instant::now();
-    let again = push_image(&reg, &image, "latest", &Default::default(), Arc::new(Quiet))
-        .await
-        .unwrap();
+    let again = push().await.unwrap();
     eprintln!(
         "MEASURED registry re-push (nothing to send): {:.3} s, {} bytes",
         t0.elapsed().as_secs_f64(),
@@ -422,7 +420,7 @@ async fn measure_registry_512mb() {
     );
     let t0 = Instant::now();
     let pulled = t.join("pulled");
-    pull::pull_layout(&reg, &exported.manifest_digest, "latest", &pulled, &Quiet)
+    pull::pull_layout(&reg, &exported.manifest_digest, "latest", &pulled, &Silent)
         .await
         .unwrap();
     rate("registry pull (verified)", t0.elapsed().as_secs_f64());

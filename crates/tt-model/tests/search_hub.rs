@@ -10,7 +10,8 @@ use std::sync::Arc;
 use common::*;
 use tt_model_hub::env::HubEnv;
 use tt_model_hub::hub::HubClient;
-use tt_model_hub::upload::{LocalFile, Quiet, upload};
+use tt_model_hub::upload::{LocalFile, upload};
+use tt_model_local::progress::Silent;
 use tt_model_testkit::hub::{FakeFile, FakeRepo, HubServer, TEST_TOKEN};
 
 fn repo(id: &str, tags: &[&str]) -> FakeRepo {
@@ -95,7 +96,7 @@ async fn search_asks_for_the_newest_first_and_keeps_the_row_contract() {
         &[LocalFile::bytes("README.md", readme.as_bytes().to_vec())],
         &[],
         "v2",
-        Arc::new(Quiet),
+        Arc::new(Silent),
     )
     .await
     .unwrap();

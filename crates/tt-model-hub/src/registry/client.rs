@@ -296,7 +296,7 @@ impl Registry {
         digest: &str,
         path: &Path,
         size: u64,
-        reporter: Arc<dyn Transfer>,
+        transfer: Arc<dyn Transfer>,
     ) -> Result<(), RegistryError> {
         let sep = if location.contains('?') { '&' } else { '?' };
         let url = format!("{location}{sep}digest={digest}");
@@ -307,7 +307,7 @@ impl Registry {
                 Ok(h.put(&url)
                     .header(CONTENT_TYPE, "application/octet-stream")
                     .header(CONTENT_LENGTH, size)
-                    .body(crate::upload::file_body(file, reporter.clone())))
+                    .body(crate::upload::file_body(file, transfer.clone())))
             })
             .await?;
         if resp.status() != StatusCode::CREATED {
@@ -393,7 +393,7 @@ impl Registry {
         digest: &str,
         size: u64,
         dest: &Path,
-        reporter: &dyn Transfer,
+        transfer: &dyn Transfer,
     ) -> Result<(), RegistryError> {
         let url = self.url(&format!("blobs/{digest}"));
         let mut resp = self.send(&url, |h| Ok(h.get(&url))).await?;
@@ -412,7 +412,7 @@ impl Registry {
             while let Some(chunk) = resp.chunk().await.map_err(Self::network(&url))? {
                 hasher.update(&chunk);
                 got += chunk.len() as u64;
-                reporter.bytes(chunk.len() as u64);
+                transfer.bytes(chunk.len() as u64);
                 file.write_all(&chunk)
                     .await
                     .map_err(RegistryError::io("Cannot write", dest))?;

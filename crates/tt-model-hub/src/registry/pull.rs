@@ -31,7 +31,7 @@ pub async fn pull_layout(
     digest: &str,
     ref_name: &str,
     dest: &Path,
-    reporter: &dyn Transfer,
+    transfer: &dyn Transfer,
 ) -> Result<PullReport, RegistryError> {
     let (manifest, media_type) = registry.get_manifest(digest).await?;
     let bad = |detail: &str| RegistryError::BadResponse {
@@ -55,7 +55,7 @@ pub async fn pull_layout(
     }
     blobs.sort();
     blobs.dedup();
-    reporter.total(blobs.iter().map(|(_, s)| s).sum());
+    transfer.total(blobs.iter().map(|(_, s)| s).sum());
 
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(RegistryError::io("Cannot create", parent))?;
@@ -67,9 +67,9 @@ pub async fn pull_layout(
     std::fs::create_dir_all(&sha).map_err(RegistryError::io("Cannot create", &sha))?;
     let mut report = PullReport { blobs: 0, bytes: 0 };
     for (d, size) in &blobs {
-        reporter.file(d);
+        transfer.file(d);
         let path = sha.join(d.trim_start_matches("sha256:"));
-        registry.get_blob(d, *size, &path, reporter).await?;
+        registry.get_blob(d, *size, &path, transfer).await?;
         report.blobs += 1;
         report.bytes += size;
     }

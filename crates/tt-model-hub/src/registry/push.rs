@@ -58,7 +58,7 @@ pub async fn push_image(
     image: &ImageToPush,
     tag: &str,
     mount_from: &HashMap<String, String>,
-    reporter: Arc<dyn Transfer>,
+    transfer: Arc<dyn Transfer>,
 ) -> Result<PushReport, RegistryError> {
     let mut report = PushReport::default();
     let mut missing = Vec::new();
@@ -70,28 +70,28 @@ pub async fn push_image(
             missing.push(blob);
         }
     }
-    reporter.total(missing.iter().map(|b| b.size).sum());
+    transfer.total(missing.iter().map(|b| b.size).sum());
     let own = &registry.target().repository;
     for blob in missing {
         let session = match mount_from.get(&blob.digest).filter(|from| *from != own) {
             Some(from) => match registry.mount(&blob.digest, from).await? {
                 Mount::Mounted => {
                     report.mounted += 1;
-                    reporter.bytes(blob.size);
+                    transfer.bytes(blob.size);
                     continue;
                 }
                 Mount::Upload(location) => location,
             },
             None => registry.start_upload().await?,
         };
-        reporter.file(&blob.digest);
+        transfer.file(&blob.digest);
         registry
             .finish_upload(
                 &session,
                 &blob.digest,
                 &blob.path,
                 blob.size,
-                reporter.clone(),
+                transfer.clone(),
             )
             .await?;
         report.uploaded += 1;

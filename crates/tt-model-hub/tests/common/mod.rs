@@ -1,5 +1,5 @@
 //! Helpers shared by the download tests: a `HubEnv` pointing at the local server and a
-//! byte-counting reporter.
+//! byte-counting [`tt_model_events::Transfer`].
 
 #![allow(dead_code)] // each test binary uses its own subset
 

@@ -182,6 +182,20 @@ impl RuntimeSpec {
         Ok(Self { common, kind })
     }
 
+    /// A block of `kind` with no keys set (every key at its default).
+    pub fn empty(kind: Kind) -> Self {
+        let kind = match kind {
+            Kind::VllmPlugin => KindRuntime::VllmPlugin(VllmPluginRuntime::default()),
+            Kind::VllmFork => KindRuntime::VllmFork(VllmForkRuntime::default()),
+            Kind::TtDitServer => KindRuntime::TtDitServer(TtDitServerRuntime::default()),
+            Kind::HttpServer => KindRuntime::HttpServer(HttpServerRuntime::default()),
+        };
+        Self {
+            common: CommonRuntime::default(),
+            kind,
+        }
+    }
+
     /// `runtime.lock`, whichever kind.
     pub fn lock(&self) -> Option<&str> {
         match &self.kind {
@@ -206,6 +220,38 @@ impl RuntimeSpec {
         match &self.kind {
             KindRuntime::VllmPlugin(r) => r.vllm.as_ref(),
             KindRuntime::VllmFork(r) => r.vllm.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// `runtime.plugin` (vllm-plugin).
+    pub fn plugin(&self) -> Option<&ComponentSource> {
+        match &self.kind {
+            KindRuntime::VllmPlugin(r) => r.plugin.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// `runtime.overrides` (vllm-plugin).
+    pub fn overrides(&self) -> &[String] {
+        match &self.kind {
+            KindRuntime::VllmPlugin(r) => &r.overrides,
+            _ => &[],
+        }
+    }
+
+    /// `runtime.wheels` (vllm-plugin).
+    pub fn wheels(&self) -> &[String] {
+        match &self.kind {
+            KindRuntime::VllmPlugin(r) => &r.wheels,
+            _ => &[],
+        }
+    }
+
+    /// `runtime.extra_models_dir` (vllm-plugin).
+    pub fn extra_models_dir(&self) -> Option<&str> {
+        match &self.kind {
+            KindRuntime::VllmPlugin(r) => r.extra_models_dir.as_deref(),
             _ => None,
         }
     }

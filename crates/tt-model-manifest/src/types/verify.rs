@@ -29,11 +29,25 @@ pub struct ShellStep {
 pub const SHELL_STEP_KEYS: &[&str] = &["sh"];
 
 impl VerifyStep {
+    /// A shell check, `{sh: command}`.
+    pub fn sh(command: impl Into<String>) -> Self {
+        VerifyStep::Shell(ShellStep { sh: command.into() })
+    }
+
     /// The statement or command text.
     pub fn text(&self) -> &str {
         match self {
             VerifyStep::Python(s) => s,
             VerifyStep::Shell(s) => &s.sh,
+        }
+    }
+
+    /// What runs the text: `python` (the image's venv `python -c`) or `sh` (`sh -c`); the
+    /// `lang` of the `{lang, code}` view `verify.sh`'s template reads.
+    pub fn lang(&self) -> &'static str {
+        match self {
+            VerifyStep::Python(_) => "python",
+            VerifyStep::Shell(_) => "sh",
         }
     }
 }
@@ -56,5 +70,21 @@ impl FromNode for VerifyStep {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_check_says_what_runs_it_and_keeps_its_authored_form() {
+        let sh = VerifyStep::sh("true");
+        assert_eq!((sh.lang(), sh.text()), ("sh", "true"));
+        let py = VerifyStep::Python("import x".into());
+        assert_eq!((py.lang(), py.text()), ("python", "import x"));
+        // The wire manifest records each as written: a string, or `{sh: …}`.
+        let json = serde_json::to_value([&py, &sh]).expect("checks serialize");
+        assert_eq!(json, serde_json::json!(["import x", {"sh": "true"}]));
     }
 }

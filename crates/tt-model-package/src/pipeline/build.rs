@@ -91,11 +91,13 @@ pub(super) async fn build(
         "METAL_DESCRIBE".to_string(),
         r.facts.describe.clone().unwrap_or_else(|| "v0.0.0".into()),
     );
-    build_args.insert("SCM_VERSION".to_string(), r.facts.scm_version.clone());
+    let scm_version =
+        (r.facts.scm_version.clone()).unwrap_or_else(|| crate::git::FALLBACK_SCM_VERSION.into());
+    build_args.insert("SCM_VERSION".to_string(), scm_version);
     build_args.insert("TT_MODEL_KIND".to_string(), spec.kind.as_str().to_string());
     let epoch = crate::git::source_date_epoch(&r.metal_root, r.facts.sha.as_deref());
     build_args.insert("SOURCE_DATE_EPOCH".to_string(), epoch.to_string());
-    if let Some(dir) = &spec.runtime.extra_models_dir {
+    if let Some(dir) = spec.runtime.extra_models_dir() {
         build_args.insert(
             "EXTRA_MODELS_DIR".to_string(),
             format!("/opt/tt-metal/{dir}"),

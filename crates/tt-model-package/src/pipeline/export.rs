@@ -73,30 +73,16 @@ pub(super) async fn export(
         None => freeze_lock(run.client, spec, &image.id).await?.into_bytes(),
     };
     write(&tmp.path().join("requirements.lock"), &lock_text)?;
-    let created_at = utc_now();
-    let card = render_card(
-        spec,
-        &CardFacts {
-            tool_version: run.options.tool_version.clone(),
-            created_at: created_at.clone(),
-            code_sha256: files.code.digest.clone(),
-            metal_sha: r.facts.sha.clone(),
-            metal_remote: r.facts.remote.clone(),
-            metal_dirty: r.facts.dirty,
-            cargo: files.cargo.as_ref().map(|c| c.facts.clone()),
-            base_images: r.base_images.clone(),
-        },
-    )?;
-    write(&tmp.path().join("README.md"), card.as_bytes())?;
     let packaged = Packaged {
-        // Filled once, in the wire manifest's own type: what is returned is what is recorded.
+        // Filled once, in the wire manifest's own type: what is returned is what is recorded,
+        // and what the card shows.
         built: Built {
             image: image.final_tag,
             image_digest: Some(image.id),
             repo: Some(spec.repo.clone()),
             tt_model_version: run.options.tool_version.clone(),
-            created_at,
-            tt_metal: r.facts.clone().into(),
+            created_at: utc_now(),
+            tt_metal: r.facts.clone(),
             code_sha256: Some(files.code.digest),
             vllm: r.fetched.vllm.as_ref().map(|(_, b)| b.clone()),
             plugin: r.fetched.plugin.as_ref().map(|(_, b)| b.clone()),
@@ -112,6 +98,8 @@ pub(super) async fn export(
         reused_export,
         ignored: files.code.ignored,
     };
+    let card = render_card(spec, &packaged.built)?;
+    write(&tmp.path().join("README.md"), card.as_bytes())?;
     let wire_json = wire(&packaged)?;
     write(
         &tmp.path().join(tt_model_manifest::wire::MANIFEST_NAME),

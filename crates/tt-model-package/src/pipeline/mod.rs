@@ -17,10 +17,10 @@ use tt_model_engine::build::{BuildEvent, BuildRequest};
 use tt_model_engine::oneshot::OneShot;
 use tt_model_oci::labels;
 
-use crate::card::{CardFacts, render_card};
+use crate::card::render_card;
 use crate::context::ContextBuilder;
 use crate::error::PackageError;
-use crate::git::{MetalFacts, metal_facts};
+use crate::git::metal_facts;
 use crate::report::{Event, Phase, Progress};
 use crate::spec::{MetalSource, PackageSpec};
 use crate::stage::{check_metal_tree, read_torch_pin, stage_code, walk_metal};

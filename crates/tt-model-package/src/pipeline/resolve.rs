@@ -10,7 +10,7 @@ pub(super) struct Resolved {
     pub(super) spec: PackageSpec,
     pub(super) fetched: crate::sources::Fetched,
     pub(super) metal_root: PathBuf,
-    pub(super) facts: MetalFacts,
+    pub(super) facts: tt_model_manifest::wire::TtMetalBuild,
     pub(super) torch_pin: Option<String>,
     pub(super) out_root: PathBuf,
     pub(super) dev_pin: String,
@@ -51,12 +51,12 @@ pub(super) async fn resolve(
     let mut facts = metal_facts(&metal_root);
     if let Some((pin, _)) = &fetched.metal {
         facts.sha = Some(pin.sha.clone());
-        facts.mode = "git".into();
+        facts.mode = Some("git".into());
         facts.remote = Some(pin.repo.clone());
         facts.branch =
             (!pin.git_ref.chars().all(|c| c.is_ascii_hexdigit())).then(|| pin.git_ref.clone());
         facts.dirty = false;
-        facts.pushed = true;
+        facts.pushed = Some(true);
     }
     for (pin, what) in fetched
         .metal

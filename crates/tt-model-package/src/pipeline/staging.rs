@@ -58,11 +58,11 @@ pub(super) async fn stage(r: &Resolved, run: &mut Run<'_, '_>) -> Result<Staged,
         code.files.len(),
         code.digest
     )));
-    let lock_bytes = match &spec.runtime.lock {
-        Some(lock) => Some(fs::read(lock).map_err(|_| PackageError::MissingLock(lock.clone()))?),
+    let lock_bytes = match spec.runtime.lock() {
+        Some(lock) => Some(fs::read(lock).map_err(|_| PackageError::MissingLock(lock.into()))?),
         None => None,
     };
-    let cargo = match spec.runtime.cargo.clone() {
+    let cargo = match spec.runtime.cargo().cloned() {
         Some(cargo_spec) => Some(build_cargo_binary(cargo_spec, run).await?),
         None => None,
     };
@@ -157,7 +157,7 @@ pub(super) async fn stage(r: &Resolved, run: &mut Run<'_, '_>) -> Result<Staged,
 
 /// `runtime.cargo`: the static binary built on the host, its compiler output in the log.
 pub(super) async fn build_cargo_binary(
-    cargo_spec: crate::spec::CargoSpec,
+    cargo_spec: crate::spec::CargoBinary,
     run: &mut Run<'_, '_>,
 ) -> Result<crate::cargo_bin::CargoOutput, PackageError> {
     let (out, lines) = tokio::task::spawn_blocking(move || {
