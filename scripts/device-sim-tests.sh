@@ -19,13 +19,16 @@ prefix=${BLACKHOLE_SIM_PREFIX:-$HOME/.cache/blackhole-sim}
 source "$prefix/env.sh"
 export VIRTUAL_ENV="$prefix/venv" PATH="$prefix/venv/bin:$PATH" GR00T_REQUIRE_SIM=1
 # The workspace build with the feature, as README's test command makes it: no second build.
-# The name filters select the device tests of gr00t-runtime (lib) and gr00t-server (integration).
-filters=(megakernel::device device_sim::)
+# The name filters select the device tests of gr00t-megakernel (lib, module `device`) and
+# gr00t-server (integration). tt-blackhole's `device` module has a test of its own (the card
+# choice, no simulator): skipped by name, so that `device::` selects the backend's tests alone.
+filters=(device:: device_sim::)
+skips=(--skip device::tests::card_selection_fails_clearly)
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 cargo test "$@" --workspace --features gr00t-server/device --lib --tests -- \
-  --include-ignored --nocapture --test-threads 1 "${filters[@]}" 2>&1 | tee "$log" || status=$?
+  --include-ignored --nocapture --test-threads 1 "${filters[@]}" "${skips[@]}" 2>&1 | tee "$log" || status=$?
 # Each filter must have selected tests: count the tests that started under it.
 summary=""
 for f in "${filters[@]}"; do

@@ -1,5 +1,9 @@
 //! The seam between the host side (preprocessing, decoding) and a model backend.
 
+mod device_stats;
+
+pub use device_stats::{Cumulative, DeviceStats, Traffic};
+
 /// Everything a backend needs for one forward pass, already preprocessed (batch size 1).
 #[derive(Debug, Clone)]
 pub struct ModelInputs {
@@ -62,7 +66,7 @@ pub trait DeviceSupervision: Send + Sync {
     fn close(&self);
     /// The last finished forward's measured device traffic (programs, bytes each way, per
     /// step); `None` before the first forward, or for a device that does not count.
-    fn stats(&self) -> Option<crate::megakernel::counters::DeviceStats> {
+    fn stats(&self) -> Option<DeviceStats> {
         None
     }
     /// The host's share of the denoising steps since the device opened, as JSON: the steps

@@ -6,6 +6,7 @@
 // are for library and binary code).
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
+mod backbone_formats;
 mod host_golden;
 mod model_full_size;
 mod model_golden;
@@ -14,4 +15,3 @@ mod n17_golden;
 mod n17_head;
 mod n17_model;
 mod n17_processing;
-mod sim_full_forward;

@@ -49,7 +49,7 @@ pub fn load_policy(settings: &Settings, model_dir: &Path) -> anyhow::Result<Box<
                 let processor = Processor::load(model_dir, &settings.embodiment)?;
                 config.head_embodiment = Some(processor.embodiment_id);
             }
-            let p = gr00t_runtime::megakernel::MegakernelPolicy::load(model_dir, &config)
+            let p = gr00t_megakernel::MegakernelPolicy::load(model_dir, &config)
                 .map_err(|e| load_err(&e))?;
             tracing::info!("DiT arena: {:?}", p.arena_outcome);
             Ok(Box::new(p))

@@ -295,7 +295,7 @@ fn plan(
         None => ModelConfig::full_size(),
     };
     let dtype = ArenaDtype::parse(dtype.unwrap_or(&settings.mk_arena_dtype))?;
-    let dims = gr00t_runtime::megakernel::dit_dims(&cfg.gr00t, ctx_tokens);
+    let dims = gr00t_megakernel::dit_dims(&cfg.gr00t, ctx_tokens);
     let plan = tt_blackhole::plan::build_plan(&dims, dtype)?;
     if json {
         println!("{}", plan.to_json());

@@ -201,7 +201,7 @@ impl Settings {
         }
         let mk_device = one_of("GR00T_MK_DEVICE", "emulator", &MK_DEVICES)?;
         let mk_device_timeout = match get("GR00T_MK_DEVICE_TIMEOUT_S") {
-            None => gr00t_runtime::megakernel::DEFAULT_DEVICE_TIMEOUT,
+            None => gr00t_megakernel::DEFAULT_DEVICE_TIMEOUT,
             Some(v) => v
                 .parse::<f64>()
                 .ok()
@@ -362,9 +362,8 @@ impl Settings {
     /// `GR00T_TTNN_PYTHON`): the runtime reads no environment of its own.
     pub fn megakernel(
         &self,
-    ) -> Result<gr00t_runtime::megakernel::MegakernelConfig, tt_blackhole::format::UnknownDtype>
-    {
-        Ok(gr00t_runtime::megakernel::MegakernelConfig {
+    ) -> Result<gr00t_megakernel::MegakernelConfig, tt_blackhole::format::UnknownDtype> {
+        Ok(gr00t_megakernel::MegakernelConfig {
             dtype: tt_blackhole::format::ArenaDtype::parse(&self.mk_arena_dtype)?,
             cache_dir: self.tt_cache.clone(),
             device: self.mk_device.clone(),

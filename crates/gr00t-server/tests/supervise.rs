@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use common::*;
-use gr00t_runtime::megakernel::counters::{DeviceCounters, DeviceStats};
+use gr00t_megakernel::counters::{DeviceCounters, DeviceStats};
 use gr00t_runtime::policy::{
     ActionChunk, DeviceStatus, DeviceSupervision, ForwardTiming, ModelInputs, Policy, PolicyError,
 };

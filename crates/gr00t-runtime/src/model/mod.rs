@@ -69,9 +69,11 @@ pub enum ModelError {
     /// The DiT weight arena could not be built or opened.
     #[error("DiT arena: {0}")]
     Arena(#[from] tt_blackhole::arena::ArenaError),
-    /// The action head's weights could not be packed for the device.
+    /// The action head's weights could not be packed for the device (the device backend's
+    /// error, gr00t-megakernel's `HeadArenaError`, kept as the source: this crate does not
+    /// depend on the backend).
     #[error("action head arena: {0}")]
-    HeadArena(#[from] crate::megakernel::head_arena::HeadArenaError),
+    HeadArena(#[source] Box<dyn std::error::Error + Send + Sync>),
     /// The megakernel's DiT blocks (emulator or device) could not run.
     #[error("DiT blocks: {0}")]
     Dit(#[from] tt_blackhole::device::DitRunError),

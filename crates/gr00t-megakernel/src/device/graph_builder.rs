@@ -1,0 +1,516 @@
+//! [`Graph`]: a graph of device programs under construction, step by step (a LayerNorm, a
+//! matmul and its end, an attention, a relayout), as the worker's `graph` request
+//! ([`super::protocol::Graph`]) holds them; `graph.rs` builds the DiT's graphs with it.
+
+use std::collections::BTreeMap;
+
+use tt_blackhole::device::DitRunError;
+use tt_blackhole::dims::WeightKind;
+use tt_blackhole::plan::MegakernelPlan;
+use tt_blackhole::plan::program::{FINISH_UNIT_TILES, ROW_CORES, end_kernels};
+
+use super::attention::{
+    ATTENTION_KERNEL, reader_attention_kernel, with_tile_columns, writer_merge_kernel,
+};
+use super::backend::TtDevice;
+use super::graph::{
+    LN_EPS, READER_FINISH_KERNEL, RELAYOUT_KERNEL, Upload, WRITER_RUNS_KERNEL, bias_name, tiles,
+};
+use super::protocol::{
+    ActDtype, AttentionStep, BeforeStep, FinishJob, FinishStep, Graph as GraphRequest, GraphStep,
+    KernelSet, MatmulEndStep, MatmulGroup, MatmulJob, MatmulShared, RelayoutStep, RowsStep,
+};
+use super::registry::cb_id;
+use super::rows::{BIAS_ACT_KERNEL, FINISH_RESIDUAL_DEFINE, LAYERNORM_KERNEL, READER_ROWS_KERNEL};
+use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
+use super::task_table::with_task_table;
+use crate::head_arena::{HeadArena, HeadWeight};
+
+/// What a matmul's end does after the bias (and the bf16 rounding).
+#[derive(Clone, Copy)]
+pub(super) enum End<'a> {
+    /// Nothing: the output as the next matmul or attention takes it (bf16 values).
+    Plain,
+    /// The FF-up's GELU (tanh form).
+    Gelu,
+    /// ReLU (the state encoder's and the action decoder's first layers).
+    Relu,
+    /// SiLU (the action encoder's W2).
+    Silu,
+    /// The residual add: the fp32 tensor named here plus the output, kept fp32 (the DiT's
+    /// stream; the action position embedding; the Euler update's chunk).
+    Stream(&'a str),
+    /// [`End::Stream`] rounded to bf16 (the Euler update's chunk as the next action encoder
+    /// reads it: the same sum as the fp32 one, packed to bf16).
+    StreamBf16(&'a str),
+}
+
+impl End<'_> {
+    /// The end's compute kernel name, its SFPU activation routine and its fp32 tensor to add.
+    fn parts(&self) -> (&'static str, &'static str, Option<&str>) {
+        match self {
+            End::Plain => ("finish", "gr00t_sfpu::no_act", None),
+            End::Gelu => ("finish_gelu", "gr00t_sfpu::gelu_tanh_row", None),
+            End::Relu => ("finish_relu", "gr00t_sfpu::relu_row", None),
+            End::Silu => ("finish_silu", "gr00t_sfpu::silu_row", None),
+            End::Stream(x) | End::StreamBf16(x) => {
+                ("finish_residual", "gr00t_sfpu::no_act", Some(x))
+            }
+        }
+    }
+
+    /// Whether the output is fp32 whatever the caller asks: the residual add's sum.
+    fn forces_f32(&self) -> bool {
+        matches!(self, End::Stream(_))
+    }
+
+    fn label(&self) -> &'static str {
+        match self {
+            End::Plain => "",
+            End::Gelu => " + GELU",
+            End::Relu => " + ReLU",
+            End::Silu => " + SiLU",
+            End::Stream(_) => " + residual",
+            End::StreamBf16(_) => " + residual (bf16)",
+        }
+    }
+}
+
+/// The weight a matmul streams: a DiT block's (the DiT arena) or the action head's (the head
+/// arena, `crate::head_arena`).
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Weight {
+    /// Block `.0`'s `.1`.
+    Dit(usize, WeightKind),
+    /// The head's.
+    Head(HeadWeight),
+}
+
+/// One matmul of a [`Graph::jobs`] step: `out` = END(bf16(`act` · W + `bias`)).
+pub(super) struct Job {
+    pub weight: Weight,
+    /// The activation tensor (bf16) and its real rows (its tile rows are read).
+    pub act: String,
+    pub m: usize,
+    pub out: String,
+    /// The bias tensor (a row replicated over 32 rows, fp32).
+    pub bias: String,
+    /// The output tensor's tile rows when it holds more than this matmul writes
+    /// ([`FinishJob::out_rows`]).
+    pub out_rows: Option<usize>,
+}
+
+/// One graph under construction: its steps and the kernel sources they name.
+pub(crate) struct Graph<'a> {
+    dev: &'a TtDevice,
+    plan: &'a MegakernelPlan,
+    /// The action head's packed weights, for [`Weight::Head`] matmuls.
+    pub(super) head: Option<&'a HeadArena>,
+    steps: Vec<GraphStep>,
+    sources: BTreeMap<String, String>,
+    /// The prefix of the matmuls' partials: `t` in a step's graph, `o` in the observation's,
+    /// `a` in a timestep's (which must not take a kept step's tensors: `op_replay`).
+    pub(super) scratch: &'static str,
+}
+
+impl<'a> Graph<'a> {
+    pub(crate) fn new(dev: &'a TtDevice, plan: &'a MegakernelPlan) -> Self {
+        Graph {
+            dev,
+            plan,
+            head: None,
+            steps: Vec::new(),
+            sources: BTreeMap::new(),
+            scratch: "t",
+        }
+    }
+
+    /// A kernel source, sent once per graph and named by its steps.
+    fn source(&mut self, name: &str, src: impl FnOnce() -> String) -> String {
+        if !self.sources.contains_key(name) {
+            self.sources.insert(name.to_string(), src());
+        }
+        name.to_string()
+    }
+
+    /// For each job `(block, kind, act, m, out)`: `out` = ACT(bf16(act · W(block, kind) + bias)),
+    /// `m` the real rows of `act` (its tile rows are read). The jobs are independent: one program
+    /// does them all and their ends: the matmul kernels on the plan's cores (fp32 partials per K
+    /// piece, each job its own), the ends on the grid's other cores once a semaphore says every
+    /// partial is written (`out_f32`: kept as fp32, as LayerNorm's reader takes the AdaLN rows).
+    /// `End::Stream(x)` (one job): `out` = x + that, the residual add in the end, fp32.
+    pub(super) fn matmuls(
+        &mut self,
+        jobs: &[(usize, WeightKind, &str, usize, String)],
+        end: End<'_>,
+        out_f32: bool,
+    ) -> Result<(), DitRunError> {
+        let jobs: Vec<Job> = jobs
+            .iter()
+            .map(|(block, kind, act, m, out)| Job {
+                weight: Weight::Dit(*block, *kind),
+                act: act.to_string(),
+                m: *m,
+                out: out.clone(),
+                bias: bias_name(*block, *kind),
+                out_rows: None,
+            })
+            .collect();
+        self.jobs(&jobs, end, out_f32)
+    }
+
+    /// [`Graph::matmuls`] over [`Job`]s: any arena's weights, any bias tensor.
+    pub(super) fn jobs(
+        &mut self,
+        jobs: &[Job],
+        end: End<'_>,
+        out_f32: bool,
+    ) -> Result<(), DitRunError> {
+        let (act_name, act_row, stream) = end.parts();
+        debug_assert!(stream.is_none() || jobs.len() == 1);
+        let (mut mm_jobs, mut ends, mut kinds) = (Vec::new(), Vec::new(), Vec::<String>::new());
+        let mut shared = None;
+        for (j, job) in jobs.iter().enumerate() {
+            let spec = match job.weight {
+                Weight::Dit(block, kind) => self.dev.matmul_spec(self.plan, block, kind, job.m)?,
+                Weight::Head(w) => {
+                    let head = self.head.ok_or_else(|| {
+                        DitRunError::Arena(format!("no head arena for the head's {w:?}"))
+                    })?;
+                    self.dev.head_matmul_spec(head, w, job.m)?
+                }
+            };
+            // A name of its own per step: the partials of the graph's matmuls never share a
+            // tensor, so a kept graph's tensors are never re-allocated under it.
+            let partials = format!("{}/partials/{}/{j}", self.scratch, self.steps.len());
+            ends.push(FinishJob {
+                x: partials.clone(),
+                bias: job.bias.clone(),
+                out: job.out.clone(),
+                mt: tiles(job.m),
+                nt: spec.nt,
+                k_split: spec.k_split,
+                res: stream.map(str::to_string),
+                out_rows: job.out_rows,
+            });
+            // The arena, dtypes and fidelity every job shares (one arena per step).
+            if let Some(s) = &shared {
+                let s: &MatmulShared = s;
+                if s.arena != spec.shared.arena {
+                    return Err(DitRunError::Arena(
+                        "one matmul step reads one arena: DiT and head weights mixed".into(),
+                    ));
+                }
+            }
+            shared.get_or_insert(spec.shared);
+            mm_jobs.push(MatmulJob {
+                act: Some(job.act.clone()),
+                out: Some(partials),
+                ..spec.job
+            });
+            let k = match job.weight {
+                Weight::Dit(_, kind) => format!("{kind:?}"),
+                Weight::Head(w) => format!("{w:?}"),
+            };
+            if !kinds.contains(&k) {
+                kinds.push(k);
+            }
+        }
+        let Some(mut shared) = shared else {
+            return Ok(());
+        };
+        let kinds = kinds.join("+");
+        shared.kernels = KernelSet {
+            reader: self.source("mm_reader", || {
+                with_task_table(super::backend::READER_KERNEL)
+            }),
+            compute: self.source("mm_compute", || super::backend::COMPUTE_KERNEL.into()),
+            writer: self.source("mm_writer", || {
+                with_task_table(super::backend::WRITER_KERNEL)
+            }),
+        };
+        let compute = self.source(act_name, || {
+            let mut defines = vec![("GR00T_ACT_ROW", act_row)];
+            defines.extend(stream.map(|_| FINISH_RESIDUAL_DEFINE));
+            compose_compute(BIAS_ACT_KERNEL, &defines)
+        });
+        let reader = match stream {
+            None => self.source("finish_reader", || with_task_table(READER_FINISH_KERNEL)),
+            Some(_) => self.source("finish_reader_residual", || {
+                with_task_table(&compose_compute(
+                    READER_FINISH_KERNEL,
+                    &[FINISH_RESIDUAL_DEFINE],
+                ))
+            }),
+        };
+        let writer = self.source("writer_runs", || with_task_table(WRITER_RUNS_KERNEL));
+        let label = format!("matmul {kinds}{}", end.label());
+        let finish = FinishStep {
+            // The cores its units are cut for come with the chain (`end_cut`, graph_pack.rs).
+            jobs: ends,
+            out_f32: out_f32 || end.forces_f32(),
+            unit_tiles: FINISH_UNIT_TILES,
+            group: end_kernels(act_name, out_f32 || end.forces_f32()),
+            kernels: KernelSet {
+                reader,
+                compute,
+                writer,
+            },
+            cut: None,
+        };
+        // One program: the matmul on the plan's cores, the ends on others, a semaphore between;
+        // and the LayerNorm or attention that makes the matmul's input, when it is the step just
+        // before, on other cores again, a semaphore between it and the matmul.
+        let feeds = |out: &str| jobs.iter().all(|j| out == j.act);
+        let before = match self.steps.pop() {
+            Some(GraphStep::Rows(r)) if feeds(&r.out) => Some(BeforeStep::Rows(r)),
+            Some(GraphStep::Attention(a)) if feeds(&a.out) => Some(BeforeStep::Attention(a)),
+            Some(other) => {
+                self.steps.push(other);
+                None
+            }
+            None => None,
+        };
+        let label = match &before {
+            Some(b) => format!("{} + {label}", b.label()),
+            None => label,
+        };
+        self.steps
+            .push(GraphStep::MatmulEnd(Box::new(MatmulEndStep {
+                before,
+                matmul: MatmulGroup {
+                    shared,
+                    jobs: mm_jobs,
+                },
+                finish,
+                label,
+            })));
+        Ok(())
+    }
+
+    /// One matmul and its end: [`Graph::matmuls`] with one job.
+    pub(super) fn matmul(
+        &mut self,
+        block: usize,
+        kind: WeightKind,
+        act: &str,
+        m: usize,
+        out: &str,
+        end: End<'_>,
+    ) -> Result<(), DitRunError> {
+        self.matmuls(&[(block, kind, act, m, out.to_string())], end, false)
+    }
+
+    /// LayerNorm of the fp32 stream `x` (`row_tiles` tile rows, width `d`): with `ada`, the
+    /// AdaLN modulation from the AdaLN matmul's `[scale | shift]` row `ada` as it is (the reader
+    /// splits it); else the plain norm.
+    pub(super) fn layernorm(
+        &mut self,
+        x: &str,
+        d: usize,
+        row_tiles: usize,
+        ada: Option<&str>,
+        out: &str,
+    ) {
+        self.layernorm_eps(x, d, row_tiles, ada, out, LN_EPS);
+    }
+
+    /// [`Graph::layernorm`] with epsilon `eps` (the DiT's output norm: 1e-6).
+    pub(super) fn layernorm_eps(
+        &mut self,
+        x: &str,
+        d: usize,
+        row_tiles: usize,
+        ada: Option<&str>,
+        out: &str,
+        eps: f32,
+    ) {
+        let wt = tiles(d);
+        let float = |v: f32| format!("__builtin_bit_cast(float, {:#010x}u)", v.to_bits());
+        let (name, g, b, b_col) = match ada {
+            Some(t) => ("ln_ada", t, t, d),
+            None => ("ln_plain", "c/ones", "c/zeros", 0),
+        };
+        let cb = |n: &str| cb_id("layernorm_rows.cpp", n);
+        let mut work_cbs: BTreeMap<u8, usize> = [
+            (cb("cb_g"), wt),
+            (cb("cb_b"), wt),
+            (cb("cb_w0"), wt),
+            (cb("cb_w1"), wt),
+            (cb("cb_mean"), 1),
+            (cb("cb_rstd"), 1),
+            (cb("cb_w2"), wt),
+        ]
+        .into();
+        if b_col % 32 != 0 {
+            // The scratch the reader copies the shift's tiles through (tiny D; D = 1536 has none).
+            work_cbs.insert(cb_id("reader_rows.cpp", "cb_scratch"), wt + 1);
+        }
+        // The kernel's source differs with its epsilon: so does its name.
+        let source = if eps == LN_EPS {
+            name.to_string()
+        } else {
+            format!("{name}/eps{eps:e}")
+        };
+        let compute = self.source(&source, || {
+            let mut defs = vec![
+                ("GR00T_LN_INV_D", float(1.0 / d as f32)),
+                ("GR00T_LN_EPS", float(eps)),
+            ];
+            if ada.is_some() {
+                defs.push(("GR00T_LN_ONE_PLUS_G", "1".into()));
+            }
+            let defs: Vec<(&str, &str)> = defs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            compose_compute(LAYERNORM_KERNEL, &defs)
+        });
+        let reader = self.source("reader_rows", || with_task_table(READER_ROWS_KERNEL));
+        let writer = self.source("writer_tiles", || with_task_table(WRITER_TILES_KERNEL));
+        self.steps.push(GraphStep::Rows(RowsStep {
+            x: x.into(),
+            scaler: "c/scaler".into(),
+            g: g.into(),
+            b: b.into(),
+            b_col,
+            vec_len: d,
+            out: out.into(),
+            out_f32: false,
+            wt,
+            row_tiles,
+            vec_tiles: wt,
+            label: name.into(),
+            work_cbs: work_cbs.into_iter().collect(),
+            unpack_to_dest: Vec::new(),
+            cores: ROW_CORES,
+            group: source.clone(),
+            kernels: KernelSet {
+                reader,
+                compute,
+                writer,
+            },
+        }));
+    }
+
+    /// Segments of columns from `src` to `dst` (`rows` tile rows, `dst_w` tiles wide): each
+    /// progression `[count, dr0, drs, dc0, dcs, sr0, srs, sc0, scs, len]` (see the kernel).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn relayout(
+        &mut self,
+        src: &str,
+        src_w: usize,
+        dst: &str,
+        rows: usize,
+        dst_w: usize,
+        dtype: ActDtype,
+        progs: Vec<[usize; 10]>,
+    ) {
+        let span = progs.iter().map(|p| tiles(p[9]) + 1).max().unwrap_or(1);
+        let kernel = self.source("relayout", || with_tile_columns(RELAYOUT_KERNEL));
+        self.steps.push(GraphStep::Relayout(RelayoutStep {
+            src: src.into(),
+            dst: dst.into(),
+            rows,
+            src_w,
+            dst_w,
+            dtype,
+            progs: progs.iter().map(|p| p.to_vec()).collect(),
+            span,
+            cores: ROW_CORES,
+            kernel,
+            label: None,
+        }));
+    }
+
+    /// `out` = attention per head over the projections' `[rows, heads·hd]` tensors (`mt` query
+    /// tile rows, `nt` key tile rows): the heads are split in the reader, merged in the writer.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn attention(
+        &mut self,
+        q: &str,
+        k: &str,
+        v: &str,
+        mask: &str,
+        mt: usize,
+        nt: usize,
+        out: &str,
+    ) {
+        let dims = &self.plan.dims;
+        let (heads, hd) = (dims.num_heads, dims.head_dim);
+        let scale = (hd as f32).powf(-0.5);
+        let compute = self.source("attention", || {
+            compose_compute(
+                ATTENTION_KERNEL,
+                &[(
+                    "GR00T_ATTN_SCALE",
+                    &format!("__builtin_bit_cast(float, {:#010x}u)", scale.to_bits()),
+                )],
+            )
+        });
+        let reader = self.source("reader_attention", reader_attention_kernel);
+        let writer = self.source("writer_merge_heads", writer_merge_kernel);
+        self.steps.push(GraphStep::Attention(AttentionStep {
+            q: q.into(),
+            k: k.into(),
+            v: v.into(),
+            scaler: "c/scaler".into(),
+            mask: mask.into(),
+            out: out.into(),
+            heads,
+            mp: mt * 32,
+            np: nt * 32,
+            hd,
+            cores: ROW_CORES,
+            // Self, text and image attentions differ in their keys' tiles, so in their CBs.
+            group: format!("attention/{}", mask.rsplit('/').next().unwrap_or(mask)),
+            kernels: KernelSet {
+                reader,
+                compute,
+                writer,
+            },
+        }));
+    }
+
+    /// The worker's request: `inputs` put first, then the steps; `outputs` read back; every
+    /// `t/` tensor released at the end, unless the graph is kept under the name `keep` for the
+    /// worker to run again (`op_replay`: a step's graph is the same step after step, only its
+    /// inputs differ), which holds them. Runs of matmul-and-end steps go as programs of several
+    /// steps, with the cores of every phase, as the plan packs them
+    /// ([`tt_blackhole::plan::program::pack_programs`] on the device's grid; each step a program
+    /// of its own unless `chain`: `GR00T_MK_CHAIN`, [`super::GraphOptions`]). Also answers how
+    /// many programs that is. `outputs`: (name, real rows, real columns).
+    pub(crate) fn request(
+        self,
+        inputs: &Upload,
+        outputs: &[(&str, usize, usize)],
+        keep: Option<&str>,
+        chain: bool,
+    ) -> Result<(GraphRequest, usize), DitRunError> {
+        let mut free: Vec<String> = self
+            .steps
+            .iter()
+            .flat_map(GraphStep::outputs)
+            .chain(inputs.specs().iter().map(|s| s.name.as_str()))
+            .filter(|n| n.starts_with("t/") || n.starts_with("a/"))
+            .map(str::to_string)
+            .collect();
+        free.sort();
+        free.dedup();
+        let (steps, programs) = super::graph_pack::pack(self.steps, self.dev.info.grid, chain)?;
+        let request = GraphRequest {
+            inputs: inputs.specs().to_vec(),
+            steps,
+            outputs: outputs
+                .iter()
+                .map(|(n, r, c)| (n.to_string(), *r, *c))
+                .collect(),
+            free,
+            sources: self.sources,
+            keep: keep.map(str::to_string),
+        };
+        Ok((request, programs))
+    }
+
+    /// How many steps the graph has (runs of them share programs: [`Graph::request`]).
+    pub(crate) fn steps(&self) -> usize {
+        self.steps.len()
+    }
+}

@@ -1,0 +1,179 @@
+//! The kernel registry against the kernels themselves: every kernel under `kernels/` is in the
+//! registry, declares exactly the CBs the registry gives it (`constexpr uint32_t cb_… = id`),
+//! reads its task table into the registry's CB, and names no CB by a bare number; and the
+//! worker's task-table CBs are the registry's.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use super::registry::{KERNELS, READER_TABLE_CB, WRITER_TABLE_CB};
+
+fn kernels_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src/device/kernels")
+}
+
+/// Every `.cpp` under `dir`, relative to `kernels/`.
+fn sources(dir: &Path, out: &mut Vec<String>) {
+    for e in std::fs::read_dir(dir).expect("read kernels/") {
+        let p = e.expect("an entry").path();
+        if p.is_dir() {
+            sources(&p, out);
+        } else if p.extension().is_some_and(|x| x == "cpp") {
+            let rel = p.strip_prefix(kernels_dir()).expect("under kernels/");
+            out.push(rel.to_string_lossy().replace('\\', "/"));
+        }
+    }
+}
+
+/// The CBs a kernel declares: `(name, id)` of each `cb_… = <number>` in its
+/// `constexpr uint32_t` declarations (aliases such as `cb_h = cb_w2` are not ids).
+fn declared_cbs(src: &str) -> BTreeSet<(String, u8)> {
+    let mut out = BTreeSet::new();
+    for decl in src.split("constexpr uint32_t ").skip(1) {
+        let decl = decl.split(';').next().unwrap_or_default();
+        for item in decl.split(',') {
+            let Some((name, value)) = item.split_once('=') else {
+                continue;
+            };
+            let (name, value) = (name.trim(), value.trim());
+            if let (true, Ok(id)) = (name.starts_with("cb_"), value.parse::<u8>()) {
+                out.insert((name.to_string(), id));
+            }
+        }
+    }
+    out
+}
+
+/// The CB a kernel reads its task table into (`TaskTable<id>`).
+fn table_cb(src: &str) -> Option<u8> {
+    let rest = src.split("TaskTable<").nth(1)?;
+    rest.split('>').next()?.trim().parse().ok()
+}
+
+#[test]
+fn every_kernel_declares_the_cbs_the_registry_gives_it() {
+    let mut files = Vec::new();
+    sources(&kernels_dir(), &mut files);
+    files.sort();
+    let mut registered: Vec<String> = KERNELS.iter().map(|k| k.file.to_string()).collect();
+    registered.sort();
+    assert_eq!(
+        files, registered,
+        "the kernels under kernels/ and the registry's"
+    );
+    for k in KERNELS {
+        let src = std::fs::read_to_string(kernels_dir().join(k.file)).expect("read a kernel");
+        let want: BTreeSet<(String, u8)> =
+            k.cbs.iter().map(|c| (c.name.to_string(), c.id)).collect();
+        assert_eq!(declared_cbs(&src), want, "{}: its CBs", k.file);
+        // The reader's `template class TaskTable` definition (task_table.h) is pasted in at
+        // run time, not in the file: the first `TaskTable<` of the file is its use.
+        assert_eq!(
+            table_cb(&src),
+            k.table_cb,
+            "{}: its task table's CB",
+            k.file
+        );
+        for stmt in src.split("DataflowBuffer ").skip(1) {
+            let stmt = stmt.split(';').next().unwrap_or_default();
+            for arg in stmt.split('(').skip(1) {
+                let arg = arg.split(')').next().unwrap_or_default().trim();
+                assert!(
+                    arg.parse::<u32>().is_err(),
+                    "{}: a CB by a bare number: DataflowBuffer …({arg})",
+                    k.file
+                );
+            }
+        }
+    }
+}
+
+/// The worker reads task tables into the registry's CBs (`ttnn_parts.py`'s `_program_parts`
+/// and `op_eltwise` receive them from the schema's constants, not numbers of their own).
+#[test]
+fn the_worker_takes_its_table_cbs_from_the_registry() {
+    let c = super::registry::worker_constants();
+    assert_eq!(c["table_cb"]["reader"], READER_TABLE_CB);
+    assert_eq!(c["table_cb"]["writer"], WRITER_TABLE_CB);
+    assert_eq!(c["cb"]["attention_head"]["cb_o"], 16);
+    assert_eq!(c["cb"]["eltwise_sfpu"]["cb_in"], 0);
+    let py = super::worker::WORKER_SOURCE;
+    assert!(
+        !py.contains(", 30)") && !py.contains(", 31)"),
+        "a table CB by number in the worker"
+    );
+    assert!(
+        !py.contains("MAX_ARGS = 3") && !py.contains("TABLE_WORDS = 4"),
+        "a plan bound of its own"
+    );
+    // Every CB the worker sizes is named through CB[kernel][name]: no `{0: (` style tables.
+    for bare in ["{0: (", ", 16: (", "(16, "] {
+        assert!(!py.contains(bare), "a CB by number in the worker: `{bare}`");
+    }
+    let full = super::worker::worker_source();
+    assert!(full.starts_with("PROTOCOL_JSON = r'''{"), "{full:.40}");
+    assert!(
+        full.contains("CONSTANTS_JSON = r'''{"),
+        "the constants go first"
+    );
+}
+
+/// The kernels of one program agree on the CBs they pass between them (a reader fills what the
+/// compute kernel reads, the compute kernel fills what the writer drains): the worker sizes
+/// each CB once, under the id these share.
+#[test]
+fn the_kernels_of_one_program_agree_on_their_shared_cbs() {
+    use super::registry::cb_id;
+    let same = |a: (&str, &str), b: (&str, &str)| {
+        assert_eq!(
+            cb_id(a.0, a.1),
+            cb_id(b.0, b.1),
+            "{a:?} and {b:?} are one CB"
+        );
+    };
+    // The matmul: reader_share → matmul_share → writer_partials.
+    same(
+        ("reader_share.cpp", "cb_act"),
+        ("matmul_share.cpp", "cb_act"),
+    );
+    same(("reader_share.cpp", "cb_w"), ("matmul_share.cpp", "cb_w"));
+    same(
+        ("matmul_share.cpp", "cb_out"),
+        ("writer_partials.cpp", "cb_out"),
+    );
+    // The row kernels: reader_rows → layernorm_rows / softmax_rows → writer_tiles.
+    for (x, y) in [("cb_x", "cb_y"), ("cb_s", "cb_p")] {
+        let compute = if x == "cb_x" {
+            "layernorm_rows.cpp"
+        } else {
+            "softmax_rows.cpp"
+        };
+        same(("reader_rows.cpp", "cb_x"), (compute, x));
+        same(("reader_rows.cpp", "cb_scaler"), (compute, "cb_scaler"));
+        same((compute, y), ("writer_tiles.cpp", "cb_out"));
+    }
+    same(("reader_rows.cpp", "cb_g"), ("layernorm_rows.cpp", "cb_g"));
+    same(("reader_rows.cpp", "cb_b"), ("layernorm_rows.cpp", "cb_b"));
+    // A matmul's end: reader_finish → bias_act_rows → writer_runs.
+    for cb in ["cb_x", "cb_bias", "cb_res"] {
+        same(("reader_finish.cpp", cb), ("bias_act_rows.cpp", cb));
+    }
+    same(("bias_act_rows.cpp", "cb_y"), ("writer_runs.cpp", "cb_out"));
+    // Attention: reader_attention → attention_head → writer_merge_heads.
+    for cb in ["cb_q", "cb_scaler", "cb_k", "cb_v", "cb_mask"] {
+        same(("reader_attention.cpp", cb), ("attention_head.cpp", cb));
+    }
+    same(
+        ("attention_head.cpp", "cb_o"),
+        ("writer_merge_heads.cpp", "cb_o"),
+    );
+    // The element-wise op: reader_tiles → eltwise_sfpu → writer_tiles.
+    same(
+        ("reader_tiles.cpp", "cb_in"),
+        ("sfpu/eltwise_sfpu.cpp", "cb_in"),
+    );
+    same(
+        ("sfpu/eltwise_sfpu.cpp", "cb_out"),
+        ("writer_tiles.cpp", "cb_out"),
+    );
+}
