@@ -7,6 +7,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::format::ArenaDtype;
 
+/// The format of every backbone weight in the arena: bf16, chosen by measured accuracy
+/// (`gr00t-runtime/tests/backbone_formats.rs`). The checkpoint holds bf16, so bf16 storage is
+/// exact; bfp8_b costs about 1e-4 of PCC per stage on the tiny golden and per full-width layer
+/// (0.99925 on the backbone features with all three stages in it), bfp4_b 2e-2 to 7e-2 per
+/// stage (0.84 with all three). The seed keeps its backbone in bf16 too. Qwen3 is DRAM-bound
+/// (its roofline): bfp8_b would halve its bound, worth measuring at full depth on the real
+/// checkpoint first.
+pub const BACKBONE_DTYPE: ArenaDtype = ArenaDtype::Bf16;
+
 /// One matmul `[m, k] · [k, n]` whose `[k, n]` operand is a weight streamed from DRAM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Gemm {
