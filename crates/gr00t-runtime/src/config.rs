@@ -292,6 +292,48 @@ pub const CONFIG_FILE: &str = "config.json";
 pub const EAGLE_CONFIG_FILE: &str = "eagle_config.json";
 
 impl ModelConfig {
+    /// The backbone's stages as the device would run them, for a prompt of `prompt_tokens`
+    /// tokens and `images` square views of `image_side` pixels (after `smart_resize`: 252 for
+    /// the GR1 examples' 256-pixel camera): SigLIP2 over each view's patches, the projector over
+    /// a quarter of them (2×2 pixel-unshuffle), Qwen3's first `select_layer` layers over the
+    /// prompt.
+    pub fn backbone_dims(
+        &self,
+        prompt_tokens: usize,
+        images: usize,
+        image_side: usize,
+    ) -> tt_blackhole::backbone::BackboneDims {
+        use tt_blackhole::backbone::{BackboneDims, LlmDims, ProjectorDims, VisionDims};
+        let (v, t) = (&self.eagle.vision_config, &self.eagle.text_config);
+        let side = image_side / v.patch_size;
+        let patches = side * side;
+        BackboneDims {
+            vision: VisionDims {
+                layers: v.num_hidden_layers,
+                hidden: v.hidden_size,
+                mlp: v.intermediate_size,
+                heads: v.num_attention_heads,
+                patch_in: v.num_channels * v.patch_size * v.patch_size,
+                patches,
+                images,
+            },
+            projector: ProjectorDims {
+                input: 4 * v.hidden_size,
+                output: t.hidden_size,
+                tokens: images * (side / 2) * (side / 2),
+            },
+            llm: LlmDims {
+                layers: self.gr00t.select_layer,
+                hidden: t.hidden_size,
+                intermediate: t.intermediate_size,
+                heads: t.num_attention_heads,
+                kv_heads: t.num_key_value_heads,
+                head_dim: t.head_dim,
+                tokens: prompt_tokens,
+            },
+        }
+    }
+
     /// The real N1.6-3B architecture.
     pub fn full_size() -> Self {
         Self {
@@ -398,6 +440,23 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path) -> Result<T, ConfigError
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn full_size_backbone_dims_are_the_published_models() {
+        let d = ModelConfig::full_size().backbone_dims(116, 1, 252);
+        assert_eq!(
+            (d.vision.patches, d.vision.patch_in, d.vision.layers),
+            (324, 588, 27)
+        );
+        assert_eq!(
+            (d.projector.input, d.projector.output, d.projector.tokens),
+            (4608, 2048, 81)
+        );
+        assert_eq!(
+            (d.llm.layers, d.llm.kv_heads, d.llm.head_dim, d.llm.tokens),
+            (16, 8, 128, 116)
+        );
+    }
+
     use super::*;
 
     #[test]

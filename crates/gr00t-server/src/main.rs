@@ -109,7 +109,8 @@ enum Cmd {
         shards: usize,
     },
     /// Print the Blackhole megakernel plan of the DiT (110-core grid: readers, compute cores,
-    /// circular buffers, L1 budget, runtime args) and its roofline.
+    /// circular buffers, L1 budget, runtime args) and its roofline, then the roofline of the
+    /// whole forward per stage (vision, adapter, llm, denoise) beside the seed's measurements.
     Plan {
         /// The whole plan as JSON instead of the roofline report.
         #[arg(long)]
@@ -300,7 +301,16 @@ fn plan(
     if json {
         println!("{}", plan.to_json());
     } else {
-        print!("{}", tt_blackhole::plan::roofline::roofline(&plan).report());
+        let dit = tt_blackhole::plan::roofline::roofline(&plan);
+        print!("{}", dit.report());
+        // The whole forward, stage by stage, for one 252-pixel view (the GR1 camera after
+        // `smart_resize`) and the prompt the DiT's cross blocks are cut for.
+        let backbone = cfg.backbone_dims(ctx_tokens, 1, 252);
+        let work = backbone.work(tt_blackhole::backbone::BACKBONE_DTYPE);
+        print!(
+            "{}",
+            tt_blackhole::plan::stages::forward_roofline(&work, &dit).report()
+        );
         // The device path's programs, packed by the code it runs with (`plan::program`).
         let grid = plan.grid;
         let steps = plan.step_needs().len();

@@ -109,4 +109,20 @@ fn plan_prints_the_full_size_core_plan() {
         report.contains("882.4 MB/step, DRAM-bound 1723.4 us/step"),
         "{report}"
     );
+    // The whole forward per stage, each beside the seed's measured trace (above its bound),
+    // at the default 128-token prompt: the LLM's bf16 weights are DRAM-bound.
+    for (stage, seed) in [
+        ("vision", "10.8"),
+        ("adapter", "2.2"),
+        ("llm", "9.6"),
+        ("denoise", "15.3"),
+    ] {
+        let line = report
+            .lines()
+            .find(|l| l.trim_start().starts_with(stage))
+            .unwrap_or_else(|| panic!("no {stage} row: {report}"));
+        assert!(line.contains(&format!("seed {seed:>5} ms")), "{line}");
+    }
+    assert!(report.contains("bound dram      3.15 ms"), "{report}");
+    assert!(report.contains("seed 40.7 ms end to end"), "{report}");
 }
