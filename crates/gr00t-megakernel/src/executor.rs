@@ -17,7 +17,8 @@ use gr00t_runtime::cpu::norms::silu;
 use gr00t_runtime::model::dit::DitWeights;
 use gr00t_runtime::model::{DitExecutor, FlowInputs, Gr00tModel, ModelError, Taps, VlContext};
 use gr00t_runtime::policy::{
-    ActionChunk, DeviceStatus, DeviceSupervision, ForwardTiming, ModelInputs, Policy, PolicyError,
+    ActionChunk, DeviceStatus, DeviceSupervision, ForwardTiming, HostStages, ModelInputs, Policy,
+    PolicyError, Stage,
 };
 use gr00t_runtime::weights::WeightSource;
 
@@ -37,6 +38,8 @@ pub struct MegakernelDit<'a, D: DitDevice> {
     context: Vec<f32>,
     text_mask: Vec<bool>,
     image_mask: Vec<bool>,
+    /// Whether a flow ran whole on the device ([`DitExecutor::run_flow`]).
+    flow_on_device: bool,
 }
 
 impl<'a, D: DitDevice> MegakernelDit<'a, D> {
@@ -49,6 +52,7 @@ impl<'a, D: DitDevice> MegakernelDit<'a, D> {
             context: Vec::new(),
             text_mask: Vec::new(),
             image_mask: Vec::new(),
+            flow_on_device: false,
         }
     }
 }
@@ -115,9 +119,22 @@ impl<D: DitDevice + FlowDevice> DitExecutor for MegakernelDit<'_, D> {
             text_mask: &self.text_mask,
             image_mask: &self.image_mask,
         };
-        self.device
-            .run_flow(head, &ctx, flow)
-            .map(|r| r.map_err(ModelError::from))
+        let out = self.device.run_flow(head, &ctx, flow)?;
+        self.flow_on_device = out.is_ok();
+        Some(out.map_err(ModelError::from))
+    }
+
+    /// Nothing of the head where the device ran the whole flow (the timestep rows it starts
+    /// from are the host's, once per process); the whole loop where the host emulates the
+    /// device; else all but the DiT blocks.
+    fn host_stages(&self) -> HostStages {
+        if self.flow_on_device {
+            HostStages::NONE
+        } else if self.device.kind() == DeviceKind::Emulator {
+            HostStages::HEAD
+        } else {
+            HostStages::HEAD.without(Stage::Dit)
+        }
     }
 }
 

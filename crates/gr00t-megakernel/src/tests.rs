@@ -10,7 +10,7 @@ use tt_blackhole::split::split_matmul as plan_split;
 use super::MegakernelPolicy;
 use super::emulator::{flash_attention, norm_from_partials, split_matmul};
 use gr00t_runtime::model::{Gr00tModel, Taps};
-use gr00t_runtime::policy::{ModelInputs, Policy};
+use gr00t_runtime::policy::{HostStages, ModelInputs, Policy};
 use gr00t_runtime::weights::WeightStore;
 
 pub(super) fn case_dir() -> PathBuf {
@@ -98,7 +98,13 @@ fn emulation_matches_f32_cpu_on_golden_case1() {
     for dtype in [ArenaDtype::Bfp8B, ArenaDtype::Bfp4B, ArenaDtype::Bf16] {
         let p = policy(dtype, None);
         assert_eq!(p.backend_name(), "megakernel-emulated");
-        let (chunk, _) = p.predict(&inputs).unwrap();
+        let (chunk, timing) = p.predict(&inputs).unwrap();
+        // The host emulates the device: it ran every model stage.
+        assert_eq!(
+            timing.host_stages,
+            HostStages::BACKBONE.union(HostStages::HEAD),
+            "{dtype}"
+        );
         assert_eq!(
             (chunk.horizon, chunk.dim),
             (reference.horizon, reference.dim)

@@ -1,8 +1,10 @@
 //! The seam between the host side (preprocessing, decoding) and a model backend.
 
 mod device_stats;
+mod host_stages;
 
 pub use device_stats::{Cumulative, DeviceStats, Traffic};
+pub use host_stages::{HostStages, Stage};
 
 /// Everything a backend needs for one forward pass, already preprocessed (batch size 1).
 #[derive(Debug, Clone)]
@@ -39,6 +41,8 @@ pub struct ForwardTiming {
     pub encode_ms: f64,
     /// Action head: state encoder + flow-matching loop.
     pub device_ms: f64,
+    /// The model stages the host ran (the rest ran on the device).
+    pub host_stages: HostStages,
 }
 
 /// A model backend: CPU reference, megakernel emulation, or a real device.

@@ -208,6 +208,22 @@ fn cpu_policy_serves_the_golden_chunk() {
         assert!((a - b).abs() <= 1e-4 + 1e-4 * b.abs());
     }
     assert!(timing.encode_ms > 0.0 && timing.device_ms > 0.0);
+    assert_eq!(
+        timing.host_stages.names(),
+        [
+            "vision",
+            "projector",
+            "llm",
+            "vlln",
+            "state_encoder",
+            "action_encoder",
+            "timestep_encoder",
+            "dit",
+            "dit_output",
+            "action_decoder",
+            "euler"
+        ]
+    );
 
     // Bad shapes are typed errors, not panics.
     let mut bad = inputs.clone();

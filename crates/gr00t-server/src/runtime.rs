@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use gr00t_runtime::policy::{DeviceSupervision, Policy, PolicyError};
+use gr00t_runtime::policy::{DeviceSupervision, HostStages, Policy, PolicyError};
 use gr00t_runtime::request::HostPipeline;
 
 use crate::api::{GroupArrays, PredictRequest, PredictResponse, Timing};
@@ -94,6 +94,8 @@ pub struct Runtime {
     /// What `/info` serves.
     pub info: RuntimeInfo,
     device: FifoLock,
+    /// The stages the host ran for the last finished forward (`device.host_stages`).
+    last_host_stages: std::sync::Mutex<Option<HostStages>>,
 }
 
 impl Runtime {
@@ -102,6 +104,7 @@ impl Runtime {
             served: Served::N16 { pipeline, policy },
             info,
             device: FifoLock::new(),
+            last_host_stages: std::sync::Mutex::new(None),
         }
     }
 
@@ -111,6 +114,7 @@ impl Runtime {
             served: Served::N17(Box::new(engine)),
             info,
             device: FifoLock::new(),
+            last_host_stages: std::sync::Mutex::new(None),
         }
     }
 
@@ -141,7 +145,10 @@ impl Runtime {
     /// device opened), or `{"forwards": 0, "note": ...}` before the first forward; and under
     /// `step_host` the host's share of the steps since the device opened, those whose graph
     /// was sent whole (`built`: a timestep or context the worker did not hold yet) and those
-    /// the worker replayed (`replayed`: only the tokens sent).
+    /// the worker replayed (`replayed`: only the tokens sent); and under `host_stages` the model
+    /// stages the host ran for the last forward, by name, in forward order (`preprocess`,
+    /// `tokenize` and `decode` always; the backbone while it runs on the host; the head's stages
+    /// the device did not take).
     pub fn device_stats(&self) -> serde_json::Value {
         let Some(dev) = self.policy_device() else {
             return serde_json::Value::Null;
@@ -155,6 +162,13 @@ impl Runtime {
         };
         if let Some(host) = dev.step_host() {
             v["step_host"] = host;
+        }
+        let stages = *self
+            .last_host_stages
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(stages) = stages {
+            v["host_stages"] = serde_json::to_value(stages).unwrap_or_default();
         }
         v
     }
@@ -185,6 +199,12 @@ impl Runtime {
             let _turn = self.device.lock();
             policy.predict(&prepared.inputs).map_err(forward_error)?
         };
+        // The pipeline's own stages around the policy's: image preprocessing and the prompt
+        // before it, the chunk's decode after.
+        *self
+            .last_host_stages
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(HostStages::PIPELINE.union(fwd.host_stages));
         let t1 = Instant::now();
         let decoded = pipeline
             .decode(&prepared, &chunk, with_norm)

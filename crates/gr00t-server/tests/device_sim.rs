@@ -170,6 +170,20 @@ fn sim_predict_stats_json_counts_one_program_per_forward() {
     assert_eq!(d["programs_per_step"], 0, "{s}");
     assert_eq!(d["programs_per_forward"], 1 + steps + 1, "{s}");
     assert_eq!(d["forward"]["programs"], d["programs_per_forward"], "{s}");
+    // With the head on the device the host ran the pipeline and the backbone only.
+    assert_eq!(
+        d["host_stages"],
+        serde_json::json!([
+            "preprocess",
+            "tokenize",
+            "vision",
+            "projector",
+            "llm",
+            "vlln",
+            "decode"
+        ]),
+        "{s}"
+    );
     // Only the chunk comes back: [horizon, max_action_dim] f32.
     let chunk = config_usize(&config, "action_horizon") * config_usize(&config, "max_action_dim");
     assert_eq!(d["device_to_host_bytes_per_forward"], chunk * 4, "{s}");
@@ -252,6 +266,26 @@ fn sim_predict_stats_json_counts_the_step_graph() {
         assert_eq!(t["device_to_host_bytes"], d2h, "{s}");
     }
     assert_eq!(d["forward"]["programs"], programs * steps, "{s}");
+    // The host conducted the flow: everything of the head but the DiT blocks.
+    assert_eq!(
+        d["host_stages"],
+        serde_json::json!([
+            "preprocess",
+            "tokenize",
+            "vision",
+            "projector",
+            "llm",
+            "vlln",
+            "state_encoder",
+            "action_encoder",
+            "timestep_encoder",
+            "dit_output",
+            "action_decoder",
+            "euler",
+            "decode"
+        ]),
+        "{s}"
+    );
     // Since open: the arena, the biases and the observation's context besides the steps, the
     // cross blocks' K/V program (one for all of them and their ends) and each timestep's AdaLN
     // program.
@@ -326,6 +360,19 @@ fn sim_serve_boot_runs_the_warmup_gate() {
     // program each; nothing per step.
     assert_eq!(v["device"]["programs_per_forward"], 2, "{v}");
     assert_eq!(v["device"]["programs_per_step"], 0, "{v}");
+    assert_eq!(
+        v["device"]["host_stages"],
+        serde_json::json!([
+            "preprocess",
+            "tokenize",
+            "vision",
+            "projector",
+            "llm",
+            "vlln",
+            "decode"
+        ]),
+        "{v}"
+    );
     assert_eq!(v["backend"], "megakernel-sim", "{v}");
     assert_eq!(v["stage"], "stage2-megakernel-sim-devicestep", "{v}");
     let p = v["warmup_pcc"].as_f64().expect("the warm-up gate ran");

@@ -214,4 +214,11 @@ async fn info_shows_the_device_counts_after_a_forward() {
         "{v}"
     );
     assert_eq!(d["cumulative"]["forwards"], 1, "{v}");
+    // The stand-in says the host ran none of the model's stages (its forward is the device's):
+    // only the pipeline's own around it are listed.
+    assert_eq!(
+        d["host_stages"],
+        serde_json::json!(["preprocess", "tokenize", "decode"]),
+        "{v}"
+    );
 }

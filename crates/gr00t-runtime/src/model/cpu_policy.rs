@@ -1,7 +1,7 @@
 //! The `cpu` backend of the [`Policy`] seam.
 
 use super::{DitExecutor, Gr00tModel, ModelError, Taps};
-use crate::policy::{ActionChunk, ForwardTiming, ModelInputs, Policy, PolicyError};
+use crate::policy::{ActionChunk, ForwardTiming, HostStages, ModelInputs, Policy, PolicyError};
 use std::path::Path;
 use std::time::Instant;
 
@@ -46,7 +46,8 @@ impl Gr00tModel {
 
     /// One forward as every [`Policy`] runs it: encode, then the action head on the DiT executor
     /// that `make_dit` builds, timed per phase (building the executor counts to the action head,
-    /// where a device backend pays its set-up).
+    /// where a device backend pays its set-up), with the stages the host ran (the backbone, and
+    /// what of the head the executor left to it).
     pub fn predict_timed<D: DitExecutor>(
         &self,
         inputs: &ModelInputs,
@@ -64,6 +65,7 @@ impl Gr00tModel {
             ForwardTiming {
                 encode_ms: (t1 - t0).as_secs_f64() * 1e3,
                 device_ms: (t2 - t1).as_secs_f64() * 1e3,
+                host_stages: HostStages::BACKBONE.union(dit.host_stages()),
             },
         ))
     }

@@ -13,6 +13,7 @@ use super::taps::Taps;
 use crate::config::Gr00tConfig;
 use crate::cpu::attention::{AttnShape, KeyMask};
 use crate::cpu::norms::{gelu_tanh, layer_norm, silu};
+use crate::policy::HostStages;
 use crate::weights::{WeightError, WeightSource};
 use std::sync::{Arc, Mutex};
 
@@ -188,6 +189,12 @@ pub trait DitExecutor {
         _taps: &mut Taps<'_>,
     ) -> Option<Result<Vec<f32>, ModelError>> {
         None
+    }
+
+    /// The action head's stages the host ran in this executor's flows: the whole loop unless
+    /// the executor took some of it (the DiT, or the whole flow) to a device.
+    fn host_stages(&self) -> HostStages {
+        HostStages::HEAD
     }
 }
 
