@@ -47,7 +47,7 @@ mod steps;
 
 pub use device_steps::DeviceSteps;
 pub use forward::ForwardInputs;
-pub(crate) use spec::{MatmulCut, MatmulSpec};
+pub(crate) use spec::{MatmulCut, MatmulSpec, matmul_unit};
 
 /// Our device kernels (C++, JIT-compiled by tt-metal on first use), shipped in the binary.
 pub const READER_KERNEL: &str = include_str!("kernels/reader_share.cpp");

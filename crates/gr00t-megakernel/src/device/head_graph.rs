@@ -24,12 +24,12 @@
 
 use tt_blackhole::bf16::round_to_bf16;
 use tt_blackhole::device::DitRunError;
-use tt_blackhole::plan::{MegakernelPlan, compute_coord};
+use tt_blackhole::plan::MegakernelPlan;
 
-use super::backend::{MatmulCut, MatmulSpec, TtDevice};
+use super::backend::{MatmulCut, MatmulSpec, TtDevice, matmul_unit};
 use super::graph::{CrossKeys, Graph, Upload, dit_blocks, mask_tile, tiles};
 use super::graph_builder::{End, Job, Weight};
-use super::protocol::{ActDtype, MatmulCbs, MatmulUnit};
+use super::protocol::{ActDtype, MatmulCbs};
 use crate::head_arena::{HeadArena, HeadWeight};
 use gr00t_runtime::model::dit::DitWeights;
 
@@ -116,24 +116,10 @@ impl TtDevice {
             .units
             .iter()
             .map(|u| {
-                let (x, y) = compute_coord(u.core);
                 act_pages = act_pages.max(mt * u.k_count);
                 w_pages = w_pages.max(2 * u.k_count);
                 out_pages = out_pages.max(mt * u.n_count);
-                MatmulUnit {
-                    x,
-                    y,
-                    first_tile: e.first_tile + u.first_tile,
-                    n_start: u.n_start,
-                    n_count: u.n_count,
-                    k_start: u.k_start,
-                    k_count: u.k_count,
-                    piece: if split.k_split > 1 {
-                        u.core % split.k_split
-                    } else {
-                        0
-                    },
-                }
+                matmul_unit(u, e.first_tile, split.k_split)
             })
             .collect();
         Ok(self.spec_of(MatmulCut {

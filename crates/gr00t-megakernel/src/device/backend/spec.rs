@@ -3,6 +3,7 @@
 
 // The backend's own types and helpers (its imports too): this is a part of it.
 use super::*;
+use tt_blackhole::split::WorkUnit;
 
 /// What differs between two matmuls' programs ([`TtDevice::spec_of`]): the arena the weight
 /// is in, its shape, the rows, its cut over the cores and their CBs.
@@ -32,6 +33,23 @@ pub(crate) struct MatmulSpec {
     pub nt: usize,
     /// K pieces of the split columns (the partials hold this many row blocks).
     pub k_split: usize,
+}
+
+/// A split's work unit as a matmul job's unit: its compute core's coordinates, its first weight
+/// tile in the arena (the weight's own first tile `weight_first` plus the unit's offset), its
+/// columns and K range, and which K piece's partials it writes (0 unless K is split).
+pub(crate) fn matmul_unit(u: &WorkUnit, weight_first: usize, k_split: usize) -> MatmulUnit {
+    let (x, y) = compute_coord(u.core);
+    MatmulUnit {
+        x,
+        y,
+        first_tile: weight_first + u.first_tile,
+        n_start: u.n_start,
+        n_count: u.n_count,
+        k_start: u.k_start,
+        k_count: u.k_count,
+        piece: if k_split > 1 { u.core % k_split } else { 0 },
+    }
 }
 
 impl TtDevice {
@@ -84,20 +102,7 @@ impl TtDevice {
             act_pages = act_pages.max(cb("act_in"));
             w_pages = w_pages.max(cb("weights"));
             out_pages = out_pages.max(cb("partials_f32")).max(2);
-            units.push(MatmulUnit {
-                x: cx,
-                y: cy,
-                first_tile: block_first + u.first_tile,
-                n_start: u.n_start,
-                n_count: u.n_count,
-                k_start: u.k_start,
-                k_count: u.k_count,
-                piece: if split.k_split > 1 {
-                    u.core % split.k_split
-                } else {
-                    0
-                },
-            });
+            units.push(matmul_unit(u, block_first, split.k_split));
         }
         Ok(self.spec_of(MatmulCut {
             arena: ARENA,
