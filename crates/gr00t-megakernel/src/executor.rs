@@ -233,6 +233,13 @@ pub struct MegakernelPolicy {
     pub arena_outcome: CacheOutcome,
     kind: DeviceKind,
     /// The action head's weights on the device ([`MegakernelConfig::head_embodiment`]).
+    #[cfg_attr(
+        not(feature = "device"),
+        expect(
+            dead_code,
+            reason = "only a device runs the head; without the feature none opens"
+        )
+    )]
     head: Option<HeadArena>,
     #[cfg(feature = "device")]
     device: Option<super::device::TtDevice>,

@@ -16,7 +16,7 @@ use tt_blackhole::bf16::round_to_bf16;
 
 use super::emulator::split_matmul;
 use super::head_arena::{HeadArena, HeadWeight};
-use gr00t_runtime::cpu::norms::{relu, silu};
+use gr00t_runtime::cpu::norms::{gelu_erf, relu, silu};
 
 /// The activation at a head matmul's end (applied in fp32 to the bf16-rounded sum).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +27,10 @@ pub enum HeadAct {
     Relu,
     /// `x · sigmoid(x)`, as [`gr00t_runtime::cpu::norms::silu`] computes it.
     Silu,
+    /// The exact GELU, as [`gr00t_runtime::cpu::norms::gelu_erf`] computes it (no head stage
+    /// uses it: the device's erf end is tested on a head weight until the projector has an
+    /// arena of its own).
+    GeluErf,
 }
 
 impl HeadAct {
@@ -35,6 +39,7 @@ impl HeadAct {
             HeadAct::None => {}
             HeadAct::Relu => relu(v),
             HeadAct::Silu => silu(v),
+            HeadAct::GeluErf => gelu_erf(v),
         }
     }
 }

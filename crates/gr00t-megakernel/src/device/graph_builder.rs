@@ -33,6 +33,15 @@ pub(super) enum End<'a> {
     Plain,
     /// The FF-up's GELU (tanh form).
     Gelu,
+    /// The exact GELU (erf form): the Eagle projector's first Linear.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "the projector's graph (issue 40) will build it; tested now"
+        )
+    )]
+    GeluErf,
     /// ReLU (the state encoder's and the action decoder's first layers).
     Relu,
     /// SiLU (the action encoder's W2).
@@ -51,6 +60,7 @@ impl End<'_> {
         match self {
             End::Plain => ("finish", "gr00t_sfpu::no_act", None),
             End::Gelu => ("finish_gelu", "gr00t_sfpu::gelu_tanh_row", None),
+            End::GeluErf => ("finish_gelu_erf", "gr00t_sfpu::gelu_erf_row", None),
             End::Relu => ("finish_relu", "gr00t_sfpu::relu_row", None),
             End::Silu => ("finish_silu", "gr00t_sfpu::silu_row", None),
             End::Stream(x) | End::StreamBf16(x) => {
@@ -68,6 +78,7 @@ impl End<'_> {
         match self {
             End::Plain => "",
             End::Gelu => " + GELU",
+            End::GeluErf => " + GELU(erf)",
             End::Relu => " + ReLU",
             End::Silu => " + SiLU",
             End::Stream(_) => " + residual",

@@ -166,7 +166,8 @@ fn compare(name: &str, got: &[f32], want: &[f32]) -> (f64, f32, f32) {
 fn sim_full_width_head_stages_match_emulation() {
     use crate::head_arena::HeadArena;
     use crate::head_emulator::{
-        emulate_actions, emulate_decode_euler, emulate_proj_rows, emulate_state, emulate_time_bias,
+        HeadAct, emulate_actions, emulate_decode_euler, emulate_proj_rows, emulate_state,
+        emulate_time_bias,
     };
     use gr00t_runtime::config::Gr00tConfig;
     use gr00t_runtime::cpu::norms::silu;
@@ -296,12 +297,22 @@ fn sim_full_width_head_stages_match_emulation() {
         true,
     )
     .unwrap();
+    // The exact-GELU end (the projector's, which has no arena yet) on the decoder's first
+    // weight: the SFPU library's erf routine at a matmul's end.
+    g.jobs(
+        &[job(HeadWeight::DecL1, "t/p2", hz, "t/d1g")],
+        End::GeluErf,
+        false,
+    )
+    .unwrap();
+    let hidden = a.entry(HeadWeight::DecL1).kn_shape[1];
     let (ab, pr) = (time_bias_name(0), out_rows_name(0));
     let outputs = [
         (ab.as_str(), 1, d),
         (pr.as_str(), 1, 2 * d),
         ("t/sa", 32 * rows.token_tiles(), d),
         ("t/fx1", hz, ad),
+        ("t/d1g", hz, hidden),
     ];
     let (request, programs) = g.request(&up, &outputs, None, true).unwrap();
     let t = Instant::now();
@@ -313,7 +324,8 @@ fn sim_full_width_head_stages_match_emulation() {
         .collect();
     let (time_got, rest) = vals.split_at(d);
     let (proj_got, rest) = rest.split_at(2 * d);
-    let (sa_got, x1_got) = rest.split_at(32 * rows.token_tiles() * d);
+    let (sa_got, rest) = rest.split_at(32 * rows.token_tiles() * d);
+    let (x1_got, gelu_got) = rest.split_at(hz * ad);
     let time_want = emulate_time_bias(&a, &enc);
     let state_row = &sa_got[rows.state_row() * d..(rows.state_row() + 1) * d];
     let checks = [
@@ -337,6 +349,14 @@ fn sim_full_width_head_stages_match_emulation() {
         (
             "decode_euler",
             compare("decode_euler", x1_got, &emulate_decode_euler(&a, &y, &x)),
+        ),
+        (
+            "gelu_erf_end",
+            compare(
+                "gelu_erf_end",
+                gelu_got,
+                &a.linear(HeadWeight::DecL1, &y, hz, None, HeadAct::GeluErf, false),
+            ),
         ),
     ];
     eprintln!(
