@@ -455,6 +455,7 @@ mod tests {
             (d.llm.layers, d.llm.kv_heads, d.llm.head_dim, d.llm.tokens),
             (16, 8, 128, 116)
         );
+        assert_eq!(d, tt_blackhole::backbone::BackboneDims::FULL);
     }
 
     use super::*;

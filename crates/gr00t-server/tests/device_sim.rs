@@ -18,6 +18,17 @@ use common::*;
 
 const BIN: &str = env!("CARGO_BIN_EXE_gr00t-server");
 
+/// `device.host_stages` with the action head on the device: the pipeline and the backbone.
+const HEAD_ON_DEVICE_HOST_STAGES: [&str; 7] = [
+    "preprocess",
+    "tokenize",
+    "vision",
+    "projector",
+    "llm",
+    "vlln",
+    "decode",
+];
+
 /// The simulator must be there: these tests run only when asked for (`--ignored`).
 fn require_simulator(test: &str) {
     assert!(
@@ -173,15 +184,7 @@ fn sim_predict_stats_json_counts_one_program_per_forward() {
     // With the head on the device the host ran the pipeline and the backbone only.
     assert_eq!(
         d["host_stages"],
-        serde_json::json!([
-            "preprocess",
-            "tokenize",
-            "vision",
-            "projector",
-            "llm",
-            "vlln",
-            "decode"
-        ]),
+        serde_json::json!(HEAD_ON_DEVICE_HOST_STAGES),
         "{s}"
     );
     // Only the chunk comes back: [horizon, max_action_dim] f32.
@@ -362,15 +365,7 @@ fn sim_serve_boot_runs_the_warmup_gate() {
     assert_eq!(v["device"]["programs_per_step"], 0, "{v}");
     assert_eq!(
         v["device"]["host_stages"],
-        serde_json::json!([
-            "preprocess",
-            "tokenize",
-            "vision",
-            "projector",
-            "llm",
-            "vlln",
-            "decode"
-        ]),
+        serde_json::json!(HEAD_ON_DEVICE_HOST_STAGES),
         "{v}"
     );
     assert_eq!(v["backend"], "megakernel-sim", "{v}");

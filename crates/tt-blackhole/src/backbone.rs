@@ -224,6 +224,35 @@ impl LlmDims {
 }
 
 impl BackboneDims {
+    /// The full-size N1.6-3B backbone (SigLIP2-so400m, Qwen3-1.7B to layer 16) on one
+    /// 252-pixel view and the GR1 prompt of 116 tokens, as `ModelConfig::backbone_dims` gives
+    /// it for the bundled config.
+    pub const FULL: BackboneDims = BackboneDims {
+        vision: VisionDims {
+            layers: 27,
+            hidden: 1152,
+            mlp: 4304,
+            heads: 16,
+            patch_in: 588,
+            patches: 324,
+            images: 1,
+        },
+        projector: ProjectorDims {
+            input: 4608,
+            output: 2048,
+            tokens: 81,
+        },
+        llm: LlmDims {
+            layers: 16,
+            hidden: 2048,
+            intermediate: 6144,
+            heads: 16,
+            kv_heads: 8,
+            head_dim: 128,
+            tokens: 116,
+        },
+    };
+
     /// The stages in the order a forward runs them: vision, adapter, llm.
     pub fn work(&self, dtype: ArenaDtype) -> Vec<StageWork> {
         vec![
@@ -247,37 +276,9 @@ impl BackboneDims {
 mod tests {
     use super::*;
 
-    fn full() -> BackboneDims {
-        BackboneDims {
-            vision: VisionDims {
-                layers: 27,
-                hidden: 1152,
-                mlp: 4304,
-                heads: 16,
-                patch_in: 588,
-                patches: 324,
-                images: 1,
-            },
-            projector: ProjectorDims {
-                input: 4608,
-                output: 2048,
-                tokens: 81,
-            },
-            llm: LlmDims {
-                layers: 16,
-                hidden: 2048,
-                intermediate: 6144,
-                heads: 16,
-                kv_heads: 8,
-                head_dim: 128,
-                tokens: 116,
-            },
-        }
-    }
-
     #[test]
     fn full_size_weight_counts_match_the_published_models() {
-        let d = full();
+        let d = BackboneDims::FULL;
         let vision: u64 = d
             .vision
             .work(ArenaDtype::Bf16)
@@ -311,7 +312,7 @@ mod tests {
 
     #[test]
     fn attentions_follow_the_heads_and_masks() {
-        let d = full();
+        let d = BackboneDims::FULL;
         let v = d.vision.work(ArenaDtype::Bf16);
         assert_eq!(v.attentions.len(), 27);
         assert_eq!(

@@ -120,6 +120,8 @@ pub struct Roofline {
     pub tile_flops_per_step: f64,
     /// Of `tile_flops_per_step`, the cross K/V products (once per observation when hoisted).
     pub cross_kv_tile_flops: f64,
+    /// Of `tile_flops_per_step`, the AdaLN products (once per timestep and device as run).
+    pub ada_tile_flops: f64,
     /// The fidelity our kernels run ([`KERNEL_FIDELITY`]).
     pub fidelity: MathFidelity,
     /// Matrix-engine peak over all compute cores at `fidelity`, FLOP/s.
@@ -229,6 +231,7 @@ pub fn roofline(plan: &MegakernelPlan) -> Roofline {
         flops_per_step: flops,
         tile_flops_per_step: tile_flops,
         cross_kv_tile_flops: kv_flops,
+        ada_tile_flops: ada_flops,
         fidelity: KERNEL_FIDELITY,
         peak_flops: peak,
         compute_bound_us_per_step: compute_us,
