@@ -10,6 +10,7 @@ use tt_blackhole::arena::{
 use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs, select_device};
 
 use super::arena_source::{CheckpointTensors, dit_dims};
+use super::backbone_arena::BackboneArena;
 use super::emulator::{ArenaBytes, Emulator};
 use super::flow_device::{FlowContext, FlowDevice};
 use super::head_arena::HeadArena;
@@ -21,6 +22,7 @@ use gr00t_runtime::policy::{
     PolicyError, Stage,
 };
 use gr00t_runtime::weights::WeightSource;
+use tt_blackhole::backbone::BACKBONE_DTYPE;
 
 /// Context length the plan is first cut for; [`DitDevice::prepare`] re-cuts it per observation.
 const NOMINAL_CTX: usize = 128;
@@ -199,6 +201,9 @@ pub struct MegakernelConfig {
     /// graph per forward (`GR00T_MK_HEAD=device`, the default on a device, with the server's
     /// embodiment); `None`: the host runs the flow loop and the device each step's DiT blocks.
     pub head_embodiment: Option<usize>,
+    /// SigLIP2's tower and the projector run on the device (`GR00T_BACKBONE_BACKEND=device`);
+    /// off: on the host. Only where a device runs (the emulator refuses it).
+    pub backbone_on_device: bool,
 }
 
 impl Default for MegakernelConfig {
@@ -213,6 +218,7 @@ impl Default for MegakernelConfig {
             chain: true,
             replay: true,
             head_embodiment: None,
+            backbone_on_device: false,
         }
     }
 }
@@ -241,6 +247,16 @@ pub struct MegakernelPolicy {
         )
     )]
     head: Option<HeadArena>,
+    /// The vision tower's and the projector's weights on the device
+    /// ([`MegakernelConfig::backbone_on_device`]).
+    #[cfg_attr(
+        not(feature = "device"),
+        expect(
+            dead_code,
+            reason = "only a device runs the backbone; without the feature none opens"
+        )
+    )]
+    backbone: Option<BackboneArena>,
     #[cfg(feature = "device")]
     device: Option<super::device::TtDevice>,
 }
@@ -335,6 +351,21 @@ impl MegakernelPolicy {
             }
             _ => None,
         };
+        let backbone = match (config.backbone_on_device, kind) {
+            (false, _) => None,
+            (true, DeviceKind::Emulator) => {
+                return Err(ModelError::Input(
+                    "GR00T_BACKBONE_BACKEND=device needs a device (GR00T_MK_DEVICE p150a or \
+                     sim); the emulator runs the DiT blocks alone"
+                        .into(),
+                ));
+            }
+            (true, _) => Some(BackboneArena::vision_stage(
+                weights,
+                &model.cfg.eagle,
+                BACKBONE_DTYPE,
+            )?),
+        };
         Ok(MegakernelPolicy {
             model,
             index,
@@ -342,6 +373,7 @@ impl MegakernelPolicy {
             arena_outcome,
             kind,
             head,
+            backbone,
             #[cfg(feature = "device")]
             device,
         })
@@ -389,17 +421,53 @@ impl MegakernelPolicy {
         #[cfg(feature = "device")]
         if let Some(dev) = &self.device {
             let steps = super::device::DeviceSteps::new(dev, &self.model.head.dit, &dims)?;
-            let dit = MegakernelDit::new(Engine::Device(steps), &self.model.head.dit);
-            return Ok(match &self.head {
-                Some(h) => dit.with_head(h),
-                None => dit,
-            });
+            return Ok(self.executor_on(steps));
         }
         let emu = Emulator::new(&self.model.head.dit, &self.index, &self.arena, &dims)?;
         Ok(MegakernelDit::new(
             Engine::Emulator(emu),
             &self.model.head.dit,
         ))
+    }
+
+    /// The device's DiT executor over `steps` (one forward's).
+    #[cfg(feature = "device")]
+    fn executor_on<'a>(
+        &'a self,
+        steps: super::device::DeviceSteps<'a>,
+    ) -> MegakernelDit<'a, Engine<'a>> {
+        let dit = MegakernelDit::new(Engine::Device(steps), &self.model.head.dit);
+        match &self.head {
+            Some(h) => dit.with_head(h),
+            None => dit,
+        }
+    }
+
+    /// One forward whose backbone's vision tower and projector run on the device before its
+    /// action head (the same forward's steps: its counters cover both).
+    #[cfg(feature = "device")]
+    fn predict_with_device_images(
+        &self,
+        inputs: &ModelInputs,
+    ) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
+        let (Some(dev), Some(backbone)) = (&self.device, &self.backbone) else {
+            return self.model.predict_timed(inputs, None, || self.executor());
+        };
+        let dims = dit_dims(&self.model.cfg.gr00t, NOMINAL_CTX);
+        let steps = super::device::DeviceSteps::new(dev, &self.model.head.dit, &dims)
+            .map_err(ModelError::from)?;
+        let steps = std::cell::RefCell::new(Some(steps));
+        let images = DeviceImages {
+            steps: &steps,
+            arena: backbone,
+            vision: &self.model.cfg.eagle.vision_config,
+        };
+        self.model.predict_timed(inputs, Some(&images), || {
+            let steps = steps.borrow_mut().take().ok_or(ModelError::NotPrepared(
+                "the forward's device steps were taken twice",
+            ))?;
+            Ok(self.executor_on(steps))
+        })
     }
 
     /// Full forward with the emulated DiT.
@@ -431,7 +499,7 @@ impl Policy for MegakernelPolicy {
         // it says so (also when the supervisor already reopened it): both are the device's
         // state, not a fault of the request.
         let Some(dev) = Policy::device(self) else {
-            return self.model.predict_timed(inputs, || self.executor());
+            return self.model.predict_timed(inputs, None, || self.executor());
         };
         let before = dev.status();
         if !before.usable {
@@ -440,18 +508,20 @@ impl Policy for MegakernelPolicy {
                 reason: before.lost.unwrap_or_default(),
             });
         }
-        self.model
-            .predict_timed(inputs, || self.executor())
-            .map_err(|e| {
-                let now = dev.status();
-                if now.usable && now.reopened == before.reopened {
-                    return e;
-                }
-                PolicyError::DeviceUnavailable {
-                    device: now.device,
-                    reason: now.lost.unwrap_or_else(|| e.to_string()),
-                }
-            })
+        #[cfg(feature = "device")]
+        let run = self.predict_with_device_images(inputs);
+        #[cfg(not(feature = "device"))]
+        let run = self.model.predict_timed(inputs, None, || self.executor());
+        run.map_err(|e| {
+            let now = dev.status();
+            if now.usable && now.reopened == before.reopened {
+                return e;
+            }
+            PolicyError::DeviceUnavailable {
+                device: now.device,
+                reason: now.lost.unwrap_or_else(|| e.to_string()),
+            }
+        })
     }
 
     fn device(&self) -> Option<&dyn DeviceSupervision> {
@@ -572,4 +642,26 @@ pub fn checkpoint_revision(dir: &Path) -> Result<String, ModelError> {
         h.update(&header);
     }
     Ok(h.hex())
+}
+
+/// The device's vision tower and projector as the model's image encoder, over the forward's
+/// device steps (until the action head takes them).
+#[cfg(feature = "device")]
+struct DeviceImages<'s, 'a> {
+    steps: &'s std::cell::RefCell<Option<super::device::DeviceSteps<'a>>>,
+    arena: &'s BackboneArena,
+    vision: &'s gr00t_runtime::config::VisionConfig,
+}
+
+#[cfg(feature = "device")]
+impl gr00t_runtime::model::ImageEncoder for DeviceImages<'_, '_> {
+    fn image_tokens(&self, pixels: &[f32], h: usize, w: usize) -> Result<Vec<f32>, ModelError> {
+        let steps = self.steps.borrow();
+        let steps = steps.as_ref().ok_or(ModelError::NotPrepared(
+            "the image encoder after the action head",
+        ))?;
+        steps
+            .image_tokens(self.arena, self.vision, pixels, (h, w))
+            .map_err(ModelError::DeviceBackbone)
+    }
 }

@@ -7,10 +7,11 @@
 //!
 //! The CPU emulation of the head's stages is in [`super::head_emulator`].
 
-use tt_blackhole::arena::layout::COMPUTE_CORES;
-use tt_blackhole::arena::{ArenaError, KnWeight, SourceLayout};
-use tt_blackhole::format::{ArenaDtype, TILE_DIM};
+use tt_blackhole::arena::ArenaError;
+use tt_blackhole::format::ArenaDtype;
 use tt_blackhole::split::MatmulSplit;
+
+use crate::packed::{KnMatrix, PackedEntry, PackedWeights, linear};
 
 use gr00t_runtime::config::Gr00tConfig;
 use gr00t_runtime::model::ModelError;
@@ -67,21 +68,7 @@ impl HeadWeight {
 }
 
 /// One weight's place in the head arena.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HeadEntry {
-    /// Which weight.
-    pub weight: HeadWeight,
-    /// `[K, N]` before padding.
-    pub kn_shape: [usize; 2],
-    /// `[K, N]` in tiles after zero padding.
-    pub tiles: [usize; 2],
-    /// First tile in the head arena's numbering (its DRAM page).
-    pub first_tile: usize,
-    /// `tiles[0] * tiles[1]`.
-    pub num_tiles: usize,
-    /// The bias `[N]` as the device adds it (f32 values; rounded to bf16 where it is added).
-    pub bias: Vec<f32>,
-}
+pub type HeadEntry = PackedEntry<HeadWeight>;
 
 /// Why the head arena could not be built.
 #[derive(Debug, thiserror::Error)]
@@ -116,20 +103,12 @@ impl From<HeadArenaError> for ModelError {
 /// The head's weights of one embodiment, packed.
 #[derive(Debug, Clone)]
 pub struct HeadArena {
-    /// Block-float format of every weight (the DiT arena's).
-    pub dtype: ArenaDtype,
-    /// Bytes per tile.
-    pub tile_bytes: usize,
-    /// Compute cores each weight's tile order is split for.
-    pub compute_cores: usize,
     /// The embodiment's projector index.
     pub embodiment: usize,
     /// The Euler step folded into [`HeadWeight::DecL2`].
     pub dt: f32,
-    /// One entry per weight, in [`HeadWeight::ALL`] order.
-    pub entries: Vec<HeadEntry>,
-    /// The tiles, weight after weight.
-    pub bytes: Vec<u8>,
+    /// Every weight, in [`HeadWeight::ALL`] order, in the DiT arena's format.
+    pub weights: PackedWeights<HeadWeight>,
 }
 
 impl HeadArena {
@@ -148,101 +127,43 @@ impl HeadArena {
             return Err(HeadArenaError::NoSteps);
         }
         let dt = 1.0 / cfg.num_inference_timesteps as f32;
-        let format = dtype.format();
-        let tile_bytes = format.tile_bytes();
-        let mut entries = Vec::with_capacity(HeadWeight::ALL.len());
-        let mut bytes = Vec::new();
-        let mut first_tile = 0;
+        let mut weights = PackedWeights::new(dtype);
         for w in HeadWeight::ALL {
             let m = source_matrix(ws, cfg, embodiment, dt, w)?;
-            let [k, n] = m.kn_shape;
-            let tiles = [k.div_ceil(TILE_DIM), n.div_ceil(TILE_DIM)];
-            let num_tiles = tiles[0] * tiles[1];
-            let order = stream_order(tiles, COMPUTE_CORES);
-            let name = w.name();
-            let kw = KnWeight {
-                name: &name,
-                kn_shape: m.kn_shape,
-                format,
-                order: &order,
-            };
-            let start = bytes.len();
-            bytes.resize(start + num_tiles * tile_bytes, 0);
-            kw.pack(&m.kn, SourceLayout::KN, &mut bytes[start..])?;
-            entries.push(HeadEntry {
-                weight: w,
-                kn_shape: m.kn_shape,
-                tiles,
-                first_tile,
-                num_tiles,
-                bias: m.bias,
-            });
-            first_tile += num_tiles;
+            weights.push(w, &w.name(), m)?;
         }
         Ok(HeadArena {
-            dtype,
-            tile_bytes,
-            compute_cores: COMPUTE_CORES,
             embodiment,
             dt,
-            entries,
-            bytes,
+            weights,
         })
     }
 
     /// Tiles in the whole head arena (sum of the entries' `num_tiles`).
     pub fn total_tiles(&self) -> usize {
-        self.entries.iter().map(|e| e.num_tiles).sum()
+        self.weights.total_tiles()
     }
 
-    /// The packed tiles of `w` (its share of [`HeadArena::bytes`]).
+    /// The packed tiles of `w` (its share of the arena's bytes).
     pub fn weight_bytes(&self, w: HeadWeight) -> &[u8] {
-        let e = self.entry(w);
-        let start = (e.first_tile * self.tile_bytes).min(self.bytes.len());
-        let end = ((e.first_tile + e.num_tiles) * self.tile_bytes).min(self.bytes.len());
-        &self.bytes[start..end]
+        self.weights.bytes_of(self.entry(w))
     }
 
     /// The decoded `[K, N]` values of `w`: exactly what the device multiplies with.
     pub fn try_weight(&self, w: HeadWeight) -> Result<Vec<f32>, HeadArenaError> {
-        let e = self.entry(w);
-        let order = stream_order(e.tiles, self.compute_cores);
-        let name = w.name();
-        let kw = KnWeight {
-            name: &name,
-            kn_shape: e.kn_shape,
-            format: self.dtype.format(),
-            order: &order,
-        };
-        Ok(kw.decode(self.weight_bytes(w))?)
+        Ok(self.weights.decode(self.entry(w))?)
     }
 
-    /// The entry of `w`.
+    /// The entry of `w` (every head weight is packed: [`HeadArena::build`]).
     pub fn entry(&self, w: HeadWeight) -> &HeadEntry {
-        &self.entries[HeadWeight::ALL.iter().position(|x| *x == w).unwrap_or(0)]
+        let i = HeadWeight::ALL.iter().position(|x| *x == w).unwrap_or(0);
+        &self.weights.entries[i]
     }
 
     /// How `w`'s tiles are split over the compute cores (the stream order of its tiles).
     pub fn split(&self, w: HeadWeight) -> MatmulSplit {
-        let e = self.entry(w);
-        tt_blackhole::split::split_matmul(e.tiles[0], e.tiles[1], self.compute_cores)
+        self.weights.split(self.entry(w))
     }
-}
-
-/// The tile stream order of a `[kt, nt]`-tile weight split over `cores` compute cores.
-fn stream_order(tiles: [usize; 2], cores: usize) -> Vec<(usize, usize)> {
-    tt_blackhole::split::split_matmul(tiles[0], tiles[1], cores)
-        .stream_order()
-        .collect()
-}
-
-/// One head weight as the device stores it, before packing.
-struct KnMatrix {
-    kn_shape: [usize; 2],
-    /// Row-major `[K, N]`.
-    kn: Vec<f32>,
-    /// `[N]`.
-    bias: Vec<f32>,
 }
 
 /// `{prefix}.W` `[E, K, N]` and `{prefix}.b` `[E, N]` of `CategorySpecificLinear`, slot `emb`.
@@ -260,29 +181,6 @@ fn cat_linear(
         kn_shape: [k, n],
         kn: w.data().slice(emb * k * n, k * n).to_f32_vec(),
         bias: b.data().slice(emb * n, n).to_f32_vec(),
-    })
-}
-
-/// `nn.Linear` `{prefix}.weight` `[N, K]` (transposed here to `[K, N]`) and `{prefix}.bias`.
-fn linear(
-    ws: &dyn WeightSource,
-    prefix: &str,
-    k: usize,
-    n: usize,
-) -> Result<KnMatrix, WeightError> {
-    let w = ws
-        .tensor(&format!("{prefix}.weight"), &[n, k])?
-        .to_f32_vec();
-    let mut kn = vec![0f32; k * n];
-    for (j, row) in w.chunks_exact(k).enumerate() {
-        for (i, &v) in row.iter().enumerate() {
-            kn[i * n + j] = v;
-        }
-    }
-    Ok(KnMatrix {
-        kn_shape: [k, n],
-        kn,
-        bias: ws.f32(&format!("{prefix}.bias"), &[n])?,
     })
 }
 
@@ -472,13 +370,16 @@ mod tests {
         for dtype in DTYPES {
             let a = HeadArena::build(&ws, &cfg, emb, dtype).unwrap();
             assert_eq!(
-                (a.dt, a.embodiment, a.compute_cores),
-                (0.25, emb, COMPUTE_CORES)
+                (a.dt, a.embodiment, a.weights.compute_cores),
+                (0.25, emb, tt_blackhole::arena::layout::COMPUTE_CORES)
             );
-            assert_eq!(a.tile_bytes, dtype.format().tile_bytes());
-            assert_eq!(a.bytes.len(), a.total_tiles() * a.tile_bytes);
+            assert_eq!(a.weights.tile_bytes, dtype.format().tile_bytes());
+            assert_eq!(
+                a.weights.bytes.len(),
+                a.total_tiles() * a.weights.tile_bytes
+            );
             let mut next = 0;
-            for (e, w) in a.entries.iter().zip(HeadWeight::ALL) {
+            for (e, w) in a.weights.entries.iter().zip(HeadWeight::ALL) {
                 assert_eq!(e.weight, w);
                 let want = expected(&ws, &cfg, emb, w);
                 let [k, n] = want.kn_shape;
@@ -489,9 +390,9 @@ mod tests {
                 assert_eq!(e.bias, want.bias, "{w:?} bias");
                 // The bytes: the codec's tiles of the expected matrix, in split stream order.
                 let tiled = tilize(&want.kn, k, n, 0.0f32);
-                let mut rm = vec![0u8; e.num_tiles * a.tile_bytes];
+                let mut rm = vec![0u8; e.num_tiles * a.weights.tile_bytes];
                 encode_tiles(dtype.format(), &tiled, &mut rm).unwrap();
-                let tb = a.tile_bytes;
+                let tb = a.weights.tile_bytes;
                 let packed = a.weight_bytes(w);
                 for (i, (kt, nt)) in a.split(w).stream_order().enumerate() {
                     let j = kt * e.tiles[1] + nt;
@@ -527,7 +428,7 @@ mod tests {
         for dtype in DTYPES {
             let a = HeadArena::build(&ws, &cfg, 0, dtype).unwrap();
             let mut padded = 0;
-            for e in &a.entries {
+            for e in &a.weights.entries {
                 let mut tiled = vec![0f32; e.num_tiles * 1024];
                 tt_blackhole::bfp::decode_tiles(
                     dtype.format(),

@@ -364,7 +364,7 @@ mod tests {
             let e = a.entry(w);
             let ([k, n], [kp, np]) = (e.kn_shape, [e.tiles[0] * 32, e.tiles[1] * 32]);
             let mut tiled = vec![0f32; e.num_tiles * 1024];
-            decode_tiles(a.dtype.format(), a.weight_bytes(w), &mut tiled).unwrap();
+            decode_tiles(a.weights.dtype.format(), a.weight_bytes(w), &mut tiled).unwrap();
             let mut wp = vec![f32::NAN; kp * np];
             for ((kt, nt), t) in a.split(w).stream_order().zip(tiled.chunks(1024)) {
                 for r in 0..32 {

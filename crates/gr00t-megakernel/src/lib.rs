@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 pub mod arena_source;
+pub mod backbone_arena;
 pub mod counters;
 #[cfg(feature = "device")]
 pub mod device;
@@ -32,6 +33,8 @@ pub mod executor;
 pub mod flow_device;
 pub mod head_arena;
 pub mod head_emulator;
+pub mod packed;
+pub mod vision_layout;
 #[cfg(test)]
 mod tests;
 
@@ -41,5 +44,6 @@ pub use executor::{
     DEFAULT_DEVICE_TIMEOUT, Engine, MegakernelConfig, MegakernelDit, MegakernelPolicy,
     checkpoint_revision,
 };
+pub use backbone_arena::{BackboneArena, BackboneArenaError, BackboneNorm, BackboneWeight};
 pub use head_arena::{HeadArena, HeadArenaError, HeadEntry, HeadWeight};
 pub use head_emulator::HeadAct;

@@ -45,6 +45,12 @@ fn i64s(st: &SafeTensors<'_>, name: &str) -> Vec<i64> {
         .collect()
 }
 
+/// The golden tap `name` (f32): its shape and values.
+pub(super) fn golden_tap(name: &str) -> (Vec<usize>, Vec<f32>) {
+    let taps = read("taps.safetensors");
+    f32s(&SafeTensors::deserialize(&taps).unwrap(), name)
+}
+
 pub(super) fn golden_inputs() -> ModelInputs {
     let taps = read("taps.safetensors");
     let obs = read("observation.safetensors");

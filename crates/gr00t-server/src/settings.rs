@@ -116,6 +116,10 @@ pub struct Settings {
     /// per forward; `host` runs the flow loop on the host and each step's DiT blocks on the
     /// device (for comparison). Only where a device runs the blocks (`GR00T_MK_DEVICE`).
     pub mk_head_on_device: bool,
+    /// `GR00T_BACKBONE_BACKEND`: `cpu` (default) runs the Eagle backbone on the host;
+    /// `device` runs SigLIP2's tower and the projector on the device `GR00T_MK_DEVICE` names
+    /// (`p150a` or `sim`, with `GR00T_DIT_BACKEND=megakernel`), the LLM and vlln on the host.
+    pub backbone_on_device: bool,
     /// `GR00T_TTNN_PYTHON`: the ttnn worker's interpreter; `None`: `$VIRTUAL_ENV/bin/python3`,
     /// else `python3` on `PATH`.
     pub ttnn_python: Option<String>,
@@ -218,6 +222,15 @@ impl Settings {
         let mk_chain = one_of("GR00T_MK_CHAIN", "1", &["0", "1"])? == "1";
         let mk_replay = one_of("GR00T_MK_REPLAY", "1", &["0", "1"])? == "1";
         let mk_head_on_device = one_of("GR00T_MK_HEAD", "device", &["device", "host"])? == "device";
+        let backbone_on_device =
+            one_of("GR00T_BACKBONE_BACKEND", "cpu", &["cpu", "device"])? == "device";
+        if backbone_on_device && (dit_backend != "megakernel" || mk_device == "emulator") {
+            return Err(SettingsError::Inconsistent(format!(
+                "GR00T_BACKBONE_BACKEND=device runs on the device GR00T_MK_DEVICE names: it \
+                 needs GR00T_DIT_BACKEND=megakernel and GR00T_MK_DEVICE p150a or sim (got \
+                 {dit_backend} and {mk_device})"
+            )));
+        }
         let num_cqs = match get("GR00T_NUM_CQS").as_deref() {
             None => 2,
             Some("1") => 1,
@@ -345,6 +358,7 @@ impl Settings {
             mk_chain,
             mk_replay,
             mk_head_on_device,
+            backbone_on_device,
             ttnn_python: get("GR00T_TTNN_PYTHON")
                 .or_else(|| get("VIRTUAL_ENV").map(|v| format!("{v}/bin/python3"))),
             warmup_runs,
@@ -373,6 +387,7 @@ impl Settings {
             replay: self.mk_replay,
             // The embodiment is resolved at boot, against the checkpoint (`boot.rs`).
             head_embodiment: None,
+            backbone_on_device: self.backbone_on_device,
         })
     }
 

@@ -197,6 +197,53 @@ fn sim_predict_stats_json_counts_one_program_per_forward() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Issue 40: `GR00T_BACKBONE_BACKEND=device` puts SigLIP2's tower and the projector on the
+/// device before the action head: `predict --stats-json` on the tiny golden case still
+/// matches the f32 golden, the host ran only the pipeline, the LLM and vlln, and the
+/// forward's programs hold the vision graph's beside the head's.
+#[test]
+#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
+fn sim_predict_with_the_vision_stage_on_the_device() {
+    require_simulator("sim_predict_with_the_vision_stage_on_the_device");
+    let dir = tmpdir("stats-vision");
+    let (req, stats) = (dir.join("req.json"), dir.join("stats.json"));
+    std::fs::write(&req, serde_json::to_vec(&case1_request()).unwrap()).unwrap();
+    let t = Instant::now();
+    let out = with_sim(&mut predict_cmd(&req))
+        .env("GR00T_DIT_BACKEND", "megakernel")
+        .env("GR00T_MK_DEVICE", "sim")
+        .env("GR00T_BACKBONE_BACKEND", "device")
+        .arg("--stats-json")
+        .arg(&stats)
+        .output()
+        .unwrap();
+    let wall = t.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let p = pcc(&flat(&v["actions"]), &flat(&case1_expected()["actions"]));
+    let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+    eprintln!("tiny case1, vision and head on the device: {wall:.1} s, PCC vs golden {p:.6}; {s}");
+    assert!(p >= 0.999, "PCC vs the f32 golden {p}");
+    let d = &s["device"];
+    assert_eq!(
+        d["host_stages"],
+        serde_json::json!(["preprocess", "tokenize", "llm", "vlln", "decode"]),
+        "{s}"
+    );
+    let steps = config_usize(
+        &case1().join("config_resolved.json"),
+        "num_inference_timesteps",
+    );
+    // The observation's cross K/V, each timestep's rows, the forward: and the vision graph.
+    let head = 1 + steps + 1;
+    assert!(d["programs_per_forward"].as_u64().unwrap() > head, "{s}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Issue 24's counters, measured, with the host conducting the flow (`GR00T_MK_HEAD=host`):
 /// `gr00t-server predict --stats-json` on the tiny golden case: one program per denoising
 /// step, only the step's tokens in and the stream out, and the actions still match the f32

@@ -118,10 +118,18 @@ pub struct BackboneDims {
 }
 
 impl VisionDims {
+    /// The rows the device runs per image: the patches in four groups (one per position in
+    /// the projector's 2×2 block), each padded to whole tiles, so that the projector's
+    /// pixel-unshuffle copies whole tile rows (gr00t-megakernel's `vision_layout`): 384 for
+    /// 324 patches, where raster order would pad to 352.
+    pub fn device_rows(&self) -> usize {
+        4 * (self.patches / 4).div_ceil(32) * 32
+    }
+
     /// Patch embedding, then per layer Q, K, V, O and the two MLP matmuls; full attention per
-    /// image.
+    /// image; over the rows the device runs ([`VisionDims::device_rows`]).
     pub fn work(&self, dtype: ArenaDtype) -> StageWork {
-        let (m, h) = (self.patches * self.images, self.hidden);
+        let (m, h) = (self.device_rows() * self.images, self.hidden);
         let mut gemms = vec![Gemm {
             m,
             k: self.patch_in,
@@ -143,8 +151,8 @@ impl VisionDims {
         let attention = Attention {
             heads: self.heads * self.images,
             head_dim: h / self.heads,
-            q_tokens: self.patches,
-            kv_tokens: self.patches,
+            q_tokens: self.device_rows(),
+            kv_tokens: self.device_rows(),
             causal: false,
         };
         StageWork {

@@ -8,6 +8,7 @@
 
 use super::one_program;
 use super::protocol::{ActDtype, AttentionStep, GraphStep, KernelSet};
+use super::registry::with_cb_ids;
 use super::sfpu::{EltwiseRun, SfpuError, compose_compute};
 use super::task_table::with_task_table;
 use super::worker::TtnnWorker;
@@ -29,13 +30,14 @@ const TILE_COLUMNS: &str = include_str!("kernels/tile_columns.h");
 /// The line a data-movement kernel marks the place of [`TILE_COLUMNS`] with.
 const TILE_COLUMNS_MARKER: &str = "//@@GR00T_TILE_COLUMNS@@";
 
-/// `kernel` with the shared tile geometry pasted in at its marker.
+/// `kernel` with the shared tile geometry pasted in at its marker, and its CB ids (the
+/// registry's, [`with_cb_ids`]).
 pub fn with_tile_columns(kernel: &str) -> String {
     debug_assert!(
         kernel.contains(TILE_COLUMNS_MARKER),
         "no tile-columns marker"
     );
-    kernel.replacen(TILE_COLUMNS_MARKER, TILE_COLUMNS, 1)
+    with_cb_ids(&kernel.replacen(TILE_COLUMNS_MARKER, TILE_COLUMNS, 1))
 }
 
 /// The attention reader as the JIT compiles it.

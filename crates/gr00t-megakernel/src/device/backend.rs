@@ -41,13 +41,16 @@ use steps::ObservationKey;
 mod device_steps;
 /// The whole forward as one graph (the action head on the device).
 mod forward;
+/// A camera's image tokens from the device's vision tower and projector.
+mod images;
+/// A matmul's units cut to fit L1 at many activation rows.
+mod l1_fit;
 /// A matmul's program from the plan's cut.
 mod spec;
 mod steps;
 
 pub use device_steps::DeviceSteps;
 pub use forward::ForwardInputs;
-pub(crate) use spec::{MatmulCut, MatmulSpec, matmul_unit};
 
 /// Our device kernels (C++, JIT-compiled by tt-metal on first use), shipped in the binary.
 pub const READER_KERNEL: &str = include_str!("kernels/reader_share.cpp");
@@ -145,6 +148,8 @@ pub struct TtDevice {
     /// The head arena on the device and the forward graph the worker keeps
     /// (`forward::DeviceHead`).
     head: Mutex<forward::DeviceHead>,
+    /// The backbone arena and constants on the device (`images::DeviceBackbone`).
+    backbone: Mutex<images::DeviceBackbone>,
     /// What the graphs' programs are expected to take, for their deadlines (kept across
     /// reopens: a new worker runs the same programs).
     deadlines: Mutex<ProgramDeadlines>,
@@ -211,6 +216,7 @@ impl TtDevice {
             kept_steps: Mutex::new(Vec::new()),
             timesteps: Mutex::new(steps::Timesteps::default()),
             head: Mutex::new(forward::DeviceHead::default()),
+            backbone: Mutex::new(images::DeviceBackbone::default()),
             deadlines: Mutex::new(ProgramDeadlines::new(DeadlineRule::for_device(
                 kind == DeviceKind::Simulator,
                 config.call_timeout,

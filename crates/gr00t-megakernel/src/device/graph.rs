@@ -145,10 +145,13 @@ impl Upload {
 /// sit in L1; zero past the real columns, so padding columns stay 0 through every op).
 pub(crate) fn constants(dev: &TtDevice, w: &DitWeights) -> Result<Upload, DitRunError> {
     let mut up = Upload::new();
-    let mut scaler = vec![0f32; 32 * 32];
-    scaler[..32].fill(1.0);
-    scaler[16 * 32..17 * 32].fill(1.0);
-    up.add("c/scaler", 32, 32, ActDtype::F32, &scaler);
+    up.add(
+        "c/scaler",
+        32,
+        32,
+        ActDtype::F32,
+        &super::one_program::scaler_tile(),
+    );
     let (d, dw) = (w.dim, tiles(w.dim) * 32);
     let mut ones = vec![0f32; 32 * dw];
     ones[..d].fill(1.0);

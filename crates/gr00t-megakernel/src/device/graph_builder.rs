@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use tt_blackhole::device::DitRunError;
 use tt_blackhole::dims::WeightKind;
-use tt_blackhole::plan::MegakernelPlan;
 use tt_blackhole::plan::program::{FINISH_UNIT_TILES, ROW_CORES, end_kernels};
+use tt_blackhole::plan::{L1_BUDGET, MegakernelPlan};
 
 use super::attention::{
     ATTENTION_KERNEL, reader_attention_kernel, with_tile_columns, writer_merge_kernel,
@@ -16,6 +16,7 @@ use super::backend::TtDevice;
 use super::graph::{
     LN_EPS, READER_FINISH_KERNEL, RELAYOUT_KERNEL, Upload, WRITER_RUNS_KERNEL, bias_name, tiles,
 };
+use super::head_graph::HEAD_ARENA;
 use super::protocol::{
     ActDtype, AttentionStep, BeforeStep, FinishJob, FinishStep, Graph as GraphRequest, GraphStep,
     KernelSet, MatmulEndStep, MatmulGroup, MatmulJob, MatmulShared, RelayoutStep, RowsStep,
@@ -24,6 +25,8 @@ use super::registry::cb_id;
 use super::rows::{BIAS_ACT_KERNEL, FINISH_RESIDUAL_DEFINE, LAYERNORM_KERNEL, READER_ROWS_KERNEL};
 use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
 use super::task_table::with_task_table;
+use super::vision_graph::BACKBONE_ARENA;
+use crate::backbone_arena::{BackboneArena, BackboneWeight};
 use crate::head_arena::{HeadArena, HeadWeight};
 
 /// What a matmul's end does after the bias (and the bf16 rounding).
@@ -34,13 +37,6 @@ pub(super) enum End<'a> {
     /// The FF-up's GELU (tanh form).
     Gelu,
     /// The exact GELU (erf form): the Eagle projector's first Linear.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "the projector's graph (issue 40) will build it; tested now"
-        )
-    )]
     GeluErf,
     /// ReLU (the state encoder's and the action decoder's first layers).
     Relu,
@@ -87,14 +83,27 @@ impl End<'_> {
     }
 }
 
-/// The weight a matmul streams: a DiT block's (the DiT arena) or the action head's (the head
-/// arena, `crate::head_arena`).
+/// The weight a matmul streams: a DiT block's (the DiT arena), the action head's (the head
+/// arena, `crate::head_arena`) or the backbone's (`crate::backbone_arena`).
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Weight {
     /// Block `.0`'s `.1`.
     Dit(usize, WeightKind),
     /// The head's.
     Head(HeadWeight),
+    /// The backbone's.
+    Backbone(BackboneWeight),
+}
+
+/// Where a LayerNorm's γ and β come from.
+#[derive(Clone, Copy)]
+enum Affine<'a> {
+    /// None: the plain norm.
+    None,
+    /// The AdaLN `[scale | shift]` row named (γ = 1 + scale, β = shift).
+    Ada(&'a str),
+    /// Tensors of their own.
+    Own { gamma: &'a str, beta: &'a str },
 }
 
 /// One matmul of a [`Graph::jobs`] step: `out` = END(bf16(`act` · W + `bias`)).
@@ -117,10 +126,13 @@ pub(crate) struct Graph<'a> {
     plan: &'a MegakernelPlan,
     /// The action head's packed weights, for [`Weight::Head`] matmuls.
     pub(super) head: Option<&'a HeadArena>,
+    /// The backbone's packed weights, for [`Weight::Backbone`] matmuls.
+    pub(super) backbone: Option<&'a BackboneArena>,
     steps: Vec<GraphStep>,
     sources: BTreeMap<String, String>,
     /// The prefix of the matmuls' partials: `t` in a step's graph, `o` in the observation's,
-    /// `a` in a timestep's (which must not take a kept step's tensors: `op_replay`).
+    /// `a` in a timestep's, `v` in the vision graph's (which must not take a kept graph's
+    /// tensors: `op_replay`).
     pub(super) scratch: &'static str,
 }
 
@@ -130,6 +142,7 @@ impl<'a> Graph<'a> {
             dev,
             plan,
             head: None,
+            backbone: None,
             steps: Vec::new(),
             sources: BTreeMap::new(),
             scratch: "t",
@@ -188,7 +201,15 @@ impl<'a> Graph<'a> {
                     let head = self.head.ok_or_else(|| {
                         DitRunError::Arena(format!("no head arena for the head's {w:?}"))
                     })?;
-                    self.dev.head_matmul_spec(head, w, job.m)?
+                    self.dev
+                        .packed_matmul_spec(HEAD_ARENA, &head.weights, w, job.m)?
+                }
+                Weight::Backbone(w) => {
+                    let bb = self.backbone.ok_or_else(|| {
+                        DitRunError::Arena(format!("no backbone arena for the backbone's {w:?}"))
+                    })?;
+                    self.dev
+                        .packed_matmul_spec(BACKBONE_ARENA, &bb.weights, w, job.m)?
                 }
             };
             // A name of its own per step: the partials of the graph's matmuls never share a
@@ -222,6 +243,7 @@ impl<'a> Graph<'a> {
             let k = match job.weight {
                 Weight::Dit(_, kind) => format!("{kind:?}"),
                 Weight::Head(w) => format!("{w:?}"),
+                Weight::Backbone(w) => format!("{w:?}"),
             };
             if !kinds.contains(&k) {
                 kinds.push(k);
@@ -235,7 +257,9 @@ impl<'a> Graph<'a> {
             reader: self.source("mm_reader", || {
                 with_task_table(super::backend::READER_KERNEL)
             }),
-            compute: self.source("mm_compute", || super::backend::COMPUTE_KERNEL.into()),
+            compute: self.source("mm_compute", || {
+                compose_compute(super::backend::COMPUTE_KERNEL, &[])
+            }),
             writer: self.source("mm_writer", || {
                 with_task_table(super::backend::WRITER_KERNEL)
             }),
@@ -336,11 +360,47 @@ impl<'a> Graph<'a> {
         out: &str,
         eps: f32,
     ) {
+        let affine = match ada {
+            Some(t) => Affine::Ada(t),
+            None => Affine::None,
+        };
+        self.norm_rows(x, d, row_tiles, affine, (out, false), eps);
+    }
+
+    /// LayerNorm of the fp32 stream `x` with its own γ and β (fp32 `[32, d]` tensors, the
+    /// values in row 0): the backbone's norms; the output bf16, or fp32 with `out_f32`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn layernorm_affine(
+        &mut self,
+        x: &str,
+        d: usize,
+        row_tiles: usize,
+        [gamma, beta]: [&str; 2],
+        out: &str,
+        eps: f32,
+        out_f32: bool,
+    ) {
+        let affine = Affine::Own { gamma, beta };
+        self.norm_rows(x, d, row_tiles, affine, (out, out_f32), eps);
+    }
+
+    fn norm_rows(
+        &mut self,
+        x: &str,
+        d: usize,
+        row_tiles: usize,
+        affine: Affine<'_>,
+        (out, out_f32): (&str, bool),
+        eps: f32,
+    ) {
         let wt = tiles(d);
         let float = |v: f32| format!("__builtin_bit_cast(float, {:#010x}u)", v.to_bits());
-        let (name, g, b, b_col) = match ada {
-            Some(t) => ("ln_ada", t, t, d),
-            None => ("ln_plain", "c/ones", "c/zeros", 0),
+        let ada = matches!(affine, Affine::Ada(_));
+        let (name, g, b, b_col) = match affine {
+            Affine::Ada(t) => ("ln_ada", t, t, d),
+            Affine::None => ("ln_plain", "c/ones", "c/zeros", 0),
+            // The plain norm's kernel: only its vectors differ.
+            Affine::Own { gamma, beta } => ("ln_plain", gamma, beta, 0),
         };
         let cb = |n: &str| cb_id("layernorm_rows.cpp", n);
         let mut work_cbs: BTreeMap<u8, usize> = [
@@ -357,18 +417,21 @@ impl<'a> Graph<'a> {
             // The scratch the reader copies the shift's tiles through (tiny D; D = 1536 has none).
             work_cbs.insert(cb_id("reader_rows.cpp", "cb_scratch"), wt + 1);
         }
-        // The kernel's source differs with its epsilon: so does its name.
-        let source = if eps == LN_EPS {
-            name.to_string()
-        } else {
-            format!("{name}/eps{eps:e}")
-        };
+        // The kernel's source differs with its width and epsilon: so does its name (the DiT's
+        // own keep the bare one).
+        let mut source = name.to_string();
+        if d != self.plan.dims.num_heads * self.plan.dims.head_dim {
+            source.push_str(&format!("/d{d}"));
+        }
+        if eps != LN_EPS {
+            source.push_str(&format!("/eps{eps:e}"));
+        }
         let compute = self.source(&source, || {
             let mut defs = vec![
                 ("GR00T_LN_INV_D", float(1.0 / d as f32)),
                 ("GR00T_LN_EPS", float(eps)),
             ];
-            if ada.is_some() {
+            if ada {
                 defs.push(("GR00T_LN_ONE_PLUS_G", "1".into()));
             }
             let defs: Vec<(&str, &str)> = defs.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -384,7 +447,7 @@ impl<'a> Graph<'a> {
             b_col,
             vec_len: d,
             out: out.into(),
-            out_f32: false,
+            out_f32,
             wt,
             row_tiles,
             vec_tiles: wt,
@@ -446,8 +509,30 @@ impl<'a> Graph<'a> {
     ) {
         let dims = &self.plan.dims;
         let (heads, hd) = (dims.num_heads, dims.head_dim);
+        self.attention_heads(q, k, v, mask, [mt, nt], out, [heads, hd]);
+    }
+
+    /// [`Graph::attention`] with `heads` heads of `hd` columns (`[heads, hd]`), not the DiT's:
+    /// `[mt, nt]` query and key tile rows.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn attention_heads(
+        &mut self,
+        q: &str,
+        k: &str,
+        v: &str,
+        mask: &str,
+        [mt, nt]: [usize; 2],
+        out: &str,
+        [heads, hd]: [usize; 2],
+    ) {
         let scale = (hd as f32).powf(-0.5);
-        let compute = self.source("attention", || {
+        // The scale is compiled in: a head width of its own is a source of its own.
+        let name = if hd == self.plan.dims.head_dim {
+            "attention".to_string()
+        } else {
+            format!("attention/hd{hd}")
+        };
+        let compute = self.source(&name, || {
             compose_compute(
                 ATTENTION_KERNEL,
                 &[(
@@ -500,11 +585,33 @@ impl<'a> Graph<'a> {
             .iter()
             .flat_map(GraphStep::outputs)
             .chain(inputs.specs().iter().map(|s| s.name.as_str()))
-            .filter(|n| n.starts_with("t/") || n.starts_with("a/"))
+            .filter(|n| ["t/", "a/", "v/"].iter().any(|p| n.starts_with(p)))
             .map(str::to_string)
             .collect();
         free.sort();
         free.dedup();
+        // A norm too wide for a core's L1 is refused here, by name, not by the device's
+        // allocator mid-graph.
+        for st in &self.steps {
+            let rows = match st {
+                GraphStep::Rows(r) => Some(r),
+                GraphStep::MatmulEnd(m) => match &m.before {
+                    Some(BeforeStep::Rows(r)) => Some(r),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(r) = rows.filter(|r| r.l1_bytes() > L1_BUDGET) {
+                return Err(DitRunError::Input(format!(
+                    "{} over {} columns needs {} B of L1 per core, more than the {L1_BUDGET} B \
+                     a core's CBs may take: our row kernels hold whole rows (a norm this wide \
+                     needs a streaming one)",
+                    r.label,
+                    r.vec_len.max(32 * r.wt),
+                    r.l1_bytes()
+                )));
+            }
+        }
         let (steps, programs) = super::graph_pack::pack(self.steps, self.dev.info.grid, chain)?;
         let request = GraphRequest {
             inputs: inputs.specs().to_vec(),

@@ -22,14 +22,14 @@
 //! bf16, which the same end writes a second time, rounded (a second decoder-layer-2 matmul: 1
 //! tile column, so the chain is not broken by a copy program).
 
-use tt_blackhole::bf16::round_to_bf16;
 use tt_blackhole::device::DitRunError;
 use tt_blackhole::plan::MegakernelPlan;
 
-use super::backend::{MatmulCut, MatmulSpec, TtDevice, matmul_unit};
+use super::backend::TtDevice;
 use super::graph::{CrossKeys, Graph, Upload, dit_blocks, mask_tile, tiles};
 use super::graph_builder::{End, Job, Weight};
-use super::protocol::{ActDtype, MatmulCbs};
+use super::protocol::ActDtype;
+use super::vision_graph::bias_rows;
 use crate::head_arena::{HeadArena, HeadWeight};
 use gr00t_runtime::model::dit::DitWeights;
 
@@ -90,54 +90,6 @@ pub(crate) fn out_rows_name(slot: usize) -> String {
     format!("c/projout/{slot}")
 }
 
-impl TtDevice {
-    /// The program of one head matmul, cut as the DiT's are (`split_matmul` over the compute
-    /// cores, the same units, the same kernels), reading the head arena.
-    pub(crate) fn head_matmul_spec(
-        &self,
-        head: &HeadArena,
-        w: HeadWeight,
-        m: usize,
-    ) -> Result<MatmulSpec, DitRunError> {
-        // The program's weight CB takes the DiT arena's format (`spec_of`).
-        if head.dtype != self.index.dtype {
-            return Err(DitRunError::Arena(format!(
-                "the head arena is {}, the DiT arena {}",
-                head.dtype, self.index.dtype
-            )));
-        }
-        let e = head.entry(w);
-        let [k, n] = e.kn_shape;
-        let [kt, nt] = e.tiles;
-        let split = head.split(w);
-        let mt = tiles(m);
-        let (mut act_pages, mut w_pages, mut out_pages) = (0, 0, 2);
-        let units = split
-            .units
-            .iter()
-            .map(|u| {
-                act_pages = act_pages.max(mt * u.k_count);
-                w_pages = w_pages.max(2 * u.k_count);
-                out_pages = out_pages.max(mt * u.n_count);
-                matmul_unit(u, e.first_tile, split.k_split)
-            })
-            .collect();
-        Ok(self.spec_of(MatmulCut {
-            arena: HEAD_ARENA,
-            kn: [k, n],
-            tiles: [kt, nt],
-            m,
-            k_split: split.k_split,
-            units,
-            cbs: MatmulCbs {
-                act: act_pages,
-                weights: w_pages,
-                out: out_pages,
-            },
-        }))
-    }
-}
-
 /// The head's device-lifetime tensors: each weight's bias as it sits in L1 (bf16 values,
 /// replicated over 32 rows, zero past the real columns; W2's action half has none: its bias is
 /// the timestep's), the action position embedding `pos` (`[hz, D]`) in the actions' tile rows,
@@ -150,12 +102,8 @@ pub(crate) fn head_constants(head: &HeadArena, rows: HeadRows, d: usize, pos: &[
         }
         let e = head.entry(w);
         let cols = e.tiles[1] * 32;
-        let mut row = vec![0f32; cols];
-        for (r, b) in row.iter_mut().zip(&e.bias) {
-            *r = round_to_bf16(*b);
-        }
-        let rep: Vec<f32> = (0..32).flat_map(|_| row.iter().copied()).collect();
-        up.add(&head_bias_name(w), 32, cols, ActDtype::F32, &rep);
+        let rows = bias_rows(&e.bias, cols);
+        up.add(&head_bias_name(w), 32, cols, ActDtype::F32, &rows);
     }
     let dw = tiles(d) * 32;
     up.add_padded("h/pos", pos, rows.hz, d, 32 * rows.ta, dw, ActDtype::F32);

@@ -11,7 +11,7 @@ use super::tests::require_simulator;
 use crate::tests::{case_dir, golden_inputs, pcc};
 use crate::{MegakernelConfig, MegakernelPolicy};
 use gr00t_runtime::model::{Gr00tModel, Taps};
-use gr00t_runtime::policy::Policy;
+use gr00t_runtime::policy::{ModelInputs, Policy};
 use gr00t_runtime::weights::WeightStore;
 
 /// The state's row sits alone in the tile row after the actions', and the self-attention
@@ -55,6 +55,29 @@ fn forward_inputs_put_the_state_in_its_row() {
     assert_eq!(&st[32 * 64..32 * 64 + 64], &state[..]);
     assert_eq!(st.iter().filter(|v| **v != 0.0).count(), 64);
     assert_eq!(&vals[64 * 64..64 * 64 + noise.len()], &noise[..]);
+}
+
+/// What a replayed forward with the head on the device sends (f32 payload values): the
+/// forward's inputs, the state tensor and the noise twice (fp32 and bf16); and the
+/// observation's, once per observation (a predict is one): its context rows, the key masks of
+/// the self, text and image attentions.
+pub(super) fn replayed_head_bytes(model: &Gr00tModel, inputs: &ModelInputs) -> u64 {
+    let g = &model.cfg.gr00t;
+    let (sd, ad, hz, cross) = (
+        g.max_state_dim,
+        g.max_action_dim,
+        g.action_horizon,
+        g.backbone_embedding_dim,
+    );
+    let r = HeadRows::new(hz);
+    let seq = inputs.input_ids.len();
+    let images = (inputs.input_ids.iter())
+        .filter(|&&id| id == model.cfg.eagle.image_token_index)
+        .count();
+    let mask = |n: usize| 32 * n.max(1).div_ceil(32) * 32;
+    let observation = seq * cross + mask(hz + 1) + mask(seq - images) + mask(images);
+    let forward = 32 * r.token_tiles() * sd.div_ceil(32) * 32 + 2 * hz * ad;
+    4 * (forward + observation) as u64
 }
 
 fn head_policy(head: bool) -> MegakernelPolicy {
@@ -104,29 +127,14 @@ fn sim_tiny_forward_with_the_head_on_the_device() {
     let replay = t.elapsed().as_secs_f64();
     assert_eq!(again.data, got.data, "a replay computes what the graph did");
     let st2 = sim.device().unwrap().stats().unwrap();
-    let model = sim.model();
-    let g = &model.cfg.gr00t;
-    let (sd, ad, hz, cross) = (
-        g.max_state_dim,
-        g.max_action_dim,
-        g.action_horizon,
-        g.backbone_embedding_dim,
+    let (hz, ad) = (
+        sim.model().cfg.gr00t.action_horizon,
+        sim.model().cfg.gr00t.max_action_dim,
     );
-    let r = HeadRows::new(hz);
-    // Sent (f32 payload values): the forward's inputs, the state tensor and the noise twice
-    // (fp32 and bf16); and the observation's, once per observation (a predict is one): its
-    // context rows, the key masks of the self, text and image attentions.
-    let seq = inputs.input_ids.len();
-    let images = (inputs.input_ids.iter())
-        .filter(|&&id| id == model.cfg.eagle.image_token_index)
-        .count();
-    let mask = |n: usize| 32 * n.max(1).div_ceil(32) * 32;
-    let observation = seq * cross + mask(hz + 1) + mask(seq - images) + mask(images);
-    let forward = 32 * r.token_tiles() * sd.div_ceil(32) * 32 + 2 * hz * ad;
     eprintln!("replayed forward: {replay:.1} s; {st2:?}");
     assert_eq!(
         st2.host_to_device_bytes_per_forward,
-        4 * (forward + observation) as u64,
+        replayed_head_bytes(sim.model(), &inputs),
         "{st2:?}"
     );
     assert_eq!(
@@ -139,12 +147,12 @@ fn sim_tiny_forward_with_the_head_on_the_device() {
 }
 
 /// A deterministic uniform value in `[-scale, scale)`.
-fn draw(seed: &mut u64, n: usize, scale: f32) -> Vec<f32> {
+pub(super) fn draw(seed: &mut u64, n: usize, scale: f32) -> Vec<f32> {
     (0..n).map(|_| super::tests::rand(seed) * scale).collect()
 }
 
 /// PCC, max |err|, and the largest |want| (what the error is measured against).
-fn compare(name: &str, got: &[f32], want: &[f32]) -> (f64, f32, f32) {
+pub(super) fn compare(name: &str, got: &[f32], want: &[f32]) -> (f64, f32, f32) {
     assert_eq!(got.len(), want.len(), "{name}");
     assert!(got.iter().all(|v| v.is_finite()), "{name}: not finite");
     let err = got
@@ -179,7 +187,7 @@ fn sim_full_width_head_stages_match_emulation() {
     use super::head_graph::{
         HEAD_ARENA, head_bias_name, head_constants, head_timestep, out_rows_name, time_bias_name,
     };
-    use super::protocol::{self, ActDtype};
+    use super::protocol::ActDtype;
     use crate::head_arena::HeadWeight;
 
     require_simulator("sim_full_width_head_stages_match_emulation");
@@ -221,12 +229,8 @@ fn sim_full_width_head_stages_match_emulation() {
     let dev = sim.device().unwrap();
     let dims = crate::dit_dims(&sim.model().cfg.gr00t, 1);
     let plan = tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap();
-    let upload = protocol::Upload {
-        name: HEAD_ARENA.into(),
-        page_bytes: a.tile_bytes as u64,
-        pages: (a.bytes.len() / a.tile_bytes) as u64,
-    };
-    dev.call(&upload, &a.bytes).unwrap();
+    let upload = super::vision_graph::arena_upload(HEAD_ARENA, &a.weights);
+    dev.call(&upload, &a.weights.bytes).unwrap();
     let consts = head_constants(&a, rows, d, &pos);
     dev.call(&consts.put(), &consts.bytes()).unwrap();
 

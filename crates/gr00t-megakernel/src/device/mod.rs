@@ -36,6 +36,7 @@ pub mod registry;
 pub mod rows;
 pub mod sfpu;
 pub mod task_table;
+mod vision_graph;
 pub mod watchdog;
 pub mod worker;
 
@@ -63,5 +64,7 @@ mod rows_tests;
 mod sfpu_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod vision_graph_tests;
 #[cfg(test)]
 mod worker_replay_tests;

@@ -542,3 +542,37 @@ fn a_request_summary_shortens_kernel_sources() {
     let long = summary(&header(&graph()).unwrap());
     assert!(long.len() <= 2010 && long.ends_with(" …"), "{}", long.len());
 }
+
+/// A LayerNorm's L1 on each of its cores, as the worker sizes its CBs: the DiT's width fits
+/// a core, the projector's 4608 unshuffled features do not (the graph refuses it by name).
+#[test]
+fn a_norm_s_l1_grows_with_its_row() {
+    let cb = |n: &str| super::registry::cb_id("layernorm_rows.cpp", n);
+    // The LayerNorm's CBs as the graph builder asks for them: g, b and three rows of work,
+    // the mean and the rstd.
+    let norm = |wt: usize| RowsStep {
+        wt,
+        vec_tiles: wt,
+        vec_len: 32 * wt,
+        work_cbs: vec![
+            (cb("cb_g"), wt),
+            (cb("cb_b"), wt),
+            (cb("cb_w0"), wt),
+            (cb("cb_w1"), wt),
+            (cb("cb_mean"), 1),
+            (cb("cb_rstd"), 1),
+            (cb("cb_w2"), wt),
+        ],
+        ..rows_step()
+    };
+    let l1 = tt_blackhole::plan::L1_BUDGET;
+    // x, the scaler, 6 rows' and 2 single tiles of fp32, two bf16 output tiles.
+    assert_eq!(norm(48).l1_bytes(), (6 * 48 + 1 + 2) * 4096 + 2 * 2048);
+    assert!(norm(48).l1_bytes() <= l1, "the DiT's 1536 columns fit");
+    assert!(norm(144).l1_bytes() > l1, "the projector's 4608 do not");
+    let f32_out = RowsStep {
+        out_f32: true,
+        ..norm(36)
+    };
+    assert_eq!(f32_out.l1_bytes() - norm(36).l1_bytes(), 2 * 2048);
+}

@@ -1,8 +1,10 @@
 //! The kernel registry: our device kernels as values, the one source of the ids the three
 //! languages share. Per kernel its source file, the role it plays in a program, its circular
-//! buffers (id and name, as the kernel declares them) and whether it reads a task table (and
-//! into which CB). The worker's CB ids and the kernels' declarations are checked against it
-//! (`registry_tests.rs` parses every kernel under `kernels/`).
+//! buffers (id and name) and whether it reads a task table (and into which CB). The worker takes
+//! its CB ids from here ([`worker_constants`]); a kernel names its CBs and the host pastes their
+//! ids in ([`with_cb_ids`], at the kernel's `//@@GR00T_CB_IDS <file>@@` line), except the few
+//! kernels a program takes as they are, which declare the ids themselves (`registry_tests.rs`
+//! checks those declarations, and every kernel's use of CB names, against the registry).
 
 use serde::{Deserialize, Serialize};
 
@@ -46,7 +48,8 @@ pub struct Kernel {
     pub file: &'static str,
     /// Its role.
     pub role: Role,
-    /// The CBs it declares (`constexpr uint32_t cb_… = id`).
+    /// Its CBs: pasted in as `constexpr uint32_t cb_… = id` ([`with_cb_ids`]), or declared so by
+    /// the kernel itself.
     pub cbs: &'static [Cb],
     /// The CB its task-table row is read into (`TaskTable<id>`), if it reads one.
     pub table_cb: Option<u8>,
@@ -248,4 +251,45 @@ pub fn cb_id(file: &str, name: &str) -> u8 {
         .and_then(|k| k.cbs.iter().find(|c| c.name == name))
         .map(|c| c.id)
         .unwrap_or_else(|| panic!("the kernel registry has no CB `{name}` in `{file}`"))
+}
+
+/// The start of the line a kernel marks the place of its CB ids with: the marker goes on with the
+/// kernel's own file and `@@` (`//@@GR00T_CB_IDS attention_head.cpp@@`), so the registry's ids
+/// are pasted in wherever the kernel's source is composed, without the caller naming the kernel.
+pub const CB_IDS_MARKER: &str = "//@@GR00T_CB_IDS ";
+
+/// The C++ declarations of `k`'s CB ids (file scope, one `constexpr` a CB).
+pub fn cb_id_decls(k: &Kernel) -> String {
+    let mut out = format!(
+        "// {}'s CBs, from the kernel registry (registry.rs).\nnamespace {{\n",
+        k.file
+    );
+    for c in k.cbs {
+        out.push_str(&format!("constexpr uint32_t {} = {};\n", c.name, c.id));
+    }
+    out.push_str("}  // namespace\n");
+    out
+}
+
+/// `src` with each CB-ids marker line replaced by the declarations of the kernel it names
+/// ([`cb_id_decls`]); a source without one comes back as it is. Panics on a marker that names no
+/// registered kernel or lacks its closing `@@` (a programming error the registry tests catch).
+pub fn with_cb_ids(src: &str) -> String {
+    let mut out = String::with_capacity(src.len() + 512);
+    let mut rest = src;
+    while let Some(at) = rest.find(CB_IDS_MARKER) {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + CB_IDS_MARKER.len()..];
+        let end = after
+            .find("@@")
+            .unwrap_or_else(|| panic!("a CB-ids marker without its closing `@@`"));
+        let file = &after[..end];
+        let k = kernel(file)
+            .unwrap_or_else(|| panic!("a CB-ids marker names `{file}`, no registered kernel"));
+        out.push_str(&cb_id_decls(k));
+        let line_end = &after[end + 2..];
+        rest = line_end.strip_prefix('\n').unwrap_or(line_end);
+    }
+    out.push_str(rest);
+    out
 }

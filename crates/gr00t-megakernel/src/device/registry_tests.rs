@@ -1,12 +1,15 @@
 //! The kernel registry against the kernels themselves: every kernel under `kernels/` is in the
-//! registry, declares exactly the CBs the registry gives it (`constexpr uint32_t cb_… = id`),
-//! reads its task table into the registry's CB, and names no CB by a bare number; and the
-//! worker's task-table CBs are the registry's.
+//! registry, gets exactly the CBs the registry gives it (pasted in at its own CB-ids marker, or,
+//! for the kernel a program takes as it is, declared as `constexpr uint32_t cb_… = id`), uses
+//! every one of them and no other, reads its task table into the registry's CB, and names no CB
+//! by a bare number; and the worker's task-table CBs are the registry's.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::registry::{KERNELS, READER_TABLE_CB, WRITER_TABLE_CB};
+use super::registry::{
+    CB_IDS_MARKER, KERNELS, READER_TABLE_CB, Role, WRITER_TABLE_CB, with_cb_ids,
+};
 
 fn kernels_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src/device/kernels")
@@ -44,6 +47,31 @@ fn declared_cbs(src: &str) -> BTreeSet<(String, u8)> {
     out
 }
 
+/// The CB names a kernel's code uses (comments left out), but for its local aliases of another
+/// CB's id (`constexpr uint32_t cb_h = cb_w2`).
+fn used_cbs(src: &str) -> BTreeSet<String> {
+    let code: Vec<&str> = src
+        .lines()
+        .map(|l| l.split("//").next().unwrap_or_default())
+        .collect();
+    let code = code.join("\n");
+    let mut aliases = BTreeSet::new();
+    for decl in code.split("constexpr uint32_t ").skip(1) {
+        let decl = decl.split(';').next().unwrap_or_default();
+        for item in decl.split(',') {
+            if let Some((name, value)) = item.split_once('=')
+                && value.trim().starts_with("cb_")
+            {
+                aliases.insert(name.trim().to_string());
+            }
+        }
+    }
+    code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| w.starts_with("cb_") && !aliases.contains(*w))
+        .map(str::to_string)
+        .collect()
+}
+
 /// The CB a kernel reads its task table into (`TaskTable<id>`).
 fn table_cb(src: &str) -> Option<u8> {
     let rest = src.split("TaskTable<").nth(1)?;
@@ -51,7 +79,7 @@ fn table_cb(src: &str) -> Option<u8> {
 }
 
 #[test]
-fn every_kernel_declares_the_cbs_the_registry_gives_it() {
+fn every_kernel_gets_exactly_the_cbs_the_registry_gives_it() {
     let mut files = Vec::new();
     sources(&kernels_dir(), &mut files);
     files.sort();
@@ -61,11 +89,43 @@ fn every_kernel_declares_the_cbs_the_registry_gives_it() {
         files, registered,
         "the kernels under kernels/ and the registry's"
     );
+    let mut own_ids = Vec::new();
     for k in KERNELS {
         let src = std::fs::read_to_string(kernels_dir().join(k.file)).expect("read a kernel");
         let want: BTreeSet<(String, u8)> =
             k.cbs.iter().map(|c| (c.name.to_string(), c.id)).collect();
-        assert_eq!(declared_cbs(&src), want, "{}: its CBs", k.file);
+        if src.contains(CB_IDS_MARKER) {
+            assert_eq!(
+                src.matches(CB_IDS_MARKER).count(),
+                1,
+                "{}: one CB-ids marker",
+                k.file
+            );
+            let own = format!("{CB_IDS_MARKER}{}@@\n", k.file);
+            assert!(src.contains(&own), "{}: its marker names another", k.file);
+            assert_eq!(
+                declared_cbs(&src),
+                BTreeSet::new(),
+                "{}: ids of its own besides the registry's",
+                k.file
+            );
+        } else {
+            own_ids.push(k.file);
+        }
+        // As the JIT gets it: the registry's ids pasted in (or its own).
+        assert_eq!(
+            declared_cbs(&with_cb_ids(&src)),
+            want,
+            "{}: its CBs",
+            k.file
+        );
+        let names: BTreeSet<String> = k.cbs.iter().map(|c| c.name.to_string()).collect();
+        assert_eq!(
+            used_cbs(&src),
+            names,
+            "{}: the CBs it uses and the registry's",
+            k.file
+        );
         // The reader's `template class TaskTable` definition (task_table.h) is pasted in at
         // run time, not in the file: the first `TaskTable<` of the file is its use.
         assert_eq!(
@@ -83,6 +143,48 @@ fn every_kernel_declares_the_cbs_the_registry_gives_it() {
                     "{}: a CB by a bare number: DataflowBuffer …({arg})",
                     k.file
                 );
+            }
+        }
+    }
+    // Every kernel goes to the worker through a paste: none declares ids of its own.
+    assert!(
+        own_ids.is_empty(),
+        "kernels with ids of their own: {own_ids:?}"
+    );
+}
+
+/// The paste each kind of kernel goes through puts its CB ids in: the compute kernels'
+/// (`compose_compute`), the task-table readers' and writers' and the tile-geometry kernels'.
+#[test]
+fn every_paste_path_puts_the_cb_ids_in() {
+    use super::attention::with_tile_columns;
+    use super::sfpu::compose_compute;
+    use super::task_table::with_task_table;
+    for k in KERNELS {
+        let src = std::fs::read_to_string(kernels_dir().join(k.file)).expect("read a kernel");
+        if !src.contains(CB_IDS_MARKER) {
+            continue;
+        }
+        let mut composed = Vec::new();
+        if k.role == Role::Compute {
+            composed.push(compose_compute(&src, &[]));
+        }
+        if src.contains("//@@GR00T_TASK_TABLE@@") {
+            composed.push(with_task_table(&src));
+        }
+        if src.contains("//@@GR00T_TILE_COLUMNS@@") {
+            composed.push(with_tile_columns(&src));
+        }
+        if composed.is_empty() {
+            // reader_tiles.cpp: the element-wise op pastes its ids in itself (sfpu::eltwise).
+            assert_eq!(k.file, "reader_tiles.cpp", "{}: no paste path", k.file);
+            composed.push(with_cb_ids(&src));
+        }
+        for c in composed {
+            assert!(!c.contains(CB_IDS_MARKER), "{}: the marker left", k.file);
+            for cb in k.cbs {
+                let decl = format!("constexpr uint32_t {} = {};", cb.name, cb.id);
+                assert!(c.contains(&decl), "{}: no `{decl}`", k.file);
             }
         }
     }

@@ -9,19 +9,27 @@
 //! `kernels/sfpu/eltwise_sfpu.cpp` with the library pasted in): the unit each op is tested with
 //! against f64, and the building block the on-device block pieces reuse.
 
+use super::registry::with_cb_ids;
 use super::worker::{TtnnWorker, WorkerError};
 
 /// The SFPU library: one row routine per op, and the tile driver that runs a routine over DST.
 pub const SFPU_LIB: &str = include_str!("kernels/sfpu/sfpu_lib.h");
 /// The compute kernel of [`eltwise`]: copy a tile to DST, run the op on the SFPU, pack it.
 pub const ELTWISE_KERNEL: &str = include_str!("kernels/sfpu/eltwise_sfpu.cpp");
-/// Reader of a run of whole tiles into CB 0.
+/// Reader of a run of whole tiles into CB 0 (its CB ids pasted in by [`with_cb_ids`]).
 pub const READER_TILES_KERNEL: &str = include_str!("kernels/reader_tiles.cpp");
 /// Writer of CB 16's tiles to a run of whole tiles.
 pub const WRITER_TILES_KERNEL: &str = include_str!("kernels/writer_tiles.cpp");
 
 /// Where a compute kernel takes the library (a marker line, replaced by [`SFPU_LIB`]).
 const LIB_MARKER: &str = "//@@GR00T_SFPU_LIB@@";
+/// The pieces our compute kernels share (`kernels/compute_pieces.h`: a pass over tiles, DST 0
+/// packed as a tile, a row reduce, the row softmax), one copy for the attention, row softmax,
+/// LayerNorm and matmul-end kernels.
+pub const COMPUTE_PIECES: &str = include_str!("kernels/compute_pieces.h");
+/// Where a compute kernel takes [`COMPUTE_PIECES`] (a marker line after the library's, outside
+/// its `TRISC_MATH` block: the pieces run on all three threads).
+const PIECES_MARKER: &str = "//@@GR00T_COMPUTE_PIECES@@";
 
 /// One element-wise op of the library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,13 +129,19 @@ pub fn erfc(z: f64) -> f64 {
     front / f
 }
 
-/// `kernel` with [`SFPU_LIB`] pasted in at its marker and `defines` prepended.
+/// `kernel` with [`SFPU_LIB`], [`COMPUTE_PIECES`] and its CB ids (the registry's,
+/// [`with_cb_ids`]) pasted in at their markers (a kernel without a marker goes without that
+/// text) and `defines` prepended.
 pub fn compose_compute(kernel: &str, defines: &[(&str, &str)]) -> String {
     let mut src: String = defines
         .iter()
         .map(|(k, v)| format!("#define {k} {v}\n"))
         .collect();
-    src.push_str(&kernel.replacen(LIB_MARKER, SFPU_LIB, 1));
+    let pasted =
+        kernel
+            .replacen(LIB_MARKER, SFPU_LIB, 1)
+            .replacen(PIECES_MARKER, COMPUTE_PIECES, 1);
+    src.push_str(&with_cb_ids(&pasted));
     src
 }
 
@@ -221,7 +235,7 @@ pub fn eltwise(
         in_dtype: spec.input,
         out_dtype: spec.output,
         kernels: super::protocol::KernelSet {
-            reader: READER_TILES_KERNEL.into(),
+            reader: with_cb_ids(READER_TILES_KERNEL),
             writer: super::task_table::with_task_table(WRITER_TILES_KERNEL),
             compute: op.compute_kernel(),
         },

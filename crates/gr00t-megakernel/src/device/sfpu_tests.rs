@@ -311,3 +311,60 @@ fn eltwise_refuses_partial_tiles() {
         assert!(matches!(err, SfpuError::Shape { .. }), "{err}");
     }
 }
+
+/// The shared compute pieces (`kernels/compute_pieces.h`) reach each compute kernel that calls
+/// them once, after the SFPU library whose routines they run and outside its `TRISC_MATH` block
+/// (they run on all three threads), and no kernel keeps a copy of a piece of its own.
+#[test]
+fn compute_kernels_take_the_shared_pieces_once() {
+    use super::registry::{KERNELS, Role};
+    use super::sfpu::{COMPUTE_PIECES, SFPU_LIB, compose_compute};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/device/kernels");
+    let mut users = Vec::new();
+    for k in KERNELS.iter().filter(|k| k.role == Role::Compute) {
+        let raw = std::fs::read_to_string(dir.join(k.file)).expect("read a kernel");
+        for piece in ["pass(", "pack_dst0(", "reduce_row_tiles(", "row_softmax("] {
+            assert!(
+                !raw.contains(&format!("inline void {piece}")),
+                "{}: a copy of `{piece}…)` of its own",
+                k.file
+            );
+        }
+        let composed = compose_compute(&raw, &[]);
+        assert!(
+            !composed.contains("//@@GR00T_SFPU_LIB@@")
+                && !composed.contains("//@@GR00T_COMPUTE_PIECES@@"),
+            "{}: a marker left",
+            k.file
+        );
+        if !raw.contains("gr00t_compute::") {
+            assert!(!composed.contains(COMPUTE_PIECES), "{}", k.file);
+            continue;
+        }
+        users.push(k.file);
+        assert_eq!(composed.matches(COMPUTE_PIECES).count(), 1, "{}", k.file);
+        let (lib, pieces) = (composed.find(SFPU_LIB), composed.find(COMPUTE_PIECES));
+        assert!(
+            lib.is_some() && lib < pieces,
+            "{}: the pieces before the library",
+            k.file
+        );
+        let before = &raw[..raw.find("//@@GR00T_COMPUTE_PIECES@@").expect("its marker")];
+        assert!(
+            before.rfind("#endif") > before.rfind("#ifdef TRISC_MATH"),
+            "{}: the pieces inside the MATH thread's block",
+            k.file
+        );
+    }
+    users.sort_unstable();
+    assert_eq!(
+        users,
+        [
+            "attention_head.cpp",
+            "bias_act_rows.cpp",
+            "layernorm_rows.cpp",
+            "softmax_rows.cpp"
+        ],
+        "the kernels that share the pieces"
+    );
+}

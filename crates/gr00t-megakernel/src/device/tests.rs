@@ -378,9 +378,19 @@ fn a_worker_killed_while_idle_is_seen_dead() {
 }
 
 pub(super) fn sim_policy(dtype: ArenaDtype) -> MegakernelPolicy {
+    sim_policy_with(&crate::MegakernelConfig {
+        dtype,
+        device: "sim".into(),
+        ..crate::MegakernelConfig::default()
+    })
+}
+
+/// [`sim_policy`] as `config` says (its device the simulator): a full-width test's longer
+/// deadline, the backbone on the device.
+pub(super) fn sim_policy_with(config: &crate::MegakernelConfig) -> MegakernelPolicy {
     let model = Gr00tModel::load(&case_dir()).expect("tiny checkpoint");
     let ws = WeightStore::open_dir(&case_dir()).expect("tiny weights");
-    MegakernelPolicy::new(model, &ws, dtype, None, "golden-tiny-case1", "sim")
+    MegakernelPolicy::with_config(model, &ws, "golden-tiny-case1", config)
         .unwrap_or_else(|e| panic!("open the simulated device: {e}"))
 }
 

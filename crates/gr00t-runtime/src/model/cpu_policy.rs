@@ -1,7 +1,9 @@
 //! The `cpu` backend of the [`Policy`] seam.
 
-use super::{DitExecutor, Gr00tModel, ModelError, Taps};
-use crate::policy::{ActionChunk, ForwardTiming, HostStages, ModelInputs, Policy, PolicyError};
+use super::{DitExecutor, Gr00tModel, ImageEncoder, ModelError, Taps};
+use crate::policy::{
+    ActionChunk, ForwardTiming, HostStages, ModelInputs, Policy, PolicyError, Stage,
+};
 use std::path::Path;
 use std::time::Instant;
 
@@ -46,16 +48,24 @@ impl Gr00tModel {
 
     /// One forward as every [`Policy`] runs it: encode, then the action head on the DiT executor
     /// that `make_dit` builds, timed per phase (building the executor counts to the action head,
-    /// where a device backend pays its set-up), with the stages the host ran (the backbone, and
-    /// what of the head the executor left to it).
+    /// where a device backend pays its set-up), with the stages the host ran (the backbone but
+    /// what `images` ran, and what of the head the executor left to it).
     pub fn predict_timed<D: DitExecutor>(
         &self,
         inputs: &ModelInputs,
+        images: Option<&dyn ImageEncoder>,
         make_dit: impl FnOnce() -> Result<D, ModelError>,
     ) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
         let mut taps = Taps::none();
         let t0 = Instant::now();
-        let bb = self.encode(inputs, &mut taps)?;
+        let bb = self.encode_with(inputs, images, &mut taps)?;
+        // A device's image encoder ran the vision tower and the projector.
+        let backbone = match images {
+            Some(_) => HostStages::BACKBONE
+                .without(Stage::Vision)
+                .without(Stage::Projector),
+            None => HostStages::BACKBONE,
+        };
         let t1 = Instant::now();
         let mut dit = make_dit()?;
         let chunk = self.act(&bb, inputs, &mut dit, &mut taps)?;
@@ -65,7 +75,7 @@ impl Gr00tModel {
             ForwardTiming {
                 encode_ms: (t1 - t0).as_secs_f64() * 1e3,
                 device_ms: (t2 - t1).as_secs_f64() * 1e3,
-                host_stages: HostStages::BACKBONE.union(dit.host_stages()),
+                host_stages: backbone.union(dit.host_stages()),
             },
         ))
     }
@@ -80,6 +90,6 @@ impl Policy for CpuPolicy {
     }
     fn predict(&self, inputs: &ModelInputs) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
         self.model
-            .predict_timed(inputs, || Ok(self.model.cpu_dit()))
+            .predict_timed(inputs, None, || Ok(self.model.cpu_dit()))
     }
 }

@@ -29,6 +29,14 @@ use llm::Qwen3Body;
 use std::path::Path;
 use vision::{Projector, VisionTower};
 
+/// Where a camera's image tokens come from when not from the host's SigLIP2 tower and
+/// projector: a device that runs both.
+pub trait ImageEncoder {
+    /// The image tokens `[(h/p/2)·(w/p/2), text hidden]` of one `[3, h, w]` image, the
+    /// projector's output rows in raster order of the 2×2 blocks.
+    fn image_tokens(&self, pixels: &[f32], h: usize, w: usize) -> Result<Vec<f32>, ModelError>;
+}
+
 /// Why the model could not be built or run.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -77,6 +85,13 @@ pub enum ModelError {
     /// The megakernel's DiT blocks (emulator or device) could not run.
     #[error("DiT blocks: {0}")]
     Dit(#[from] tt_blackhole::device::DitRunError),
+    /// The backbone's weights could not be packed for the device (gr00t-megakernel's
+    /// `BackboneArenaError`, kept as the source).
+    #[error("backbone arena: {0}")]
+    BackboneArena(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The backbone's stages on the device (the vision tower, the projector) could not run.
+    #[error("backbone on the device: {0}")]
+    DeviceBackbone(#[source] tt_blackhole::device::DitRunError),
 }
 
 /// Backbone output for one observation: the VL tokens after `vlln` and the image mask.
@@ -217,13 +232,29 @@ impl Gr00tModel {
         inp: &ModelInputs,
         taps: &mut Taps<'_>,
     ) -> Result<BackboneOutput, ModelError> {
+        self.encode_with(inp, None, taps)
+    }
+
+    /// [`Gr00tModel::encode`] with each camera's image tokens from `images` (a device's vision
+    /// tower and projector) instead of the host's; the vision taps are then not emitted.
+    pub fn encode_with(
+        &self,
+        inp: &ModelInputs,
+        images: Option<&dyn ImageEncoder>,
+        taps: &mut Taps<'_>,
+    ) -> Result<BackboneOutput, ModelError> {
         self.check_inputs(inp)?;
         let (h, w) = inp.image_hw;
         let p = self.cfg.eagle.vision_config.patch_size;
         let mut image_rows = Vec::new();
         for (i, px) in inp.pixel_values.iter().enumerate() {
-            let vis = self.vision.forward(px, h, w, taps, i == 0);
-            image_rows.extend(self.projector.forward(&vis, h / p, w / p, taps, i == 0));
+            match images {
+                Some(enc) => image_rows.extend(enc.image_tokens(px, h, w)?),
+                None => {
+                    let vis = self.vision.forward(px, h, w, taps, i == 0);
+                    image_rows.extend(self.projector.forward(&vis, h / p, w / p, taps, i == 0));
+                }
+            }
         }
         let s = inp.input_ids.len();
         let d = self.llm.hidden();

@@ -86,22 +86,7 @@ impl VisionTower {
         let (p, ch, c) = (cfg.patch_size, cfg.num_channels, cfg.hidden_size);
         let (nh, nw) = (h / p, w / p);
         let t = nh * nw;
-        let pd = ch * p * p;
-        // Patches flattened (row-in-patch, col-in-patch, channel), channel fastest.
-        let mut patches = vec![0.0f32; t * pd];
-        for py in 0..nh {
-            for px in 0..nw {
-                let dst = &mut patches[(py * nw + px) * pd..][..pd];
-                for dy in 0..p {
-                    for dx in 0..p {
-                        for cc in 0..ch {
-                            dst[(dy * p + dx) * ch + cc] =
-                                pixels[cc * h * w + (py * p + dy) * w + px * p + dx];
-                        }
-                    }
-                }
-            }
-        }
+        let patches = unfold_patches(pixels, ch, h, w, p);
         let mut x = self.patch.forward(&patches, t);
         if tap {
             taps.emit("vision.patch_embeds", &[t, c], &x);
@@ -117,51 +102,14 @@ impl VisionTower {
         if tap {
             taps.emit("vision.embeddings", &[1, t, c], &x);
         }
-        let heads = cfg.num_attention_heads;
-        let hd = c / heads;
-        let eps = cfg.layer_norm_eps as f32;
-        let shape = AttnShape {
-            q_len: t,
-            kv_len: t,
-            heads,
-            kv_heads: heads,
-            head_dim: hd,
-            q_stride: c,
-            kv_stride: c,
-        };
-        let mut hbuf = vec![0.0f32; t * c];
-        let mut q = vec![0.0f32; t * c];
-        let mut k = vec![0.0f32; t * c];
-        let mut v = vec![0.0f32; t * c];
-        let mut a = vec![0.0f32; t * c];
-        let mut mlp = vec![0.0f32; t * cfg.intermediate_size];
-        for (i, l) in self.layers.iter().enumerate() {
-            hbuf.copy_from_slice(&x);
-            layer_norm(&mut hbuf, c, Some(&l.ln1.w), l.ln1.b.as_deref(), eps);
-            l.qkv[0].forward_into(&hbuf, t, &mut q);
-            l.qkv[1].forward_into(&hbuf, t, &mut k);
-            l.qkv[2].forward_into(&hbuf, t, &mut v);
-            attend_residual(
-                &q,
-                &k,
-                &v,
-                shape,
-                KeyMask::All,
-                &l.out,
-                &mut a,
-                &mut hbuf,
-                &mut x,
-            );
-            hbuf.copy_from_slice(&x);
-            layer_norm(&mut hbuf, c, Some(&l.ln2.w), l.ln2.b.as_deref(), eps);
-            l.fc1.forward_into(&hbuf, t, &mut mlp);
-            gelu_tanh(&mut mlp);
-            l.fc2.forward_into(&mlp, t, &mut hbuf);
-            add_assign(&mut x, &hbuf);
+        let mut scratch = LayerScratch::new(t, c, cfg.intermediate_size);
+        for i in 0..self.layers.len() {
+            self.layer_with(i, &mut x, t, &mut scratch);
             if tap {
                 taps.emit_with(|| format!("vision.encoder_layer{i}"), &[1, t, c], &x);
             }
         }
+        let eps = cfg.layer_norm_eps as f32;
         layer_norm(
             &mut x,
             c,
@@ -173,6 +121,79 @@ impl VisionTower {
             taps.emit("vision.last_hidden_state", &[1, t, c], &x);
         }
         x
+    }
+}
+
+impl VisionTower {
+    /// Encoder layer `i` over the `t` tokens of `x` (`[t, hidden]`), in place: the pre-LN
+    /// attention with its residual, then the pre-LN GELU-tanh MLP with its residual. The
+    /// reference a device layer is checked against.
+    pub fn encoder_layer(&self, i: usize, x: &mut [f32], t: usize) {
+        let mut scratch = LayerScratch::new(t, self.cfg.hidden_size, self.cfg.intermediate_size);
+        self.layer_with(i, x, t, &mut scratch);
+    }
+
+    fn layer_with(&self, i: usize, x: &mut [f32], t: usize, s: &mut LayerScratch) {
+        let cfg = &self.cfg;
+        let c = cfg.hidden_size;
+        let l = &self.layers[i];
+        let heads = cfg.num_attention_heads;
+        let eps = cfg.layer_norm_eps as f32;
+        let shape = AttnShape {
+            q_len: t,
+            kv_len: t,
+            heads,
+            kv_heads: heads,
+            head_dim: c / heads,
+            q_stride: c,
+            kv_stride: c,
+        };
+        s.h.copy_from_slice(x);
+        layer_norm(&mut s.h, c, Some(&l.ln1.w), l.ln1.b.as_deref(), eps);
+        l.qkv[0].forward_into(&s.h, t, &mut s.q);
+        l.qkv[1].forward_into(&s.h, t, &mut s.k);
+        l.qkv[2].forward_into(&s.h, t, &mut s.v);
+        attend_residual(
+            &s.q,
+            &s.k,
+            &s.v,
+            shape,
+            KeyMask::All,
+            &l.out,
+            &mut s.a,
+            &mut s.h,
+            x,
+        );
+        s.h.copy_from_slice(x);
+        layer_norm(&mut s.h, c, Some(&l.ln2.w), l.ln2.b.as_deref(), eps);
+        l.fc1.forward_into(&s.h, t, &mut s.mlp);
+        gelu_tanh(&mut s.mlp);
+        l.fc2.forward_into(&s.mlp, t, &mut s.h);
+        add_assign(x, &s.h);
+    }
+}
+
+/// One encoder layer's working buffers, reused from layer to layer.
+struct LayerScratch {
+    h: Vec<f32>,
+    q: Vec<f32>,
+    k: Vec<f32>,
+    v: Vec<f32>,
+    a: Vec<f32>,
+    mlp: Vec<f32>,
+}
+
+impl LayerScratch {
+    fn new(t: usize, c: usize, inter: usize) -> Self {
+        let buf = || vec![0.0f32; t * c];
+        LayerScratch {
+            h: buf(),
+            q: buf(),
+            k: buf(),
+            v: buf(),
+            a: buf(),
+            mlp: vec![0.0f32; t * inter],
+        }
     }
 }
 
@@ -242,6 +263,29 @@ impl Projector {
         }
         y
     }
+}
+
+/// The `p × p` patches of a `[ch, h, w]` image in raster order, each flattened (row in patch,
+/// column in patch, channel), channel fastest: `[(h/p)·(w/p), p·p·ch]`, what SigLIP2's patch
+/// embedding multiplies.
+pub fn unfold_patches(pixels: &[f32], ch: usize, h: usize, w: usize, p: usize) -> Vec<f32> {
+    let (nh, nw) = (h / p, w / p);
+    let pd = ch * p * p;
+    let mut patches = vec![0.0f32; nh * nw * pd];
+    for py in 0..nh {
+        for px in 0..nw {
+            let dst = &mut patches[(py * nw + px) * pd..][..pd];
+            for dy in 0..p {
+                for dx in 0..p {
+                    for cc in 0..ch {
+                        dst[(dy * p + dx) * ch + cc] =
+                            pixels[cc * h * w + (py * p + dy) * w + px * p + dx];
+                    }
+                }
+            }
+        }
+    }
+    patches
 }
 
 /// Bilinear resize (half-pixel centers, edge clamp; equal to torch's antialiased bilinear when

@@ -200,3 +200,32 @@ fn mesh_shapes_parse() {
     assert_eq!(parse_mesh_shape("1,1"), Some((1, 1)));
     assert_eq!(parse_mesh_shape("0x1"), None);
 }
+
+#[test]
+fn the_backbone_runs_on_the_host_unless_a_device_is_named_for_it() {
+    let s = Settings::from_vars(&vars(&[])).unwrap();
+    assert!(!s.backbone_on_device);
+    assert!(!s.megakernel().unwrap().backbone_on_device);
+    let on = Settings::from_vars(&vars(&[
+        ("GR00T_BACKBONE_BACKEND", "device"),
+        ("GR00T_DIT_BACKEND", "megakernel"),
+        ("GR00T_MK_DEVICE", "sim"),
+    ]))
+    .unwrap();
+    assert!(on.backbone_on_device && on.megakernel().unwrap().backbone_on_device);
+    for (backend, device) in [("cpu", "emulator"), ("megakernel", "emulator")] {
+        let e = Settings::from_vars(&vars(&[
+            ("GR00T_BACKBONE_BACKEND", "device"),
+            ("GR00T_DIT_BACKEND", backend),
+            ("GR00T_MK_DEVICE", device),
+        ]))
+        .unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("GR00T_BACKBONE_BACKEND=device") && msg.contains(device),
+            "{msg}"
+        );
+    }
+    let e = Settings::from_vars(&vars(&[("GR00T_BACKBONE_BACKEND", "gpu")])).unwrap_err();
+    assert!(e.to_string().contains("GR00T_BACKBONE_BACKEND"), "{e}");
+}

@@ -11,7 +11,8 @@ use tt_blackhole::device::DitRunError;
 use super::super::head_graph::{
     HEAD_ARENA, HeadRows, forward_graph, forward_inputs, head_constants,
 };
-use super::super::protocol::{self, Replay};
+use super::super::protocol::Replay;
+use super::super::vision_graph::arena_upload;
 use super::steps::{check_ran, stream_of};
 use super::{DeviceSteps, lock};
 use crate::head_arena::{HeadArena, HeadWeight};
@@ -196,12 +197,8 @@ impl DeviceSteps<'_> {
             return Ok(());
         }
         h.kept = None;
-        let upload = protocol::Upload {
-            name: HEAD_ARENA.into(),
-            page_bytes: head.tile_bytes as u64,
-            pages: (head.bytes.len() / head.tile_bytes.max(1)) as u64,
-        };
-        self.dev.call(&upload, &head.bytes)?;
+        let upload = arena_upload(HEAD_ARENA, &head.weights);
+        self.dev.call(&upload, &head.weights.bytes)?;
         let up = head_constants(head, rows, self.weights.dim, pos);
         self.dev.call(&up.put(), &up.bytes())?;
         h.on = Some(want);

@@ -3,12 +3,21 @@
 
 // The backend's own types and helpers (its imports too): this is a part of it.
 use super::*;
+use tt_blackhole::format::ArenaDtype;
 use tt_blackhole::split::WorkUnit;
+
+use super::super::sfpu::compose_compute;
+
+use super::l1_fit::{MATMUL_L1, fit_l1};
+use crate::packed::PackedWeights;
 
 /// What differs between two matmuls' programs ([`TtDevice::spec_of`]): the arena the weight
 /// is in, its shape, the rows, its cut over the cores and their CBs.
 pub(crate) struct MatmulCut {
     pub arena: &'static str,
+    /// The arena's tile format (each arena has its own: the DiT's and the head's block-float,
+    /// the backbone's bf16).
+    pub dtype: ArenaDtype,
     /// `[K, N]` and in tiles.
     pub kn: [usize; 2],
     pub tiles: [usize; 2],
@@ -106,6 +115,7 @@ impl TtDevice {
         }
         Ok(self.spec_of(MatmulCut {
             arena: ARENA,
+            dtype: self.index.dtype,
             kn: [k, n],
             tiles: [kt, nt],
             m,
@@ -120,18 +130,18 @@ impl TtDevice {
     }
 
     /// The program of a matmul cut as `cut` says: our three kernels, the arena's dtype and
-    /// page (every arena on the device has the DiT's), the roofline's fidelity.
+    /// page, the roofline's fidelity.
     pub(crate) fn spec_of(&self, cut: MatmulCut) -> MatmulSpec {
         let ([k, n], [kt, nt]) = (cut.kn, cut.tiles);
         let shared = MatmulShared {
             arena: cut.arena.into(),
-            weight_dtype: self.index.dtype.to_string(),
-            weight_page: self.index.tile_bytes as u64,
+            weight_dtype: cut.dtype.to_string(),
+            weight_page: cut.dtype.format().tile_bytes() as u64,
             // The roofline's compute bound assumes this same fidelity (one source of truth).
             math_fidelity: tt_blackhole::plan::roofline::KERNEL_FIDELITY.name().into(),
             kernels: KernelSet {
                 reader: with_task_table(READER_KERNEL),
-                compute: COMPUTE_KERNEL.into(),
+                compute: compose_compute(COMPUTE_KERNEL, &[]),
                 writer: with_task_table(WRITER_KERNEL),
             },
         };
@@ -155,5 +165,54 @@ impl TtDevice {
             nt,
             k_split: cut.k_split,
         }
+    }
+}
+
+impl TtDevice {
+    /// The program of one matmul over a packed arena's weight `w` (the head's, the
+    /// backbone's), cut as the DiT's are (`split_matmul` over the compute cores, the same
+    /// units, the same kernels), its CBs sized for `m` activation rows, its units cut further
+    /// where they would not fit a core's L1 at those rows (`l1_fit`).
+    pub(crate) fn packed_matmul_spec<W: Copy + PartialEq + std::fmt::Debug>(
+        &self,
+        arena: &'static str,
+        weights: &PackedWeights<W>,
+        w: W,
+        m: usize,
+    ) -> Result<MatmulSpec, DitRunError> {
+        let e = weights
+            .get(w)
+            .ok_or_else(|| DitRunError::Arena(format!("{arena} has no {w:?}")))?;
+        let split = weights.split(e);
+        let mt = m.div_ceil(32);
+        let (mut act_pages, mut w_pages, mut out_pages) = (0, 0, 2);
+        let units = split
+            .units
+            .iter()
+            .map(|u| {
+                act_pages = act_pages.max(mt * u.k_count);
+                w_pages = w_pages.max(2 * u.k_count);
+                out_pages = out_pages.max(mt * u.n_count);
+                matmul_unit(u, e.first_tile, split.k_split)
+            })
+            .collect();
+        let cbs = MatmulCbs {
+            act: act_pages,
+            weights: w_pages,
+            out: out_pages,
+        };
+        let w_tile = weights.dtype.format().tile_bytes();
+        let fitted = fit_l1(units, split.k_split, cbs, mt, w_tile, MATMUL_L1)
+            .map_err(|e| DitRunError::Input(format!("{arena} {w:?}: {e}")))?;
+        Ok(self.spec_of(MatmulCut {
+            arena,
+            dtype: weights.dtype,
+            kn: e.kn_shape,
+            tiles: e.tiles,
+            m,
+            k_split: fitted.pieces,
+            units: fitted.units,
+            cbs: fitted.cbs,
+        }))
     }
 }

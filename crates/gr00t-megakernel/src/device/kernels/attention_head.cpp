@@ -8,12 +8,14 @@
 //   O_i = P V             (matmul_tiles over the key tiles), packed to bf16.
 // Q, K, V arrive as bf16 tiles with the head dim zero-padded to whole tiles (48 -> 64: the zero columns
 // add nothing to Q K^T and give zero output columns); S, the exponentials and the statistics are fp32.
-// The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and defines GR00T_ATTN_SCALE (1/sqrt(head dim)).
+// The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and compute_pieces.h (pass, the row softmax) at
+// GR00T_COMPUTE_PIECES, and defines GR00T_ATTN_SCALE (1/sqrt(head dim)).
 // Runtime args: tasks (one per attention of a chain this core takes part in: the reader sends the scaler
 // and the mask again with each); per task 2 words: heads on this core and query tile rows (mt), key tiles
 // (nt) and head-dim tiles (dt), 16-bit halves, low first.
 // CBs: 0 Q (mt*dt, bf16), 1 the reduce scaler (fp32), 2 K and 3 V (nt*dt, bf16), 5 mask (nt, fp32),
 // 8 S, 9 S + mask, 10 exp (nt each, fp32), 11 max, 12 1/sum (fp32), 13 P (nt, bf16), 16 O (bf16).
+// CB ids: the kernel registry's (registry.rs), pasted in at GR00T_CB_IDS.
 #include <cstdint>
 #include "api/compute/common.h"
 #include "api/compute/compute_kernel_hw_startup.h"
@@ -35,25 +37,11 @@ inline void scale_row() {
 }  // namespace gr00t_sfpu
 #endif
 
-namespace {
-template <typename Op>
-inline void pass(uint32_t count, DataflowBuffer& out_dfb, uint32_t out, Op op) {
-    for (uint32_t t = 0; t < count; ++t) {
-        tile_regs_acquire();
-        op(t);
-        tile_regs_commit();
-        out_dfb.reserve_back(1);
-        tile_regs_wait();
-        pack_tile(0, out);
-        tile_regs_release();
-        out_dfb.push_back(1);
-    }
-}
-}  // namespace
+//@@GR00T_COMPUTE_PIECES@@
+//@@GR00T_CB_IDS attention_head.cpp@@
 
 void kernel_main() {
-    constexpr uint32_t cb_q = 0, cb_scaler = 1, cb_k = 2, cb_v = 3, cb_mask = 5, cb_s = 8, cb_s2 = 9, cb_e = 10,
-                       cb_max = 11, cb_rsum = 12, cb_p = 13, cb_o = 16;
+    using gr00t_compute::pass;
     DataflowBuffer dfb_q(cb_q), dfb_scaler(cb_scaler), dfb_k(cb_k), dfb_v(cb_v), dfb_mask(cb_mask), dfb_s(cb_s),
         dfb_s2(cb_s2), dfb_e(cb_e), dfb_max(cb_max), dfb_rsum(cb_rsum), dfb_p(cb_p), dfb_o(cb_o);
 
@@ -87,54 +75,9 @@ void kernel_main() {
                 add_bcast_rows_init(cb_s, cb_mask);
                 pass(nt, dfb_s2, cb_s2, [&](uint32_t j) { add_tiles_bcast_rows(cb_s, cb_mask, j, j, 0); });
                 dfb_s.pop_front(nt);
-                dfb_s2.wait_front(nt);
-                // row max
-                reconfig_data_format(cb_s2, cb_scaler);
-                reduce_init<PoolType::MAX, ReduceDim::REDUCE_ROW>(cb_s2, cb_scaler, cb_max);
-                tile_regs_acquire();
-                for (uint32_t j = 0; j < nt; ++j) {
-                    reduce_tile<PoolType::MAX, ReduceDim::REDUCE_ROW>(cb_s2, cb_scaler, j, 0, 0);
-                }
-                tile_regs_commit();
-                dfb_max.reserve_back(1);
-                tile_regs_wait();
-                pack_tile(0, cb_max);
-                tile_regs_release();
-                dfb_max.push_back(1);
-                reduce_uninit();
-                dfb_max.wait_front(1);
-                // exp(s - max)
-                sub_bcast_cols_init(cb_s2, cb_max);
-                pass(nt, dfb_e, cb_e, [&](uint32_t j) {
-                    sub_tiles_bcast_cols(cb_s2, cb_max, j, 0, 0);
-                    MATH((gr00t_sfpu::tile<gr00t_sfpu::exp_row>(0)));
-                });
-                dfb_s2.pop_front(nt);
-                dfb_max.pop_front(1);
-                dfb_e.wait_front(nt);
-                // 1 / row sum
-                reconfig_data_format(cb_scaler, cb_e);
-                reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_e, cb_scaler, cb_rsum);
-                tile_regs_acquire();
-                for (uint32_t j = 0; j < nt; ++j) {
-                    reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_e, cb_scaler, j, 0, 0);
-                }
-                MATH((gr00t_sfpu::tile<gr00t_sfpu::recip_row>(0)));
-                tile_regs_commit();
-                dfb_rsum.reserve_back(1);
-                tile_regs_wait();
-                pack_tile(0, cb_rsum);
-                tile_regs_release();
-                dfb_rsum.push_back(1);
-                reduce_uninit();
-                dfb_rsum.wait_front(1);
-                // P = e / sum, bf16
-                reconfig_data_format(cb_e, cb_rsum);
-                mul_bcast_cols_init(cb_e, cb_rsum);
-                pack_reconfig_data_format(cb_p);
-                pass(nt, dfb_p, cb_p, [&](uint32_t j) { mul_tiles_bcast_cols(cb_e, cb_rsum, j, 0, 0); });
-                dfb_e.pop_front(nt);
-                dfb_rsum.pop_front(1);
+                // P = softmax(S + mask), bf16
+                gr00t_compute::row_softmax(nt, {cb_s2, dfb_s2}, cb_scaler, {cb_e, dfb_e}, {cb_max, dfb_max},
+                                           {cb_rsum, dfb_rsum}, {cb_p, dfb_p});
                 dfb_p.wait_front(nt);
                 // O = P V
                 reconfig_data_format(cb_v, cb_p);

@@ -7,7 +7,8 @@
 // (gr00t_sfpu::gelu_tanh_row) or gr00t_sfpu::no_act. All on the SFPU in fp32: the partials and the bias
 // tile (the bias replicated over its 32 rows) are unpacked straight to the fp32 DST (no 19-bit FPU
 // operands), so this is the emulator's finish_matmul + gelu_tanh + pack, op for op.
-// The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and defines GR00T_ACT_ROW. Read by reader_finish.cpp.
+// The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and compute_pieces.h at GR00T_COMPUTE_PIECES, and
+// defines GR00T_ACT_ROW. Read by reader_finish.cpp.
 // With GR00T_FINISH_RESIDUAL defined (the output projection's and the FF-down's ends), the residual add
 // rides here too: y = x_res + bf16(x + bias) in fp32 (CB 16 fp32), the fp32 stream's tile from CB 3, so the
 // block's new stream comes out of the matmul's end and no program of its own adds it (the emulator's
@@ -16,6 +17,7 @@
 // and 2 is that size, reader_finish.cpp); per unit cw and its K pieces (1: no split), likewise in one word.
 // CBs (fp32): 0 the partials of one output tile (pieces), 2 bias (cw), 3 the stream's tile
 // (GR00T_FINISH_RESIDUAL); 16 y.
+// CB ids: the kernel registry's (registry.rs), pasted in at GR00T_CB_IDS.
 #include <cstdint>
 #include "api/compute/common.h"
 #include "api/compute/compute_kernel_hw_startup.h"
@@ -29,14 +31,14 @@ namespace gr00t_sfpu {
 inline void bias_act_row() { bias_round_act_row<GR00T_ACT_ROW>(); }
 }  // namespace gr00t_sfpu
 #endif
+//@@GR00T_COMPUTE_PIECES@@
+//@@GR00T_CB_IDS bias_act_rows.cpp@@
 
 void kernel_main() {
     const uint32_t units = get_arg_val<uint32_t>(0);
     const uint32_t pmax = get_arg_val<uint32_t>(1) & 0xffff, cwmax = get_arg_val<uint32_t>(1) >> 16;
-    constexpr uint32_t cb_x = 0, cb_bias = 2, cb_y = 16;
     DataflowBuffer dfb_x(cb_x), dfb_bias(cb_bias), dfb_y(cb_y);
 #ifdef GR00T_FINISH_RESIDUAL
-    constexpr uint32_t cb_res = 3;
     DataflowBuffer dfb_res(cb_res);
 #endif
 
@@ -62,12 +64,7 @@ void kernel_main() {
             copy_tile(cb_res, 0, 1);
             MATH((gr00t_sfpu::tile<gr00t_sfpu::add_next_tile_row>(0)));
 #endif
-            tile_regs_commit();
-            dfb_y.reserve_back(1);
-            tile_regs_wait();
-            pack_tile(0, cb_y);
-            tile_regs_release();
-            dfb_y.push_back(1);
+            gr00t_compute::pack_dst0(dfb_y, cb_y);
             dfb_x.pop_front(pmax);
 #ifdef GR00T_FINISH_RESIDUAL
             dfb_res.pop_front(1);

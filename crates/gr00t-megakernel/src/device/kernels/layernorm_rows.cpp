@@ -11,13 +11,15 @@
 //    rstd = rsqrt(var + eps), in place in DST 0 / DST 1; packed as the mean and rstd column tiles.
 // 3. Four broadcast passes on the FPU over the row's tiles: x - mean (column broadcast), * rstd
 //    (column), * g (row broadcast), + b (row), the last packed to the bf16 output.
-// The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and defines GR00T_LN_INV_D (1/D) and GR00T_LN_EPS
-// as fp32 literals. With GR00T_LN_ONE_PLUS_G defined, g is the AdaLN scale itself (as the device's AdaLN
-// matmul leaves it) and the modulation is (h * scale + h) + shift: one more FPU pass, through CB 8.
+// The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and compute_pieces.h (pass, the row reduce) at
+// GR00T_COMPUTE_PIECES, and defines GR00T_LN_INV_D (1/D) and GR00T_LN_EPS as fp32 literals. With
+// GR00T_LN_ONE_PLUS_G defined, g is the AdaLN scale itself (as the device's AdaLN matmul leaves it) and the
+// modulation is (h * scale + h) + shift: one more FPU pass, through CB 8.
 // Runtime args: tasks (one per LayerNorm of a chain this core takes part in: reader_rows.cpp sends the
 // scaler, g and b again with each); per task Wt and its tile rows on this core (16-bit halves, low first).
 // CBs (fp32 unless said): 0 x (Wt), 1 the reduce scaler (1 tile of ones), 2 g (Wt), 3 b (Wt),
 // 4 and 5 work (Wt each), 6 mean (1), 7 rstd (1), 16 y (bf16).
+// CB ids: the kernel registry's (registry.rs), pasted in at GR00T_CB_IDS.
 #include <cstdint>
 #include "api/compute/common.h"
 #include "api/compute/compute_kernel_hw_startup.h"
@@ -57,28 +59,11 @@ inline void ln_stats_keep_mean_row() {
 }
 }  // namespace gr00t_sfpu
 #endif
-
-namespace {
-constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_g = 2, cb_b = 3, cb_w0 = 4, cb_w1 = 5, cb_mean = 6, cb_rstd = 7,
-                   cb_w2 = 8, cb_y = 16;
-
-// One pass over the row's Wt tiles: DST 0 = op(wt), packed to `out` one tile at a time.
-template <typename Op>
-inline void pass(uint32_t wt_count, DataflowBuffer& out_dfb, uint32_t out, Op op) {
-    for (uint32_t wt = 0; wt < wt_count; ++wt) {
-        tile_regs_acquire();
-        op(wt);
-        tile_regs_commit();
-        out_dfb.reserve_back(1);
-        tile_regs_wait();
-        pack_tile(0, out);
-        tile_regs_release();
-        out_dfb.push_back(1);
-    }
-}
-}  // namespace
+//@@GR00T_COMPUTE_PIECES@@
+//@@GR00T_CB_IDS layernorm_rows.cpp@@
 
 void kernel_main() {
+    using gr00t_compute::pass;
     DataflowBuffer dfb_x(cb_x), dfb_scaler(cb_scaler), dfb_g(cb_g), dfb_b(cb_b);
     DataflowBuffer dfb_w0(cb_w0), dfb_w1(cb_w1), dfb_mean(cb_mean), dfb_rstd(cb_rstd), dfb_y(cb_y);
 
@@ -100,12 +85,8 @@ void kernel_main() {
             reconfig_data_format(cb_scaler, cb_x);
             reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_x, cb_scaler, cb_mean);
             tile_regs_acquire();
-            for (uint32_t wt = 0; wt < wt_count; ++wt) {
-                reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_x, cb_scaler, wt, 0, 0);
-            }
-            for (uint32_t wt = 0; wt < wt_count; ++wt) {
-                reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_w0, cb_scaler, wt, 0, 1);
-            }
+            gr00t_compute::reduce_row_tiles<PoolType::SUM>(cb_x, cb_scaler, wt_count, 0);
+            gr00t_compute::reduce_row_tiles<PoolType::SUM>(cb_w0, cb_scaler, wt_count, 1);
             MATH((gr00t_sfpu::tile<gr00t_sfpu::ln_stats_keep_mean_row>(0)));
             tile_regs_commit();
             dfb_mean.reserve_back(1);

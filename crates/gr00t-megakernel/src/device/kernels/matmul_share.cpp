@@ -7,18 +7,20 @@
 // Runtime args: jobs (the program's matmuls, in the reader's order); CB 0's and CB 1's pages (the pages
 // the reader skips to keep a block contiguous are popped unread here); per job one word: n_count (bits
 // 0-9), k_count (10-20), m_tiles (21-31), so that a whole denoising step's jobs fit the 341 words.
+// CB ids: the kernel registry's (registry.rs), pasted in at GR00T_CB_IDS.
 #include <cstdint>
 #include "api/compute/matmul.h"
 #include "api/compute/compute_kernel_hw_startup.h"
 #include "api/compute/tile_move_copy.h"
 #include "api/dataflow/dataflow_buffer.h"
 
+//@@GR00T_CB_IDS matmul_share.cpp@@
+
 void kernel_main() {
     const uint32_t jobs = get_arg_val<uint32_t>(0);
     const uint32_t act_cb_pages = get_arg_val<uint32_t>(1);
     const uint32_t w_cb_pages = get_arg_val<uint32_t>(2);
 
-    constexpr uint32_t cb_act = 0, cb_w = 1, cb_out = 2;
     DataflowBuffer dfb_act(cb_act);
     DataflowBuffer dfb_w(cb_w);
     DataflowBuffer dfb_out(cb_out);

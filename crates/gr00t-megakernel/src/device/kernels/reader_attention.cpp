@@ -27,6 +27,7 @@
 //@@GR00T_TASK_TABLE@@
 
 //@@GR00T_TILE_COLUMNS@@
+//@@GR00T_CB_IDS reader_attention.cpp@@
 
 namespace {
 // Head h of src ([rows tile rows, src_w tiles], bf16) into dst_l1: rows * dt pages, tile row by tile row.
@@ -82,7 +83,6 @@ void read_task(const Table& tab, uint32_t a) {
     if (const uint32_t wait = tab[a + 13]; wait > 0) {
         noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), wait);
     }
-    constexpr uint32_t cb_q = 0, cb_scaler = 1, cb_k = 2, cb_v = 3, cb_zero = 4, cb_mask = 5, cb_scratch = 6;
     constexpr auto q_args = TensorAccessorArgs<TABLE_CTA_END>();
     constexpr auto k_args = TensorAccessorArgs<q_args.next_compile_time_args_offset()>();
     constexpr auto v_args = TensorAccessorArgs<k_args.next_compile_time_args_offset()>();

@@ -24,6 +24,7 @@
 #include "api/tensor/noc_traits.h"
 
 //@@GR00T_TASK_TABLE@@
+//@@GR00T_CB_IDS reader_finish.cpp@@
 
 #ifdef GR00T_FINISH_RESIDUAL
 constexpr uint32_t EXTRA = 1;  // the stream's address after the bias's
@@ -36,14 +37,12 @@ void kernel_main() {
     const TaskTable<30> t;
     const uint32_t tasks = t[0];
     const uint32_t pmax = t[1] & 0xffff, cwmax = t[1] >> 16;
-    constexpr uint32_t cb_x = 0, cb_bias = 2;
     constexpr auto x_args = TensorAccessorArgs<TABLE_CTA_END>();
     constexpr auto b_args = TensorAccessorArgs<x_args.next_compile_time_args_offset()>();
     const uint32_t page = get_local_cb_interface(cb_x).fifo_page_size;
     Noc noc;
     DataflowBuffer dfb_x(cb_x), dfb_b(cb_bias);
 #ifdef GR00T_FINISH_RESIDUAL
-    constexpr uint32_t cb_res = 3;
     constexpr auto r_args = TensorAccessorArgs<b_args.next_compile_time_args_offset()>();
     DataflowBuffer dfb_r(cb_res);
 #endif

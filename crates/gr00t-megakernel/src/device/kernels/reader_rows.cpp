@@ -21,6 +21,7 @@
 #include "api/tensor/noc_traits.h"
 
 //@@GR00T_TASK_TABLE@@
+//@@GR00T_CB_IDS reader_rows.cpp@@
 
 namespace {
 // Column c of a tile's row 0: face 0 (columns 0-15) or face 1 (16-31), each 256 elements.
@@ -42,7 +43,6 @@ void read_task(const Table& tab, uint32_t a) {
     if (const uint32_t wait = tab[a + 10]; wait > 0) {
         noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), wait);
     }
-    constexpr uint32_t cb_x = 0, cb_scaler = 1, cb_g = 2, cb_b = 3, cb_scratch = 9;
     constexpr auto x_args = TensorAccessorArgs<TABLE_CTA_END>();
     constexpr auto s_args = TensorAccessorArgs<x_args.next_compile_time_args_offset()>();
     constexpr auto g_args = TensorAccessorArgs<s_args.next_compile_time_args_offset()>();

@@ -31,6 +31,7 @@
 #include "api/tensor/noc_traits.h"
 
 //@@GR00T_TASK_TABLE@@
+//@@GR00T_CB_IDS reader_share.cpp@@
 
 void kernel_main() {
     const TaskTable<30> t;
@@ -38,7 +39,6 @@ void kernel_main() {
     const uint32_t act_cb_pages = t[2];
     const uint32_t w_cb_pages = t[3];
 
-    constexpr uint32_t cb_act = 0, cb_w = 1;
     constexpr auto act_args = TensorAccessorArgs<TABLE_CTA_END>();
     constexpr auto arena_args = TensorAccessorArgs<act_args.next_compile_time_args_offset()>();
     const uint32_t act_page = get_local_cb_interface(cb_act).fifo_page_size;

@@ -7,12 +7,12 @@
 #include "api/dataflow/noc.h"
 #include "api/dataflow/dataflow_buffer.h"
 #include "api/tensor/noc_traits.h"
+//@@GR00T_CB_IDS reader_tiles.cpp@@
 
 void kernel_main() {
     const uint32_t addr = get_arg_val<uint32_t>(0);
     const uint32_t first = get_arg_val<uint32_t>(1);
     const uint32_t count = get_arg_val<uint32_t>(2);
-    constexpr uint32_t cb_in = 0;
     constexpr auto args = TensorAccessorArgs<0>();
     const auto src = TensorAccessor(args, addr);
     const uint32_t page = get_local_cb_interface(cb_in).fifo_page_size;

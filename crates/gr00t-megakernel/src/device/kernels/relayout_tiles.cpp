@@ -24,6 +24,7 @@
 #include "api/tensor/noc_traits.h"
 
 //@@GR00T_TILE_COLUMNS@@
+//@@GR00T_CB_IDS relayout_tiles.cpp@@
 
 void kernel_main() {
     const uint32_t src_addr = get_arg_val<uint32_t>(0);
@@ -39,7 +40,6 @@ void kernel_main() {
     const auto src = TensorAccessor(src_args, src_addr);
     const auto dst = TensorAccessor(dst_args, dst_addr);
     const uint32_t page = 1024 * elem;
-    constexpr uint32_t cb_dst = 0, cb_src = 1;
     DataflowBuffer dfb_dst(cb_dst), dfb_src(cb_src);
     const uint32_t dst_l1 = dfb_dst.get_write_ptr();
     const uint32_t src_l1 = dfb_src.get_write_ptr();

@@ -24,6 +24,7 @@
 //@@GR00T_TASK_TABLE@@
 
 //@@GR00T_TILE_COLUMNS@@
+//@@GR00T_CB_IDS writer_merge_heads.cpp@@
 
 template <typename Table>
 void write_task(const Table& tab, uint32_t a) {
@@ -36,7 +37,7 @@ void write_task(const Table& tab, uint32_t a) {
     const uint32_t out_w = tab[a + 6];
     const uint32_t c0 = tab[a + 7];
     const uint32_t cw = tab[a + 8];
-    constexpr uint32_t cb_o = 16, cb_asm = 17, page = 2048, face = page / 4;
+    constexpr uint32_t page = 2048, face = page / 4;
     constexpr auto args = TensorAccessorArgs<TABLE_CTA_END>();
     const auto dst = TensorAccessor(args, addr);
     DataflowBuffer dfb_o(cb_o), dfb_asm(cb_asm);

@@ -18,11 +18,11 @@
 #include "api/tensor/noc_traits.h"
 
 //@@GR00T_TASK_TABLE@@
+//@@GR00T_CB_IDS writer_partials.cpp@@
 
 void kernel_main() {
     const TaskTable<31> t;
     const uint32_t jobs = t[0];
-    constexpr uint32_t cb_out = 2;
     constexpr auto out_args = TensorAccessorArgs<TABLE_CTA_END>();
     const uint32_t page_bytes = get_local_cb_interface(cb_out).fifo_page_size;
 

@@ -14,10 +14,10 @@
 #include "api/tensor/noc_traits.h"
 
 //@@GR00T_TASK_TABLE@@
+//@@GR00T_CB_IDS writer_runs.cpp@@
 
 void kernel_main() {
     const TaskTable<31> t;
-    constexpr uint32_t cb_out = 16;
     constexpr auto args = TensorAccessorArgs<TABLE_CTA_END>();
     const uint32_t page = get_local_cb_interface(cb_out).fifo_page_size;
     Noc noc;

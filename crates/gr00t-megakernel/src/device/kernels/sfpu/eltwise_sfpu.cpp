@@ -3,6 +3,7 @@
 // into DST (unpack + datacopy on the FPU), run the op on it in the MATH thread's SFPU, pack DST to CB 16.
 // The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and defines GR00T_SFPU_ROW (the op's row routine,
 // e.g. gr00t_sfpu::exp_row): one kernel build per op. Runtime arg 0: this core's number of tiles.
+// CB ids: the kernel registry's (registry.rs), pasted in at GR00T_CB_IDS.
 #include <cstdint>
 #include "api/compute/common.h"
 #include "api/compute/compute_kernel_hw_startup.h"
@@ -13,10 +14,10 @@
 using namespace ckernel;
 //@@GR00T_SFPU_LIB@@
 #endif
+//@@GR00T_CB_IDS sfpu/eltwise_sfpu.cpp@@
 
 void kernel_main() {
     const uint32_t num_tiles = get_arg_val<uint32_t>(0);
-    constexpr uint32_t cb_in = 0, cb_out = 16;
     DataflowBuffer dfb_in(cb_in);
     DataflowBuffer dfb_out(cb_out);
     compute_kernel_hw_startup(cb_in, cb_out);

@@ -1,0 +1,147 @@
+//! A camera's image tokens from the device (`GR00T_BACKBONE_BACKEND=device`): SigLIP2's
+//! tower and the projector as one graph (`super::super::vision_graph`), the patches the only
+//! input and the projector's rows the only output.
+
+use tt_blackhole::device::DitRunError;
+
+use super::super::graph::{Graph, Upload};
+use super::super::protocol::Replay;
+use super::super::vision_graph::{
+    BACKBONE_ARENA, VisionShape, arena_upload, backbone_constants, patch_input, projector,
+    vision_tower,
+};
+use super::steps::{check_ran, stream_of};
+use super::{DeviceSteps, lock};
+use crate::backbone_arena::{BackboneArena, BackboneWeight};
+use crate::vision_layout::VisionLayout;
+use gr00t_runtime::config::VisionConfig;
+
+/// What of the backbone is on the device: the worker whose DRAM holds the arena, the patch
+/// grid the constants (position table, key mask) were put for, and the vision graph the
+/// worker keeps for it.
+#[derive(Default)]
+pub(in super::super) struct DeviceBackbone {
+    on: Option<(u32, Option<VisionLayout>)>,
+    kept: Option<KeptVision>,
+}
+
+/// The vision graph the worker keeps (`op_replay`, under [`KEPT_VISION`]): the worker and grid
+/// it was built for, its steps and programs.
+#[derive(Clone, Copy, PartialEq)]
+struct KeptVision {
+    worker: u32,
+    layout: VisionLayout,
+    steps: usize,
+    programs: usize,
+}
+
+/// The worker's name of the kept vision graph.
+const KEPT_VISION: &str = "vision";
+
+impl DeviceSteps<'_> {
+    /// The image tokens of one `[ch, h, w]` image (`[(h/p/2)·(w/p/2), text hidden]`, raster
+    /// order of the 2×2 blocks): the patch embedding, every encoder layer, the post-LayerNorm
+    /// and the projector of `arena` on the device, one exchange.
+    pub fn image_tokens(
+        &self,
+        arena: &BackboneArena,
+        vision: &VisionConfig,
+        pixels: &[f32],
+        (h, w): (usize, usize),
+    ) -> Result<Vec<f32>, DitRunError> {
+        let (p, ch) = (vision.patch_size, vision.num_channels);
+        let layout = (h % p == 0 && w % p == 0)
+            .then(|| VisionLayout::new(h / p, w / p))
+            .flatten()
+            .filter(|_| pixels.len() == ch * h * w)
+            .ok_or_else(|| {
+                DitRunError::Input(format!(
+                    "image: {} values for [{ch}, {h}, {w}]; the device's vision tower needs \
+                     sides that are an even number of {p}-pixel patches",
+                    pixels.len()
+                ))
+            })?;
+        let shape = VisionShape {
+            layout,
+            width: vision.hidden_size,
+            heads: vision.num_attention_heads,
+        };
+        let d = arena
+            .weights
+            .get(BackboneWeight::ProjectorFc2)
+            .map(|e| e.kn_shape[1])
+            .ok_or_else(|| DitRunError::Arena("the backbone arena has no projector".into()))?;
+        self.ensure_backbone(arena, shape)?;
+        let worker = self.dev.reopened();
+        let mut up = Upload::new();
+        patch_input(&mut up, "t/v/p", pixels, [ch, h, w, p], layout);
+        let rows = layout.blocks();
+        // The same grid's graph again: only the patches go in.
+        let replays = self.dev.options().replay;
+        let kept = lock(&self.dev.backbone)
+            .kept
+            .filter(|k| replays && k.worker == worker && k.layout == layout);
+        if let Some(k) = kept {
+            let request = Replay {
+                name: KEPT_VISION.into(),
+                inputs: up.specs().to_vec(),
+            };
+            let (reply, back) = self.dev.call(&request, &up.bytes())?;
+            if let Some(run) = &reply.answer.run {
+                check_ran(run, k.steps, k.programs)?;
+                return stream_of(&back, rows * d);
+            }
+            lock(&self.dev.backbone).kept = None;
+        }
+        let mut g = Graph::new(self.dev, &self.plan);
+        g.backbone = Some(arena);
+        // Partials of their own: a kept vision graph must not share the kept forward's.
+        g.scratch = "v";
+        let layers = arena.vision_layers();
+        vision_tower(&mut g, arena, shape, layers, "t/v/p", "t/v/out")?;
+        projector(&mut g, arena, shape, "t/v/out", "t/p/y")?;
+        let steps = g.steps();
+        let keep = replays.then_some(KEPT_VISION);
+        let (request, programs) =
+            g.request(&up, &[("t/p/y", rows, d)], keep, self.dev.options().chain)?;
+        let (reply, back) = self.dev.call(&request, &up.bytes())?;
+        check_ran(&reply.answer, steps, programs)?;
+        if replays {
+            lock(&self.dev.backbone).kept = Some(KeptVision {
+                worker,
+                layout,
+                steps,
+                programs,
+            });
+        }
+        stream_of(&back, rows * d)
+    }
+
+    /// The backbone arena on this worker (put once per worker: it is the largest upload) and
+    /// its constants for `shape`'s grid (put again when the grid changes).
+    fn ensure_backbone(
+        &self,
+        arena: &BackboneArena,
+        shape: VisionShape,
+    ) -> Result<(), DitRunError> {
+        let worker = self.dev.reopened();
+        let mut b = lock(&self.dev.backbone);
+        let grid = match b.on {
+            Some((w, grid)) if w == worker => grid,
+            _ => {
+                b.kept = None;
+                let upload = arena_upload(BACKBONE_ARENA, &arena.weights);
+                self.dev.call(&upload, &arena.weights.bytes)?;
+                b.on = Some((worker, None));
+                None
+            }
+        };
+        if grid != Some(shape.layout) {
+            b.kept = None;
+            let up = backbone_constants(arena, shape)?;
+            self.dev.call(&up.put(), &up.bytes())?;
+            b.on = Some((worker, Some(shape.layout)));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,257 @@
+//! SigLIP2's encoder layer on the device (`vision_graph`) at full width on the simulated
+//! p150a, vs the CPU reference's layer (`gr00t_runtime::model::vision`).
+
+use std::time::Instant;
+
+use tt_blackhole::ArenaDtype;
+use tt_blackhole::backbone::BACKBONE_DTYPE;
+
+use super::graph::{Graph, Upload};
+use super::head_graph_tests::{compare, draw, replayed_head_bytes};
+use super::protocol::ActDtype;
+use super::tests::{require_simulator, sim_policy, sim_policy_with};
+use super::vision_graph::{
+    BACKBONE_ARENA, VisionShape, arena_upload, backbone_constants, vision_layer,
+};
+use crate::backbone_arena::BackboneArena;
+use crate::vision_layout::VisionLayout;
+use gr00t_runtime::config::EagleConfig;
+use gr00t_runtime::model::vision::VisionTower;
+use gr00t_runtime::weights::{DType, RandomWeights};
+
+/// One SigLIP2 encoder layer at N1.6's full width (1152 wide, 16 heads of 72, MLP 4304) over
+/// the 324 patches of one 252 × 252 view (in the device's token order: 384 rows), seeded
+/// random bf16 weights packed bf16 (the
+/// backbone's format): the layer's output and its update (output minus input, what the layer
+/// computes beside the residual) vs the CPU reference in f32.
+#[test]
+#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
+fn sim_full_width_vision_layer_matches_the_cpu_reference() {
+    require_simulator("sim_full_width_vision_layer_matches_the_cpu_reference");
+    let mut cfg = EagleConfig::default();
+    cfg.vision_config.num_hidden_layers = 1;
+    let v = &cfg.vision_config;
+    let ws = RandomWeights {
+        seed: 40,
+        dtype: DType::Bf16,
+    };
+    let tower = VisionTower::load(&ws, v).unwrap();
+    let arena = BackboneArena::new(BACKBONE_DTYPE)
+        .with_vision_layers(&ws, &cfg, 0..1)
+        .unwrap();
+    let layout = VisionLayout::new(18, 18).unwrap();
+    let shape = VisionShape {
+        layout,
+        width: v.hidden_size,
+        heads: v.num_attention_heads,
+    };
+    let (t, c, rows) = (layout.tokens(), shape.width, 32 * shape.row_tiles());
+    let mut seed = 0x40_u64;
+    let x = draw(&mut seed, t * c, 1.0);
+    let mut want = x.clone();
+    tower.encoder_layer(0, &mut want, t);
+
+    // A full-width layer's programs take minutes on the simulator: a deadline to match.
+    let sim = sim_policy_with(&crate::MegakernelConfig {
+        device: "sim".into(),
+        device_timeout: std::time::Duration::from_secs(1200),
+        ..crate::MegakernelConfig::default()
+    });
+    let dev = sim.device().unwrap();
+    let dims = crate::dit_dims(&sim.model().cfg.gr00t, 1);
+    let plan = tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap();
+    dev.call(
+        &arena_upload(BACKBONE_ARENA, &arena.weights),
+        &arena.weights.bytes,
+    )
+    .unwrap();
+    let consts = backbone_constants(&arena, shape).unwrap();
+    dev.call(&consts.put(), &consts.bytes()).unwrap();
+    let mut up = Upload::new();
+    up.add("t/v/x0", rows, c, ActDtype::F32, &layout.to_device(&x, c));
+    let mut g = Graph::new(dev, &plan);
+    g.backbone = Some(&arena);
+    vision_layer(&mut g, &arena, 0, shape, "t/v/x0", "t/v/y").unwrap();
+    let (request, programs) = g.request(&up, &[("t/v/y", rows, c)], None, true).unwrap();
+    let started = Instant::now();
+    let (reply, back) = dev.call(&request, &up.bytes()).unwrap();
+    let wall = started.elapsed().as_secs_f64();
+    let got: Vec<f32> = back
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let got = layout.to_raster(&got, c);
+    let delta = |y: &[f32]| -> Vec<f32> { y.iter().zip(&x).map(|(a, b)| a - b).collect() };
+    let out = compare("output", &got, &want);
+    let upd = compare("update", &delta(&got), &delta(&want));
+    eprintln!(
+        "full-width SigLIP2 layer on the simulator: {wall:.1} s, {programs} programs ({} ran); \
+         vs the CPU reference: output PCC {:.8}, max |err| {:.3e} (max |value| {:.3}); \
+         update PCC {:.8}, max |err| {:.3e} (max |value| {:.3})",
+        reply.answer.programs, out.0, out.1, out.2, upd.0, upd.1, upd.2
+    );
+    assert!(out.0 >= 0.9999, "output PCC {}", out.0);
+    assert!(upd.0 >= 0.9999, "update PCC {}", upd.0);
+    // bf16 activations between the matmuls: within 4 bf16 ulps of the largest value.
+    assert!(
+        out.1 <= out.2 / 64.0,
+        "output max |err| {} of {}",
+        out.1,
+        out.2
+    );
+}
+
+/// The tiny checkpoint's whole vision stage on the simulator from the golden's pixels: the
+/// patch embedding with the resized position table, both encoder layers, the post-LayerNorm
+/// and the projector, one graph, each stage's output vs NVIDIA's f32 tap.
+#[test]
+#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
+fn sim_tiny_vision_and_projector_match_the_golden_taps() {
+    use crate::tests::{case_dir, golden_tap, pcc};
+    use gr00t_runtime::config::ModelConfig;
+    use gr00t_runtime::weights::WeightStore;
+
+    use super::vision_graph::{patch_input, projector, vision_tower};
+
+    require_simulator("sim_tiny_vision_and_projector_match_the_golden_taps");
+    let cfg = ModelConfig::from_dir(&case_dir()).unwrap().eagle;
+    let ws = WeightStore::open_dir(&case_dir()).unwrap();
+    let v = &cfg.vision_config;
+    let layers = v.num_hidden_layers;
+    let arena = BackboneArena::new(BACKBONE_DTYPE)
+        .with_vision_embedding(&ws, &cfg)
+        .unwrap()
+        .with_vision_layers(&ws, &cfg, 0..layers)
+        .unwrap()
+        .with_projector(&ws, &cfg)
+        .unwrap();
+    let (shape_px, pixels) = golden_tap("input.pixel_values");
+    let (h, w, p) = (shape_px[2], shape_px[3], v.patch_size);
+    let layout = VisionLayout::new(h / p, w / p).unwrap();
+    let shape = VisionShape {
+        layout,
+        width: v.hidden_size,
+        heads: v.num_attention_heads,
+    };
+    let (c, rows, d) = (
+        shape.width,
+        32 * shape.row_tiles(),
+        cfg.text_config.hidden_size,
+    );
+
+    let sim = sim_policy(ArenaDtype::Bfp8B);
+    let dev = sim.device().unwrap();
+    let dims = crate::dit_dims(&sim.model().cfg.gr00t, 1);
+    let plan = tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap();
+    dev.call(
+        &arena_upload(BACKBONE_ARENA, &arena.weights),
+        &arena.weights.bytes,
+    )
+    .unwrap();
+    let consts = backbone_constants(&arena, shape).unwrap();
+    dev.call(&consts.put(), &consts.bytes()).unwrap();
+    let mut up = Upload::new();
+    patch_input(&mut up, "t/v/p", &pixels, [v.num_channels, h, w, p], layout);
+    let mut g = Graph::new(dev, &plan);
+    g.backbone = Some(&arena);
+    vision_tower(&mut g, &arena, shape, layers, "t/v/p", "t/v/out").unwrap();
+    projector(&mut g, &arena, shape, "t/v/out", "t/p/y").unwrap();
+    assert_eq!(
+        layers, 2,
+        "the streams below are the tiny tower's two layers"
+    );
+    let outputs = [
+        ("t/v/s1", rows, c),
+        ("t/v/s0", rows, c),
+        ("t/v/out", rows, c),
+        ("t/p/y", layout.blocks(), d),
+    ];
+    let (request, programs) = g.request(&up, &outputs, None, true).unwrap();
+    let started = Instant::now();
+    let (reply, back) = dev.call(&request, &up.bytes()).unwrap();
+    let wall = started.elapsed().as_secs_f64();
+    let vals: Vec<f32> = back
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    let (layer0, rest) = vals.split_at(rows * c);
+    let (layer1, rest) = rest.split_at(rows * c);
+    let (tower, proj) = rest.split_at(rows * c);
+    let stages = [
+        ("vision.encoder_layer0", layout.to_raster(layer0, c)),
+        ("vision.encoder_layer1", layout.to_raster(layer1, c)),
+        ("vision.last_hidden_state", layout.to_raster(tower, c)),
+        ("projector.output", proj.to_vec()),
+    ];
+    eprintln!(
+        "tiny vision + projector on the simulator: {wall:.1} s, {programs} programs ({} ran); \
+         vs the golden:",
+        reply.answer.programs
+    );
+    let mut checks = Vec::new();
+    for (tap, got) in &stages {
+        let (_, want) = golden_tap(tap);
+        let (p, err, top) = compare(tap, got, &want);
+        eprintln!("  {tap:>26}: PCC {p:.6}, max |err| {err:.3e} (max |value| {top:.3})");
+        checks.push((*tap, p, pcc(got, &want)));
+    }
+    for (tap, p, _) in &checks {
+        assert!(*p >= 0.999, "{tap}: PCC {p}");
+    }
+}
+
+/// The tiny forward with SigLIP2's tower and the projector on the device
+/// (`GR00T_BACKBONE_BACKEND=device`) before the whole action head: the actions vs NVIDIA's f32
+/// run; the host ran only the LLM and vlln of the model's stages; the forward's counters hold
+/// the image's exchange too (its patches the only image bytes sent).
+#[test]
+#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
+fn sim_tiny_forward_with_the_vision_stage_on_the_device() {
+    use crate::tests::{case_dir, golden_inputs, pcc};
+    use gr00t_runtime::model::{Gr00tModel, Taps};
+    use gr00t_runtime::policy::{HostStages, Policy, Stage};
+
+    require_simulator("sim_tiny_forward_with_the_vision_stage_on_the_device");
+    let inputs = golden_inputs();
+    let model = Gr00tModel::load(&case_dir()).unwrap();
+    let reference = model.forward(&inputs, &mut Taps::none()).unwrap();
+    let sim = sim_policy_with(&crate::MegakernelConfig {
+        device: "sim".into(),
+        head_embodiment: Some(inputs.embodiment_id),
+        backbone_on_device: true,
+        ..crate::MegakernelConfig::default()
+    });
+    let started = Instant::now();
+    let (got, timing) = sim.predict(&inputs).unwrap();
+    let wall = started.elapsed().as_secs_f64();
+    let p = pcc(&got.data, &reference.data);
+    let stats = sim.device().unwrap().stats().expect("a finished forward");
+    eprintln!(
+        "tiny forward, vision + projector + head on the device: {wall:.1} s; PCC vs f32 {p:.6}; \
+         host stages {:?}; {stats:?}",
+        timing.host_stages.names()
+    );
+    assert!(p >= 0.999, "PCC vs f32 {p}");
+    assert_eq!(
+        timing.host_stages,
+        HostStages::of(&[Stage::Llm, Stage::Vlln]),
+        "{:?}",
+        timing.host_stages.names()
+    );
+    // The image goes in as its patches (f32 payload values), in the tokens' device order.
+    let v = &sim.model().cfg.eagle.vision_config;
+    let (h, w) = inputs.image_hw;
+    let layout = VisionLayout::new(h / v.patch_size, w / v.patch_size).unwrap();
+    let patches = 32 * layout.row_tiles() * v.num_channels * v.patch_size * v.patch_size;
+    // A second forward of the same observation: the arena and the grid's constants stay on
+    // the device; the head's replayed inputs and the patches are all it sends.
+    let (again, _) = sim.predict(&inputs).unwrap();
+    assert_eq!(again.data, got.data);
+    let st2 = sim.device().unwrap().stats().unwrap();
+    eprintln!("second forward: {st2:?}");
+    assert_eq!(
+        st2.host_to_device_bytes_per_forward,
+        replayed_head_bytes(sim.model(), &inputs) + 4 * patches as u64,
+        "{st2:?}"
+    );
+}
