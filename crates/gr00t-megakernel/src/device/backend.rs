@@ -47,6 +47,7 @@ mod images;
 mod l1_fit;
 /// A matmul's program from the plan's cut.
 mod spec;
+pub(crate) use spec::{matmul_spec, packed_matmul_spec};
 mod steps;
 
 pub use device_steps::DeviceSteps;
@@ -417,7 +418,7 @@ impl TtDevice {
         x: &[f32],
         m: usize,
     ) -> Result<Vec<f32>, DitRunError> {
-        let spec = self.matmul_spec(plan, block, kind, m)?;
+        let spec = matmul_spec(&self.index, plan, block, kind, m)?;
         let (k, n, nt) = (spec.k, spec.n, spec.nt);
         if x.len() != m * k {
             return Err(DitRunError::Input(format!(

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use tt_blackhole::arena::ArenaIndex;
 use tt_blackhole::device::DitRunError;
 use tt_blackhole::dims::WeightKind;
 use tt_blackhole::plan::program::{FINISH_UNIT_TILES, ROW_CORES, end_kernels};
@@ -12,7 +13,7 @@ use tt_blackhole::plan::{L1_BUDGET, MegakernelPlan};
 use super::attention::{
     ATTENTION_KERNEL, reader_attention_kernel, with_tile_columns, writer_merge_kernel,
 };
-use super::backend::TtDevice;
+use super::backend::{TtDevice, matmul_spec, packed_matmul_spec};
 use super::graph::{
     LN_EPS, READER_FINISH_KERNEL, RELAYOUT_KERNEL, Upload, WRITER_RUNS_KERNEL, bias_name, tiles,
 };
@@ -122,7 +123,10 @@ pub(super) struct Job {
 
 /// One graph under construction: its steps and the kernel sources they name.
 pub(crate) struct Graph<'a> {
-    dev: &'a TtDevice,
+    /// The DiT arena's index (its matmuls' weights).
+    index: &'a ArenaIndex,
+    /// The device's worker grid (the packer's).
+    grid: [usize; 2],
     plan: &'a MegakernelPlan,
     /// The action head's packed weights, for [`Weight::Head`] matmuls.
     pub(super) head: Option<&'a HeadArena>,
@@ -138,8 +142,19 @@ pub(crate) struct Graph<'a> {
 
 impl<'a> Graph<'a> {
     pub(crate) fn new(dev: &'a TtDevice, plan: &'a MegakernelPlan) -> Self {
+        Graph::for_arena(&dev.index, dev.info.grid, plan)
+    }
+
+    /// A graph over the DiT arena `index` for a device of worker grid `grid`: what a graph is
+    /// built from (no device is needed to build one, only to run it).
+    pub(crate) fn for_arena(
+        index: &'a ArenaIndex,
+        grid: [usize; 2],
+        plan: &'a MegakernelPlan,
+    ) -> Self {
         Graph {
-            dev,
+            index,
+            grid,
             plan,
             head: None,
             backbone: None,
@@ -196,20 +211,18 @@ impl<'a> Graph<'a> {
         let mut shared = None;
         for (j, job) in jobs.iter().enumerate() {
             let spec = match job.weight {
-                Weight::Dit(block, kind) => self.dev.matmul_spec(self.plan, block, kind, job.m)?,
+                Weight::Dit(block, kind) => matmul_spec(self.index, self.plan, block, kind, job.m)?,
                 Weight::Head(w) => {
                     let head = self.head.ok_or_else(|| {
                         DitRunError::Arena(format!("no head arena for the head's {w:?}"))
                     })?;
-                    self.dev
-                        .packed_matmul_spec(HEAD_ARENA, &head.weights, w, job.m)?
+                    packed_matmul_spec(HEAD_ARENA, &head.weights, w, job.m)?
                 }
                 Weight::Backbone(w) => {
                     let bb = self.backbone.ok_or_else(|| {
                         DitRunError::Arena(format!("no backbone arena for the backbone's {w:?}"))
                     })?;
-                    self.dev
-                        .packed_matmul_spec(BACKBONE_ARENA, &bb.weights, w, job.m)?
+                    packed_matmul_spec(BACKBONE_ARENA, &bb.weights, w, job.m)?
                 }
             };
             // A name of its own per step: the partials of the graph's matmuls never share a
@@ -612,7 +625,7 @@ impl<'a> Graph<'a> {
                 )));
             }
         }
-        let (steps, programs) = super::graph_pack::pack(self.steps, self.dev.info.grid, chain)?;
+        let (steps, programs) = super::graph_pack::pack(self.steps, self.grid, chain)?;
         let request = GraphRequest {
             inputs: inputs.specs().to_vec(),
             steps,

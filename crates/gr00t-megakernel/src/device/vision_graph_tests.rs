@@ -19,6 +19,107 @@ use gr00t_runtime::config::EagleConfig;
 use gr00t_runtime::model::vision::VisionTower;
 use gr00t_runtime::weights::{DType, RandomWeights};
 
+/// A graph over the tiny golden's DiT arena index and plan, on the p150a's worker grid, with
+/// `arena` for its backbone matmuls: built without a device.
+fn offline_graph<'a>(
+    index: &'a tt_blackhole::arena::ArenaIndex,
+    plan: &'a tt_blackhole::plan::MegakernelPlan,
+    arena: &'a BackboneArena,
+) -> Graph<'a> {
+    use tt_blackhole::plan::{GRID_X, GRID_Y};
+    let mut g = Graph::for_arena(index, [GRID_X, GRID_Y], plan);
+    g.backbone = Some(arena);
+    g
+}
+
+/// The tiny golden's DiT dims' arena index and plan (what a graph's DiT side is cut for).
+fn tiny_dit() -> (
+    tt_blackhole::arena::ArenaIndex,
+    tt_blackhole::plan::MegakernelPlan,
+) {
+    use gr00t_runtime::config::ModelConfig;
+    let cfg = ModelConfig::from_dir(&crate::tests::case_dir()).unwrap();
+    let dims = crate::dit_dims(&cfg.gr00t, 1);
+    (
+        tt_blackhole::arena::arena_layout(&dims, ArenaDtype::Bfp8B),
+        tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap(),
+    )
+}
+
+/// A full-width SigLIP2 layer's graph, built without a device: its four matmul steps (each
+/// with the LayerNorm or attention before it) packed into one program, fc2's units cut into K
+/// blocks (two per column beside the split's two pieces: 4 pieces) to fit L1 at 12 tile rows.
+#[test]
+fn a_full_width_vision_layer_is_one_program_with_fc2_in_k_blocks() {
+    use super::protocol::GraphStep;
+    use super::vision_graph::vision_layer;
+
+    let mut cfg = EagleConfig::default();
+    cfg.vision_config.num_hidden_layers = 1;
+    let v = &cfg.vision_config;
+    let ws = RandomWeights {
+        seed: 40,
+        dtype: DType::Bf16,
+    };
+    let arena = BackboneArena::new(BACKBONE_DTYPE)
+        .with_vision_layers(&ws, &cfg, 0..1)
+        .unwrap();
+    let shape = VisionShape {
+        layout: VisionLayout::new(18, 18).unwrap(),
+        width: v.hidden_size,
+        heads: v.num_attention_heads,
+    };
+    let (index, plan) = tiny_dit();
+    let mut g = offline_graph(&index, &plan, &arena);
+    vision_layer(&mut g, &arena, 0, shape, "t/v/x0", "t/v/y").unwrap();
+    assert_eq!(g.steps(), 4, "LN + QKV, attention + O, LN + fc1, fc2");
+    let (request, programs) = g.request(&Upload::new(), &[], None, true).unwrap();
+    assert_eq!(programs, 1);
+    let [GraphStep::Chain(chain)] = request.steps.as_slice() else {
+        panic!("one chain: {:?}", request.steps.len());
+    };
+    let pieces: Vec<usize> = chain
+        .steps
+        .iter()
+        .map(|s| s.matmul.jobs[0].k_split)
+        .collect();
+    // Q/K/V and O: 36 columns over 96 cores split K in 2; fc1 (135 columns) does not; fc2
+    // splits in 2 and cuts each half in 2 blocks.
+    assert_eq!(pieces, [2, 2, 1, 4]);
+    let fc2 = &chain.steps[3].matmul.jobs[0];
+    assert!(fc2.cbs.act <= 12 * 34, "{:?}", fc2.cbs);
+}
+
+/// The full-size projector's LayerNorm (4608 features) needs more L1 than a core's CBs may
+/// take in our row kernel: the graph refuses it by name rather than the device mid-graph.
+#[test]
+fn the_full_size_projector_norm_is_refused_by_name() {
+    use super::vision_graph::projector;
+
+    let cfg = EagleConfig::default();
+    let ws = RandomWeights {
+        seed: 41,
+        dtype: DType::Bf16,
+    };
+    let arena = BackboneArena::new(BACKBONE_DTYPE)
+        .with_projector(&ws, &cfg)
+        .unwrap();
+    let shape = VisionShape {
+        layout: VisionLayout::new(18, 18).unwrap(),
+        width: cfg.vision_config.hidden_size,
+        heads: cfg.vision_config.num_attention_heads,
+    };
+    let (index, plan) = tiny_dit();
+    let mut g = offline_graph(&index, &plan, &arena);
+    projector(&mut g, &arena, shape, "t/v/out", "t/p/y").unwrap();
+    let err = g.request(&Upload::new(), &[], None, true).unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("over 4608 columns") && msg.contains("L1"),
+        "{msg}"
+    );
+}
+
 /// One SigLIP2 encoder layer at N1.6's full width (1152 wide, 16 heads of 72, MLP 4304) over
 /// the 324 patches of one 252 × 252 view (in the device's token order: 384 rows), seeded
 /// random bf16 weights packed bf16 (the

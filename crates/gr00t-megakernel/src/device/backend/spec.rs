@@ -61,158 +61,153 @@ pub(crate) fn matmul_unit(u: &WorkUnit, weight_first: usize, k_split: usize) -> 
     }
 }
 
-impl TtDevice {
-    /// What one matmul's device program needs, from the plan: work units → cores (runtime args),
-    /// CB sizes, the weight's place in the arena, our kernels. `m` is the activation's rows.
-    pub(crate) fn matmul_spec(
-        &self,
-        plan: &MegakernelPlan,
-        block: usize,
-        kind: WeightKind,
-        m: usize,
-    ) -> Result<MatmulSpec, DitRunError> {
-        let e = self
-            .index
-            .entry(block, kind)
-            .ok_or_else(|| DitRunError::Arena(format!("no block {block} {kind:?}")))?;
-        let [k, n] = e.kn_shape;
-        let [kt, nt] = e.tiles;
-        let class = plan.class(block, kind);
-        let split = &class.split;
-        let mt = m.div_ceil(32);
-        let block_first = e.first_tile as usize;
-        let mut units = Vec::with_capacity(split.units.len());
-        let (mut act_pages, mut w_pages, mut out_pages) = (0, 0, 0);
-        for u in &split.units {
-            let (cx, cy) = compute_coord(u.core);
-            let core = plan
-                .cores
-                .iter()
-                .find(|c| (c.x, c.y) == (cx, cy) && matches!(c.role, CoreRole::Compute { .. }))
-                .ok_or_else(|| {
-                    DitRunError::Device(format!("plan has no compute core at ({cx},{cy})"))
-                })?;
-            let cb = |name: &str| {
-                core.cbs
-                    .iter()
-                    .find(|c| c.name == name)
-                    .map_or(0, |c| c.pages)
-            };
-            // The plan sized these for its own M; a larger M here would overflow them.
-            let (need_act, need_w) = (mt * u.k_count, u.k_count);
-            if need_act > cb("act_in") || need_w > cb("weights") {
-                return Err(DitRunError::Input(format!(
-                    "matmul {kind:?} M={m}: core ({cx},{cy}) needs {need_act} activation and \
-                     {need_w} weight pages, the plan gives {} and {}",
-                    cb("act_in"),
-                    cb("weights")
-                )));
-            }
-            act_pages = act_pages.max(cb("act_in"));
-            w_pages = w_pages.max(cb("weights"));
-            out_pages = out_pages.max(cb("partials_f32")).max(2);
-            units.push(matmul_unit(u, block_first, split.k_split));
-        }
-        Ok(self.spec_of(MatmulCut {
-            arena: ARENA,
-            dtype: self.index.dtype,
-            kn: [k, n],
-            tiles: [kt, nt],
-            m,
-            k_split: split.k_split,
-            units,
-            cbs: MatmulCbs {
-                act: act_pages,
-                weights: w_pages,
-                out: out_pages,
-            },
-        }))
-    }
-
-    /// The program of a matmul cut as `cut` says: our three kernels, the arena's dtype and
-    /// page, the roofline's fidelity.
-    pub(crate) fn spec_of(&self, cut: MatmulCut) -> MatmulSpec {
-        let ([k, n], [kt, nt]) = (cut.kn, cut.tiles);
-        let shared = MatmulShared {
-            arena: cut.arena.into(),
-            weight_dtype: cut.dtype.to_string(),
-            weight_page: cut.dtype.format().tile_bytes() as u64,
-            // The roofline's compute bound assumes this same fidelity (one source of truth).
-            math_fidelity: tt_blackhole::plan::roofline::KERNEL_FIDELITY.name().into(),
-            kernels: KernelSet {
-                reader: with_task_table(READER_KERNEL),
-                compute: compose_compute(COMPUTE_KERNEL, &[]),
-                writer: with_task_table(WRITER_KERNEL),
-            },
-        };
-        let job = MatmulJob {
-            m: cut.m,
-            mt: cut.m.div_ceil(32),
-            k,
-            kt,
-            nt,
-            k_split: cut.k_split,
-            units: cut.units,
-            cbs: cut.cbs,
-            act: None,
-            out: None,
-        };
-        MatmulSpec {
-            shared,
-            job,
-            k,
-            n,
-            nt,
-            k_split: cut.k_split,
-        }
-    }
-}
-
-impl TtDevice {
-    /// The program of one matmul over a packed arena's weight `w` (the head's, the
-    /// backbone's), cut as the DiT's are (`split_matmul` over the compute cores, the same
-    /// units, the same kernels), its CBs sized for `m` activation rows, its units cut further
-    /// where they would not fit a core's L1 at those rows (`l1_fit`).
-    pub(crate) fn packed_matmul_spec<W: Copy + PartialEq + std::fmt::Debug>(
-        &self,
-        arena: &'static str,
-        weights: &PackedWeights<W>,
-        w: W,
-        m: usize,
-    ) -> Result<MatmulSpec, DitRunError> {
-        let e = weights
-            .get(w)
-            .ok_or_else(|| DitRunError::Arena(format!("{arena} has no {w:?}")))?;
-        let split = weights.split(e);
-        let mt = m.div_ceil(32);
-        let (mut act_pages, mut w_pages, mut out_pages) = (0, 0, 2);
-        let units = split
-            .units
+/// What one matmul's device program needs, from the plan: work units → cores (runtime args),
+/// CB sizes, the weight's place in the DiT arena (`index`), our kernels. `m` is the
+/// activation's rows.
+pub(crate) fn matmul_spec(
+    index: &ArenaIndex,
+    plan: &MegakernelPlan,
+    block: usize,
+    kind: WeightKind,
+    m: usize,
+) -> Result<MatmulSpec, DitRunError> {
+    let e = index
+        .entry(block, kind)
+        .ok_or_else(|| DitRunError::Arena(format!("no block {block} {kind:?}")))?;
+    let [k, n] = e.kn_shape;
+    let [kt, nt] = e.tiles;
+    let class = plan.class(block, kind);
+    let split = &class.split;
+    let mt = m.div_ceil(32);
+    let block_first = e.first_tile as usize;
+    let mut units = Vec::with_capacity(split.units.len());
+    let (mut act_pages, mut w_pages, mut out_pages) = (0, 0, 0);
+    for u in &split.units {
+        let (cx, cy) = compute_coord(u.core);
+        let core = plan
+            .cores
             .iter()
-            .map(|u| {
-                act_pages = act_pages.max(mt * u.k_count);
-                w_pages = w_pages.max(2 * u.k_count);
-                out_pages = out_pages.max(mt * u.n_count);
-                matmul_unit(u, e.first_tile, split.k_split)
-            })
-            .collect();
-        let cbs = MatmulCbs {
+            .find(|c| (c.x, c.y) == (cx, cy) && matches!(c.role, CoreRole::Compute { .. }))
+            .ok_or_else(|| {
+                DitRunError::Device(format!("plan has no compute core at ({cx},{cy})"))
+            })?;
+        let cb = |name: &str| {
+            core.cbs
+                .iter()
+                .find(|c| c.name == name)
+                .map_or(0, |c| c.pages)
+        };
+        // The plan sized these for its own M; a larger M here would overflow them.
+        let (need_act, need_w) = (mt * u.k_count, u.k_count);
+        if need_act > cb("act_in") || need_w > cb("weights") {
+            return Err(DitRunError::Input(format!(
+                "matmul {kind:?} M={m}: core ({cx},{cy}) needs {need_act} activation and \
+                     {need_w} weight pages, the plan gives {} and {}",
+                cb("act_in"),
+                cb("weights")
+            )));
+        }
+        act_pages = act_pages.max(cb("act_in"));
+        w_pages = w_pages.max(cb("weights"));
+        out_pages = out_pages.max(cb("partials_f32")).max(2);
+        units.push(matmul_unit(u, block_first, split.k_split));
+    }
+    Ok(spec_of(MatmulCut {
+        arena: ARENA,
+        dtype: index.dtype,
+        kn: [k, n],
+        tiles: [kt, nt],
+        m,
+        k_split: split.k_split,
+        units,
+        cbs: MatmulCbs {
             act: act_pages,
             weights: w_pages,
             out: out_pages,
-        };
-        let w_tile = weights.dtype.format().tile_bytes();
-        let fitted = fit_l1(units, split.k_split, cbs, mt, w_tile, MATMUL_L1)
-            .map_err(|e| DitRunError::Input(format!("{arena} {w:?}: {e}")))?;
-        Ok(self.spec_of(MatmulCut {
-            arena,
-            dtype: weights.dtype,
-            kn: e.kn_shape,
-            tiles: e.tiles,
-            m,
-            k_split: fitted.pieces,
-            units: fitted.units,
-            cbs: fitted.cbs,
-        }))
+        },
+    }))
+}
+
+/// The program of a matmul cut as `cut` says: our three kernels, the arena's dtype and
+/// page, the roofline's fidelity.
+pub(crate) fn spec_of(cut: MatmulCut) -> MatmulSpec {
+    let ([k, n], [kt, nt]) = (cut.kn, cut.tiles);
+    let shared = MatmulShared {
+        arena: cut.arena.into(),
+        weight_dtype: cut.dtype.to_string(),
+        weight_page: cut.dtype.format().tile_bytes() as u64,
+        // The roofline's compute bound assumes this same fidelity (one source of truth).
+        math_fidelity: tt_blackhole::plan::roofline::KERNEL_FIDELITY.name().into(),
+        kernels: KernelSet {
+            reader: with_task_table(READER_KERNEL),
+            compute: compose_compute(COMPUTE_KERNEL, &[]),
+            writer: with_task_table(WRITER_KERNEL),
+        },
+    };
+    let job = MatmulJob {
+        m: cut.m,
+        mt: cut.m.div_ceil(32),
+        k,
+        kt,
+        nt,
+        k_split: cut.k_split,
+        units: cut.units,
+        cbs: cut.cbs,
+        act: None,
+        out: None,
+    };
+    MatmulSpec {
+        shared,
+        job,
+        k,
+        n,
+        nt,
+        k_split: cut.k_split,
     }
+}
+
+/// The program of one matmul over a packed arena's weight `w` (the head's, the
+/// backbone's), cut as the DiT's are (`split_matmul` over the compute cores, the same
+/// units, the same kernels), its CBs sized for `m` activation rows, its units cut further
+/// where they would not fit a core's L1 at those rows (`l1_fit`).
+pub(crate) fn packed_matmul_spec<W: Copy + PartialEq + std::fmt::Debug>(
+    arena: &'static str,
+    weights: &PackedWeights<W>,
+    w: W,
+    m: usize,
+) -> Result<MatmulSpec, DitRunError> {
+    let e = weights
+        .get(w)
+        .ok_or_else(|| DitRunError::Arena(format!("{arena} has no {w:?}")))?;
+    let split = weights.split(e);
+    let mt = m.div_ceil(32);
+    let (mut act_pages, mut w_pages, mut out_pages) = (0, 0, 2);
+    let units = split
+        .units
+        .iter()
+        .map(|u| {
+            act_pages = act_pages.max(mt * u.k_count);
+            w_pages = w_pages.max(2 * u.k_count);
+            out_pages = out_pages.max(mt * u.n_count);
+            matmul_unit(u, e.first_tile, split.k_split)
+        })
+        .collect();
+    let cbs = MatmulCbs {
+        act: act_pages,
+        weights: w_pages,
+        out: out_pages,
+    };
+    let w_tile = weights.dtype.format().tile_bytes();
+    let fitted = fit_l1(units, split.k_split, cbs, mt, w_tile, MATMUL_L1)
+        .map_err(|e| DitRunError::Input(format!("{arena} {w:?}: {e}")))?;
+    Ok(spec_of(MatmulCut {
+        arena,
+        dtype: weights.dtype,
+        kn: e.kn_shape,
+        tiles: e.tiles,
+        m,
+        k_split: fitted.pieces,
+        units: fitted.units,
+        cbs: fitted.cbs,
+    }))
 }
