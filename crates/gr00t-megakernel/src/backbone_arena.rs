@@ -314,13 +314,7 @@ mod tests {
     fn packed_backbone_decodes_to_the_checkpoint_exactly_in_bf16() {
         let (ws, cfg) = tiny();
         let layers = cfg.vision_config.num_hidden_layers;
-        let a = BackboneArena::new(ArenaDtype::Bf16)
-            .with_vision_embedding(&ws, &cfg)
-            .unwrap()
-            .with_vision_layers(&ws, &cfg, 0..layers)
-            .unwrap()
-            .with_projector(&ws, &cfg)
-            .unwrap();
+        let a = BackboneArena::vision_stage(&ws, &cfg, ArenaDtype::Bf16).unwrap();
         assert_eq!(a.weights.entries.len(), 1 + 6 * layers + 2);
         assert_eq!(a.norms.len(), 2 * layers + 2);
         assert_eq!(a.weights.bytes.len(), a.weights.total_tiles() * 2048);

@@ -96,6 +96,22 @@ pub(super) enum Weight {
     Backbone(BackboneWeight),
 }
 
+/// The work CBs of our LayerNorm kernel (`layernorm_rows.cpp`) over rows of `wt` tiles, by
+/// index: γ, β and three rows of work whole, the mean and the rstd.
+pub(super) fn layernorm_work_cbs(wt: usize) -> BTreeMap<u8, usize> {
+    let cb = |n: &str| cb_id("layernorm_rows.cpp", n);
+    [
+        (cb("cb_g"), wt),
+        (cb("cb_b"), wt),
+        (cb("cb_w0"), wt),
+        (cb("cb_w1"), wt),
+        (cb("cb_mean"), 1),
+        (cb("cb_rstd"), 1),
+        (cb("cb_w2"), wt),
+    ]
+    .into()
+}
+
 /// Where a LayerNorm's γ and β come from.
 #[derive(Clone, Copy)]
 enum Affine<'a> {
@@ -415,17 +431,7 @@ impl<'a> Graph<'a> {
             // The plain norm's kernel: only its vectors differ.
             Affine::Own { gamma, beta } => ("ln_plain", gamma, beta, 0),
         };
-        let cb = |n: &str| cb_id("layernorm_rows.cpp", n);
-        let mut work_cbs: BTreeMap<u8, usize> = [
-            (cb("cb_g"), wt),
-            (cb("cb_b"), wt),
-            (cb("cb_w0"), wt),
-            (cb("cb_w1"), wt),
-            (cb("cb_mean"), 1),
-            (cb("cb_rstd"), 1),
-            (cb("cb_w2"), wt),
-        ]
-        .into();
+        let mut work_cbs = layernorm_work_cbs(wt);
         if b_col % 32 != 0 {
             // The scratch the reader copies the shift's tiles through (tiny D; D = 1536 has none).
             work_cbs.insert(cb_id("reader_rows.cpp", "cb_scratch"), wt + 1);

@@ -547,22 +547,14 @@ fn a_request_summary_shortens_kernel_sources() {
 /// a core, the projector's 4608 unshuffled features do not (the graph refuses it by name).
 #[test]
 fn a_norm_s_l1_grows_with_its_row() {
-    let cb = |n: &str| super::registry::cb_id("layernorm_rows.cpp", n);
-    // The LayerNorm's CBs as the graph builder asks for them: g, b and three rows of work,
-    // the mean and the rstd.
     let norm = |wt: usize| RowsStep {
         wt,
         vec_tiles: wt,
         vec_len: 32 * wt,
-        work_cbs: vec![
-            (cb("cb_g"), wt),
-            (cb("cb_b"), wt),
-            (cb("cb_w0"), wt),
-            (cb("cb_w1"), wt),
-            (cb("cb_mean"), 1),
-            (cb("cb_rstd"), 1),
-            (cb("cb_w2"), wt),
-        ],
+        // The LayerNorm's CBs as the graph builder asks for them.
+        work_cbs: super::graph_builder::layernorm_work_cbs(wt)
+            .into_iter()
+            .collect(),
         ..rows_step()
     };
     let l1 = tt_blackhole::plan::L1_BUDGET;

@@ -19,6 +19,48 @@ use gr00t_runtime::config::EagleConfig;
 use gr00t_runtime::model::vision::VisionTower;
 use gr00t_runtime::weights::{DType, RandomWeights};
 
+/// The simulated device of `sim` with `arena` and its constants for `shape` put on it, and the
+/// plan of the tiny DiT it was opened with (what a graph's DiT side is cut for).
+fn put_backbone<'a>(
+    sim: &'a crate::MegakernelPolicy,
+    arena: &BackboneArena,
+    shape: VisionShape,
+) -> (
+    &'a super::backend::TtDevice,
+    tt_blackhole::plan::MegakernelPlan,
+) {
+    let dev = sim.device().unwrap();
+    let dims = crate::dit_dims(&sim.model().cfg.gr00t, 1);
+    let plan = tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap();
+    dev.call(
+        &arena_upload(BACKBONE_ARENA, &arena.weights),
+        &arena.weights.bytes,
+    )
+    .unwrap();
+    let consts = backbone_constants(&arena, shape).unwrap();
+    dev.call(&consts.put(), &consts.bytes()).unwrap();
+    (dev, plan)
+}
+
+/// `g` run on `dev` from `up`, its `outputs` read back (f32 values, in order): with the
+/// simulator's wall seconds, the programs the graph packs into and those the worker ran.
+fn run_graph(
+    dev: &super::backend::TtDevice,
+    g: Graph<'_>,
+    up: &Upload,
+    outputs: &[(&str, usize, usize)],
+) -> (Vec<f32>, f64, usize, u64) {
+    let (request, programs) = g.request(up, outputs, None, true).unwrap();
+    let started = Instant::now();
+    let (reply, back) = dev.call(&request, &up.bytes()).unwrap();
+    let wall = started.elapsed().as_secs_f64();
+    let values = back
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
+    (values, wall, programs, reply.answer.programs)
+}
+
 /// A graph over the tiny golden's DiT arena index and plan, on the p150a's worker grid, with
 /// `arena` for its backbone matmuls: built without a device.
 fn offline_graph<'a>(
@@ -158,29 +200,13 @@ fn sim_full_width_vision_layer_matches_the_cpu_reference() {
         device_timeout: std::time::Duration::from_secs(1200),
         ..crate::MegakernelConfig::default()
     });
-    let dev = sim.device().unwrap();
-    let dims = crate::dit_dims(&sim.model().cfg.gr00t, 1);
-    let plan = tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap();
-    dev.call(
-        &arena_upload(BACKBONE_ARENA, &arena.weights),
-        &arena.weights.bytes,
-    )
-    .unwrap();
-    let consts = backbone_constants(&arena, shape).unwrap();
-    dev.call(&consts.put(), &consts.bytes()).unwrap();
+    let (dev, plan) = put_backbone(&sim, &arena, shape);
     let mut up = Upload::new();
     up.add("t/v/x0", rows, c, ActDtype::F32, &layout.to_device(&x, c));
     let mut g = Graph::new(dev, &plan);
     g.backbone = Some(&arena);
     vision_layer(&mut g, &arena, 0, shape, "t/v/x0", "t/v/y").unwrap();
-    let (request, programs) = g.request(&up, &[("t/v/y", rows, c)], None, true).unwrap();
-    let started = Instant::now();
-    let (reply, back) = dev.call(&request, &up.bytes()).unwrap();
-    let wall = started.elapsed().as_secs_f64();
-    let got: Vec<f32> = back
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let (got, wall, programs, ran) = run_graph(dev, g, &up, &[("t/v/y", rows, c)]);
     let got = layout.to_raster(&got, c);
     let delta = |y: &[f32]| -> Vec<f32> { y.iter().zip(&x).map(|(a, b)| a - b).collect() };
     let out = compare("output", &got, &want);
@@ -189,7 +215,7 @@ fn sim_full_width_vision_layer_matches_the_cpu_reference() {
         "full-width SigLIP2 layer on the simulator: {wall:.1} s, {programs} programs ({} ran); \
          vs the CPU reference: output PCC {:.8}, max |err| {:.3e} (max |value| {:.3}); \
          update PCC {:.8}, max |err| {:.3e} (max |value| {:.3})",
-        reply.answer.programs, out.0, out.1, out.2, upd.0, upd.1, upd.2
+        ran, out.0, out.1, out.2, upd.0, upd.1, upd.2
     );
     assert!(out.0 >= 0.9999, "output PCC {}", out.0);
     assert!(upd.0 >= 0.9999, "update PCC {}", upd.0);
@@ -219,13 +245,7 @@ fn sim_tiny_vision_and_projector_match_the_golden_taps() {
     let ws = WeightStore::open_dir(&case_dir()).unwrap();
     let v = &cfg.vision_config;
     let layers = v.num_hidden_layers;
-    let arena = BackboneArena::new(BACKBONE_DTYPE)
-        .with_vision_embedding(&ws, &cfg)
-        .unwrap()
-        .with_vision_layers(&ws, &cfg, 0..layers)
-        .unwrap()
-        .with_projector(&ws, &cfg)
-        .unwrap();
+    let arena = BackboneArena::vision_stage(&ws, &cfg, BACKBONE_DTYPE).unwrap();
     let (shape_px, pixels) = golden_tap("input.pixel_values");
     let (h, w, p) = (shape_px[2], shape_px[3], v.patch_size);
     let layout = VisionLayout::new(h / p, w / p).unwrap();
@@ -241,16 +261,7 @@ fn sim_tiny_vision_and_projector_match_the_golden_taps() {
     );
 
     let sim = sim_policy(ArenaDtype::Bfp8B);
-    let dev = sim.device().unwrap();
-    let dims = crate::dit_dims(&sim.model().cfg.gr00t, 1);
-    let plan = tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap();
-    dev.call(
-        &arena_upload(BACKBONE_ARENA, &arena.weights),
-        &arena.weights.bytes,
-    )
-    .unwrap();
-    let consts = backbone_constants(&arena, shape).unwrap();
-    dev.call(&consts.put(), &consts.bytes()).unwrap();
+    let (dev, plan) = put_backbone(&sim, &arena, shape);
     let mut up = Upload::new();
     patch_input(&mut up, "t/v/p", &pixels, [v.num_channels, h, w, p], layout);
     let mut g = Graph::new(dev, &plan);
@@ -267,14 +278,7 @@ fn sim_tiny_vision_and_projector_match_the_golden_taps() {
         ("t/v/out", rows, c),
         ("t/p/y", layout.blocks(), d),
     ];
-    let (request, programs) = g.request(&up, &outputs, None, true).unwrap();
-    let started = Instant::now();
-    let (reply, back) = dev.call(&request, &up.bytes()).unwrap();
-    let wall = started.elapsed().as_secs_f64();
-    let vals: Vec<f32> = back
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
+    let (vals, wall, programs, ran) = run_graph(dev, g, &up, &outputs);
     let (layer0, rest) = vals.split_at(rows * c);
     let (layer1, rest) = rest.split_at(rows * c);
     let (tower, proj) = rest.split_at(rows * c);
@@ -287,7 +291,7 @@ fn sim_tiny_vision_and_projector_match_the_golden_taps() {
     eprintln!(
         "tiny vision + projector on the simulator: {wall:.1} s, {programs} programs ({} ran); \
          vs the golden:",
-        reply.answer.programs
+        ran
     );
     let mut checks = Vec::new();
     for (tap, got) in &stages {
