@@ -97,6 +97,7 @@ impl Upload {
             cols,
             dtype,
             real: None,
+            at: None,
         });
         self.values.extend_from_slice(values);
     }
@@ -121,6 +122,31 @@ impl Upload {
             cols: cols_p,
             dtype,
             real: Some([rows, cols]),
+            at: None,
+        });
+        self.values.extend_from_slice(x);
+    }
+
+    /// `x` `[rows, cols]` put at row `at[0]`, column `at[1]` of a `[rows_p, cols_p]` tensor,
+    /// the rest zero: only `x` is sent.
+    pub(super) fn add_at(
+        &mut self,
+        name: &str,
+        x: &[f32],
+        [rows, cols]: [usize; 2],
+        at: [usize; 2],
+        [rows_p, cols_p]: [usize; 2],
+        dtype: ActDtype,
+    ) {
+        debug_assert_eq!(x.len(), rows * cols);
+        debug_assert!(at[0] + rows <= rows_p && at[1] + cols <= cols_p);
+        self.specs.push(TensorSpec {
+            name: name.into(),
+            rows: rows_p,
+            cols: cols_p,
+            dtype,
+            real: Some([rows, cols]),
+            at: Some(at),
         });
         self.values.extend_from_slice(x);
     }

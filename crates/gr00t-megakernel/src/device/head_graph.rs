@@ -158,7 +158,7 @@ pub(crate) fn head_timestep(
 }
 
 /// One forward's inputs on the device: the normalised state (`[max_state_dim]`) in the state's
-/// row of a token-shaped bf16 tensor, the noise (`[hz, max_action_dim]`) as the fp32 chunk and
+/// row of a token-shaped bf16 tensor (only its row sent), the noise (`[hz, max_action_dim]`) as the fp32 chunk and
 /// its bf16 copy. All a replay of the kept forward sends.
 pub(crate) fn forward_inputs(
     rows: HeadRows,
@@ -168,11 +168,15 @@ pub(crate) fn forward_inputs(
 ) -> Upload {
     let sd = state.len();
     let sw = tiles(sd) * 32;
-    let mut st = vec![0f32; 32 * rows.token_tiles() * sw];
-    let at = rows.state_row() * sw;
-    st[at..at + sd].copy_from_slice(state);
     let mut up = Upload::new();
-    up.add("t/state", 32 * rows.token_tiles(), sw, ActDtype::Bf16, &st);
+    up.add_at(
+        "t/state",
+        state,
+        [1, sd],
+        [rows.state_row(), 0],
+        [32 * rows.token_tiles(), sw],
+        ActDtype::Bf16,
+    );
     let aw = tiles(action_dim) * 32;
     for (name, dtype) in [("t/fx0", ActDtype::F32), ("t/fxb0", ActDtype::Bf16)] {
         up.add_padded(name, noise, rows.hz, action_dim, 32 * rows.ta, aw, dtype);

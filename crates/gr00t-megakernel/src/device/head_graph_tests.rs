@@ -31,8 +31,9 @@ fn the_state_row_follows_the_actions_tile_rows() {
     }
 }
 
-/// A forward's inputs: the state in the state's row only, the noise as fp32 and as bf16, each
-/// padded to whole tiles by the worker (only the real values are sent).
+/// A forward's inputs: the state alone, put at the state's row (the rest of the tensor is
+/// zero on the device), the noise as fp32 and as bf16, each padded to whole tiles by the
+/// worker (only the real values are sent).
 #[test]
 fn forward_inputs_put_the_state_in_its_row() {
     let r = HeadRows::new(24);
@@ -41,7 +42,10 @@ fn forward_inputs_put_the_state_in_its_row() {
     let up = forward_inputs(r, &state, &noise, 36);
     let specs = up.specs();
     assert_eq!(specs.len(), 3);
-    assert_eq!((specs[0].rows, specs[0].cols), (64, 64));
+    assert_eq!(
+        (specs[0].rows, specs[0].cols, specs[0].real, specs[0].at),
+        (64, 64, Some([1, 64]), Some([32, 0]))
+    );
     assert_eq!(
         (specs[1].rows, specs[1].cols, specs[1].real),
         (32, 64, Some([24, 36]))
@@ -51,14 +55,13 @@ fn forward_inputs_put_the_state_in_its_row() {
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    let st = &vals[..64 * 64];
-    assert_eq!(&st[32 * 64..32 * 64 + 64], &state[..]);
-    assert_eq!(st.iter().filter(|v| **v != 0.0).count(), 64);
-    assert_eq!(&vals[64 * 64..64 * 64 + noise.len()], &noise[..]);
+    assert_eq!(vals.len(), 64 + 2 * noise.len(), "the state's row alone");
+    assert_eq!(&vals[..64], &state[..]);
+    assert_eq!(&vals[64..64 + noise.len()], &noise[..]);
 }
 
 /// What a replayed forward with the head on the device sends (f32 payload values): the
-/// forward's inputs, the state tensor and the noise twice (fp32 and bf16); and the
+/// forward's inputs, the state's row and the noise twice (fp32 and bf16); and the
 /// observation's, once per observation (a predict is one): its context rows, the key masks of
 /// the self, text and image attentions.
 pub(super) fn replayed_head_bytes(model: &Gr00tModel, inputs: &ModelInputs) -> u64 {
@@ -69,14 +72,13 @@ pub(super) fn replayed_head_bytes(model: &Gr00tModel, inputs: &ModelInputs) -> u
         g.action_horizon,
         g.backbone_embedding_dim,
     );
-    let r = HeadRows::new(hz);
     let seq = inputs.input_ids.len();
     let images = (inputs.input_ids.iter())
         .filter(|&&id| id == model.cfg.eagle.image_token_index)
         .count();
     let mask = |n: usize| 32 * n.max(1).div_ceil(32) * 32;
     let observation = seq * cross + mask(hz + 1) + mask(seq - images) + mask(images);
-    let forward = 32 * r.token_tiles() * sd.div_ceil(32) * 32 + 2 * hz * ad;
+    let forward = sd + 2 * hz * ad;
     4 * (forward + observation) as u64
 }
 

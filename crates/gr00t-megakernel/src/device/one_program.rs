@@ -30,6 +30,7 @@ impl Inputs {
             cols,
             dtype,
             real: None,
+            at: None,
         });
         self.values.extend_from_slice(v);
     }

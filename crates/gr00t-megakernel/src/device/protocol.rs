@@ -362,6 +362,10 @@ pub struct TensorSpec {
     /// The values sent, `[rows, cols]`, when fewer (the worker zero-pads them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub real: Option<[usize; 2]>,
+    /// The tensor's row and column where the values sent start (default its first: `[0, 0]`):
+    /// a row of its own put alone, the rest zero.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<[usize; 2]>,
 }
 
 /// `put`: named tensors kept for later graphs.

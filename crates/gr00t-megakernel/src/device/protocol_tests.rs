@@ -133,6 +133,7 @@ fn spec(real: Option<[usize; 2]>) -> TensorSpec {
         cols: 64,
         dtype: ActDtype::F32,
         real,
+        at: None,
     }
 }
 
@@ -373,7 +374,11 @@ fn samples() -> Vec<(Op, Value, Value)> {
         one(
             Replay {
                 name: "step/0".into(),
-                inputs: vec![spec(None)],
+                // A row put alone at its place (the head's state).
+                inputs: vec![TensorSpec {
+                    at: Some([2, 0]),
+                    ..spec(Some([1, 64]))
+                }],
             },
             Replayed {
                 replayed: true,

@@ -35,11 +35,15 @@ class GraphOps:
         v, at = np.frombuffer(payload, dtype=np.float32), 0
         for t in specs:
             r, c = t.get("real", (t["rows"], t["cols"]))  # the values sent; zero-padded here to whole tiles
+            r0, c0 = t.get("at", (0, 0))  # where they start in the tensor
             n = r * c
             if at + n > len(v):
                 raise RuntimeError(f"put {t['name']}: the payload ends at {len(v)} values, want {at + n}")
+            if r0 + r > t["rows"] or c0 + c > t["cols"]:
+                raise RuntimeError(f"put {t['name']}: [{r}, {c}] values at ({r0}, {c0}) overrun its "
+                                   f"[{t['rows']}, {t['cols']}]")
             x = np.zeros((t["rows"], t["cols"]), np.float32)
-            x[:r, :c] = v[at:at + n].reshape(r, c)
+            x[r0:r0 + r, c0:c0 + c] = v[at:at + n].reshape(r, c)
             at += n
             dtype = ACT_DTYPES[t["dtype"]]
             old = (into if into is not None else self.buffers).get(t["name"])

@@ -70,6 +70,7 @@ fn tensor(name: &str, rows: usize) -> TensorSpec {
         cols: 32,
         dtype: ActDtype::F32,
         real: None,
+        at: None,
     }
 }
 
