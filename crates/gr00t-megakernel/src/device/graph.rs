@@ -41,7 +41,7 @@
 //! timestep's graph, `t/…` one step (released at its end, or kept with the step's graph for
 //! the next step to replay: [`step_inputs`]).
 
-use tt_blackhole::bf16::round_to_bf16;
+use tt_blackhole::bf16::{f32_to_bf16_bits, round_to_bf16};
 use tt_blackhole::device::DitRunError;
 use tt_blackhole::dims::WeightKind;
 use tt_blackhole::plan::MegakernelPlan;
@@ -163,8 +163,29 @@ impl Upload {
     }
 
     pub(crate) fn bytes(&self) -> Vec<u8> {
-        self.values.iter().flat_map(|v| v.to_le_bytes()).collect()
+        payload(&self.specs, &self.values)
     }
+}
+
+/// The payload of `specs` filled from `values` in order: each tensor's values sent (`real`, else
+/// all) as the tensor stores them, bf16 (2 bytes, rounded to nearest even, as the device would
+/// round them) or f32 (4 bytes), little-endian.
+pub(crate) fn payload(specs: &[TensorSpec], values: &[f32]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(4 * values.len());
+    let mut at = 0;
+    for s in specs {
+        let [r, c] = s.real.unwrap_or([s.rows, s.cols]);
+        let v = &values[at..at + r * c];
+        at += r * c;
+        match s.dtype {
+            ActDtype::Bf16 => {
+                out.extend(v.iter().flat_map(|x| f32_to_bf16_bits(*x).to_le_bytes()));
+            }
+            ActDtype::F32 => out.extend(v.iter().flat_map(|x| x.to_le_bytes())),
+        }
+    }
+    debug_assert_eq!(at, values.len(), "values the specs do not take");
+    out
 }
 /// The device-lifetime constants: the reduce scaler tile, the plain LayerNorm's g (1 on the
 /// real columns) and b (0), every block's biases replicated over 32 rows (bf16 values, as they

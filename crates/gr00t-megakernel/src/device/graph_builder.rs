@@ -21,9 +21,13 @@ use super::head_graph::HEAD_ARENA;
 use super::protocol::{
     ActDtype, AttentionStep, BeforeStep, FinishJob, FinishStep, Graph as GraphRequest, GraphStep,
     KernelSet, MatmulEndStep, MatmulGroup, MatmulJob, MatmulShared, RelayoutStep, RowsStep,
+    rows_l1_bytes,
 };
 use super::registry::cb_id;
-use super::rows::{BIAS_ACT_KERNEL, FINISH_RESIDUAL_DEFINE, LAYERNORM_KERNEL, READER_ROWS_KERNEL};
+use super::rows::{
+    BIAS_ACT_KERNEL, FINISH_RESIDUAL_DEFINE, LAYERNORM_KERNEL, READER_ROWS_KERNEL, StreamNorm,
+    norm_stream_sources, norm_stream_unpack_to_dest, norm_stream_work_cbs,
+};
 use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
 use super::task_table::with_task_table;
 use super::vision_graph::BACKBONE_ARENA;
@@ -110,6 +114,18 @@ pub(super) fn layernorm_work_cbs(wt: usize) -> BTreeMap<u8, usize> {
         (cb("cb_w2"), wt),
     ]
     .into()
+}
+
+/// The rows of a norm the streaming kernel takes ([`Graph::stream_norm`]).
+struct StreamRows<'a> {
+    x: &'a str,
+    d: usize,
+    row_tiles: usize,
+    /// γ and β (β unread by an RMSNorm).
+    affine: [&'a str; 2],
+    /// The output and whether it is fp32.
+    out: (&'a str, bool),
+    eps: f32,
 }
 
 /// Where a LayerNorm's γ and β come from.
@@ -436,6 +452,22 @@ impl<'a> Graph<'a> {
             // The scratch the reader copies the shift's tiles through (tiny D; D = 1536 has none).
             work_cbs.insert(cb_id("reader_rows.cpp", "cb_scratch"), wt + 1);
         }
+        // Our whole-row kernel holds a row's tiles several times over: a row too wide for a
+        // core's L1 takes the streaming one (the AdaLN norms, the DiT's width, always fit).
+        let work_cbs: Vec<(u8, usize)> = work_cbs.into_iter().collect();
+        let whole_l1 = rows_l1_bytes(wt, &work_cbs, out_f32);
+        if !ada && whole_l1 > L1_BUDGET {
+            let rows = StreamRows {
+                x,
+                d,
+                row_tiles,
+                affine: [g, b],
+                out: (out, out_f32),
+                eps,
+            };
+            self.stream_norm(rows, StreamNorm::Layer);
+            return;
+        }
         // The kernel's source differs with its width and epsilon: so does its name (the DiT's
         // own keep the bare one).
         let mut source = name.to_string();
@@ -471,10 +503,53 @@ impl<'a> Graph<'a> {
             row_tiles,
             vec_tiles: wt,
             label: name.into(),
-            work_cbs: work_cbs.into_iter().collect(),
+            work_cbs,
             unpack_to_dest: Vec::new(),
             cores: ROW_CORES,
             group: source.clone(),
+            kernels: KernelSet {
+                reader,
+                compute,
+                writer,
+            },
+        }));
+    }
+
+    /// A norm of rows too wide for the whole-row kernel: our streaming kernel
+    /// (`kernels/norm_stream.cpp`, `rows::norm_stream_sources`), which reads each row twice
+    /// from DRAM a few tiles at a time (its statistics, then the normalisation), so its L1 is
+    /// the same at any width. LayerNorm, or RMSNorm (`StreamNorm::Rms`: γ alone).
+    fn stream_norm(&mut self, r: StreamRows<'_>, norm: StreamNorm) {
+        let (d, eps) = (r.d, r.eps);
+        let kind = match norm {
+            StreamNorm::Layer => "ln_stream",
+            StreamNorm::Rms => "rms_stream",
+        };
+        // Both kernels take the defines (1/d, eps, the kind): a source per set.
+        let name = format!("{kind}/d{d}/eps{eps:e}");
+        let reader_name = format!("reader_rows_stream/{name}");
+        let compute = self.source(&name, || norm_stream_sources(d, eps, norm).1);
+        let reader = self.source(&reader_name, || norm_stream_sources(d, eps, norm).0);
+        let writer = self.source("writer_tiles", || with_task_table(WRITER_TILES_KERNEL));
+        let wt = tiles(d);
+        let [g, b] = r.affine;
+        self.steps.push(GraphStep::Rows(RowsStep {
+            x: r.x.into(),
+            scaler: "c/scaler".into(),
+            g: g.into(),
+            b: b.into(),
+            b_col: 0,
+            vec_len: d,
+            out: r.out.0.into(),
+            out_f32: r.out.1,
+            wt,
+            row_tiles: r.row_tiles,
+            vec_tiles: wt,
+            label: kind.into(),
+            work_cbs: norm_stream_work_cbs(norm),
+            unpack_to_dest: norm_stream_unpack_to_dest(norm),
+            cores: ROW_CORES,
+            group: name,
             kernels: KernelSet {
                 reader,
                 compute,

@@ -33,7 +33,7 @@ fn the_state_row_follows_the_actions_tile_rows() {
 
 /// A forward's inputs: the state alone, put at the state's row (the rest of the tensor is
 /// zero on the device), the noise as fp32 and as bf16, each padded to whole tiles by the
-/// worker (only the real values are sent).
+/// worker (only the real values are sent, each in its tensor's format).
 #[test]
 fn forward_inputs_put_the_state_in_its_row() {
     let r = HeadRows::new(24);
@@ -50,18 +50,33 @@ fn forward_inputs_put_the_state_in_its_row() {
         (specs[1].rows, specs[1].cols, specs[1].real),
         (32, 64, Some([24, 36]))
     );
+    // The state's row as bf16 (its tensor's format), the noise as fp32, then as bf16.
     let bytes = up.bytes();
-    let vals: Vec<f32> = bytes
+    assert_eq!(bytes.len(), 2 * 64 + 4 * noise.len() + 2 * noise.len());
+    let bf16 = |b: &[u8]| -> Vec<f32> {
+        b.chunks_exact(2)
+            .map(|h| tt_blackhole::bf16::bf16_bits_to_f32(u16::from_le_bytes([h[0], h[1]])))
+            .collect()
+    };
+    assert_eq!(
+        bf16(&bytes[..128]),
+        state,
+        "the state's row alone, exact in bf16"
+    );
+    let fp32: Vec<f32> = bytes[128..128 + 4 * noise.len()]
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
-    assert_eq!(vals.len(), 64 + 2 * noise.len(), "the state's row alone");
-    assert_eq!(&vals[..64], &state[..]);
-    assert_eq!(&vals[64..64 + noise.len()], &noise[..]);
+    assert_eq!(fp32, noise);
+    let rounded: Vec<f32> = noise
+        .iter()
+        .map(|v| tt_blackhole::bf16::round_to_bf16(*v))
+        .collect();
+    assert_eq!(bf16(&bytes[128 + 4 * noise.len()..]), rounded);
 }
 
-/// What a replayed forward with the head on the device sends (f32 payload values): the
-/// forward's inputs, the state's row and the noise twice (fp32 and bf16); and the
+/// What a replayed forward with the head on the device sends (each value as its tensor stores
+/// it): the forward's inputs, the state's row and the noise twice (fp32 and bf16); and the
 /// observation's, once per observation (a predict is one): its context rows, the key masks of
 /// the self, text and image attentions.
 pub(super) fn replayed_head_bytes(model: &Gr00tModel, inputs: &ModelInputs) -> u64 {
@@ -77,9 +92,11 @@ pub(super) fn replayed_head_bytes(model: &Gr00tModel, inputs: &ModelInputs) -> u
         .filter(|&&id| id == model.cfg.eagle.image_token_index)
         .count();
     let mask = |n: usize| 32 * n.max(1).div_ceil(32) * 32;
-    let observation = seq * cross + mask(hz + 1) + mask(seq - images) + mask(images);
-    let forward = sd + 2 * hz * ad;
-    4 * (forward + observation) as u64
+    // bf16 values go as 2 bytes, f32 as 4: the state's row, the noise's bf16 copy and the
+    // context rows are bf16; the noise's fp32 copy and the masks f32.
+    let bf16 = sd + hz * ad + seq * cross;
+    let f32 = hz * ad + mask(hz + 1) + mask(seq - images) + mask(images);
+    (2 * bf16 + 4 * f32) as u64
 }
 
 fn head_policy(head: bool) -> MegakernelPolicy {

@@ -66,7 +66,7 @@ pub(crate) fn run(
     let (name, rows, cols) = (format!("{PREFIX}{}", out.0), out.1, out.2);
     let mut free: Vec<String> = inputs.specs.iter().map(|s| s.name.clone()).collect();
     free.push(name.clone());
-    let payload: Vec<u8> = inputs.values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let payload = super::graph::payload(&inputs.specs, &inputs.values);
     let request = Graph {
         inputs: inputs.specs,
         steps: vec![step],

@@ -347,7 +347,8 @@ pub struct Eltwise {
 }
 op!(Eltwise, Op::Eltwise, ProgramTimes);
 
-/// A named device tensor and the values that fill it (the payload's next `real` values, f32).
+/// A named device tensor and the values that fill it (the payload's next `real` values, each as
+/// the tensor stores it: bf16, 2 bytes, or f32, 4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TensorSpec {
@@ -379,7 +380,7 @@ op!(Put, Op::Put, Timed);
 
 pub use super::protocol_graph::{
     AttentionStep, BeforeStep, ChainStep, FinishJob, FinishStep, GraphStep, MatmulEndStep,
-    MatmulGroup, RelayoutStep, RowsStep,
+    MatmulGroup, RelayoutStep, RowsStep, rows_l1_bytes,
 };
 
 /// `graph`: a sequence of programs over named device tensors.

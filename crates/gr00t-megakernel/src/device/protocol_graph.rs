@@ -63,21 +63,26 @@ impl BeforeStep {
 }
 
 impl RowsStep {
-    /// The L1 its CBs take on each of its cores, as the worker sizes them: the x CB (`wt`
-    /// fp32 tiles, unless a work CB of the same index sizes it), the scaler tile, two output
-    /// tiles, the work CBs (fp32). The kernel holds whole rows: a wide norm outgrows L1.
+    /// The L1 its CBs take on each of its cores ([`rows_l1_bytes`]).
     pub fn l1_bytes(&self) -> usize {
-        const F32: usize = 4096;
-        let x_id = super::registry::cb_id("reader_rows.cpp", "cb_x");
-        let x = if self.work_cbs.iter().any(|(id, _)| *id == x_id) {
-            0
-        } else {
-            self.wt
-        };
-        let work: usize = self.work_cbs.iter().map(|(_, pages)| pages).sum();
-        let out = if self.out_f32 { F32 } else { F32 / 2 };
-        (x + 1 + work) * F32 + 2 * out
+        rows_l1_bytes(self.wt, &self.work_cbs, self.out_f32)
     }
+}
+
+/// The L1 a row kernel's CBs take on each of its cores, as the worker sizes them: the x CB
+/// (`wt` fp32 tiles, unless a work CB of the same index sizes it), the scaler tile, two output
+/// tiles, the work CBs (fp32). The whole-row kernels hold whole rows: a wide norm outgrows L1.
+pub fn rows_l1_bytes(wt: usize, work_cbs: &[(u8, usize)], out_f32: bool) -> usize {
+    const F32: usize = 4096;
+    let x_id = super::registry::cb_id("reader_rows.cpp", "cb_x");
+    let x = if work_cbs.iter().any(|(id, _)| *id == x_id) {
+        0
+    } else {
+        wt
+    };
+    let work: usize = work_cbs.iter().map(|(_, pages)| pages).sum();
+    let out = if out_f32 { F32 } else { F32 / 2 };
+    (x + 1 + work) * F32 + 2 * out
 }
 
 /// A LayerNorm over `row_tiles` tile rows of `wt` tiles (our `layernorm_rows.cpp`).

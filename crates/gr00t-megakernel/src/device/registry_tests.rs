@@ -256,6 +256,13 @@ fn the_kernels_of_one_program_agree_on_their_shared_cbs() {
     }
     same(("reader_rows.cpp", "cb_g"), ("layernorm_rows.cpp", "cb_g"));
     same(("reader_rows.cpp", "cb_b"), ("layernorm_rows.cpp", "cb_b"));
+    // The streaming norm: reader_rows_stream → norm_stream → writer_tiles, in the worker's row
+    // program, which sizes x and the scaler by reader_rows.cpp's ids.
+    for cb in ["cb_x", "cb_scaler", "cb_g", "cb_b"] {
+        same(("reader_rows_stream.cpp", cb), ("norm_stream.cpp", cb));
+        same(("reader_rows_stream.cpp", cb), ("reader_rows.cpp", cb));
+    }
+    same(("norm_stream.cpp", "cb_y"), ("writer_tiles.cpp", "cb_out"));
     // A matmul's end: reader_finish → bias_act_rows → writer_runs.
     for cb in ["cb_x", "cb_bias", "cb_res"] {
         same(("reader_finish.cpp", cb), ("bias_act_rows.cpp", cb));

@@ -6,6 +6,10 @@
 //!   (AdaLN) and the plain `LN(x)` before the feed-forward. Row sums by the FPU's `reduce_tile`,
 //!   mean / variance / rsqrt on the SFPU, normalisation and modulation as FPU broadcasts.
 //!   Tested against the emulator's `norm_from_partials`.
+//! * [`norm_stream`] (`kernels/norm_stream.cpp`, read by `kernels/reader_rows_stream.cpp`):
+//!   LayerNorm or RMSNorm with its own γ / β for any width (the backbone's 4608- and 2048-wide
+//!   norms): a row streamed through L1 a chunk at a time, twice (statistics, then output), so
+//!   its L1 does not grow with the width. Tested against f64 and `layernorm`.
 //! * [`softmax`] (`kernels/softmax_rows.cpp`): attention's row softmax with max subtraction:
 //!   row max by `reduce_tile`, exp on the SFPU, row sum by `reduce_tile`, its reciprocal on the
 //!   SFPU, the scaling as a broadcast. Tested against f64.
@@ -107,6 +111,158 @@ pub fn layernorm(
         ("writer", with_task_table(WRITER_TILES_KERNEL)),
     ]);
     let mut run = one_program::run(worker, inputs, step, sources, ("y", padded, d), "layernorm")?;
+    run.values.truncate(rows * d);
+    Ok(run)
+}
+
+/// The streaming row norm's compute kernel (the library is pasted in; 1/D, eps and the chunk
+/// are compile-time constants, RMSNorm by a define).
+pub const NORM_STREAM_KERNEL: &str = include_str!("kernels/norm_stream.cpp");
+/// Its reader: x twice per tile row, a chunk at a time, the vectors' chunks with the second.
+pub const READER_ROWS_STREAM_KERNEL: &str = include_str!("kernels/reader_rows_stream.cpp");
+/// Tiles of a row the streaming norm holds per CB chunk: its L1 is a fixed few dozen tiles at
+/// any width (four keep the FPU's inits per tile low and the reads in flight).
+pub const NORM_STREAM_CHUNK: usize = 4;
+
+/// Which norm the streaming kernel computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamNorm {
+    /// `(x - mean)·rstd·γ + β`, rstd over the variance.
+    Layer,
+    /// `x·rstd·γ`, rstd over `E[x²]` (no mean, no β): Qwen3's.
+    Rms,
+}
+
+/// The defines both streaming kernels take (the compute kernel's constants, the chunk, RMS).
+pub fn norm_stream_defines(d: usize, eps: f32, norm: StreamNorm) -> Vec<(&'static str, String)> {
+    let float = |v: f32| format!("__builtin_bit_cast(float, {:#010x}u)", v.to_bits());
+    let mut defs = vec![
+        ("GR00T_LN_INV_D", float(1.0 / d as f32)),
+        ("GR00T_LN_EPS", float(eps)),
+        ("GR00T_NORM_CHUNK", NORM_STREAM_CHUNK.to_string()),
+    ];
+    if norm == StreamNorm::Rms {
+        defs.push(("GR00T_NORM_RMS", "1".into()));
+    }
+    defs
+}
+
+/// The streaming norm's (reader, compute) sources for width `d`, composed (task table, CB ids,
+/// SFPU library pasted in): the `kernels.reader` and `kernels.compute` of its [`RowsStep`].
+pub fn norm_stream_sources(d: usize, eps: f32, norm: StreamNorm) -> (String, String) {
+    let defs = norm_stream_defines(d, eps, norm);
+    let defs: Vec<(&str, &str)> = defs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let reader = with_task_table(&compose_compute(READER_ROWS_STREAM_KERNEL, &defs));
+    (reader, compose_compute(NORM_STREAM_KERNEL, &defs))
+}
+
+/// The streaming norm's fp32 work CBs `(id, pages)` for a [`RowsStep`]: x (given here, so the
+/// worker does not size it to a whole row), g and b two chunks each, the work CBs a chunk each,
+/// mean / rstd / the shift a tile, the running sums two. Independent of the width.
+pub fn norm_stream_work_cbs(norm: StreamNorm) -> Vec<(u8, usize)> {
+    let two = 2 * NORM_STREAM_CHUNK;
+    let mut cbs = vec![
+        ("cb_x", two),
+        ("cb_g", two),
+        ("cb_w0", NORM_STREAM_CHUNK),
+        ("cb_rstd", 1),
+        ("cb_sumsq", 2),
+    ];
+    if norm == StreamNorm::Layer {
+        cbs.extend([
+            ("cb_b", two),
+            ("cb_w1", NORM_STREAM_CHUNK),
+            ("cb_mean", 1),
+            ("cb_sum", 2),
+            ("cb_shift", 1),
+        ]);
+    }
+    cbs.into_iter()
+        .map(|(n, pages)| (cb_id("norm_stream.cpp", n), pages))
+        .collect()
+}
+
+/// The CBs the streaming norm unpacks straight to the fp32 DST (its running sums: they must
+/// not pass the FPU's 19-bit source registers): a [`RowsStep`]'s `unpack_to_dest`.
+pub fn norm_stream_unpack_to_dest(norm: StreamNorm) -> Vec<u8> {
+    let mut ids = vec![cb_id("norm_stream.cpp", "cb_sumsq")];
+    if norm == StreamNorm::Layer {
+        ids.push(cb_id("norm_stream.cpp", "cb_sum"));
+    }
+    ids
+}
+
+/// LayerNorm (`gamma`, `beta`) or RMSNorm (`gamma`; `beta` ignored) of `x` `[rows, d]` (fp32)
+/// with the streaming kernel, which fits L1 at any width: bf16 values `[rows, d]`. Rows are
+/// padded to whole tiles with zeros (then dropped); `d` must be whole tiles. One device program
+/// over `cores` cores (tile rows shared out).
+#[allow(clippy::too_many_arguments)]
+pub fn norm_stream(
+    worker: &mut TtnnWorker,
+    x: &[f32],
+    d: usize,
+    gamma: &[f32],
+    beta: &[f32],
+    eps: f32,
+    norm: StreamNorm,
+    cores: usize,
+) -> Result<EltwiseRun, SfpuError> {
+    let beta_len = if norm == StreamNorm::Layer {
+        d
+    } else {
+        beta.len()
+    };
+    if d == 0
+        || !d.is_multiple_of(32)
+        || x.is_empty()
+        || !x.len().is_multiple_of(d)
+        || gamma.len() != d
+        || beta.len() != beta_len
+    {
+        return Err(SfpuError::Shape {
+            op: "norm_stream".into(),
+            what: format!(
+                "{} values, gamma {}, beta {} for rows of {d} (whole tiles)",
+                x.len(),
+                gamma.len(),
+                beta.len()
+            ),
+        });
+    }
+    let rows = x.len() / d;
+    let padded = rows.div_ceil(32) * 32;
+    let mut xp = x.to_vec();
+    xp.resize(padded * d, 0.0);
+    let b = if norm == StreamNorm::Layer {
+        beta.to_vec()
+    } else {
+        vec![0.0; d]
+    };
+    let mut inputs = one_program::Inputs::default();
+    inputs.add("x", padded, d, ActDtype::F32, &xp);
+    inputs.add("scaler", 32, 32, ActDtype::F32, &one_program::scaler_tile());
+    inputs.add("g", 32, d, ActDtype::F32, &one_program::row_tile(gamma));
+    inputs.add("b", 32, d, ActDtype::F32, &one_program::row_tile(&b));
+    let wt = d / 32;
+    let work_cbs = norm_stream_work_cbs(norm);
+    let mut step = rows_step("norm_stream", padded, d, wt, true, work_cbs, cores);
+    if let GraphStep::Rows(r) = &mut step {
+        r.unpack_to_dest = norm_stream_unpack_to_dest(norm);
+    }
+    let (reader, compute) = norm_stream_sources(d, eps, norm);
+    let sources = one_program::sources([
+        ("reader", reader),
+        ("compute", compute),
+        ("writer", with_task_table(WRITER_TILES_KERNEL)),
+    ]);
+    let mut run = one_program::run(
+        worker,
+        inputs,
+        step,
+        sources,
+        ("y", padded, d),
+        "norm_stream",
+    )?;
     run.values.truncate(rows * d);
     Ok(run)
 }

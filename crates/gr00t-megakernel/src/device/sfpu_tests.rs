@@ -363,6 +363,7 @@ fn compute_kernels_take_the_shared_pieces_once() {
             "attention_head.cpp",
             "bias_act_rows.cpp",
             "layernorm_rows.cpp",
+            "norm_stream.cpp",
             "softmax_rows.cpp"
         ],
         "the kernels that share the pieces"

@@ -28,23 +28,26 @@ class GraphOps:
         return t
 
     def _put(self, specs, payload, into=None):
-        """Named device tensors from f32 payload values, one [rows, cols] block per spec, in order. A tensor of
-        that name, shape and dtype is written in place, so it keeps its address: the programs and task tables
-        that name it stay right (a kept graph's, a cached table). into: {name: tensor} to write instead of
-        self.buffers' (op_replay's, which must all be written in place)."""
-        v, at = np.frombuffer(payload, dtype=np.float32), 0
+        """Named device tensors from the payload, one [rows, cols] block per spec, in order, each as its tensor
+        stores it: bf16 (2 bytes, already rounded by the host) or f32. A tensor of that name, shape and dtype is
+        written in place, so it keeps its address: the programs and task tables that name it stay right (a kept
+        graph's, a cached table). into: {name: tensor} to write instead of self.buffers' (op_replay's, which
+        must all be written in place)."""
+        at = 0
         for t in specs:
             r, c = t.get("real", (t["rows"], t["cols"]))  # the values sent; zero-padded here to whole tiles
             r0, c0 = t.get("at", (0, 0))  # where they start in the tensor
-            n = r * c
-            if at + n > len(v):
-                raise RuntimeError(f"put {t['name']}: the payload ends at {len(v)} values, want {at + n}")
+            n, width = r * c, 2 if t["dtype"] == "bf16" else 4
+            if at + n * width > len(payload):
+                raise RuntimeError(f"put {t['name']}: the payload ends at byte {len(payload)}, want {at + n * width}")
             if r0 + r > t["rows"] or c0 + c > t["cols"]:
                 raise RuntimeError(f"put {t['name']}: [{r}, {c}] values at ({r0}, {c0}) overrun its "
                                    f"[{t['rows']}, {t['cols']}]")
+            raw = np.frombuffer(payload, dtype=np.uint16 if width == 2 else np.float32, count=n, offset=at)
+            vals = (raw.astype(np.uint32) << 16).view(np.float32) if width == 2 else raw
             x = np.zeros((t["rows"], t["cols"]), np.float32)
-            x[r0:r0 + r, c0:c0 + c] = v[at:at + n].reshape(r, c)
-            at += n
+            x[r0:r0 + r, c0:c0 + c] = vals.reshape(r, c)
+            at += n * width
             dtype = ACT_DTYPES[t["dtype"]]
             old = (into if into is not None else self.buffers).get(t["name"])
             if old is not None and old.is_allocated() and list(old.shape) == [t["rows"], t["cols"]] \
@@ -56,8 +59,8 @@ class GraphOps:
             if old is not None:
                 ttnn.deallocate(self.buffers.pop(t["name"]))
             self.buffers[t["name"]] = ttnn.Tensor(x, dtype, self.dev, ttnn.TILE_LAYOUT, ttnn.DRAM_MEMORY_CONFIG)
-        if at != len(v):
-            raise RuntimeError(f"put: {len(v)} payload values, the specs take {at}")
+        if at != len(payload):
+            raise RuntimeError(f"put: {len(payload)} payload bytes, the specs take {at}")
 
     @staticmethod
     def _announce(steps, label):

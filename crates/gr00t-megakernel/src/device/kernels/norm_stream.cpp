@@ -5,20 +5,25 @@
 // a time, so any width fits a core (the whole-row layernorm_rows.cpp needs ~6 Wt tiles: 3.6 MB at D = 4608).
 // The reader (reader_rows_stream.cpp) sends each row twice, in chunks of up to GR00T_NORM_CHUNK tiles:
 //
-// 1. Statistics pass (x only): per chunk, x^2 on the FPU (mul_tiles) into w0, then reduce_tile (REDUCE_ROW,
-//    scaler 1.0: MVMUL, accumulating in the fp32 DST) of the chunk's x into DST 0 and of x^2 into DST 1, on
-//    top of the running sums of the chunks before, which come back from CBs sum / sumsq (fp32, unpacked
-//    straight to DST: the host lists them as unpack-to-dest, so the sums never pass the FPU's 19-bit source
-//    registers). After the last chunk the SFPU (our library) turns them into mean = s / D and
-//    rstd = 1 / sqrt(max(s2 / D - mean^2, 0) + eps) (RMS: 1 / sqrt(s2 / D + eps)), packed as column tiles.
-// 2. Output pass (x again, with the chunk's g and b tiles): x - mean (column broadcast), * rstd (column),
-//    * g (row broadcast), + b (row), the last packed to the bf16 output.
+// 0. (LayerNorm) The row's shift c = bf16(mean of its first tile's 32 columns), packed as a column tile:
+//    the statistics are of d = x - c, so E[d^2] - E[d]^2 does not cancel when the mean is large against
+//    the spread (the FPU's source registers keep 10 mantissa bits: with x near 20 and unshifted, that
+//    form lost a tenth of the variance).
+// 1. Statistics pass (x only): per chunk, d = x - c (column broadcast) into w1 (RMS: d = x, no shift),
+//    d^2 on the FPU (mul_tiles) into w0, then reduce_tile (REDUCE_ROW, scaler 1.0: MVMUL, accumulating in
+//    the fp32 DST) of the chunk's d into DST 0 and of d^2 into DST 1, on top of the running sums of the
+//    chunks before, which come back from CBs sum / sumsq (fp32, unpacked straight to DST: the host lists
+//    them as unpack-to-dest, so the sums never pass the FPU's 19-bit source registers). After the last
+//    chunk the SFPU (our library) turns them into m = E[d] = s / D and
+//    rstd = 1 / sqrt(max(s2 / D - m^2, 0) + eps) (RMS: 1 / sqrt(s2 / D + eps)), packed as column tiles.
+// 2. Output pass (x again, with the chunk's g and b tiles): (x - c) - m (column broadcasts), * rstd
+//    (column), * g (row broadcast), + b (row), the last packed to the bf16 output.
 // The host pastes sfpu_lib.h in at GR00T_SFPU_LIB and compute_pieces.h at GR00T_COMPUTE_PIECES, and
 // defines GR00T_LN_INV_D (1/D), GR00T_LN_EPS (fp32 literals) and GR00T_NORM_CHUNK (as the reader's).
 // Runtime args: tasks; per task Wt and its tile rows on this core (16-bit halves, low first).
 // CBs (fp32 unless said): 0 x (2 chunks), 1 the reduce scaler (1 tile of ones), 2 g and 3 b (2 chunks each;
-// RMS: no b), 4 and 5 work (1 chunk each; RMS: no 5), 6 mean (1; RMS: none), 7 rstd (1), 8 sum and 9 sumsq
-// (2 each, unpack-to-dest; RMS: no sum), 16 y (bf16).
+// RMS: no b), 4 and 5 work (1 chunk each; RMS: no 5), 6 m (1; RMS: none), 7 rstd (1), 8 sum and 9 sumsq
+// (2 each, unpack-to-dest; RMS: no sum), 10 the shift c (1; RMS: none), 16 y (bf16).
 // CB ids: the kernel registry's (registry.rs), pasted in at GR00T_CB_IDS.
 #include <cstdint>
 #include "api/compute/common.h"
@@ -44,6 +49,13 @@ inline void rms_stats_row() {
     rsqrt_row();
 }
 #else
+// LREG0 holds the row sums of a row's first tile: the row's shift c = bf16(s / 32), exact in the FPU's
+// 19-bit source registers (so x - c is the same on every pass, and c needs no correction).
+inline void shift_row() {
+    TTI_SFPLOADI(L1, IMM_BF16, 0x3D00);            // 1/32
+    TTI_SFPMUL(L0, L1, ZERO, L0, 0);
+    round_bf16_row();
+}
 // DST 0 holds row sums s, DST 1 sums of squares s2 (only column 0 matters; every lane is computed):
 // DST 0 <- mean = s / D, DST 1 <- rstd = 1 / sqrt(max(s2 / D - mean^2, 0) + eps). The tile driver stores
 // LREG0 back to DST 0 after each row: LREG0 ends holding the mean.
@@ -72,22 +84,60 @@ inline void norm_stats_row() {
 namespace {
 constexpr uint32_t CHUNK = GR00T_NORM_CHUNK;
 
-// The statistics pass over one tile row of `wt_count` tiles: x^2 and the row reduces chunk by chunk, the
-// running sums kept in CBs sum / sumsq between chunks; mean and rstd packed at the end.
+// Every push and pop of a chunked CB (x, g, b, w0, w1) is a whole chunk, a row's last chunk padded with
+// pages nobody reads (the reader pads x, g and b): with pages a multiple of the chunk, a chunk's tiles never
+// straddle the CB's wrap, which the compute API's tile indices (from the read pointer) cannot follow.
+inline void fill_chunk(DataflowBuffer& dfb, uint32_t n) {
+    if (n < CHUNK) {
+        dfb.reserve_back(CHUNK - n);
+        dfb.push_back(CHUNK - n);
+    }
+}
+inline void pop_chunk(DataflowBuffer& dfb) {
+    dfb.wait_front(CHUNK);
+    dfb.pop_front(CHUNK);
+}
+
+// The statistics pass over one tile row of `wt_count` tiles: (LayerNorm) the shift c first; then d, d^2 and
+// the row reduces chunk by chunk, the running sums kept in CBs sum / sumsq between chunks; m (LayerNorm)
+// and rstd packed at the end.
 inline void statistics(uint32_t wt_count) {
     using gr00t_compute::pass;
     DataflowBuffer dfb_x(cb_x), dfb_w0(cb_w0), dfb_rstd(cb_rstd), dfb_sumsq(cb_sumsq);
 #ifndef GR00T_NORM_RMS
-    DataflowBuffer dfb_sum(cb_sum), dfb_mean(cb_mean);
+    DataflowBuffer dfb_sum(cb_sum), dfb_mean(cb_mean), dfb_w1(cb_w1), dfb_shift(cb_shift);
+    // the shift, from the row's first tile
+    dfb_x.wait_front(1);
+    reconfig_data_format(cb_scaler, cb_x);
+    reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_x, cb_scaler, cb_shift);
+    tile_regs_acquire();
+    reduce_tile<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_x, cb_scaler, 0, 0, 0);
+    MATH((gr00t_sfpu::tile<gr00t_sfpu::shift_row>(0)));
+    gr00t_compute::pack_dst0(dfb_shift, cb_shift);
+    reduce_uninit();
+    dfb_shift.wait_front(1);
+    constexpr uint32_t cb_d = cb_w1;  // d = x - c
+#else
+    constexpr uint32_t cb_d = cb_x;  // d = x
 #endif
     for (uint32_t t0 = 0; t0 < wt_count; t0 += CHUNK) {
         const uint32_t n = wt_count - t0 < CHUNK ? wt_count - t0 : CHUNK;
         const bool last = t0 + n == wt_count;
         dfb_x.wait_front(n);
-        // x^2 -> w0
-        reconfig_data_format(cb_x, cb_x);
-        mul_init(cb_x, cb_x, false);
-        pass(n, dfb_w0, cb_w0, [&](uint32_t t) { mul_tiles(cb_x, cb_x, t, t, 0); });
+#ifndef GR00T_NORM_RMS
+        // x - c -> w1
+        reconfig_data_format(cb_x, cb_shift);
+        sub_bcast_cols_init(cb_x, cb_shift);
+        pass(n, dfb_w1, cb_w1, [&](uint32_t t) { sub_tiles_bcast_cols(cb_x, cb_shift, t, 0, 0); });
+        fill_chunk(dfb_w1, n);
+        pop_chunk(dfb_x);
+        dfb_w1.wait_front(n);
+#endif
+        // d^2 -> w0
+        reconfig_data_format(cb_d, cb_d);
+        mul_init(cb_d, cb_d, false);
+        pass(n, dfb_w0, cb_w0, [&](uint32_t t) { mul_tiles(cb_d, cb_d, t, t, 0); });
+        fill_chunk(dfb_w0, n);
         dfb_w0.wait_front(n);
         tile_regs_acquire();
         if (t0 > 0) {
@@ -103,10 +153,10 @@ inline void statistics(uint32_t wt_count) {
             copy_tile(cb_sumsq, 0, 1);
             dfb_sumsq.pop_front(1);
         }
-        reconfig_data_format(cb_scaler, cb_x);
-        reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_x, cb_scaler, cb_rstd);
+        reconfig_data_format(cb_scaler, cb_d);
+        reduce_init<PoolType::SUM, ReduceDim::REDUCE_ROW>(cb_d, cb_scaler, cb_rstd);
 #ifndef GR00T_NORM_RMS
-        gr00t_compute::reduce_row_tiles<PoolType::SUM>(cb_x, cb_scaler, n, 0);
+        gr00t_compute::reduce_row_tiles<PoolType::SUM>(cb_d, cb_scaler, n, 0);
 #endif
         gr00t_compute::reduce_row_tiles<PoolType::SUM>(cb_w0, cb_scaler, n, 1);
         if (last) {
@@ -137,8 +187,12 @@ inline void statistics(uint32_t wt_count) {
 #endif
         dfb1.push_back(1);
         reduce_uninit();
-        dfb_w0.pop_front(n);
-        dfb_x.pop_front(n);
+        pop_chunk(dfb_w0);
+#ifdef GR00T_NORM_RMS
+        pop_chunk(dfb_x);
+#else
+        pop_chunk(dfb_w1);
+#endif
     }
 }
 
@@ -147,7 +201,7 @@ inline void normalise(uint32_t wt_count) {
     using gr00t_compute::pass;
     DataflowBuffer dfb_x(cb_x), dfb_g(cb_g), dfb_w0(cb_w0), dfb_rstd(cb_rstd), dfb_y(cb_y);
 #ifndef GR00T_NORM_RMS
-    DataflowBuffer dfb_b(cb_b), dfb_w1(cb_w1), dfb_mean(cb_mean);
+    DataflowBuffer dfb_b(cb_b), dfb_w1(cb_w1), dfb_mean(cb_mean), dfb_shift(cb_shift);
     dfb_mean.wait_front(1);
 #endif
     dfb_rstd.wait_front(1);
@@ -160,41 +214,51 @@ inline void normalise(uint32_t wt_count) {
         reconfig_data_format(cb_x, cb_rstd);
         mul_bcast_cols_init(cb_x, cb_rstd);
         pass(n, dfb_w0, cb_w0, [&](uint32_t t) { mul_tiles_bcast_cols(cb_x, cb_rstd, t, 0, 0); });
-        dfb_x.pop_front(n);
+        fill_chunk(dfb_w0, n);
+        pop_chunk(dfb_x);
         dfb_w0.wait_front(n);
         mul_bcast_rows_init(cb_w0, cb_g);
         pack_reconfig_data_format(cb_y);
         pass(n, dfb_y, cb_y, [&](uint32_t t) { mul_tiles_bcast_rows(cb_w0, cb_g, t, t, 0); });
         pack_reconfig_data_format(cb_w0);
-        dfb_w0.pop_front(n);
-        dfb_g.pop_front(n);
+        pop_chunk(dfb_w0);
+        pop_chunk(dfb_g);
 #else
         dfb_b.wait_front(n);
-        // x - mean -> w0; * rstd -> w1; * g -> w0; + b -> y (bf16)
-        reconfig_data_format(cb_x, cb_mean);
-        sub_bcast_cols_init(cb_x, cb_mean);
-        pass(n, dfb_w0, cb_w0, [&](uint32_t t) { sub_tiles_bcast_cols(cb_x, cb_mean, t, 0, 0); });
-        dfb_x.pop_front(n);
+        // x - c -> w1; - m -> w0; * rstd -> w1; * g -> w0; + b -> y (bf16)
+        reconfig_data_format(cb_x, cb_shift);
+        sub_bcast_cols_init(cb_x, cb_shift);
+        pass(n, dfb_w1, cb_w1, [&](uint32_t t) { sub_tiles_bcast_cols(cb_x, cb_shift, t, 0, 0); });
+        fill_chunk(dfb_w1, n);
+        pop_chunk(dfb_x);
+        dfb_w1.wait_front(n);
+        sub_bcast_cols_init(cb_w1, cb_mean);
+        pass(n, dfb_w0, cb_w0, [&](uint32_t t) { sub_tiles_bcast_cols(cb_w1, cb_mean, t, 0, 0); });
+        fill_chunk(dfb_w0, n);
+        pop_chunk(dfb_w1);
         dfb_w0.wait_front(n);
         mul_bcast_cols_init(cb_w0, cb_rstd);
         pass(n, dfb_w1, cb_w1, [&](uint32_t t) { mul_tiles_bcast_cols(cb_w0, cb_rstd, t, 0, 0); });
-        dfb_w0.pop_front(n);
+        fill_chunk(dfb_w1, n);
+        pop_chunk(dfb_w0);
         dfb_w1.wait_front(n);
         mul_bcast_rows_init(cb_w1, cb_g);
         pass(n, dfb_w0, cb_w0, [&](uint32_t t) { mul_tiles_bcast_rows(cb_w1, cb_g, t, t, 0); });
-        dfb_w1.pop_front(n);
-        dfb_g.pop_front(n);
+        fill_chunk(dfb_w0, n);
+        pop_chunk(dfb_w1);
+        pop_chunk(dfb_g);
         dfb_w0.wait_front(n);
         add_bcast_rows_init(cb_w0, cb_b);
         pack_reconfig_data_format(cb_y);
         pass(n, dfb_y, cb_y, [&](uint32_t t) { add_tiles_bcast_rows(cb_w0, cb_b, t, t, 0); });
         pack_reconfig_data_format(cb_w0);
-        dfb_w0.pop_front(n);
-        dfb_b.pop_front(n);
+        pop_chunk(dfb_w0);
+        pop_chunk(dfb_b);
 #endif
     }
 #ifndef GR00T_NORM_RMS
     dfb_mean.pop_front(1);
+    dfb_shift.pop_front(1);
 #endif
     dfb_rstd.pop_front(1);
 }

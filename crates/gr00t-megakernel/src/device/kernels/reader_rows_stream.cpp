@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Reader of the streaming row norm (norm_stream.cpp; RISCV_1), task after task: first the count of semaphore
 // 0 to wait for (0: none), then the reduce scaler tile (CB 1); then per tile row of this core the row's Wt
-// tiles of x twice, in chunks of up to GR00T_NORM_CHUNK tiles (CB 0): once for the statistics, once for the
+// tiles of x twice, in chunks of GR00T_NORM_CHUNK pages (a row's last chunk padded with pages left
+// unwritten, so a chunk never straddles a CB's wrap) (CB 0): once for the statistics, once for the
 // output, the second time each chunk with the same columns' tiles of g and b (CBs 2 and 3; with
 // GR00T_NORM_RMS no b). So L1 holds a few chunks, never a whole row, at any width: x is read from DRAM
 // twice instead. All fp32 interleaved TILE tensors; only row 0 of a vector tile matters (the compute
@@ -64,14 +65,14 @@ void read_task(const Table& tab, uint32_t a) {
         for (uint32_t pass = 0; pass < 2; ++pass) {
             for (uint32_t t0 = 0; t0 < wt_count; t0 += CHUNK) {
                 const uint32_t n = wt_count - t0 < CHUNK ? wt_count - t0 : CHUNK;
-                dfb_x.reserve_back(n);
+                dfb_x.reserve_back(CHUNK);
                 for (uint32_t i = 0; i < n; ++i) {
                     noc.async_read(x, dfb_x, page, {.page_id = r * wt_count + t0 + i}, {.offset_bytes = i * page});
                 }
                 if (pass == 1) {
-                    dfb_g.reserve_back(n);
+                    dfb_g.reserve_back(CHUNK);
 #ifndef GR00T_NORM_RMS
-                    dfb_b.reserve_back(n);
+                    dfb_b.reserve_back(CHUNK);
 #endif
                     for (uint32_t i = 0; i < n; ++i) {
                         noc.async_read(g, dfb_g, page, {.page_id = t0 + i}, {.offset_bytes = i * page});
@@ -81,11 +82,11 @@ void read_task(const Table& tab, uint32_t a) {
                     }
                 }
                 noc.async_read_barrier();
-                dfb_x.push_back(n);
+                dfb_x.push_back(CHUNK);
                 if (pass == 1) {
-                    dfb_g.push_back(n);
+                    dfb_g.push_back(CHUNK);
 #ifndef GR00T_NORM_RMS
-                    dfb_b.push_back(n);
+                    dfb_b.push_back(CHUNK);
 #endif
                 }
             }
