@@ -53,6 +53,16 @@ pub(super) enum End<'a> {
     /// [`End::Stream`] rounded to bf16 (the Euler update's chunk as the next action encoder
     /// reads it: the same sum as the fp32 one, packed to bf16).
     StreamBf16(&'a str),
+    /// The output times the fp32 tensor named here, packed to bf16: SwiGLU's
+    /// `up(x) · SiLU(gate(x))`, the gate's own end ([`End::Silu`], fp32) having written it.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "Qwen3's graph (issue 40) will build it; tested now"
+        )
+    )]
+    Gated(&'a str),
 }
 
 impl End<'_> {
@@ -67,6 +77,7 @@ impl End<'_> {
             End::Stream(x) | End::StreamBf16(x) => {
                 ("finish_residual", "gr00t_sfpu::no_act", Some(x))
             }
+            End::Gated(x) => ("finish_gated", "gr00t_sfpu::no_act", Some(x)),
         }
     }
 
@@ -84,6 +95,7 @@ impl End<'_> {
             End::Silu => " + SiLU",
             End::Stream(_) => " + residual",
             End::StreamBf16(_) => " + residual (bf16)",
+            End::Gated(_) => " × gate",
         }
     }
 }
@@ -312,6 +324,9 @@ impl<'a> Graph<'a> {
         let compute = self.source(act_name, || {
             let mut defines = vec![("GR00T_ACT_ROW", act_row)];
             defines.extend(stream.map(|_| FINISH_RESIDUAL_DEFINE));
+            if matches!(end, End::Gated(_)) {
+                defines.push(("GR00T_FINISH_MUL", "1"));
+            }
             compose_compute(BIAS_ACT_KERNEL, &defines)
         });
         let reader = match stream {

@@ -328,6 +328,20 @@ fn sim_full_width_head_stages_match_emulation() {
         false,
     )
     .unwrap();
+    // The gated end (SwiGLU's, which Qwen3 will use) on the same weight: the gate's SiLU end
+    // writes fp32, the second product's end multiplies by it.
+    g.jobs(
+        &[job(HeadWeight::DecL1, "t/p2", hz, "t/gate")],
+        End::Silu,
+        true,
+    )
+    .unwrap();
+    g.jobs(
+        &[job(HeadWeight::DecL1, "t/p2", hz, "t/gated")],
+        End::Gated("t/gate"),
+        false,
+    )
+    .unwrap();
     let hidden = a.entry(HeadWeight::DecL1).kn_shape[1];
     let (ab, pr) = (time_bias_name(0), out_rows_name(0));
     let outputs = [
@@ -336,6 +350,7 @@ fn sim_full_width_head_stages_match_emulation() {
         ("t/sa", 32 * rows.token_tiles(), d),
         ("t/fx1", hz, ad),
         ("t/d1g", hz, hidden),
+        ("t/gated", hz, hidden),
     ];
     let (request, programs) = g.request(&up, &outputs, None, true).unwrap();
     let t = Instant::now();
@@ -348,7 +363,8 @@ fn sim_full_width_head_stages_match_emulation() {
     let (time_got, rest) = vals.split_at(d);
     let (proj_got, rest) = rest.split_at(2 * d);
     let (sa_got, rest) = rest.split_at(32 * rows.token_tiles() * d);
-    let (x1_got, gelu_got) = rest.split_at(hz * ad);
+    let (x1_got, rest) = rest.split_at(hz * ad);
+    let (gelu_got, gated_got) = rest.split_at(hz * hidden);
     let time_want = emulate_time_bias(&a, &enc);
     let state_row = &sa_got[rows.state_row() * d..(rows.state_row() + 1) * d];
     let checks = [
@@ -381,6 +397,16 @@ fn sim_full_width_head_stages_match_emulation() {
                 &a.linear(HeadWeight::DecL1, &y, hz, None, HeadAct::GeluErf, false),
             ),
         ),
+        ("gated_end", {
+            let gate = a.linear(HeadWeight::DecL1, &y, hz, None, HeadAct::Silu, true);
+            let up = a.linear(HeadWeight::DecL1, &y, hz, None, HeadAct::None, true);
+            let want: Vec<f32> = up
+                .iter()
+                .zip(&gate)
+                .map(|(u, g)| tt_blackhole::bf16::round_to_bf16(u * g))
+                .collect();
+            compare("gated_end", gated_got, &want)
+        }),
     ];
     eprintln!(
         "full-width head stages on the simulator: {wall:.1} s, {programs} programs ({} ran); vs the emulation:",

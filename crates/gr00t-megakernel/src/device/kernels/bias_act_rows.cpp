@@ -12,7 +12,9 @@
 // With GR00T_FINISH_RESIDUAL defined (the output projection's and the FF-down's ends), the residual add
 // rides here too: y = x_res + bf16(x + bias) in fp32 (CB 16 fp32), the fp32 stream's tile from CB 3, so the
 // block's new stream comes out of the matmul's end and no program of its own adds it (the emulator's
-// finish_matmul, then its fp32 add, op for op).
+// finish_matmul, then its fp32 add, op for op). With GR00T_FINISH_MUL defined as well (SwiGLU's up
+// projection), the tile from CB 3 multiplies instead: y = bf16(x + bias) · gate, the gate being
+// SiLU(x·W_gate) as the gate's own end wrote it (fp32 values of bf16).
 // Runtime args: units; the most K pieces and the widest unit (16-bit halves, low first: every block of CBs 0
 // and 2 is that size, reader_finish.cpp); per unit cw and its K pieces (1: no split), likewise in one word.
 // CBs (fp32): 0 the partials of one output tile (pieces), 2 bias (cw), 3 the stream's tile
@@ -62,7 +64,11 @@ void kernel_main() {
 #ifdef GR00T_FINISH_RESIDUAL
             dfb_res.wait_front(1);
             copy_tile(cb_res, 0, 1);
+#ifdef GR00T_FINISH_MUL
+            MATH((gr00t_sfpu::tile<gr00t_sfpu::mul_next_tile_row>(0)));
+#else
             MATH((gr00t_sfpu::tile<gr00t_sfpu::add_next_tile_row>(0)));
+#endif
 #endif
             gr00t_compute::pack_dst0(dfb_y, cb_y);
             dfb_x.pop_front(pmax);

@@ -291,6 +291,13 @@ inline void add_next_tile_row() {
     TTI_SFPMAD(L0, ONE, L1, L0, 0);
 }
 
+// ---- gated product ------------------------------------------------------------------------------------
+// DST tile 0 holds a matmul's output, DST tile 1 the gate (SwiGLU's SiLU(x·W_gate)): their fp32 product.
+inline void mul_next_tile_row() {
+    TTI_SFPLOAD(L1, 0, ADDR_MOD_7, DST_NEXT_TILE);
+    TTI_SFPMAD(L0, L1, ZERO, L0, 0);
+}
+
 // ---- the tile driver --------------------------------------------------------------------------------
 // Runs ROW over the 32x32 tile at DST index `dst`: 4 faces of 16x16, each 8 loads of 4 rows x 8 columns
 // (even columns, then odd: the SFPU's DST row counter steps by 2).
