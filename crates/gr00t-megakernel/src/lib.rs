@@ -34,16 +34,16 @@ pub mod flow_device;
 pub mod head_arena;
 pub mod head_emulator;
 pub mod packed;
-pub mod vision_layout;
 #[cfg(test)]
 mod tests;
+pub mod vision_layout;
 
 pub use arena_source::{CheckpointTensors, dit_dims};
+pub use backbone_arena::{BackboneArena, BackboneArenaError, BackboneNorm, BackboneWeight};
 pub use emulator::Emulator;
 pub use executor::{
     DEFAULT_DEVICE_TIMEOUT, Engine, MegakernelConfig, MegakernelDit, MegakernelPolicy,
     checkpoint_revision,
 };
-pub use backbone_arena::{BackboneArena, BackboneArenaError, BackboneNorm, BackboneWeight};
 pub use head_arena::{HeadArena, HeadArenaError, HeadEntry, HeadWeight};
 pub use head_emulator::HeadAct;
