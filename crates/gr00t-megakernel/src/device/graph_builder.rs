@@ -530,6 +530,57 @@ impl<'a> Graph<'a> {
         }));
     }
 
+    /// RMSNorm of the fp32 stream `x` (`row_tiles` tile rows, width `d`) with γ `gamma` (an
+    /// fp32 `[32, d]` tensor, the values in row 0): Qwen3's input and post-attention norms
+    /// and its final one. Our streaming kernel's RMS form, at any width.
+    pub(super) fn rms_norm(
+        &mut self,
+        x: &str,
+        [d, row_tiles]: [usize; 2],
+        gamma: &str,
+        (out, out_f32): (&str, bool),
+        eps: f32,
+    ) {
+        let rows = StreamRows {
+            x,
+            d,
+            row_tiles,
+            affine: [gamma, gamma],
+            out: (out, out_f32),
+            eps,
+        };
+        self.stream_norm(rows, StreamNorm::Rms);
+    }
+
+    /// RMSNorm of each `hd`-wide head of each row of `x` (fp32 `[32·row_tiles, heads·hd]`)
+    /// alone, with γ shared by the heads: Qwen3's q_norm and k_norm. A TILE tensor's pages are
+    /// its tiles in row-major order, so `[32·row_tiles, heads·hd]` is page for page
+    /// `[32·row_tiles·heads, hd]`: the row norm runs over that view (`hd` whole tiles), and its
+    /// output is read back the same way by what reads `[.., heads·hd]`.
+    #[cfg_attr(
+        not(test),
+        expect(
+            dead_code,
+            reason = "Qwen3's graph (issue 40) will build it; tested now"
+        )
+    )]
+    pub(super) fn head_rms_norm(
+        &mut self,
+        x: &str,
+        [heads, hd, row_tiles]: [usize; 3],
+        gamma: &str,
+        (out, out_f32): (&str, bool),
+        eps: f32,
+    ) -> Result<(), DitRunError> {
+        if !hd.is_multiple_of(32) {
+            return Err(DitRunError::Input(format!(
+                "a per-head norm over heads of {hd} columns: the view needs whole tiles"
+            )));
+        }
+        self.rms_norm(x, [hd, row_tiles * heads], gamma, (out, out_f32), eps);
+        Ok(())
+    }
+
     /// A norm of rows too wide for the whole-row kernel: our streaming kernel
     /// (`kernels/norm_stream.cpp`, `rows::norm_stream_sources`), which reads each row twice
     /// from DRAM a few tiles at a time (its statistics, then the normalisation), so its L1 is
@@ -660,6 +711,8 @@ impl<'a> Graph<'a> {
             mask: mask.into(),
             out: out.into(),
             heads,
+            kv_heads: heads,
+            causal: false,
             mp: mt * 32,
             np: nt * 32,
             hd,

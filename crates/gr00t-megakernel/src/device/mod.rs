@@ -53,6 +53,8 @@ mod graph_tests;
 #[cfg(test)]
 mod head_graph_tests;
 #[cfg(test)]
+mod norm_graph_tests;
+#[cfg(test)]
 mod protocol_tests;
 #[cfg(test)]
 mod registry_tests;
