@@ -12,13 +12,15 @@ use gr00t_runtime::config::EagleConfig;
 use gr00t_runtime::model::ModelError;
 use gr00t_runtime::weights::{WeightError, WeightSource};
 
-use crate::packed::{PackedWeights, linear};
+use crate::packed::{PackedWeights, linear, linear_with};
 use crate::vision_layout::projector_feature;
 
 /// The checkpoint's prefix of the SigLIP2 tower.
 const VISION: &str = "backbone.model.vision_model.vision_model";
 /// The checkpoint's prefix of the Eagle projector (`mlp1`: LayerNorm, Linear, GELU, Linear).
 const PROJECTOR: &str = "backbone.model.mlp1";
+/// The checkpoint's prefix of the Qwen3 body.
+const LLM: &str = "backbone.model.language_model.model";
 
 /// One matrix of a SigLIP2 encoder layer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,6 +63,52 @@ impl VisionMatrix {
     }
 }
 
+/// One matrix of a Qwen3 decoder layer (no biases unless the config's `attention_bias`, and
+/// then on q/k/v only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LlmMatrix {
+    /// `self_attn.q_proj`: `[D, heads·hd]`.
+    Q,
+    /// `self_attn.k_proj`: `[D, kv_heads·hd]`.
+    K,
+    /// `self_attn.v_proj`: `[D, kv_heads·hd]`.
+    V,
+    /// `self_attn.o_proj` (the residual add follows): `[heads·hd, D]`.
+    O,
+    /// `mlp.gate_proj` (SiLU follows): `[D, ff]`.
+    Gate,
+    /// `mlp.up_proj` (times the gate): `[D, ff]`.
+    Up,
+    /// `mlp.down_proj` (the residual add follows): `[ff, D]`.
+    Down,
+}
+
+impl LlmMatrix {
+    /// Every matrix of a layer, in arena order.
+    pub const ALL: [LlmMatrix; 7] = [
+        LlmMatrix::Q,
+        LlmMatrix::K,
+        LlmMatrix::V,
+        LlmMatrix::O,
+        LlmMatrix::Gate,
+        LlmMatrix::Up,
+        LlmMatrix::Down,
+    ];
+
+    /// The checkpoint's module name inside a layer.
+    fn module(self) -> &'static str {
+        match self {
+            LlmMatrix::Q => "self_attn.q_proj",
+            LlmMatrix::K => "self_attn.k_proj",
+            LlmMatrix::V => "self_attn.v_proj",
+            LlmMatrix::O => "self_attn.o_proj",
+            LlmMatrix::Gate => "mlp.gate_proj",
+            LlmMatrix::Up => "mlp.up_proj",
+            LlmMatrix::Down => "mlp.down_proj",
+        }
+    }
+}
+
 /// One matrix of the backbone on the device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum BackboneWeight {
@@ -73,6 +121,8 @@ pub enum BackboneWeight {
     ProjectorFc1,
     /// The projector's second Linear: `[text hidden, text hidden]`.
     ProjectorFc2,
+    /// Qwen3 layer `.0`'s `.1`.
+    Llm(usize, LlmMatrix),
 }
 
 /// One LayerNorm of the backbone.
@@ -87,6 +137,14 @@ pub enum BackboneNorm {
     /// The projector's LayerNorm over the pixel-unshuffled `4C` features (γ/β in the device's
     /// feature order).
     Projector,
+    /// Qwen3 layer `.0`'s `input_layernorm` (RMS: γ alone, β zero).
+    LlmIn(usize),
+    /// Its `post_attention_layernorm` (RMS).
+    LlmPost(usize),
+    /// Its `self_attn.q_norm`, over one head (RMS, γ shared by the heads).
+    LlmQ(usize),
+    /// Its `self_attn.k_norm` (likewise).
+    LlmK(usize),
 }
 
 /// A LayerNorm's affine: `γ·x̂ + β`.
@@ -106,9 +164,11 @@ pub enum BackboneArenaError {
     /// A checkpoint tensor is missing or has the wrong shape or dtype.
     #[error(transparent)]
     Weights(#[from] WeightError),
-    /// A layer past the tower's last.
-    #[error("vision layers {asked:?} asked, the tower has {layers}")]
+    /// A layer past the last (the tower's, or the LLM's `select_layer`).
+    #[error("{stage} layers {asked:?} asked, it has {layers}")]
     NoLayer {
+        /// `vision` or `llm`.
+        stage: &'static str,
         /// The layers asked for.
         asked: Range<usize>,
         /// The config's `num_hidden_layers`.
@@ -180,6 +240,7 @@ impl BackboneArena {
         let v = &cfg.vision_config;
         if layers.end > v.num_hidden_layers {
             return Err(BackboneArenaError::NoLayer {
+                stage: "vision",
                 asked: layers,
                 layers: v.num_hidden_layers,
             });
@@ -269,6 +330,58 @@ impl BackboneArena {
             .iter()
             .filter(|e| matches!(e.weight, BackboneWeight::Vision(_, VisionMatrix::Q)))
             .count()
+    }
+
+    /// Adds Qwen3 layers `layers` (below `select_layer`'s count, `llm_layers`): their seven
+    /// matrices and four RMS norms each (γ; β zero).
+    pub fn with_llm_layers(
+        mut self,
+        ws: &dyn WeightSource,
+        cfg: &EagleConfig,
+        llm_layers: usize,
+        layers: Range<usize>,
+    ) -> Result<Self, BackboneArenaError> {
+        let t = &cfg.text_config;
+        if layers.end > llm_layers {
+            return Err(BackboneArenaError::NoLayer {
+                stage: "llm",
+                asked: layers,
+                layers: llm_layers,
+            });
+        }
+        let (d, hd, ff) = (t.hidden_size, t.head_dim, t.intermediate_size);
+        let (q_w, kv_w) = (t.num_attention_heads * hd, t.num_key_value_heads * hd);
+        let eps = t.rms_norm_eps as f32;
+        for i in layers {
+            let l = format!("{LLM}.layers.{i}");
+            for m in LlmMatrix::ALL {
+                let (k, n, bias) = match m {
+                    LlmMatrix::Q => (d, q_w, t.attention_bias),
+                    LlmMatrix::K | LlmMatrix::V => (d, kv_w, t.attention_bias),
+                    LlmMatrix::O => (q_w, d, false),
+                    LlmMatrix::Gate | LlmMatrix::Up => (d, ff, false),
+                    LlmMatrix::Down => (ff, d, false),
+                };
+                let name = format!("{l}.{}", m.module());
+                let kn = linear_with(ws, &name, k, n, bias)?;
+                self.weights.push(BackboneWeight::Llm(i, m), &name, kn)?;
+            }
+            for (norm, module, n) in [
+                (BackboneNorm::LlmIn(i), "input_layernorm", d),
+                (BackboneNorm::LlmPost(i), "post_attention_layernorm", d),
+                (BackboneNorm::LlmQ(i), "self_attn.q_norm", hd),
+                (BackboneNorm::LlmK(i), "self_attn.k_norm", hd),
+            ] {
+                let gamma = ws.f32(&format!("{l}.{module}.weight"), &[n])?;
+                let affine = NormAffine {
+                    gamma,
+                    beta: vec![0.0; n],
+                    eps,
+                };
+                self.norms.push((norm, affine));
+            }
+        }
+        Ok(self)
     }
 
     /// The γ/β of `norm`, if it was added.
@@ -375,6 +488,56 @@ mod tests {
     }
 
     #[test]
+    fn packed_llm_layers_are_the_checkpoint_s_without_biases() {
+        let (ws, cfg) = tiny();
+        let model = ModelConfig::from_dir(&case_dir()).unwrap();
+        let n = model.gr00t.select_layer;
+        let a = BackboneArena::new(ArenaDtype::Bf16)
+            .with_llm_layers(&ws, &cfg, n, 0..n)
+            .unwrap();
+        let t = &cfg.text_config;
+        let (d, hd) = (t.hidden_size, t.head_dim);
+        let kv_w = t.num_key_value_heads * hd;
+        assert_eq!(a.weights.entries.len(), 7 * n);
+        assert_eq!(a.norms.len(), 4 * n);
+        let layer = n - 1;
+        let prefix = format!("{LLM}.layers.{layer}.self_attn.k_proj");
+        // torch's [out, in], transposed here independently of `linear_with`.
+        let w = ws.f32(&format!("{prefix}.weight"), &[kv_w, d]).unwrap();
+        let (kn, bias) = a.matrix(BackboneWeight::Llm(layer, LlmMatrix::K)).unwrap();
+        for k in 0..d {
+            for j in 0..kv_w {
+                assert_eq!(kn[k * kv_w + j].to_bits(), w[j * d + k].to_bits());
+            }
+        }
+        assert!(!t.attention_bias && bias.iter().all(|b| *b == 0.0));
+        let q = a.norm(BackboneNorm::LlmQ(layer)).unwrap();
+        let g = ws
+            .f32(
+                &format!("{LLM}.layers.{layer}.self_attn.q_norm.weight"),
+                &[hd],
+            )
+            .unwrap();
+        assert_eq!(
+            (q.gamma.as_slice(), q.eps),
+            (g.as_slice(), t.rms_norm_eps as f32)
+        );
+        let down = a
+            .weights
+            .get(BackboneWeight::Llm(0, LlmMatrix::Down))
+            .unwrap();
+        assert_eq!(down.kn_shape, [t.intermediate_size, d]);
+        let err = BackboneArena::new(ArenaDtype::Bf16)
+            .with_llm_layers(&ws, &cfg, n, 0..n + 1)
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(&format!("llm layers 0..{} asked, it has {n}", n + 1)),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn a_layer_past_the_tower_is_a_typed_error() {
         let (ws, cfg) = tiny();
         let n = cfg.vision_config.num_hidden_layers;
@@ -385,6 +548,6 @@ mod tests {
             matches!(err, BackboneArenaError::NoLayer { layers, .. } if layers == n),
             "{err}"
         );
-        assert!(err.to_string().contains(&format!("the tower has {n}")));
+        assert!(err.to_string().contains(&format!("it has {n}")), "{err}");
     }
 }

@@ -39,7 +39,9 @@ mod tests;
 pub mod vision_layout;
 
 pub use arena_source::{CheckpointTensors, dit_dims};
-pub use backbone_arena::{BackboneArena, BackboneArenaError, BackboneNorm, BackboneWeight};
+pub use backbone_arena::{
+    BackboneArena, BackboneArenaError, BackboneNorm, BackboneWeight, LlmMatrix, VisionMatrix,
+};
 pub use emulator::Emulator;
 pub use executor::{
     DEFAULT_DEVICE_TIMEOUT, Engine, MegakernelConfig, MegakernelDit, MegakernelPolicy,

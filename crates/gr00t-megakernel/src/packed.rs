@@ -27,6 +27,17 @@ pub(crate) fn linear(
     k: usize,
     n: usize,
 ) -> Result<KnMatrix, WeightError> {
+    linear_with(ws, prefix, k, n, true)
+}
+
+/// [`linear`], its bias read when `bias` (else zero: a Linear without one, Qwen3's).
+pub(crate) fn linear_with(
+    ws: &dyn WeightSource,
+    prefix: &str,
+    k: usize,
+    n: usize,
+    bias: bool,
+) -> Result<KnMatrix, WeightError> {
     let w = ws
         .tensor(&format!("{prefix}.weight"), &[n, k])?
         .to_f32_vec();
@@ -39,7 +50,11 @@ pub(crate) fn linear(
     Ok(KnMatrix {
         kn_shape: [k, n],
         kn,
-        bias: ws.f32(&format!("{prefix}.bias"), &[n])?,
+        bias: if bias {
+            ws.f32(&format!("{prefix}.bias"), &[n])?
+        } else {
+            vec![0.0; n]
+        },
     })
 }
 
