@@ -3,8 +3,11 @@
 //! SFPU library): `softmax(scale·QKᵀ + mask)·V` per head, Q/K/V read from the projections'
 //! `[rows, heads·hd]` layout (the head split and merge are in the reader and writer, not
 //! programs of their own), in L1 as bf16 tiles with the head dim zero-padded, the scores and
-//! the softmax statistics in fp32, P and the output packed to bf16. Tested against the
-//! emulator's `flash_attention` and f64.
+//! the softmax statistics in fp32, P and the output packed to bf16. Grouped-query attention
+//! (`kv_heads` K/V heads shared by the query heads, Qwen3's) maps the head in the reader; causal
+//! attention skips the key tiles above a query tile row's diagonal and masks the diagonal tile
+//! with a tile the reader builds in L1 (`kernels/reader_attention.cpp`'s header). Tested against
+//! the emulator's `flash_attention` and f64.
 
 use super::one_program;
 use super::protocol::{ActDtype, AttentionStep, GraphStep, KernelSet};
@@ -54,21 +57,82 @@ pub fn writer_merge_kernel() -> String {
 const MASKED: f32 = -1.0e30;
 
 /// The shapes of one attention call.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AttentionShape {
     /// Query rows.
     pub mq: usize,
     /// Key / value rows.
     pub mk: usize,
-    /// Heads.
+    /// Heads (query heads).
     pub heads: usize,
+    /// K/V heads: query head h reads K/V head h / (heads / kv_heads); divides `heads`.
+    pub kv_heads: usize,
+    /// Query row i attends key rows j <= i only (besides the key mask).
+    pub causal: bool,
     /// Head dim.
     pub hd: usize,
 }
 
-/// `softmax(QKᵀ/√hd)·V` for every head: q `[mq, heads·hd]`, k and v `[mk, heads·hd]` (the
-/// emulator's `flash_attention` layout), `key_mask` (true = may attend; `None`: every key).
-/// Returns `[mq, heads·hd]` bf16 values. Heads are shared over `cores` cores.
+impl AttentionShape {
+    /// `heads` heads of `hd`, each its own K and V, every key for every query (the DiT's).
+    pub fn new(mq: usize, mk: usize, heads: usize, hd: usize) -> Self {
+        AttentionShape {
+            mq,
+            mk,
+            heads,
+            kv_heads: heads,
+            causal: false,
+            hd,
+        }
+    }
+
+    /// The query heads that share one K/V head, or `None` when `kv_heads` does not divide
+    /// `heads`.
+    pub fn group(&self) -> Option<usize> {
+        (self.kv_heads > 0 && self.heads.is_multiple_of(self.kv_heads))
+            .then(|| self.heads / self.kv_heads)
+    }
+}
+
+/// Whether q, k and v of `lens` values and a key mask of `mask_len` fit `shape`: K and V of
+/// `kv_heads` heads, `kv_heads` dividing `heads`, nothing empty.
+pub fn check_shape(
+    shape: AttentionShape,
+    lens: [usize; 3],
+    mask_len: Option<usize>,
+) -> Result<(), SfpuError> {
+    let AttentionShape {
+        mq,
+        mk,
+        heads,
+        kv_heads,
+        hd,
+        ..
+    } = shape;
+    let (d, d_kv) = (heads * hd, kv_heads * hd);
+    if mq == 0
+        || mk == 0
+        || d == 0
+        || shape.group().is_none()
+        || lens != [mq * d, mk * d_kv, mk * d_kv]
+        || mask_len.is_some_and(|n| n != mk)
+    {
+        return Err(SfpuError::Shape {
+            op: "attention".into(),
+            what: format!(
+                "q {}, k {}, v {} values for {heads} heads over {kv_heads} K/V heads of {hd}, \
+                 {mq} queries, {mk} keys",
+                lens[0], lens[1], lens[2]
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `softmax(QKᵀ/√hd)·V` for every head: q `[mq, heads·hd]`, k and v `[mk, kv_heads·hd]` (the
+/// emulator's `flash_attention` layout; query head h reads K/V head h / (heads / kv_heads)),
+/// `key_mask` (true = may attend; `None`: every key), causal when `shape.causal`. Returns
+/// `[mq, heads·hd]` bf16 values. Heads are shared over `cores` cores.
 pub fn attention(
     worker: &mut TtnnWorker,
     q: &[f32],
@@ -78,34 +142,28 @@ pub fn attention(
     key_mask: Option<&[bool]>,
     cores: usize,
 ) -> Result<EltwiseRun, SfpuError> {
-    let AttentionShape { mq, mk, heads, hd } = shape;
-    let d = heads * hd;
-    if mq == 0
-        || mk == 0
-        || d == 0
-        || q.len() != mq * d
-        || k.len() != mk * d
-        || v.len() != mk * d
-        || key_mask.is_some_and(|m| m.len() != mk)
-    {
-        return Err(SfpuError::Shape {
-            op: "attention".into(),
-            what: format!(
-                "q {}, k {}, v {} values for {heads} heads of {hd}, {mq} queries, {mk} keys",
-                q.len(),
-                k.len(),
-                v.len()
-            ),
-        });
-    }
+    let AttentionShape {
+        mq,
+        mk,
+        heads,
+        kv_heads,
+        causal,
+        hd,
+    } = shape;
+    let (d, d_kv) = (heads * hd, kv_heads * hd);
+    check_shape(
+        shape,
+        [q.len(), k.len(), v.len()],
+        key_mask.map(<[bool]>::len),
+    )?;
     let pad = |n: usize| n.div_ceil(32) * 32;
-    let (mp, np, dw) = (pad(mq), pad(mk), pad(d));
-    // The projections' own layout, rows and columns zero-padded: [rows_p, dw] (the reader cuts
-    // the heads out on the device).
-    let padded = |x: &[f32], rows: usize, rows_p: usize| {
-        let mut out = vec![0f32; rows_p * dw];
+    let (mp, np, dw, dw_kv) = (pad(mq), pad(mk), pad(d), pad(d_kv));
+    // The projections' own layout, rows and columns zero-padded: [rows_p, width_p] (the reader
+    // cuts the heads out on the device).
+    let padded = |x: &[f32], rows: usize, rows_p: usize, width: usize, width_p: usize| {
+        let mut out = vec![0f32; rows_p * width_p];
         for r in 0..rows {
-            out[r * dw..r * dw + d].copy_from_slice(&x[r * d..(r + 1) * d]);
+            out[r * width_p..r * width_p + width].copy_from_slice(&x[r * width..(r + 1) * width]);
         }
         out
     };
@@ -116,9 +174,21 @@ pub fn attention(
         })
         .collect();
     let mut inputs = one_program::Inputs::default();
-    inputs.add("q", mp, dw, ActDtype::Bf16, &padded(q, mq, mp));
-    inputs.add("k", np, dw, ActDtype::Bf16, &padded(k, mk, np));
-    inputs.add("v", np, dw, ActDtype::Bf16, &padded(v, mk, np));
+    inputs.add("q", mp, dw, ActDtype::Bf16, &padded(q, mq, mp, d, dw));
+    inputs.add(
+        "k",
+        np,
+        dw_kv,
+        ActDtype::Bf16,
+        &padded(k, mk, np, d_kv, dw_kv),
+    );
+    inputs.add(
+        "v",
+        np,
+        dw_kv,
+        ActDtype::Bf16,
+        &padded(v, mk, np, d_kv, dw_kv),
+    );
     inputs.add("scaler", 32, 32, ActDtype::F32, &one_program::scaler_tile());
     inputs.add("mask", 32, np, ActDtype::F32, &one_program::row_tile(&mask));
     let scale = (hd as f32).powf(-0.5);
@@ -138,6 +208,8 @@ pub fn attention(
         mask: t("mask"),
         out: t("o"),
         heads,
+        kv_heads,
+        causal,
         mp,
         np,
         hd,

@@ -15,20 +15,15 @@ use super::attention::{
 };
 use super::backend::{TtDevice, matmul_spec, packed_matmul_spec};
 use super::graph::{
-    LN_EPS, READER_FINISH_KERNEL, RELAYOUT_KERNEL, Upload, WRITER_RUNS_KERNEL, bias_name, tiles,
+    READER_FINISH_KERNEL, RELAYOUT_KERNEL, Upload, WRITER_RUNS_KERNEL, bias_name, tiles,
 };
 use super::head_graph::HEAD_ARENA;
 use super::protocol::{
     ActDtype, AttentionStep, BeforeStep, FinishJob, FinishStep, Graph as GraphRequest, GraphStep,
-    KernelSet, MatmulEndStep, MatmulGroup, MatmulJob, MatmulShared, RelayoutStep, RowsStep,
-    rows_l1_bytes,
+    KernelSet, MatmulEndStep, MatmulGroup, MatmulJob, MatmulShared, RelayoutStep,
 };
-use super::registry::cb_id;
-use super::rows::{
-    BIAS_ACT_KERNEL, FINISH_RESIDUAL_DEFINE, LAYERNORM_KERNEL, READER_ROWS_KERNEL, StreamNorm,
-    norm_stream_sources, norm_stream_unpack_to_dest, norm_stream_work_cbs,
-};
-use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
+use super::rows::{BIAS_ACT_KERNEL, FINISH_RESIDUAL_DEFINE};
+use super::sfpu::compose_compute;
 use super::task_table::with_task_table;
 use super::vision_graph::BACKBONE_ARENA;
 use crate::backbone_arena::{BackboneArena, BackboneWeight};
@@ -112,43 +107,17 @@ pub(super) enum Weight {
     Backbone(BackboneWeight),
 }
 
-/// The work CBs of our LayerNorm kernel (`layernorm_rows.cpp`) over rows of `wt` tiles, by
-/// index: γ, β and three rows of work whole, the mean and the rstd.
-pub(super) fn layernorm_work_cbs(wt: usize) -> BTreeMap<u8, usize> {
-    let cb = |n: &str| cb_id("layernorm_rows.cpp", n);
-    [
-        (cb("cb_g"), wt),
-        (cb("cb_b"), wt),
-        (cb("cb_w0"), wt),
-        (cb("cb_w1"), wt),
-        (cb("cb_mean"), 1),
-        (cb("cb_rstd"), 1),
-        (cb("cb_w2"), wt),
-    ]
-    .into()
-}
-
-/// The rows of a norm the streaming kernel takes ([`Graph::stream_norm`]).
-struct StreamRows<'a> {
-    x: &'a str,
-    d: usize,
-    row_tiles: usize,
-    /// γ and β (β unread by an RMSNorm).
-    affine: [&'a str; 2],
-    /// The output and whether it is fp32.
-    out: (&'a str, bool),
-    eps: f32,
-}
-
-/// Where a LayerNorm's γ and β come from.
-#[derive(Clone, Copy)]
-enum Affine<'a> {
-    /// None: the plain norm.
-    None,
-    /// The AdaLN `[scale | shift]` row named (γ = 1 + scale, β = shift).
-    Ada(&'a str),
-    /// Tensors of their own.
-    Own { gamma: &'a str, beta: &'a str },
+/// The heads of an attention step ([`Graph::attention_heads`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct AttnHeads {
+    /// Query heads.
+    pub heads: usize,
+    /// Key/value heads (GQA: `heads` a multiple of them; else `heads`).
+    pub kv_heads: usize,
+    /// Each head's width.
+    pub hd: usize,
+    /// Query row i attends keys j ≤ i only (a prompt's self-attention).
+    pub causal: bool,
 }
 
 /// One matmul of a [`Graph::jobs`] step: `out` = END(bf16(`act` · W + `bias`)).
@@ -171,12 +140,12 @@ pub(crate) struct Graph<'a> {
     index: &'a ArenaIndex,
     /// The device's worker grid (the packer's).
     grid: [usize; 2],
-    plan: &'a MegakernelPlan,
+    pub(super) plan: &'a MegakernelPlan,
     /// The action head's packed weights, for [`Weight::Head`] matmuls.
     pub(super) head: Option<&'a HeadArena>,
     /// The backbone's packed weights, for [`Weight::Backbone`] matmuls.
     pub(super) backbone: Option<&'a BackboneArena>,
-    steps: Vec<GraphStep>,
+    pub(super) steps: Vec<GraphStep>,
     sources: BTreeMap<String, String>,
     /// The prefix of the matmuls' partials: `t` in a step's graph, `o` in the observation's,
     /// `a` in a timestep's, `v` in the vision graph's (which must not take a kept graph's
@@ -209,7 +178,7 @@ impl<'a> Graph<'a> {
     }
 
     /// A kernel source, sent once per graph and named by its steps.
-    fn source(&mut self, name: &str, src: impl FnOnce() -> String) -> String {
+    pub(super) fn source(&mut self, name: &str, src: impl FnOnce() -> String) -> String {
         if !self.sources.contains_key(name) {
             self.sources.insert(name.to_string(), src());
         }
@@ -396,234 +365,6 @@ impl<'a> Graph<'a> {
         self.matmuls(&[(block, kind, act, m, out.to_string())], end, false)
     }
 
-    /// LayerNorm of the fp32 stream `x` (`row_tiles` tile rows, width `d`): with `ada`, the
-    /// AdaLN modulation from the AdaLN matmul's `[scale | shift]` row `ada` as it is (the reader
-    /// splits it); else the plain norm.
-    pub(super) fn layernorm(
-        &mut self,
-        x: &str,
-        d: usize,
-        row_tiles: usize,
-        ada: Option<&str>,
-        out: &str,
-    ) {
-        self.layernorm_eps(x, d, row_tiles, ada, out, LN_EPS);
-    }
-
-    /// [`Graph::layernorm`] with epsilon `eps` (the DiT's output norm: 1e-6).
-    pub(super) fn layernorm_eps(
-        &mut self,
-        x: &str,
-        d: usize,
-        row_tiles: usize,
-        ada: Option<&str>,
-        out: &str,
-        eps: f32,
-    ) {
-        let affine = match ada {
-            Some(t) => Affine::Ada(t),
-            None => Affine::None,
-        };
-        self.norm_rows(x, d, row_tiles, affine, (out, false), eps);
-    }
-
-    /// LayerNorm of the fp32 stream `x` with its own γ and β (fp32 `[32, d]` tensors, the
-    /// values in row 0): the backbone's norms; the output bf16, or fp32 with `out_f32`.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn layernorm_affine(
-        &mut self,
-        x: &str,
-        d: usize,
-        row_tiles: usize,
-        [gamma, beta]: [&str; 2],
-        out: &str,
-        eps: f32,
-        out_f32: bool,
-    ) {
-        let affine = Affine::Own { gamma, beta };
-        self.norm_rows(x, d, row_tiles, affine, (out, out_f32), eps);
-    }
-
-    fn norm_rows(
-        &mut self,
-        x: &str,
-        d: usize,
-        row_tiles: usize,
-        affine: Affine<'_>,
-        (out, out_f32): (&str, bool),
-        eps: f32,
-    ) {
-        let wt = tiles(d);
-        let float = |v: f32| format!("__builtin_bit_cast(float, {:#010x}u)", v.to_bits());
-        let ada = matches!(affine, Affine::Ada(_));
-        let (name, g, b, b_col) = match affine {
-            Affine::Ada(t) => ("ln_ada", t, t, d),
-            Affine::None => ("ln_plain", "c/ones", "c/zeros", 0),
-            // The plain norm's kernel: only its vectors differ.
-            Affine::Own { gamma, beta } => ("ln_plain", gamma, beta, 0),
-        };
-        let mut work_cbs = layernorm_work_cbs(wt);
-        if b_col % 32 != 0 {
-            // The scratch the reader copies the shift's tiles through (tiny D; D = 1536 has none).
-            work_cbs.insert(cb_id("reader_rows.cpp", "cb_scratch"), wt + 1);
-        }
-        // Our whole-row kernel holds a row's tiles several times over: a row too wide for a
-        // core's L1 takes the streaming one (the AdaLN norms, the DiT's width, always fit).
-        let work_cbs: Vec<(u8, usize)> = work_cbs.into_iter().collect();
-        let whole_l1 = rows_l1_bytes(wt, &work_cbs, out_f32);
-        if !ada && whole_l1 > L1_BUDGET {
-            let rows = StreamRows {
-                x,
-                d,
-                row_tiles,
-                affine: [g, b],
-                out: (out, out_f32),
-                eps,
-            };
-            self.stream_norm(rows, StreamNorm::Layer);
-            return;
-        }
-        // The kernel's source differs with its width and epsilon: so does its name (the DiT's
-        // own keep the bare one).
-        let mut source = name.to_string();
-        if d != self.plan.dims.num_heads * self.plan.dims.head_dim {
-            source.push_str(&format!("/d{d}"));
-        }
-        if eps != LN_EPS {
-            source.push_str(&format!("/eps{eps:e}"));
-        }
-        let compute = self.source(&source, || {
-            let mut defs = vec![
-                ("GR00T_LN_INV_D", float(1.0 / d as f32)),
-                ("GR00T_LN_EPS", float(eps)),
-            ];
-            if ada {
-                defs.push(("GR00T_LN_ONE_PLUS_G", "1".into()));
-            }
-            let defs: Vec<(&str, &str)> = defs.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            compose_compute(LAYERNORM_KERNEL, &defs)
-        });
-        let reader = self.source("reader_rows", || with_task_table(READER_ROWS_KERNEL));
-        let writer = self.source("writer_tiles", || with_task_table(WRITER_TILES_KERNEL));
-        self.steps.push(GraphStep::Rows(RowsStep {
-            x: x.into(),
-            scaler: "c/scaler".into(),
-            g: g.into(),
-            b: b.into(),
-            b_col,
-            vec_len: d,
-            out: out.into(),
-            out_f32,
-            wt,
-            row_tiles,
-            vec_tiles: wt,
-            label: name.into(),
-            work_cbs,
-            unpack_to_dest: Vec::new(),
-            cores: ROW_CORES,
-            group: source.clone(),
-            kernels: KernelSet {
-                reader,
-                compute,
-                writer,
-            },
-        }));
-    }
-
-    /// RMSNorm of the fp32 stream `x` (`row_tiles` tile rows, width `d`) with γ `gamma` (an
-    /// fp32 `[32, d]` tensor, the values in row 0): Qwen3's input and post-attention norms
-    /// and its final one. Our streaming kernel's RMS form, at any width.
-    pub(super) fn rms_norm(
-        &mut self,
-        x: &str,
-        [d, row_tiles]: [usize; 2],
-        gamma: &str,
-        (out, out_f32): (&str, bool),
-        eps: f32,
-    ) {
-        let rows = StreamRows {
-            x,
-            d,
-            row_tiles,
-            affine: [gamma, gamma],
-            out: (out, out_f32),
-            eps,
-        };
-        self.stream_norm(rows, StreamNorm::Rms);
-    }
-
-    /// RMSNorm of each `hd`-wide head of each row of `x` (fp32 `[32·row_tiles, heads·hd]`)
-    /// alone, with γ shared by the heads: Qwen3's q_norm and k_norm. A TILE tensor's pages are
-    /// its tiles in row-major order, so `[32·row_tiles, heads·hd]` is page for page
-    /// `[32·row_tiles·heads, hd]`: the row norm runs over that view (`hd` whole tiles), and its
-    /// output is read back the same way by what reads `[.., heads·hd]`.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "Qwen3's graph (issue 40) will build it; tested now"
-        )
-    )]
-    pub(super) fn head_rms_norm(
-        &mut self,
-        x: &str,
-        [heads, hd, row_tiles]: [usize; 3],
-        gamma: &str,
-        (out, out_f32): (&str, bool),
-        eps: f32,
-    ) -> Result<(), DitRunError> {
-        if !hd.is_multiple_of(32) {
-            return Err(DitRunError::Input(format!(
-                "a per-head norm over heads of {hd} columns: the view needs whole tiles"
-            )));
-        }
-        self.rms_norm(x, [hd, row_tiles * heads], gamma, (out, out_f32), eps);
-        Ok(())
-    }
-
-    /// A norm of rows too wide for the whole-row kernel: our streaming kernel
-    /// (`kernels/norm_stream.cpp`, `rows::norm_stream_sources`), which reads each row twice
-    /// from DRAM a few tiles at a time (its statistics, then the normalisation), so its L1 is
-    /// the same at any width. LayerNorm, or RMSNorm (`StreamNorm::Rms`: γ alone).
-    fn stream_norm(&mut self, r: StreamRows<'_>, norm: StreamNorm) {
-        let (d, eps) = (r.d, r.eps);
-        let kind = match norm {
-            StreamNorm::Layer => "ln_stream",
-            StreamNorm::Rms => "rms_stream",
-        };
-        // Both kernels take the defines (1/d, eps, the kind): a source per set.
-        let name = format!("{kind}/d{d}/eps{eps:e}");
-        let reader_name = format!("reader_rows_stream/{name}");
-        let compute = self.source(&name, || norm_stream_sources(d, eps, norm).1);
-        let reader = self.source(&reader_name, || norm_stream_sources(d, eps, norm).0);
-        let writer = self.source("writer_tiles", || with_task_table(WRITER_TILES_KERNEL));
-        let wt = tiles(d);
-        let [g, b] = r.affine;
-        self.steps.push(GraphStep::Rows(RowsStep {
-            x: r.x.into(),
-            scaler: "c/scaler".into(),
-            g: g.into(),
-            b: b.into(),
-            b_col: 0,
-            vec_len: d,
-            out: r.out.0.into(),
-            out_f32: r.out.1,
-            wt,
-            row_tiles: r.row_tiles,
-            vec_tiles: wt,
-            label: kind.into(),
-            work_cbs: norm_stream_work_cbs(norm),
-            unpack_to_dest: norm_stream_unpack_to_dest(norm),
-            cores: ROW_CORES,
-            group: name,
-            kernels: KernelSet {
-                reader,
-                compute,
-                writer,
-            },
-        }));
-    }
-
     /// Segments of columns from `src` to `dst` (`rows` tile rows, `dst_w` tiles wide): each
     /// progression `[count, dr0, drs, dc0, dcs, sr0, srs, sc0, scs, len]` (see the kernel).
     #[allow(clippy::too_many_arguments)]
@@ -669,11 +410,18 @@ impl<'a> Graph<'a> {
     ) {
         let dims = &self.plan.dims;
         let (heads, hd) = (dims.num_heads, dims.head_dim);
-        self.attention_heads(q, k, v, mask, [mt, nt], out, [heads, hd]);
+        let shape = AttnHeads {
+            heads,
+            kv_heads: heads,
+            hd,
+            causal: false,
+        };
+        self.attention_heads(q, k, v, mask, [mt, nt], out, shape);
     }
 
-    /// [`Graph::attention`] with `heads` heads of `hd` columns (`[heads, hd]`), not the DiT's:
-    /// `[mt, nt]` query and key tile rows.
+    /// [`Graph::attention`] with heads of the caller's (`shape`: the tower's, Qwen3's GQA and
+    /// causal ones), not the DiT's: `[mt, nt]` query and key tile rows; K and V
+    /// `[.., kv_heads·hd]`.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn attention_heads(
         &mut self,
@@ -683,8 +431,14 @@ impl<'a> Graph<'a> {
         mask: &str,
         [mt, nt]: [usize; 2],
         out: &str,
-        [heads, hd]: [usize; 2],
+        shape: AttnHeads,
     ) {
+        let AttnHeads {
+            heads,
+            kv_heads,
+            hd,
+            causal,
+        } = shape;
         let scale = (hd as f32).powf(-0.5);
         // The scale is compiled in: a head width of its own is a source of its own.
         let name = if hd == self.plan.dims.head_dim {
@@ -711,14 +465,21 @@ impl<'a> Graph<'a> {
             mask: mask.into(),
             out: out.into(),
             heads,
-            kv_heads: heads,
-            causal: false,
+            kv_heads,
+            causal,
             mp: mt * 32,
             np: nt * 32,
             hd,
             cores: ROW_CORES,
-            // Self, text and image attentions differ in their keys' tiles, so in their CBs.
-            group: format!("attention/{}", mask.rsplit('/').next().unwrap_or(mask)),
+            // Self, text and image attentions differ in their keys' tiles, so in their CBs; a
+            // grouped or causal one in its task words too.
+            group: {
+                let keys = mask.rsplit('/').next().unwrap_or(mask);
+                match (kv_heads == heads, causal) {
+                    (true, false) => format!("attention/{keys}"),
+                    _ => format!("attention/{keys}/kv{kv_heads}/causal{causal}"),
+                }
+            },
             kernels: KernelSet {
                 reader,
                 compute,

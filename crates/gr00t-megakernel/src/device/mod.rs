@@ -27,6 +27,7 @@ pub mod backend;
 pub mod deadline;
 pub(crate) mod graph;
 mod graph_builder;
+mod graph_norms;
 mod graph_pack;
 mod head_graph;
 mod one_program;

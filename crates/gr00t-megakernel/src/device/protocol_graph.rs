@@ -125,15 +125,17 @@ pub struct RowsStep {
     pub kernels: KernelSet,
 }
 
-/// Attention per head (our `attention_head.cpp`).
+/// Attention per head (our `attention_head.cpp`). Read through [`AttentionStepJson`]: a step
+/// without `kv_heads` (or `causal`) is one of every head its own K and V (and not causal), as
+/// before those keys were.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(from = "AttentionStepJson")]
 pub struct AttentionStep {
     /// Queries `[mp, heads·hd]`.
     pub q: String,
-    /// Keys `[np, heads·hd]`.
+    /// Keys `[np, kv_heads·hd]`.
     pub k: String,
-    /// Values `[np, heads·hd]`.
+    /// Values `[np, kv_heads·hd]`.
     pub v: String,
     /// The reduce scaler tile.
     pub scaler: String,
@@ -141,8 +143,13 @@ pub struct AttentionStep {
     pub mask: String,
     /// The output (allocated by the worker).
     pub out: String,
-    /// Heads.
+    /// Heads (query heads).
     pub heads: usize,
+    /// K/V heads (grouped-query attention: query head h reads K/V head h / (heads / kv_heads));
+    /// divides `heads`. `heads`: every head its own.
+    pub kv_heads: usize,
+    /// Query row i attends key rows j <= i only (a prompt's self attention), besides the mask.
+    pub causal: bool,
     /// Query rows (whole tiles).
     pub mp: usize,
     /// Key rows (whole tiles).
@@ -155,6 +162,52 @@ pub struct AttentionStep {
     pub group: String,
     /// Names of its kernels in the graph's sources.
     pub kernels: KernelSet,
+}
+
+/// [`AttentionStep`] as a message holds it: `kv_heads` and `causal` may be left out (serde's
+/// field defaults cannot name another field, hence this type: `kv_heads` defaults to `heads`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AttentionStepJson {
+    q: String,
+    k: String,
+    v: String,
+    scaler: String,
+    mask: String,
+    out: String,
+    heads: usize,
+    #[serde(default)]
+    kv_heads: Option<usize>,
+    #[serde(default)]
+    causal: bool,
+    mp: usize,
+    np: usize,
+    hd: usize,
+    cores: usize,
+    group: String,
+    kernels: KernelSet,
+}
+
+impl From<AttentionStepJson> for AttentionStep {
+    fn from(j: AttentionStepJson) -> Self {
+        AttentionStep {
+            q: j.q,
+            k: j.k,
+            v: j.v,
+            scaler: j.scaler,
+            mask: j.mask,
+            out: j.out,
+            heads: j.heads,
+            kv_heads: j.kv_heads.unwrap_or(j.heads),
+            causal: j.causal,
+            mp: j.mp,
+            np: j.np,
+            hd: j.hd,
+            cores: j.cores,
+            group: j.group,
+            kernels: j.kernels,
+        }
+    }
 }
 
 /// Segments of columns from `src` to `dst` (our `relayout_tiles.cpp`).

@@ -206,6 +206,8 @@ fn attention_step() -> AttentionStep {
         mask: "o/mask/self".into(),
         out: "t/a".into(),
         heads: 2,
+        kv_heads: 1,
+        causal: true,
         mp: 32,
         np: 32,
         hd: 32,
@@ -557,7 +559,7 @@ fn a_norm_s_l1_grows_with_its_row() {
         vec_tiles: wt,
         vec_len: 32 * wt,
         // The LayerNorm's CBs as the graph builder asks for them.
-        work_cbs: super::graph_builder::layernorm_work_cbs(wt)
+        work_cbs: super::graph_norms::layernorm_work_cbs(wt)
             .into_iter()
             .collect(),
         ..rows_step()

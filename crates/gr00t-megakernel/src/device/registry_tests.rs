@@ -269,7 +269,7 @@ fn the_kernels_of_one_program_agree_on_their_shared_cbs() {
     }
     same(("bias_act_rows.cpp", "cb_y"), ("writer_runs.cpp", "cb_out"));
     // Attention: reader_attention → attention_head → writer_merge_heads.
-    for cb in ["cb_q", "cb_scaler", "cb_k", "cb_v", "cb_mask"] {
+    for cb in ["cb_q", "cb_scaler", "cb_k", "cb_v", "cb_mask", "cb_diag"] {
         same(("reader_attention.cpp", cb), ("attention_head.cpp", cb));
     }
     same(

@@ -192,14 +192,20 @@ class PartsOps:
         "mp", "np", "hd"; "cores", "waits", "signal" as _rows_parts'. Every task of a program has the same
         shapes (the plan's groups: self, text and image attentions apart). The reader splits the heads, the
         writer merges them; a core owns whole output tiles, so the heads go out in runs whose columns start
-        on a tile boundary, up to h["cores"] of them. Also answers the tensors and, per task, the cores it
-        used."""
+        on a tile boundary, up to h["cores"] of them. GQA: k and v are [np, kv_heads * hd padded], query head
+        g reads K/V head g // (heads // kv_heads) ("kv_heads": the task's, else the step h's, else heads);
+        "causal" (the task's, else h's, else false): query row i attends keys j <= i (the reader builds the
+        diagonal mask tiles, CB cb_diag). Also answers the tensors and, per task, the cores it used."""
         per_core, used_by_task, cw_max = {}, [], 1
-        shapes = {(t["heads"], t["mp"], t["np"], t["hd"]) for t in tasks}
+        shapes = {(t["heads"], t["mp"], t["np"], t["hd"], t.get("kv_heads") or h.get("kv_heads") or t["heads"],
+                   bool(t.get("causal", h.get("causal", False)))) for t in tasks}
         if len(shapes) != 1:
             raise RuntimeError(f"attention: one program's tasks have shapes {sorted(shapes)}")
-        heads, mp, np_, hd = shapes.pop()
+        heads, mp, np_, hd, kv_heads, causal = shapes.pop()
+        if kv_heads < 1 or heads % kv_heads:
+            raise RuntimeError(f"attention: {heads} query heads over {kv_heads} K/V heads")
         mt, nt, dt, w = mp // 32, np_ // 32, -(-hd // 32), -(-heads * hd // 32)
+        w_kv, group = -(-kv_heads * hd // 32), heads // kv_heads
         starts = self._head_starts(heads, hd)
         for t in tasks:
             cores = t.get("cores") or [(c, 0) for c in range(self.dev.compute_with_storage_grid_size().x)]
@@ -216,8 +222,8 @@ class PartsOps:
                 wk = per_core.setdefault(cores[c], {"rd": [], "cp": [], "wr": []})
                 wk["rd"].append([t["tq"].buffer_address(), t["tk"].buffer_address(), t["tv"].buffer_address(),
                                  t["ts"].buffer_address(), t["tm"].buffer_address(), h0, h1 - h0, mt, nt, dt, hd, w,
-                                 w, t.get("waits", {}).get(cores[c], 0)])
-                wk["cp"].append([pair(h1 - h0, mt), pair(nt, dt)])
+                                 w_kv, t.get("waits", {}).get(cores[c], 0), group, int(causal)])
+                wk["cp"].append([pair(h1 - h0, mt), pair(nt, dt), int(causal)])
                 wk["wr"].append([t["out"].buffer_address(), h0, h1 - h0, mt, dt, hd, w, c0, c1 - c0, len(sig)] + sig)
                 first += count
             used_by_task.append(cores[:n_cores])
@@ -230,6 +236,8 @@ class PartsOps:
                r["cb_scratch"]: (*bf16, dt + 1), a["cb_s"]: (*f32, nt), a["cb_s2"]: (*f32, nt), a["cb_e"]: (*f32, nt),
                a["cb_max"]: (*f32, 1), a["cb_rsum"]: (*f32, 1), a["cb_p"]: (*bf16, nt), a["cb_o"]: (*bf16, 2),
                CB["writer_merge_heads"]["cb_asm"]: (*bf16, mt * cw_max)}
+        if causal:
+            cbs[a["cb_diag"]] = (*f32, min(mt, nt))
         acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
         t0 = tasks[0]
         cfg = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)

@@ -12,7 +12,7 @@ use tt_blackhole::bf16::round_to_bf16;
 use tt_blackhole::device::DitRunError;
 
 use super::graph::{Upload, mask_tile, tiles};
-use super::graph_builder::{End, Graph, Job, Weight};
+use super::graph_builder::{AttnHeads, End, Graph, Job, Weight};
 use super::one_program::{row_tile, scaler_tile};
 use super::protocol::{self, ActDtype};
 use crate::backbone_arena::{BackboneArena, BackboneNorm, BackboneWeight, VisionMatrix};
@@ -194,6 +194,12 @@ pub(crate) fn vision_layer(
         End::Plain,
         false,
     )?;
+    let heads = AttnHeads {
+        heads: shape.heads,
+        kv_heads: shape.heads,
+        hd: shape.head_dim(),
+        causal: false,
+    };
     g.attention_heads(
         "t/v/q",
         "t/v/k",
@@ -201,7 +207,7 @@ pub(crate) fn vision_layer(
         VISION_MASK,
         [rt, rt],
         "t/v/a",
-        [shape.heads, shape.head_dim()],
+        heads,
     );
     g.jobs(
         &[job(w(VisionMatrix::O), "t/v/a", t, "t/v/x1")],

@@ -10,14 +10,24 @@
 // the full-size hd = 48), each 16 x 16 face is one NoC read straight from DRAM into its place; otherwise
 // (the tiny config's hd = 10) the source tiles are read into a scratch CB and copied element by element
 // in the tile's face order.
+// Grouped-query attention (GQA): query head h reads K/V head h / group (group = query heads per K/V head;
+// 1: every head its own K and V), cut out of K and V's own [rows, kv_heads * hd] tensors.
+// Causal attention (query row r attends key rows j <= r, queries and keys indexed alike: a prompt's self
+// attention): no per-(query tile, key tile) mask in DRAM. The compute kernel skips the key tiles wholly
+// above a query tile row's diagonal (their weights are 0: no S, no softmax, no P V for them) and adds the
+// key mask row to those wholly below as before; for the diagonal key tile i of query tile row i this reader
+// builds, once per task, from the key mask row already in L1, a full fp32 tile D_i (CB 7, one per query tile
+// row that has a diagonal key tile: min(mt, nt)): D_i[r][c] = key_mask[32 i + c] for c <= r, -1e30 above
+// the diagonal, which the compute kernel adds element-wise instead of the row.
 // A task per attention of a chain this core takes part in (graph.rs), or the one of a program of its own:
 // first the count of semaphore 0 to wait for (the increments of every core of every phase before one of its
-// tasks so far; 0: none), then the scaler, the mask and the heads, as above (the compute kernel pops the
-// scaler and the mask at the task's end). Its task table (task_table.h, CB 30): tasks; per task 14 words:
-// q, k, v, scaler, mask addresses; first head; heads; mt; nt; dt; hd; q's width and k / v's width
-// (tiles); the count to wait for. Compile-time args after the table's: the five tensors' accessor args,
-// in that order.
-// CBs besides the compute kernel's: 4 one zero page (bf16), 6 the scratch (tiles(hd) + 1 bf16 pages).
+// tasks so far; 0: none), then the scaler, the mask (and the diagonal tiles when causal) and the heads, as
+// above (the compute kernel pops the scaler, the mask and the diagonal tiles at the task's end). Its task
+// table (task_table.h, CB 30): tasks; per task 16 words: q, k, v, scaler, mask addresses; first head;
+// heads; mt; nt; dt; hd; q's width and k / v's width (tiles); the count to wait for; the GQA group; causal
+// (0 or 1). Compile-time args after the table's: the five tensors' accessor args, in that order.
+// CBs besides the compute kernel's: 4 one zero page (bf16), 6 the scratch (tiles(hd) + 1 bf16 pages),
+// 7 the diagonal mask tiles (fp32, causal only).
 #include <cstdint>
 #include "api/dataflow/dataflow_api.h"
 #include "api/dataflow/noc.h"
@@ -63,6 +73,25 @@ void gather_head(const Accessor& src, uint32_t src_w, uint32_t rows, uint32_t h,
     }
     noc_async_read_barrier();
 }
+
+// The causal diagonal tiles: for each query tile row i < count, the fp32 tile at diag_l1 + i * page with
+// D_i[r][c] = (row 0 of key mask tile i at mask_l1)[c] for c <= r, -1e30 for c > r (the key above the query).
+void diagonal_masks(uint32_t mask_l1, uint32_t diag_l1, uint32_t count, uint32_t page) {
+    constexpr float above = -1.0e30f;
+    for (uint32_t i = 0; i < count; ++i) {
+        volatile float* row0 = reinterpret_cast<volatile float*>(mask_l1 + i * page);
+        volatile float* d = reinterpret_cast<volatile float*>(diag_l1 + i * page);
+        float keys[32];
+        for (uint32_t c = 0; c < 32; ++c) {
+            keys[c] = row0[tile_offset(0, c)];
+        }
+        for (uint32_t r = 0; r < 32; ++r) {
+            for (uint32_t c = 0; c < 32; ++c) {
+                d[tile_offset(r, c)] = c <= r ? keys[c] : above;
+            }
+        }
+    }
+}
 }  // namespace
 
 template <typename Table>
@@ -80,6 +109,8 @@ void read_task(const Table& tab, uint32_t a) {
     const uint32_t hd = tab[a + 10];
     const uint32_t q_w = tab[a + 11];
     const uint32_t kv_w = tab[a + 12];
+    const uint32_t group = tab[a + 14];
+    const bool causal = tab[a + 15] != 0;
     if (const uint32_t wait = tab[a + 13]; wait > 0) {
         noc_semaphore_wait_min(reinterpret_cast<volatile tt_l1_ptr uint32_t*>(get_semaphore(0)), wait);
     }
@@ -111,16 +142,24 @@ void read_task(const Table& tab, uint32_t a) {
     }
     noc.async_read_barrier();
     dfb_s.push_back(1);
+    if (causal) {
+        // From the mask tiles still in this kernel's hands (not yet pushed).
+        const uint32_t nd = mt < nt ? mt : nt;
+        DataflowBuffer dfb_d(cb_diag);
+        dfb_d.reserve_back(nd);
+        diagonal_masks(dfb_m.get_write_ptr(), dfb_d.get_write_ptr(), nd, fpage);
+        dfb_d.push_back(nd);
+    }
     dfb_m.push_back(nt);
     for (uint32_t h = first_head; h < first_head + heads; ++h) {
         dfb_q.reserve_back(mt * dt);
         gather_head(q, q_w, mt, h, hd, dt, dfb_q.get_write_ptr(), zero_l1, scratch_l1);
         dfb_q.push_back(mt * dt);
         dfb_k.reserve_back(nt * dt);
-        gather_head(k, kv_w, nt, h, hd, dt, dfb_k.get_write_ptr(), zero_l1, scratch_l1);
+        gather_head(k, kv_w, nt, h / group, hd, dt, dfb_k.get_write_ptr(), zero_l1, scratch_l1);
         dfb_k.push_back(nt * dt);
         dfb_v.reserve_back(nt * dt);
-        gather_head(v, kv_w, nt, h, hd, dt, dfb_v.get_write_ptr(), zero_l1, scratch_l1);
+        gather_head(v, kv_w, nt, h / group, hd, dt, dfb_v.get_write_ptr(), zero_l1, scratch_l1);
         dfb_v.push_back(nt * dt);
     }
 }
@@ -128,6 +167,6 @@ void read_task(const Table& tab, uint32_t a) {
 void kernel_main() {
     const TaskTable<30> t;
     for (uint32_t task = 0, tasks = t[0]; task < tasks; ++task) {
-        read_task(t, 1 + task * 14);
+        read_task(t, 1 + task * 16);
     }
 }
