@@ -115,16 +115,7 @@ impl Upload {
         cols_p: usize,
         dtype: ActDtype,
     ) {
-        debug_assert_eq!(x.len(), rows * cols);
-        self.specs.push(TensorSpec {
-            name: name.into(),
-            rows: rows_p,
-            cols: cols_p,
-            dtype,
-            real: Some([rows, cols]),
-            at: None,
-        });
-        self.values.extend_from_slice(x);
+        self.push_real(name, x, [rows, cols], None, [rows_p, cols_p], dtype);
     }
 
     /// `x` `[rows, cols]` put at row `at[0]`, column `at[1]` of a `[rows_p, cols_p]` tensor,
@@ -138,15 +129,29 @@ impl Upload {
         [rows_p, cols_p]: [usize; 2],
         dtype: ActDtype,
     ) {
-        debug_assert_eq!(x.len(), rows * cols);
         debug_assert!(at[0] + rows <= rows_p && at[1] + cols <= cols_p);
+        self.push_real(name, x, [rows, cols], Some(at), [rows_p, cols_p], dtype);
+    }
+
+    /// `x`, the `[rows, cols]` values sent of a `[rows_p, cols_p]` tensor, at `at` (default its
+    /// origin).
+    fn push_real(
+        &mut self,
+        name: &str,
+        x: &[f32],
+        [rows, cols]: [usize; 2],
+        at: Option<[usize; 2]>,
+        [rows_p, cols_p]: [usize; 2],
+        dtype: ActDtype,
+    ) {
+        debug_assert_eq!(x.len(), rows * cols);
         self.specs.push(TensorSpec {
             name: name.into(),
             rows: rows_p,
             cols: cols_p,
             dtype,
             real: Some([rows, cols]),
-            at: Some(at),
+            at,
         });
         self.values.extend_from_slice(x);
     }
