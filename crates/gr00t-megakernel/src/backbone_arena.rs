@@ -6,12 +6,14 @@
 use std::ops::Range;
 
 use tt_blackhole::arena::ArenaError;
+use tt_blackhole::bf16::f32_to_bf16_bits;
 use tt_blackhole::format::ArenaDtype;
 
 use gr00t_runtime::config::EagleConfig;
 use gr00t_runtime::model::ModelError;
 use gr00t_runtime::weights::{WeightError, WeightSource};
 
+use crate::head_layout::{padded_head, spread_head_columns, spread_head_rows};
 use crate::packed::{PackedWeights, linear, linear_with};
 use crate::vision_layout::projector_feature;
 
@@ -145,6 +147,11 @@ pub enum BackboneNorm {
     LlmQ(usize),
     /// Its `self_attn.k_norm` (likewise).
     LlmK(usize),
+    /// The body's final `norm` after the last kept layer (RMS).
+    LlmFinal,
+    /// The action head's `vlln` LayerNorm of the backbone's features (the head's weight, run
+    /// where the features are made).
+    Vlln,
 }
 
 /// A LayerNorm's affine: `γ·x̂ + β`.
@@ -177,6 +184,11 @@ pub enum BackboneArenaError {
     /// A weight could not be packed or decoded.
     #[error(transparent)]
     Arena(#[from] ArenaError),
+    /// Attention heads of a width the device has no layout for (`crate::head_layout`).
+    #[error(
+        "heads of {0} columns: the device lays heads out in whole 32-column tiles (a head of at most 32, or a multiple of 32)"
+    )]
+    HeadWidth(usize),
     /// A weight asked for was not added to the arena.
     #[error("the backbone arena has no {0:?}")]
     Missing(BackboneWeight),
@@ -200,6 +212,30 @@ pub struct BackboneArena {
     /// SigLIP2's learned position table `[num_patches, C]` (a square grid), resized to each
     /// image's patch grid on the host, once per resolution.
     pub pos_table: Option<Vec<f32>>,
+    /// Qwen3's token-embedding table, which the device gathers the prompt's rows from.
+    pub embed: Option<EmbedTable>,
+}
+
+/// A token-embedding table as bf16 values (the checkpoint's format; 0.6 GB at full size, half
+/// its f32 size), `[vocab, hidden]` row-major.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbedTable {
+    /// Rows.
+    pub vocab: usize,
+    /// Columns.
+    pub hidden: usize,
+    /// The values' bf16 bits.
+    pub bits: Vec<u16>,
+}
+
+impl EmbedTable {
+    /// Rows `rows` as f32 values (what a put of them sends).
+    pub fn rows(&self, rows: Range<usize>) -> Vec<f32> {
+        self.bits[rows.start * self.hidden..rows.end * self.hidden]
+            .iter()
+            .map(|b| f32::from_bits(u32::from(*b) << 16))
+            .collect()
+    }
 }
 
 impl BackboneArena {
@@ -209,6 +245,7 @@ impl BackboneArena {
             weights: PackedWeights::new(dtype),
             norms: Vec::new(),
             pos_table: None,
+            embed: None,
         }
     }
 
@@ -350,7 +387,9 @@ impl BackboneArena {
             });
         }
         let (d, hd, ff) = (t.hidden_size, t.head_dim, t.intermediate_size);
-        let (q_w, kv_w) = (t.num_attention_heads * hd, t.num_key_value_heads * hd);
+        let (heads, kv_heads) = (t.num_attention_heads, t.num_key_value_heads);
+        let (q_w, kv_w) = (heads * hd, kv_heads * hd);
+        let hp = padded_head(hd).ok_or(BackboneArenaError::HeadWidth(hd))?;
         let eps = t.rms_norm_eps as f32;
         for i in layers {
             let l = format!("{LLM}.layers.{i}");
@@ -364,6 +403,13 @@ impl BackboneArena {
                 };
                 let name = format!("{l}.{}", m.module());
                 let kn = linear_with(ws, &name, k, n, bias)?;
+                // Heads in whole tiles (`crate::head_layout`).
+                let kn = match m {
+                    LlmMatrix::Q => spread_head_columns(kn, heads, hd, hp),
+                    LlmMatrix::K | LlmMatrix::V => spread_head_columns(kn, kv_heads, hd, hp),
+                    LlmMatrix::O => spread_head_rows(kn, heads, hd, hp),
+                    _ => kn,
+                };
                 self.weights.push(BackboneWeight::Llm(i, m), &name, kn)?;
             }
             for (norm, module, n) in [
@@ -381,6 +427,93 @@ impl BackboneArena {
                 self.norms.push((norm, affine));
             }
         }
+        Ok(self)
+    }
+
+    /// Adds Qwen3's token-embedding table (rounded to bf16 where the checkpoint is wider).
+    pub fn with_llm_embedding(
+        mut self,
+        ws: &dyn WeightSource,
+        cfg: &EagleConfig,
+    ) -> Result<Self, BackboneArenaError> {
+        let t = &cfg.text_config;
+        let (vocab, hidden) = (t.vocab_size, t.hidden_size);
+        let table = ws.tensor(&format!("{LLM}.embed_tokens.weight"), &[vocab, hidden])?;
+        let data = table.data();
+        // Row by row: the full table in f32 would be 1.2 GB.
+        let mut bits = Vec::with_capacity(vocab * hidden);
+        for r in 0..vocab {
+            bits.extend(
+                data.slice(r * hidden, hidden)
+                    .to_f32_vec()
+                    .into_iter()
+                    .map(f32_to_bf16_bits),
+            );
+        }
+        self.embed = Some(EmbedTable {
+            vocab,
+            hidden,
+            bits,
+        });
+        Ok(self)
+    }
+
+    /// The whole backbone as the device runs it: the vision stage, Qwen3's embedding, layers
+    /// `0..select_layer` and final norm, and the action head's `vlln` when `vlln_dim` is given.
+    pub fn whole(
+        ws: &dyn WeightSource,
+        cfg: &EagleConfig,
+        select_layer: usize,
+        vlln_dim: Option<usize>,
+        dtype: ArenaDtype,
+    ) -> Result<Self, BackboneArenaError> {
+        let arena = BackboneArena::vision_stage(ws, cfg, dtype)?
+            .with_llm_embedding(ws, cfg)?
+            .with_llm_layers(ws, cfg, select_layer, 0..select_layer)?
+            .with_llm_final_norm(ws, cfg)?;
+        match vlln_dim {
+            Some(d) => arena.with_vlln(ws, d),
+            None => Ok(arena),
+        }
+    }
+
+    /// The Qwen3 layers added, in order (`0..n`).
+    pub fn llm_layers(&self) -> usize {
+        self.weights
+            .entries
+            .iter()
+            .filter(|e| matches!(e.weight, BackboneWeight::Llm(_, LlmMatrix::Q)))
+            .count()
+    }
+
+    /// Adds the body's final RMSNorm (what `select_layer`'s hidden states go through).
+    pub fn with_llm_final_norm(
+        mut self,
+        ws: &dyn WeightSource,
+        cfg: &EagleConfig,
+    ) -> Result<Self, BackboneArenaError> {
+        let t = &cfg.text_config;
+        let gamma = ws.f32(&format!("{LLM}.norm.weight"), &[t.hidden_size])?;
+        self.norms.push((
+            BackboneNorm::LlmFinal,
+            NormAffine {
+                beta: vec![0.0; gamma.len()],
+                gamma,
+                eps: t.rms_norm_eps as f32,
+            },
+        ));
+        Ok(self)
+    }
+
+    /// Adds the action head's `vlln` LayerNorm over the `dim`-wide features (eps 1e-5, as the
+    /// reference's `apply_vlln`).
+    pub fn with_vlln(
+        mut self,
+        ws: &dyn WeightSource,
+        dim: usize,
+    ) -> Result<Self, BackboneArenaError> {
+        let affine = norm_affine(ws, "action_head.vlln", dim, 1e-5)?;
+        self.norms.push((BackboneNorm::Vlln, affine));
         Ok(self)
     }
 
@@ -505,9 +638,13 @@ mod tests {
         // torch's [out, in], transposed here independently of `linear_with`.
         let w = ws.f32(&format!("{prefix}.weight"), &[kv_w, d]).unwrap();
         let (kn, bias) = a.matrix(BackboneWeight::Llm(layer, LlmMatrix::K)).unwrap();
+        // Each head padded to a tile: checkpoint column j sits at (j / hd)·hp + j % hd.
+        let hp = crate::head_layout::padded_head(hd).unwrap();
+        let wide = t.num_key_value_heads * hp;
         for k in 0..d {
             for j in 0..kv_w {
-                assert_eq!(kn[k * kv_w + j].to_bits(), w[j * d + k].to_bits());
+                let at = (j / hd) * hp + j % hd;
+                assert_eq!(kn[k * wide + at].to_bits(), w[j * d + k].to_bits());
             }
         }
         assert!(!t.attention_bias && bias.iter().all(|b| *b == 0.0));

@@ -16,7 +16,9 @@ use super::flow_device::{FlowContext, FlowDevice};
 use super::head_arena::HeadArena;
 use gr00t_runtime::cpu::norms::silu;
 use gr00t_runtime::model::dit::DitWeights;
-use gr00t_runtime::model::{DitExecutor, FlowInputs, Gr00tModel, ModelError, Taps, VlContext};
+use gr00t_runtime::model::{
+    DitExecutor, Encoders, FlowInputs, Gr00tModel, ModelError, Taps, VlContext,
+};
 use gr00t_runtime::policy::{
     ActionChunk, DeviceStatus, DeviceSupervision, ForwardTiming, HostStages, ModelInputs, Policy,
     PolicyError, Stage,
@@ -360,11 +362,16 @@ impl MegakernelPolicy {
                         .into(),
                 ));
             }
-            (true, _) => Some(BackboneArena::vision_stage(
-                weights,
-                &model.cfg.eagle,
-                BACKBONE_DTYPE,
-            )?),
+            (true, _) => {
+                let g = &model.cfg.gr00t;
+                Some(BackboneArena::whole(
+                    weights,
+                    &model.cfg.eagle,
+                    g.select_layer,
+                    g.use_vlln.then_some(g.backbone_embedding_dim),
+                    BACKBONE_DTYPE,
+                )?)
+            }
         };
         Ok(MegakernelPolicy {
             model,
@@ -451,7 +458,9 @@ impl MegakernelPolicy {
         inputs: &ModelInputs,
     ) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
         let (Some(dev), Some(backbone)) = (&self.device, &self.backbone) else {
-            return self.model.predict_timed(inputs, None, || self.executor());
+            return self
+                .model
+                .predict_timed(inputs, Encoders::default(), || self.executor());
         };
         let dims = dit_dims(&self.model.cfg.gr00t, NOMINAL_CTX);
         let steps = super::device::DeviceSteps::new(dev, &self.model.head.dit, &dims)
@@ -462,7 +471,18 @@ impl MegakernelPolicy {
             arena: backbone,
             vision: &self.model.cfg.eagle.vision_config,
         };
-        self.model.predict_timed(inputs, Some(&images), || {
+        let llm = DeviceLlm {
+            steps: &steps,
+            arena: backbone,
+            text: &self.model.cfg.eagle.text_config,
+            layers: self.model.cfg.gr00t.select_layer,
+        };
+        // The arena holds the body when the whole backbone is to run on the device.
+        let enc = Encoders {
+            images: Some(&images),
+            llm: backbone.llm_layers().gt(&0).then_some(&llm as _),
+        };
+        self.model.predict_timed(inputs, enc, || {
             let steps = steps.borrow_mut().take().ok_or(ModelError::NotPrepared(
                 "the forward's device steps were taken twice",
             ))?;
@@ -499,7 +519,9 @@ impl Policy for MegakernelPolicy {
         // it says so (also when the supervisor already reopened it): both are the device's
         // state, not a fault of the request.
         let Some(dev) = Policy::device(self) else {
-            return self.model.predict_timed(inputs, None, || self.executor());
+            return self
+                .model
+                .predict_timed(inputs, Encoders::default(), || self.executor());
         };
         let before = dev.status();
         if !before.usable {
@@ -511,7 +533,9 @@ impl Policy for MegakernelPolicy {
         #[cfg(feature = "device")]
         let run = self.predict_with_device_images(inputs);
         #[cfg(not(feature = "device"))]
-        let run = self.model.predict_timed(inputs, None, || self.executor());
+        let run = self
+            .model
+            .predict_timed(inputs, Encoders::default(), || self.executor());
         run.map_err(|e| {
             let now = dev.status();
             if now.usable && now.reopened == before.reopened {
@@ -651,6 +675,40 @@ struct DeviceImages<'s, 'a> {
     steps: &'s std::cell::RefCell<Option<super::device::DeviceSteps<'a>>>,
     arena: &'s BackboneArena,
     vision: &'s gr00t_runtime::config::VisionConfig,
+}
+
+/// The device's Qwen3 body, final norm and vlln as the model's LLM encoder, over the forward's
+/// device steps (until the action head takes them).
+#[cfg(feature = "device")]
+struct DeviceLlm<'s, 'a> {
+    steps: &'s std::cell::RefCell<Option<super::device::DeviceSteps<'a>>>,
+    arena: &'s BackboneArena,
+    text: &'s gr00t_runtime::config::TextConfig,
+    /// `select_layer`: the body's kept layers.
+    layers: usize,
+}
+
+#[cfg(feature = "device")]
+impl gr00t_runtime::model::LlmEncoder for DeviceLlm<'_, '_> {
+    fn vl_context(
+        &self,
+        ids: &[u32],
+        image_token: u32,
+        image_rows: &[f32],
+    ) -> Result<Vec<f32>, ModelError> {
+        let steps = self.steps.borrow();
+        let steps = steps.as_ref().ok_or(ModelError::NotPrepared(
+            "the LLM encoder after the action head",
+        ))?;
+        let prompt = super::device::Prompt {
+            ids,
+            image_token,
+            image_rows,
+        };
+        steps
+            .vl_context(self.arena, self.text, self.layers, prompt)
+            .map_err(ModelError::DeviceBackbone)
+    }
 }
 
 #[cfg(feature = "device")]

@@ -33,6 +33,7 @@ pub mod executor;
 pub mod flow_device;
 pub mod head_arena;
 pub mod head_emulator;
+pub mod head_layout;
 pub mod packed;
 #[cfg(test)]
 mod tests;

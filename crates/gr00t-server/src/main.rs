@@ -65,6 +65,11 @@ enum Cmd {
         /// without a device (the CPU reference, the emulator).
         #[arg(long, value_name = "FILE")]
         stats_json: Option<PathBuf>,
+        /// Run the request N times and print (and count, for --stats-json) the last: the first
+        /// forward on a device pays its set-up (arenas, constants, graphs built and kept), the
+        /// later ones are what serving costs.
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+        runs: u32,
     },
     /// Make a demo directory (request.json + expected.json) by running REQUEST on the f32 CPU
     /// reference: the golden that a device backend's boot self-check (GR00T_WARMUP_PCC_MIN)
@@ -152,7 +157,8 @@ fn main() -> ExitCode {
             model,
             request,
             stats_json,
-        }) => predict(&settings, &model, &request, stats_json.as_deref()),
+            runs,
+        }) => predict(&settings, &model, &request, stats_json.as_deref(), runs),
         Some(Cmd::Demo {
             model,
             request,
@@ -228,11 +234,18 @@ fn predict(
     model: &ModelArgs,
     request: &std::path::Path,
     stats_json: Option<&std::path::Path>,
+    runs: u32,
 ) -> anyhow::Result<ExitCode> {
     let body =
         std::fs::read(request).with_context(|| format!("cannot read `{}`", request.display()))?;
     let rt = runtime_for(settings, model)?;
-    let answer = rt.predict_body(&body);
+    let mut answer = rt.predict_body(&body);
+    for _ in 1..runs {
+        if answer.is_err() {
+            break;
+        }
+        answer = rt.predict_body(&body);
+    }
     if let Some(path) = stats_json {
         let stats = serde_json::json!({ "device": rt.device_stats() });
         std::fs::write(path, serde_json::to_vec_pretty(&stats)?)

@@ -117,8 +117,9 @@ pub struct Settings {
     /// device (for comparison). Only where a device runs the blocks (`GR00T_MK_DEVICE`).
     pub mk_head_on_device: bool,
     /// `GR00T_BACKBONE_BACKEND`: `cpu` (default) runs the Eagle backbone on the host;
-    /// `device` runs SigLIP2's tower and the projector on the device `GR00T_MK_DEVICE` names
-    /// (`p150a` or `sim`, with `GR00T_DIT_BACKEND=megakernel`), the LLM and vlln on the host.
+    /// `device` runs the whole backbone (SigLIP2's tower, the projector, Qwen3 up to
+    /// `select_layer` and vlln) on the device `GR00T_MK_DEVICE` names (`p150a` or `sim`, with
+    /// `GR00T_DIT_BACKEND=megakernel`).
     pub backbone_on_device: bool,
     /// `GR00T_TTNN_PYTHON`: the ttnn worker's interpreter; `None`: `$VIRTUAL_ENV/bin/python3`,
     /// else `python3` on `PATH`.

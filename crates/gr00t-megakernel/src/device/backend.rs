@@ -45,6 +45,11 @@ mod forward;
 mod images;
 /// A matmul's units cut to fit L1 at many activation rows.
 mod l1_fit;
+/// The prompt's VL context from the device's Qwen3 body and vlln.
+mod llm;
+pub use llm::Prompt;
+#[cfg(test)]
+pub(super) use llm::embed_table;
 /// A matmul's program from the plan's cut.
 mod spec;
 pub(crate) use spec::{matmul_spec, packed_matmul_spec};

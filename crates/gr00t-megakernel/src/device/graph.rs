@@ -47,6 +47,7 @@ use tt_blackhole::dims::WeightKind;
 use tt_blackhole::plan::MegakernelPlan;
 
 use super::backend::TtDevice;
+use super::gather::{TokenSource, ids_tile};
 use super::graph_builder::End;
 pub(crate) use super::graph_builder::Graph;
 use super::protocol::{ActDtype, Put, TensorSpec};
@@ -271,13 +272,30 @@ pub(crate) struct CrossKeys {
     pub image: usize,
 }
 
-/// The observation's graph: its context rows (bf16) and key masks put on the device, every
-/// cross block's K and V computed there once, in the per-head layout the steps read.
+/// Where an observation's VL context is.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Context<'a> {
+    /// On the host: its text and image rows go to the device as bf16.
+    Host(&'a [f32]),
+    /// On the device, the fp32 tensor the backbone wrote (`[32·⌈tokens/32⌉, ⌈cross/32⌉·32]`):
+    /// its text and image rows are gathered there, only their indices go.
+    Device(&'a str),
+}
+
+/// A key mask's row as the attention reads it (row 0 of its tile; only it is sent).
+fn add_mask(up: &mut Upload, name: &str, keep: &[bool], np: usize) {
+    let row = mask_tile(keep, np);
+    up.add_padded(name, &row[..np], 1, np, 32, np, ActDtype::F32);
+}
+
+/// The observation's graph: its context rows (bf16, sent or gathered on the device) and key
+/// masks on the device, every cross block's K and V computed there once, in the per-head
+/// layout the steps read.
 pub(crate) fn observation_graph<'a>(
     dev: &'a TtDevice,
     plan: &'a MegakernelPlan,
     w: &DitWeights,
-    context: &[f32],
+    context: Context<'_>,
     text_mask: &[bool],
     image_mask: &[bool],
 ) -> Result<(Graph<'a>, Upload, CrossKeys), DitRunError> {
@@ -289,32 +307,30 @@ pub(crate) fn observation_graph<'a>(
     g.scratch = "o";
     let mut keys = CrossKeys::default();
     let self_np = tiles(dims.sa_tokens) * 32;
-    up.add(
-        "o/mask/self",
-        32,
-        self_np,
-        ActDtype::F32,
-        &mask_tile(&vec![true; dims.sa_tokens], self_np),
-    );
+    add_mask(&mut up, "o/mask/self", &vec![true; dims.sa_tokens], self_np);
     for (which, mask) in [("text", text_mask), ("image", image_mask)] {
-        let (rows, n) = select_rows(context, cross, mask);
+        let ctx = format!("o/ctx/{which}");
+        let n = mask.iter().filter(|k| **k).count();
         let np = tiles(n.max(1)) * 32;
-        up.add_padded(
-            &format!("o/ctx/{which}"),
-            &rows,
-            n,
-            cross,
-            np,
-            cw,
-            ActDtype::Bf16,
-        );
-        up.add(
-            &format!("o/mask/{which}"),
-            32,
-            np,
-            ActDtype::F32,
-            &mask_tile(&vec![true; n], np),
-        );
+        match context {
+            Context::Host(values) => {
+                let (rows, n) = select_rows(values, cross, mask);
+                up.add_padded(&ctx, &rows, n, cross, np, cw, ActDtype::Bf16);
+            }
+            Context::Device(t) if n > 0 => {
+                let rows: Vec<TokenSource> = (mask.iter().enumerate())
+                    .filter(|(_, k)| **k)
+                    .map(|(i, _)| TokenSource::Image(i))
+                    .collect();
+                let ids = ids_tile(&rows);
+                let name = format!("o/ids/{which}");
+                up.add_padded(&name, &ids[..n], 1, n, 32, np, ActDtype::F32);
+                g.gather_rows_to(&name, n, [t, t], cross, (&ctx, false))?;
+            }
+            // No keys: the blocks of this kind take none (below).
+            Context::Device(_) => {}
+        }
+        add_mask(&mut up, &format!("o/mask/{which}"), &vec![true; n], np);
         if which == "text" {
             keys.text = n;
         } else {

@@ -50,13 +50,6 @@ pub(super) enum End<'a> {
     StreamBf16(&'a str),
     /// The output times the fp32 tensor named here, packed to bf16: SwiGLU's
     /// `up(x) · SiLU(gate(x))`, the gate's own end ([`End::Silu`], fp32) having written it.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "Qwen3's graph (issue 40) will build it; tested now"
-        )
-    )]
     Gated(&'a str),
 }
 
@@ -114,8 +107,11 @@ pub(super) struct AttnHeads {
     pub heads: usize,
     /// Key/value heads (GQA: `heads` a multiple of them; else `heads`).
     pub kv_heads: usize,
-    /// Each head's width.
+    /// Each head's width in the tensors.
     pub hd: usize,
+    /// The head's own width, which the scores are scaled by (`1/√real_hd`): `hd`, or less
+    /// when the heads are padded to whole tiles (`crate::head_layout`; the padding is zero).
+    pub real_hd: usize,
     /// Query row i attends keys j ≤ i only (a prompt's self-attention).
     pub causal: bool,
 }
@@ -148,8 +144,8 @@ pub(crate) struct Graph<'a> {
     pub(super) steps: Vec<GraphStep>,
     sources: BTreeMap<String, String>,
     /// The prefix of the matmuls' partials: `t` in a step's graph, `o` in the observation's,
-    /// `a` in a timestep's, `v` in the vision graph's (which must not take a kept graph's
-    /// tensors: `op_replay`).
+    /// `a` in a timestep's, `v` in the vision graph's, `l` in the LLM's (which must not take a
+    /// kept graph's tensors: `op_replay`).
     pub(super) scratch: &'static str,
 }
 
@@ -414,6 +410,7 @@ impl<'a> Graph<'a> {
             heads,
             kv_heads: heads,
             hd,
+            real_hd: hd,
             causal: false,
         };
         self.attention_heads(q, k, v, mask, [mt, nt], out, shape);
@@ -437,14 +434,15 @@ impl<'a> Graph<'a> {
             heads,
             kv_heads,
             hd,
+            real_hd,
             causal,
         } = shape;
-        let scale = (hd as f32).powf(-0.5);
+        let scale = (real_hd as f32).powf(-0.5);
         // The scale is compiled in: a head width of its own is a source of its own.
-        let name = if hd == self.plan.dims.head_dim {
+        let name = if real_hd == self.plan.dims.head_dim {
             "attention".to_string()
         } else {
-            format!("attention/hd{hd}")
+            format!("attention/hd{real_hd}")
         };
         let compute = self.source(&name, || {
             compose_compute(
@@ -508,7 +506,7 @@ impl<'a> Graph<'a> {
             .iter()
             .flat_map(GraphStep::outputs)
             .chain(inputs.specs().iter().map(|s| s.name.as_str()))
-            .filter(|n| ["t/", "a/", "v/"].iter().any(|p| n.starts_with(p)))
+            .filter(|n| ["t/", "a/", "v/", "l/"].iter().any(|p| n.starts_with(p)))
             .map(str::to_string)
             .collect();
         free.sort();

@@ -19,6 +19,7 @@ use super::rows::{
 };
 use super::sfpu::{WRITER_TILES_KERNEL, compose_compute};
 use super::task_table::with_task_table;
+use crate::head_layout::padded_head;
 
 /// The work CBs of our LayerNorm kernel (`layernorm_rows.cpp`) over rows of `wt` tiles, by
 /// index: γ, β and three rows of work whole, the mean and the rstd.
@@ -216,18 +217,12 @@ impl Graph<'_> {
         self.stream_norm(rows, StreamNorm::Rms);
     }
 
-    /// RMSNorm of each `hd`-wide head of each row of `x` (fp32 `[32·row_tiles, heads·hd]`)
-    /// alone, with γ shared by the heads: Qwen3's q_norm and k_norm. A TILE tensor's pages are
-    /// its tiles in row-major order, so `[32·row_tiles, heads·hd]` is page for page
-    /// `[32·row_tiles·heads, hd]`: the row norm runs over that view (`hd` whole tiles), and its
-    /// output is read back the same way by what reads `[.., heads·hd]`.
-    #[cfg_attr(
-        not(test),
-        expect(
-            dead_code,
-            reason = "Qwen3's graph (issue 40) will build it; tested now"
-        )
-    )]
+    /// RMSNorm of each `hd`-wide head of each row of `x` (fp32 `[32·row_tiles, heads·hp]`,
+    /// each head in `hp` whole-tile columns: `crate::head_layout`) alone, with γ shared by the
+    /// heads: Qwen3's q_norm and k_norm. A TILE tensor's pages are its tiles in row-major
+    /// order, so `[32·row_tiles, heads·hp]` is page for page `[32·row_tiles·heads, hp]`: the
+    /// row norm runs over that view, and its output is read back the same way by what reads
+    /// `[.., heads·hp]`.
     pub(super) fn head_rms_norm(
         &mut self,
         x: &str,
@@ -236,9 +231,11 @@ impl Graph<'_> {
         (out, out_f32): (&str, bool),
         eps: f32,
     ) -> Result<(), DitRunError> {
-        if !hd.is_multiple_of(32) {
+        // Heads narrower than a tile are padded to one (`crate::head_layout`): the view's rows
+        // are then one tile wide, their real `hd` columns what the norm averages over.
+        if padded_head(hd).is_none() {
             return Err(DitRunError::Input(format!(
-                "a per-head norm over heads of {hd} columns: the view needs whole tiles"
+                "a per-head norm over heads of {hd} columns: the view needs heads in whole tiles"
             )));
         }
         self.rms_norm(x, [hd, row_tiles * heads], gamma, (out, out_f32), eps);

@@ -77,9 +77,14 @@ fn forward_inputs_put_the_state_in_its_row() {
 
 /// What a replayed forward with the head on the device sends (each value as its tensor stores
 /// it): the forward's inputs, the state's row and the noise twice (fp32 and bf16); and the
-/// observation's, once per observation (a predict is one): its context rows, the key masks of
-/// the self, text and image attentions.
-pub(super) fn replayed_head_bytes(model: &Gr00tModel, inputs: &ModelInputs) -> u64 {
+/// observation's, once per observation (a predict is one): its context rows (or, when the
+/// device's backbone left the context there, their indices: `context_on_device`), the key
+/// masks' rows of the self, text and image attentions.
+pub(super) fn replayed_head_bytes(
+    model: &Gr00tModel,
+    inputs: &ModelInputs,
+    context_on_device: bool,
+) -> u64 {
     let g = &model.cfg.gr00t;
     let (sd, ad, hz, cross) = (
         g.max_state_dim,
@@ -91,11 +96,15 @@ pub(super) fn replayed_head_bytes(model: &Gr00tModel, inputs: &ModelInputs) -> u
     let images = (inputs.input_ids.iter())
         .filter(|&&id| id == model.cfg.eagle.image_token_index)
         .count();
-    let mask = |n: usize| 32 * n.max(1).div_ceil(32) * 32;
+    let mask = |n: usize| n.max(1).div_ceil(32) * 32;
     // bf16 values go as 2 bytes, f32 as 4: the state's row, the noise's bf16 copy and the
-    // context rows are bf16; the noise's fp32 copy and the masks f32.
-    let bf16 = sd + hz * ad + seq * cross;
-    let f32 = hz * ad + mask(hz + 1) + mask(seq - images) + mask(images);
+    // context rows are bf16; the noise's fp32 copy, the masks and the rows' indices f32.
+    let (rows, indices) = match context_on_device {
+        false => (seq * cross, 0),
+        true => (0, seq),
+    };
+    let bf16 = sd + hz * ad + rows;
+    let f32 = hz * ad + mask(hz + 1) + mask(seq - images) + mask(images) + indices;
     (2 * bf16 + 4 * f32) as u64
 }
 
@@ -153,7 +162,7 @@ fn sim_tiny_forward_with_the_head_on_the_device() {
     eprintln!("replayed forward: {replay:.1} s; {st2:?}");
     assert_eq!(
         st2.host_to_device_bytes_per_forward,
-        replayed_head_bytes(sim.model(), &inputs),
+        replayed_head_bytes(sim.model(), &inputs, false),
         "{st2:?}"
     );
     assert_eq!(

@@ -25,15 +25,18 @@
 pub mod attention;
 pub mod backend;
 pub mod deadline;
+mod gather;
 pub(crate) mod graph;
 mod graph_builder;
 mod graph_norms;
 mod graph_pack;
 mod head_graph;
+mod llm_graph;
 mod one_program;
 pub mod protocol;
 mod protocol_graph;
 pub mod registry;
+mod rope;
 pub mod rows;
 pub mod sfpu;
 pub mod task_table;
@@ -42,7 +45,7 @@ pub mod watchdog;
 pub mod worker;
 
 pub use backend::{
-    DeviceInfo, DeviceSteps, ForwardInputs, GraphOptions, MatmulTimes, SFPU, SfpuPlacement,
+    DeviceInfo, DeviceSteps, ForwardInputs, GraphOptions, MatmulTimes, Prompt, SFPU, SfpuPlacement,
     StepHost, TtDevice,
 };
 pub use deadline::{DeadlineRule, Expected, ProgramDeadlines};
@@ -50,9 +53,13 @@ pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerEr
 #[cfg(test)]
 mod attention_tests;
 #[cfg(test)]
+mod gather_tests;
+#[cfg(test)]
 mod graph_tests;
 #[cfg(test)]
 mod head_graph_tests;
+#[cfg(test)]
+mod llm_graph_tests;
 #[cfg(test)]
 mod norm_graph_tests;
 #[cfg(test)]
@@ -61,6 +68,8 @@ mod protocol_tests;
 mod registry_tests;
 #[cfg(test)]
 mod replay_tests;
+#[cfg(test)]
+mod rope_tests;
 #[cfg(test)]
 mod rows_tests;
 #[cfg(test)]

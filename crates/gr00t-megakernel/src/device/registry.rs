@@ -157,6 +157,32 @@ pub const KERNELS: &[Kernel] = &[
         table_cb: None,
     },
     Kernel {
+        file: "reader_rope.cpp",
+        role: Role::Reader,
+        cbs: &[
+            cb("cb_x", 0),
+            cb("cb_cos", 1),
+            cb("cb_sin", 2),
+            cb("cb_rot", 3),
+            cb("cb_xm", 4),
+        ],
+        table_cb: Some(READER_TABLE_CB),
+    },
+    Kernel {
+        file: "rope_rows.cpp",
+        role: Role::Compute,
+        cbs: &[
+            cb("cb_x", 0),
+            cb("cb_cos", 1),
+            cb("cb_sin", 2),
+            cb("cb_rot", 3),
+            cb("cb_xm", 4),
+            cb("cb_w", 5),
+            cb("cb_y", 16),
+        ],
+        table_cb: None,
+    },
+    Kernel {
         file: "writer_tiles.cpp",
         role: Role::Writer,
         cbs: &[cb("cb_out", 16)],
@@ -242,6 +268,20 @@ pub const KERNELS: &[Kernel] = &[
         file: "relayout_tiles.cpp",
         role: Role::Reader,
         cbs: &[cb("cb_dst", 0), cb("cb_src", 1)],
+        table_cb: None,
+    },
+    // The LLM's input rows (gather.rs), in the worker's row program: cb_x and cb_ids are its
+    // x and scaler CBs (reader_rows.cpp's ids), cb_scratch one of the step's work CBs.
+    Kernel {
+        file: "gather_rows.cpp",
+        role: Role::Reader,
+        cbs: &[cb("cb_x", 0), cb("cb_ids", 1), cb("cb_scratch", 2)],
+        table_cb: Some(READER_TABLE_CB),
+    },
+    Kernel {
+        file: "pass_rows.cpp",
+        role: Role::Compute,
+        cbs: &[cb("cb_x", 0), cb("cb_y", 16)],
         table_cb: None,
     },
 ];

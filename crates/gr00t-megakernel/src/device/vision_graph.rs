@@ -83,14 +83,9 @@ impl VisionShape {
     }
 }
 
-/// The backbone's device-lifetime tensors: every weight's bias, every norm's γ and β (fp32,
-/// row 0 of `[32, ⌈n/32⌉·32]`), the reduce scaler tile; and for the image's patch grid the
-/// vision tokens' key mask and, when the arena has the embeddings, the position table resized
-/// to the grid in the tokens' device order (once per resolution).
-pub(crate) fn backbone_constants(
-    arena: &BackboneArena,
-    shape: VisionShape,
-) -> Result<Upload, DitRunError> {
+/// The backbone's device-lifetime tensors, once per worker: every weight's bias, every norm's
+/// γ and β (fp32, row 0 of `[32, ⌈n/32⌉·32]`), the reduce scaler tile.
+pub(crate) fn arena_constants(arena: &BackboneArena) -> Upload {
     let mut up = Upload::new();
     up.add("c/scaler", 32, 32, ActDtype::F32, &scaler_tile());
     for e in &arena.weights.entries {
@@ -113,6 +108,17 @@ pub(crate) fn backbone_constants(
             up.add(&name, 32, cols, ActDtype::F32, &row_tile(&row));
         }
     }
+    up
+}
+
+/// The image's constants for its patch grid, once per resolution: the vision tokens' key mask
+/// and, when the arena has the embeddings, the position table resized to the grid in the
+/// tokens' device order.
+pub(crate) fn vision_constants(
+    arena: &BackboneArena,
+    shape: VisionShape,
+) -> Result<Upload, DitRunError> {
+    let mut up = Upload::new();
     let l = shape.layout;
     let np = shape.rows();
     let keep: Vec<bool> = (0..np).map(|j| l.is_token(j)).collect();
@@ -198,6 +204,7 @@ pub(crate) fn vision_layer(
         heads: shape.heads,
         kv_heads: shape.heads,
         hd: shape.head_dim(),
+        real_hd: shape.head_dim(),
         causal: false,
     };
     g.attention_heads(

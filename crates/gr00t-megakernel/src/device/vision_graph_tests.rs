@@ -11,7 +11,7 @@ use super::head_graph_tests::{compare, draw, replayed_head_bytes};
 use super::protocol::ActDtype;
 use super::tests::{require_simulator, sim_policy, sim_policy_with};
 use super::vision_graph::{
-    BACKBONE_ARENA, VisionShape, arena_upload, backbone_constants, vision_layer,
+    BACKBONE_ARENA, VisionShape, arena_constants, arena_upload, vision_constants, vision_layer,
 };
 use crate::backbone_arena::BackboneArena;
 use crate::vision_layout::VisionLayout;
@@ -37,8 +37,12 @@ fn put_backbone<'a>(
         &arena.weights.bytes,
     )
     .unwrap();
-    let consts = backbone_constants(arena, shape).unwrap();
-    dev.call(&consts.put(), &consts.bytes()).unwrap();
+    for consts in [
+        arena_constants(arena),
+        vision_constants(arena, shape).unwrap(),
+    ] {
+        dev.call(&consts.put(), &consts.bytes()).unwrap();
+    }
     (dev, plan)
 }
 
@@ -383,18 +387,19 @@ fn sim_tiny_vision_and_projector_match_the_golden_taps() {
     }
 }
 
-/// The tiny forward with SigLIP2's tower and the projector on the device
-/// (`GR00T_BACKBONE_BACKEND=device`) before the whole action head: the actions vs NVIDIA's f32
-/// run; the host ran only the LLM and vlln of the model's stages; the forward's counters hold
-/// the image's exchange too (its patches the only image bytes sent).
+/// The tiny forward with the whole model on the device (`GR00T_BACKBONE_BACKEND=device`):
+/// SigLIP2's tower and the projector, the prompt's rows gathered from the token-embedding
+/// table, Qwen3's kept layers, the final norm and vlln, then the whole action head: the actions
+/// vs NVIDIA's f32 run; the host ran none of the model's stages; the forward's counters hold
+/// the backbone's exchanges too (the patches, the ids and the image rows its only inputs).
 #[test]
 #[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
-fn sim_tiny_forward_with_the_vision_stage_on_the_device() {
+fn sim_tiny_forward_with_the_whole_model_on_the_device() {
     use crate::tests::{case_dir, golden_inputs, pcc};
     use gr00t_runtime::model::{Gr00tModel, Taps};
-    use gr00t_runtime::policy::{HostStages, Policy, Stage};
+    use gr00t_runtime::policy::{HostStages, Policy};
 
-    require_simulator("sim_tiny_forward_with_the_vision_stage_on_the_device");
+    require_simulator("sim_tiny_forward_with_the_whole_model_on_the_device");
     let inputs = golden_inputs();
     let model = Gr00tModel::load(&case_dir()).unwrap();
     let reference = model.forward(&inputs, &mut Taps::none()).unwrap();
@@ -410,14 +415,14 @@ fn sim_tiny_forward_with_the_vision_stage_on_the_device() {
     let p = pcc(&got.data, &reference.data);
     let stats = sim.device().unwrap().stats().expect("a finished forward");
     eprintln!(
-        "tiny forward, vision + projector + head on the device: {wall:.1} s; PCC vs f32 {p:.6}; \
+        "tiny forward, the whole model on the device: {wall:.1} s; PCC vs f32 {p:.6}; \
          host stages {:?}; {stats:?}",
         timing.host_stages.names()
     );
     assert!(p >= 0.999, "PCC vs f32 {p}");
     assert_eq!(
         timing.host_stages,
-        HostStages::of(&[Stage::Llm, Stage::Vlln]),
+        HostStages::NONE,
         "{:?}",
         timing.host_stages.names()
     );
@@ -432,9 +437,12 @@ fn sim_tiny_forward_with_the_vision_stage_on_the_device() {
     assert_eq!(again.data, got.data);
     let st2 = sim.device().unwrap().stats().unwrap();
     eprintln!("second forward: {st2:?}");
+    // The LLM's replayed inputs: the ids' row (4 bytes a token); the image rows are the
+    // vision graph's output, gathered where it left them.
+    let llm = 4 * inputs.input_ids.len();
     assert_eq!(
         st2.host_to_device_bytes_per_forward,
-        replayed_head_bytes(sim.model(), &inputs) + 2 * patches as u64,
+        replayed_head_bytes(sim.model(), &inputs, true) + 2 * patches as u64 + llm as u64,
         "{st2:?}"
     );
 }

@@ -1,6 +1,6 @@
 //! The `cpu` backend of the [`Policy`] seam.
 
-use super::{DitExecutor, Gr00tModel, ImageEncoder, ModelError, Taps};
+use super::{DitExecutor, Encoders, Gr00tModel, ModelError, Taps};
 use crate::policy::{
     ActionChunk, ForwardTiming, HostStages, ModelInputs, Policy, PolicyError, Stage,
 };
@@ -49,23 +49,25 @@ impl Gr00tModel {
     /// One forward as every [`Policy`] runs it: encode, then the action head on the DiT executor
     /// that `make_dit` builds, timed per phase (building the executor counts to the action head,
     /// where a device backend pays its set-up), with the stages the host ran (the backbone but
-    /// what `images` ran, and what of the head the executor left to it).
+    /// what `enc` ran, and what of the head the executor left to it).
     pub fn predict_timed<D: DitExecutor>(
         &self,
         inputs: &ModelInputs,
-        images: Option<&dyn ImageEncoder>,
+        enc: Encoders<'_>,
         make_dit: impl FnOnce() -> Result<D, ModelError>,
     ) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
         let mut taps = Taps::none();
         let t0 = Instant::now();
-        let bb = self.encode_with(inputs, images, &mut taps)?;
-        // A device's image encoder ran the vision tower and the projector.
-        let backbone = match images {
-            Some(_) => HostStages::BACKBONE
-                .without(Stage::Vision)
-                .without(Stage::Projector),
-            None => HostStages::BACKBONE,
-        };
+        let bb = self.encode_with(inputs, enc, &mut taps)?;
+        // A device's image encoder ran the vision tower and the projector; its LLM encoder the
+        // body and vlln.
+        let mut backbone = HostStages::BACKBONE;
+        if enc.images.is_some() {
+            backbone = backbone.without(Stage::Vision).without(Stage::Projector);
+        }
+        if enc.llm.is_some() {
+            backbone = backbone.without(Stage::Llm).without(Stage::Vlln);
+        }
         let t1 = Instant::now();
         let mut dit = make_dit()?;
         let chunk = self.act(&bb, inputs, &mut dit, &mut taps)?;
@@ -90,6 +92,6 @@ impl Policy for CpuPolicy {
     }
     fn predict(&self, inputs: &ModelInputs) -> Result<(ActionChunk, ForwardTiming), PolicyError> {
         self.model
-            .predict_timed(inputs, None, || Ok(self.model.cpu_dit()))
+            .predict_timed(inputs, Encoders::default(), || Ok(self.model.cpu_dit()))
     }
 }

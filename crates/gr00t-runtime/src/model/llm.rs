@@ -90,8 +90,9 @@ impl Qwen3Body {
 }
 
 /// cos/sin `[s, hd]` of the default RoPE, rounded like the f32 reference: inv_freq in f32,
-/// angle = pos·inv_freq in f32, cos/sin of that angle.
-fn rope_tables(s: usize, hd: usize, theta: f64) -> (Vec<f32>, Vec<f32>) {
+/// angle = pos·inv_freq in f32, cos/sin of that angle. Public: the device's RoPE tables
+/// (gr00t-megakernel's `device::rope`) are these, padded to its head layout.
+pub fn rope_tables(s: usize, hd: usize, theta: f64) -> (Vec<f32>, Vec<f32>) {
     let half = hd / 2;
     let inv: Vec<f32> = (0..half)
         .map(|i| (1.0 / theta.powf((2 * i) as f64 / hd as f64)) as f32)

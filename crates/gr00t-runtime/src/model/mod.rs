@@ -37,6 +37,28 @@ pub trait ImageEncoder {
     fn image_tokens(&self, pixels: &[f32], h: usize, w: usize) -> Result<Vec<f32>, ModelError>;
 }
 
+/// Where the VL context comes from when not from the host's Qwen3 body and `vlln`: a device
+/// that runs the body up to `select_layer`, its final norm and the action head's `vlln`.
+pub trait LlmEncoder {
+    /// The VL context `[ids.len(), text hidden]` of the prompt `ids`, whose tokens of id
+    /// `image_token` take the rows of `image_rows` (`[image tokens, text hidden]`) in order.
+    fn vl_context(
+        &self,
+        ids: &[u32],
+        image_token: u32,
+        image_rows: &[f32],
+    ) -> Result<Vec<f32>, ModelError>;
+}
+
+/// The backbone's stages a device runs in the host's place (none: the host runs them all).
+#[derive(Clone, Copy, Default)]
+pub struct Encoders<'a> {
+    /// SigLIP2's tower and the projector, per camera.
+    pub images: Option<&'a dyn ImageEncoder>,
+    /// The Qwen3 body and `vlln`.
+    pub llm: Option<&'a dyn LlmEncoder>,
+}
+
 /// Why the model could not be built or run.
 #[derive(Debug, thiserror::Error)]
 pub enum ModelError {
@@ -232,17 +254,19 @@ impl Gr00tModel {
         inp: &ModelInputs,
         taps: &mut Taps<'_>,
     ) -> Result<BackboneOutput, ModelError> {
-        self.encode_with(inp, None, taps)
+        self.encode_with(inp, Encoders::default(), taps)
     }
 
-    /// [`Gr00tModel::encode`] with each camera's image tokens from `images` (a device's vision
-    /// tower and projector) instead of the host's; the vision taps are then not emitted.
+    /// [`Gr00tModel::encode`] with each camera's image tokens from `enc.images` (a device's
+    /// vision tower and projector) and the VL context from `enc.llm` (a device's Qwen3 body and
+    /// `vlln`) instead of the host's; the taps of what a device ran are then not emitted.
     pub fn encode_with(
         &self,
         inp: &ModelInputs,
-        images: Option<&dyn ImageEncoder>,
+        enc: Encoders<'_>,
         taps: &mut Taps<'_>,
     ) -> Result<BackboneOutput, ModelError> {
+        let images = enc.images;
         self.check_inputs(inp)?;
         let (h, w) = inp.image_hw;
         let p = self.cfg.eagle.vision_config.patch_size;
@@ -258,9 +282,25 @@ impl Gr00tModel {
         }
         let s = inp.input_ids.len();
         let d = self.llm.hidden();
-        let mut x = self.llm.embed(&inp.input_ids);
         let img_tok = self.cfg.eagle.image_token_index;
         let image_mask: Vec<bool> = inp.input_ids.iter().map(|&id| id == img_tok).collect();
+        if let Some(llm) = enc.llm {
+            let vl_embeds = llm.vl_context(&inp.input_ids, img_tok, &image_rows)?;
+            if vl_embeds.len() != s * d {
+                return Err(ModelError::Input(format!(
+                    "the device's VL context has {} values for {s} tokens of {d}",
+                    vl_embeds.len()
+                )));
+            }
+            taps.emit("action_head.vl_embeds", &[1, s, d], &vl_embeds);
+            return Ok(BackboneOutput {
+                vl_embeds,
+                seq: s,
+                dim: d,
+                image_mask,
+            });
+        }
+        let mut x = self.llm.embed(&inp.input_ids);
         let mut next = 0;
         for (t, &m) in image_mask.iter().enumerate() {
             if m {

@@ -16,6 +16,12 @@ pub struct DeviceSteps<'a> {
     /// The observation whose cross K/V are on the device (its context and masks), and its key
     /// counts.
     pub(super) observation: Mutex<Option<(ObservationKey, CrossKeys)>>,
+    /// The VL context the device's backbone made this forward (its values, read back): it is
+    /// on the device for the observation's graph to gather from.
+    pub(super) vl_on_device: Mutex<Option<Vec<f32>>>,
+    /// The image tokens the device's vision graph made last (their values, read back): they
+    /// are on the device for the LLM graph to gather from.
+    pub(super) image_on_device: Mutex<Option<Vec<f32>>>,
 }
 
 impl<'a> DeviceSteps<'a> {
@@ -44,6 +50,8 @@ impl<'a> DeviceSteps<'a> {
             weights,
             failed: AtomicBool::new(false),
             observation: Mutex::new(None),
+            vl_on_device: Mutex::new(None),
+            image_on_device: Mutex::new(None),
         })
     }
 }

@@ -7,9 +7,10 @@ use tt_blackhole::device::DitRunError;
 use super::super::graph::{Graph, Upload};
 use super::super::protocol::Replay;
 use super::super::vision_graph::{
-    BACKBONE_ARENA, VisionShape, arena_upload, backbone_constants, patch_input, projector,
-    vision_tower,
+    BACKBONE_ARENA, VisionShape, arena_constants, arena_upload, patch_input, projector,
+    vision_constants, vision_tower,
 };
+use super::llm::embed_table;
 use super::steps::{check_ran, stream_of};
 use super::{DeviceSteps, lock};
 use crate::backbone_arena::{BackboneArena, BackboneWeight};
@@ -23,6 +24,10 @@ use gr00t_runtime::config::VisionConfig;
 pub(in super::super) struct DeviceBackbone {
     on: Option<(u32, Option<VisionLayout>)>,
     kept: Option<KeptVision>,
+    /// The prompt length whose LLM constants (RoPE tables, key mask) are there.
+    pub(super) llm_tokens: Option<usize>,
+    /// The LLM graph the worker keeps.
+    pub(super) kept_llm: Option<super::llm::KeptLlm>,
 }
 
 /// The vision graph the worker keeps (`op_replay`, under [`KEPT_VISION`]): the worker and grid
@@ -37,6 +42,9 @@ struct KeptVision {
 
 /// The worker's name of the kept vision graph.
 const KEPT_VISION: &str = "vision";
+/// The last image's tokens as the projector left them on the device (fp32, rewritten per
+/// image), for the LLM graph's gather.
+pub(super) const IMAGE_ROWS: &str = "b/img";
 
 impl DeviceSteps<'_> {
     /// The image tokens of one `[ch, h, w]` image (`[(h/p/2)·(w/p/2), text hidden]`, raster
@@ -89,7 +97,7 @@ impl DeviceSteps<'_> {
             let (reply, back) = self.dev.call(&request, &up.bytes())?;
             if let Some(run) = &reply.answer.run {
                 check_ran(run, k.steps, k.programs)?;
-                return stream_of(&back, rows * d);
+                return self.image_made(stream_of(&back, rows * d)?);
             }
             lock(&self.dev.backbone).kept = None;
         }
@@ -99,11 +107,15 @@ impl DeviceSteps<'_> {
         g.scratch = "v";
         let layers = arena.vision_layers();
         vision_tower(&mut g, arena, shape, layers, "t/v/p", "t/v/out")?;
-        projector(&mut g, arena, shape, "t/v/out", "t/p/y")?;
+        projector(&mut g, arena, shape, "t/v/out", IMAGE_ROWS)?;
         let steps = g.steps();
         let keep = replays.then_some(KEPT_VISION);
-        let (request, programs) =
-            g.request(&up, &[("t/p/y", rows, d)], keep, self.dev.options().chain)?;
+        let (request, programs) = g.request(
+            &up,
+            &[(IMAGE_ROWS, rows, d)],
+            keep,
+            self.dev.options().chain,
+        )?;
         let (reply, back) = self.dev.call(&request, &up.bytes())?;
         check_ran(&reply.answer, steps, programs)?;
         if replays {
@@ -114,31 +126,56 @@ impl DeviceSteps<'_> {
                 programs,
             });
         }
-        stream_of(&back, rows * d)
+        self.image_made(stream_of(&back, rows * d)?)
     }
 
-    /// The backbone arena on this worker (put once per worker: it is the largest upload) and
-    /// its constants for `shape`'s grid (put again when the grid changes).
+    /// `rows`, which the device holds as [`IMAGE_ROWS`] for this forward's LLM graph.
+    fn image_made(&self, rows: Vec<f32>) -> Result<Vec<f32>, DitRunError> {
+        *lock(&self.image_on_device) = Some(rows.clone());
+        Ok(rows)
+    }
+
+    /// The backbone arena on this worker, with its constants and the token-embedding table
+    /// (put once per worker: the largest uploads). Answers the grid whose vision constants are
+    /// there.
+    pub(super) fn ensure_backbone_arena(
+        &self,
+        arena: &BackboneArena,
+    ) -> Result<Option<VisionLayout>, DitRunError> {
+        let worker = self.dev.reopened();
+        let mut b = lock(&self.dev.backbone);
+        if let Some((w, grid)) = b.on
+            && w == worker
+        {
+            return Ok(grid);
+        }
+        b.kept = None;
+        b.llm_tokens = None;
+        b.kept_llm = None;
+        let upload = arena_upload(BACKBONE_ARENA, &arena.weights);
+        self.dev.call(&upload, &arena.weights.bytes)?;
+        let mut up = arena_constants(arena);
+        if let Some(table) = &arena.embed {
+            embed_table(&mut up, table);
+        }
+        self.dev.call(&up.put(), &up.bytes())?;
+        b.on = Some((worker, None));
+        Ok(None)
+    }
+
+    /// [`DeviceSteps::ensure_backbone_arena`], and the vision constants for `shape`'s grid
+    /// (put again when the grid changes).
     fn ensure_backbone(
         &self,
         arena: &BackboneArena,
         shape: VisionShape,
     ) -> Result<(), DitRunError> {
+        let grid = self.ensure_backbone_arena(arena)?;
         let worker = self.dev.reopened();
         let mut b = lock(&self.dev.backbone);
-        let grid = match b.on {
-            Some((w, grid)) if w == worker => grid,
-            _ => {
-                b.kept = None;
-                let upload = arena_upload(BACKBONE_ARENA, &arena.weights);
-                self.dev.call(&upload, &arena.weights.bytes)?;
-                b.on = Some((worker, None));
-                None
-            }
-        };
         if grid != Some(shape.layout) {
             b.kept = None;
-            let up = backbone_constants(arena, shape)?;
+            let up = vision_constants(arena, shape)?;
             self.dev.call(&up.put(), &up.bytes())?;
             b.on = Some((worker, Some(shape.layout)));
         }

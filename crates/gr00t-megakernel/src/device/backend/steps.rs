@@ -7,7 +7,9 @@ use std::time::Instant;
 
 use tt_blackhole::device::{DitRunError, DitStepInputs};
 
-use super::super::graph::{CrossKeys, ada_graph, observation_graph, step_graph, step_inputs};
+use super::super::graph::{
+    Context, CrossKeys, ada_graph, observation_graph, step_graph, step_inputs,
+};
 use super::super::head_graph::head_timestep;
 use super::super::protocol::{GraphRun, Replay};
 use super::{DeviceSteps, GraphOptions, lock};
@@ -143,11 +145,17 @@ impl DeviceSteps<'_> {
         if context.len() != text_mask.len() * cross || text_mask.len() != image_mask.len() {
             return Err(DitRunError::Input("context and masks disagree".into()));
         }
+        // The context the device's backbone just made is there already: gathered, not sent.
+        let on_device = lock(&self.vl_on_device).as_deref() == Some(context);
+        let ctx = match on_device {
+            true => Context::Device(super::llm::VL_CONTEXT),
+            false => Context::Host(context),
+        };
         let (g, up, keys) = observation_graph(
             self.dev,
             &self.plan,
             self.weights,
-            context,
+            ctx,
             text_mask,
             image_mask,
         )?;
