@@ -11,6 +11,8 @@ use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs, se
 
 use super::arena_source::{CheckpointTensors, dit_dims};
 use super::backbone_arena::BackboneArena;
+#[cfg(feature = "device")]
+use super::device_encoders::{DeviceImages, DeviceLlm};
 use super::emulator::{ArenaBytes, Emulator};
 use super::flow_device::{FlowContext, FlowDevice};
 use super::head_arena::HeadArena;
@@ -666,60 +668,4 @@ pub fn checkpoint_revision(dir: &Path) -> Result<String, ModelError> {
         h.update(&header);
     }
     Ok(h.hex())
-}
-
-/// The device's vision tower and projector as the model's image encoder, over the forward's
-/// device steps (until the action head takes them).
-#[cfg(feature = "device")]
-struct DeviceImages<'s, 'a> {
-    steps: &'s std::cell::RefCell<Option<super::device::DeviceSteps<'a>>>,
-    arena: &'s BackboneArena,
-    vision: &'s gr00t_runtime::config::VisionConfig,
-}
-
-/// The device's Qwen3 body, final norm and vlln as the model's LLM encoder, over the forward's
-/// device steps (until the action head takes them).
-#[cfg(feature = "device")]
-struct DeviceLlm<'s, 'a> {
-    steps: &'s std::cell::RefCell<Option<super::device::DeviceSteps<'a>>>,
-    arena: &'s BackboneArena,
-    text: &'s gr00t_runtime::config::TextConfig,
-    /// `select_layer`: the body's kept layers.
-    layers: usize,
-}
-
-#[cfg(feature = "device")]
-impl gr00t_runtime::model::LlmEncoder for DeviceLlm<'_, '_> {
-    fn vl_context(
-        &self,
-        ids: &[u32],
-        image_token: u32,
-        image_rows: &[f32],
-    ) -> Result<Vec<f32>, ModelError> {
-        let steps = self.steps.borrow();
-        let steps = steps.as_ref().ok_or(ModelError::NotPrepared(
-            "the LLM encoder after the action head",
-        ))?;
-        let prompt = super::device::Prompt {
-            ids,
-            image_token,
-            image_rows,
-        };
-        steps
-            .vl_context(self.arena, self.text, self.layers, prompt)
-            .map_err(ModelError::DeviceBackbone)
-    }
-}
-
-#[cfg(feature = "device")]
-impl gr00t_runtime::model::ImageEncoder for DeviceImages<'_, '_> {
-    fn image_tokens(&self, pixels: &[f32], h: usize, w: usize) -> Result<Vec<f32>, ModelError> {
-        let steps = self.steps.borrow();
-        let steps = steps.as_ref().ok_or(ModelError::NotPrepared(
-            "the image encoder after the action head",
-        ))?;
-        steps
-            .image_tokens(self.arena, self.vision, pixels, (h, w))
-            .map_err(ModelError::DeviceBackbone)
-    }
 }

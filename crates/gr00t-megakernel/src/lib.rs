@@ -28,12 +28,15 @@ pub mod backbone_arena;
 pub mod counters;
 #[cfg(feature = "device")]
 pub mod device;
+#[cfg(feature = "device")]
+mod device_encoders;
 pub mod emulator;
 pub mod executor;
 pub mod flow_device;
 pub mod head_arena;
 pub mod head_emulator;
 pub mod head_layout;
+pub mod llm_arena;
 pub mod packed;
 #[cfg(test)]
 mod tests;
