@@ -382,15 +382,7 @@ fn full_width_layers_per_format() {
         ..eagle.vision_config.clone()
     };
     let t = &eagle.text_config;
-    let dims = Qwen3Dims {
-        hidden: t.hidden_size,
-        heads: t.num_attention_heads,
-        kv_heads: t.num_key_value_heads,
-        head_dim: t.head_dim,
-        ff: t.intermediate_size,
-        eps: t.rms_norm_eps as f32,
-        attention_bias: t.attention_bias,
-    };
+    let dims = Qwen3Dims::of(t);
     let hw = 16 * vcfg.patch_size; // 256 patches, the position table's own grid
     let px = test_image(hw);
     let s = 128;

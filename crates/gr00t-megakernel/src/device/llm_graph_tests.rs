@@ -3,8 +3,6 @@
 //! `Qwen3Layer`, and the tiny checkpoint's body from the golden's embedded prompt vs NVIDIA's
 //! taps.
 
-use std::time::Instant;
-
 use tt_blackhole::ArenaDtype;
 use tt_blackhole::backbone::BACKBONE_DTYPE;
 
@@ -13,7 +11,7 @@ use super::head_graph_tests::{compare, draw};
 use super::llm_graph::{LlmShape, llm_constants, qwen3_body, qwen3_layer};
 use super::protocol::ActDtype;
 use super::tests::{require_simulator, sim_policy, sim_policy_with};
-use super::vision_graph::{BACKBONE_ARENA, arena_constants, arena_upload};
+use super::vision_graph_tests::{put_arena, run_graph};
 use crate::backbone_arena::BackboneArena;
 use gr00t_runtime::config::EagleConfig;
 use gr00t_runtime::model::llm::rope_tables;
@@ -23,22 +21,8 @@ use gr00t_runtime::weights::{DType, RandomWeights};
 /// The checkpoint's prefix of the Qwen3 body.
 const LLM: &str = "backbone.model.language_model.model";
 
-/// The CPU reference's sizes of `cfg`'s text model.
-fn dims(cfg: &EagleConfig) -> Qwen3Dims {
-    let t = &cfg.text_config;
-    Qwen3Dims {
-        hidden: t.hidden_size,
-        heads: t.num_attention_heads,
-        kv_heads: t.num_key_value_heads,
-        head_dim: t.head_dim,
-        ff: t.intermediate_size,
-        eps: t.rms_norm_eps as f32,
-        attention_bias: t.attention_bias,
-    }
-}
-
 /// The simulated device of `sim` with `arena`, its constants and the prompt's put on it, and
-/// the plan of the tiny DiT it was opened with (what a graph's DiT side is cut for).
+/// the plan of the tiny DiT it was opened with.
 fn put_llm<'a>(
     sim: &'a crate::MegakernelPolicy,
     arena: &BackboneArena,
@@ -47,41 +31,7 @@ fn put_llm<'a>(
     &'a super::backend::TtDevice,
     tt_blackhole::plan::MegakernelPlan,
 ) {
-    let dev = sim.device().unwrap();
-    let dims = crate::dit_dims(&sim.model().cfg.gr00t, 1);
-    let plan = tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap();
-    dev.call(
-        &arena_upload(BACKBONE_ARENA, &arena.weights),
-        &arena.weights.bytes,
-    )
-    .unwrap();
-    for consts in [arena_constants(arena), llm_constants(shape).unwrap()] {
-        dev.call(&consts.put(), &consts.bytes()).unwrap();
-    }
-    (dev, plan)
-}
-
-/// `g` run on `dev` from `up`, `outputs` read back: the values, the simulator's wall seconds,
-/// the programs the graph packs into and those the worker ran.
-fn run(
-    dev: &super::backend::TtDevice,
-    g: Graph<'_>,
-    up: &Upload,
-    outputs: &[(&str, usize, usize)],
-) -> (Vec<f32>, f64, usize, u64) {
-    let (request, programs) = g.request(up, outputs, None, true).unwrap();
-    let started = Instant::now();
-    let (reply, back) = dev.call(&request, &up.bytes()).unwrap();
-    let values = back
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    (
-        values,
-        started.elapsed().as_secs_f64(),
-        programs,
-        reply.answer.programs,
-    )
+    put_arena(sim, arena, &[llm_constants(shape).unwrap()])
 }
 
 /// The tiny checkpoint's body as a graph, built without a device: its two layers and the
@@ -147,7 +97,7 @@ fn sim_full_width_qwen3_layer_matches_the_cpu_reference() {
         seed: 41,
         dtype: DType::Bf16,
     };
-    let dims = dims(&cfg);
+    let dims = Qwen3Dims::of(t);
     let layer = Qwen3Layer::load(&ws, &format!("{LLM}.layers.0"), &dims).unwrap();
     let arena = BackboneArena::new(BACKBONE_DTYPE)
         .with_llm_layers(&ws, &cfg, 1, 0..1)
@@ -174,7 +124,7 @@ fn sim_full_width_qwen3_layer_matches_the_cpu_reference() {
     let mut g = Graph::new(dev, &plan);
     g.backbone = Some(&arena);
     qwen3_layer(&mut g, &arena, 0, shape, "t/l/x0", "t/l/y").unwrap();
-    let (got, wall, programs, ran) = run(dev, g, &up, &[("t/l/y", tokens, d)]);
+    let (got, wall, programs, ran) = run_graph(dev, g, &up, &[("t/l/y", tokens, d)]);
     let delta = |y: &[f32]| -> Vec<f32> { y.iter().zip(&x).map(|(a, b)| a - b).collect() };
     let out = compare("output", &got, &want);
     let upd = compare("update", &delta(&got), &delta(&want));
@@ -271,7 +221,7 @@ fn sim_tiny_qwen3_body_matches_the_golden_taps() {
         ("t/l/feats", t, d),
         ("t/l/out", t, d),
     ];
-    let (vals, wall, programs, ran) = run(dev, g, &up, &outputs);
+    let (vals, wall, programs, ran) = run_graph(dev, g, &up, &outputs);
     let taps = [
         "llm.inputs_embeds",
         "llm.layer0.output",

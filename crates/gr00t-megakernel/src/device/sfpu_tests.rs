@@ -364,7 +364,9 @@ fn compute_kernels_take_the_shared_pieces_once() {
             "bias_act_rows.cpp",
             "layernorm_rows.cpp",
             "norm_stream.cpp",
-            "softmax_rows.cpp"
+            "pass_rows.cpp",
+            "rope_rows.cpp",
+            "softmax_rows.cpp",
         ],
         "the kernels that share the pieces"
     );

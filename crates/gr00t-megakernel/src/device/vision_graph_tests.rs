@@ -29,6 +29,19 @@ fn put_backbone<'a>(
     &'a super::backend::TtDevice,
     tt_blackhole::plan::MegakernelPlan,
 ) {
+    put_arena(sim, arena, &[vision_constants(arena, shape).unwrap()])
+}
+
+/// The simulated device of `sim` with `arena`, its per-worker constants and `consts` put on
+/// it, and the plan of the tiny DiT it was opened with.
+pub(super) fn put_arena<'a>(
+    sim: &'a crate::MegakernelPolicy,
+    arena: &BackboneArena,
+    consts: &[Upload],
+) -> (
+    &'a super::backend::TtDevice,
+    tt_blackhole::plan::MegakernelPlan,
+) {
     let dev = sim.device().unwrap();
     let dims = crate::dit_dims(&sim.model().cfg.gr00t, 1);
     let plan = tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap();
@@ -37,18 +50,16 @@ fn put_backbone<'a>(
         &arena.weights.bytes,
     )
     .unwrap();
-    for consts in [
-        arena_constants(arena),
-        vision_constants(arena, shape).unwrap(),
-    ] {
-        dev.call(&consts.put(), &consts.bytes()).unwrap();
+    let per_worker = arena_constants(arena);
+    for up in std::iter::once(&per_worker).chain(consts) {
+        dev.call(&up.put(), &up.bytes()).unwrap();
     }
     (dev, plan)
 }
 
 /// `g` run on `dev` from `up`, its `outputs` read back (f32 values, in order): with the
 /// simulator's wall seconds, the programs the graph packs into and those the worker ran.
-fn run_graph(
+pub(super) fn run_graph(
     dev: &super::backend::TtDevice,
     g: Graph<'_>,
     up: &Upload,

@@ -18,18 +18,6 @@ pub struct Qwen3Body {
     norm: NormParams,
 }
 
-fn dims(cfg: &TextConfig) -> Qwen3Dims {
-    Qwen3Dims {
-        hidden: cfg.hidden_size,
-        heads: cfg.num_attention_heads,
-        kv_heads: cfg.num_key_value_heads,
-        head_dim: cfg.head_dim,
-        ff: cfg.intermediate_size,
-        eps: cfg.rms_norm_eps as f32,
-        attention_bias: cfg.attention_bias,
-    }
-}
-
 impl Qwen3Body {
     /// Loads the embedding and layers `0..n_layers` (= `select_layer`).
     pub fn load(
@@ -38,7 +26,8 @@ impl Qwen3Body {
         n_layers: usize,
     ) -> Result<Self, WeightError> {
         let d = cfg.hidden_size;
-        let (embed, layers) = load_stack(ws, PREFIX, cfg.vocab_size, &dims(cfg), n_layers)?;
+        let (embed, layers) =
+            load_stack(ws, PREFIX, cfg.vocab_size, &Qwen3Dims::of(cfg), n_layers)?;
         let norm = NormParams::rms_norm(ws, &format!("{PREFIX}.norm"), d)?;
         Ok(Self {
             cfg: cfg.clone(),
@@ -66,7 +55,7 @@ impl Qwen3Body {
     pub fn forward(&self, mut x: Vec<f32>, s: usize, taps: &mut Taps) -> Vec<f32> {
         let cfg = &self.cfg;
         let d = cfg.hidden_size;
-        let dims = dims(cfg);
+        let dims = Qwen3Dims::of(cfg);
         taps.emit("llm.inputs_embeds", &[1, s, d], &x);
         taps.emit("llm.hidden_states.0", &[1, s, d], &x);
         let (cos, sin) = rope_tables(s, cfg.head_dim, cfg.rope_theta);

@@ -4,6 +4,7 @@
 //! layers (N1.7's deepstack additions), which stay with their callers.
 
 use super::layers::{Linear, NormParams, add_assign, attend_residual};
+use crate::config::TextConfig;
 use crate::cpu::attention::{AttnShape, KeyMask};
 use crate::cpu::norms::{rms_norm, silu};
 use crate::cpu::rope::apply_rotate_half;
@@ -26,6 +27,21 @@ pub struct Qwen3Dims {
     pub eps: f32,
     /// q/k/v projections carry a bias (the output projection never does).
     pub attention_bias: bool,
+}
+
+impl Qwen3Dims {
+    /// The sizes of N1.6's Eagle text model `cfg` (Qwen3).
+    pub fn of(cfg: &TextConfig) -> Self {
+        Qwen3Dims {
+            hidden: cfg.hidden_size,
+            heads: cfg.num_attention_heads,
+            kv_heads: cfg.num_key_value_heads,
+            head_dim: cfg.head_dim,
+            ff: cfg.intermediate_size,
+            eps: cfg.rms_norm_eps as f32,
+            attention_bias: cfg.attention_bias,
+        }
+    }
 }
 
 /// One layer's weights.

@@ -5,7 +5,7 @@
 use tt_blackhole::device::DitRunError;
 
 use super::super::graph::{Graph, Upload};
-use super::super::protocol::Replay;
+
 use super::super::vision_graph::{
     BACKBONE_ARENA, VisionShape, arena_constants, arena_upload, patch_input, projector,
     vision_constants, vision_tower,
@@ -90,13 +90,7 @@ impl DeviceSteps<'_> {
             .kept
             .filter(|k| replays && k.worker == worker && k.layout == layout);
         if let Some(k) = kept {
-            let request = Replay {
-                name: KEPT_VISION.into(),
-                inputs: up.specs().to_vec(),
-            };
-            let (reply, back) = self.dev.call(&request, &up.bytes())?;
-            if let Some(run) = &reply.answer.run {
-                check_ran(run, k.steps, k.programs)?;
+            if let Some(back) = self.replay_kept(KEPT_VISION, &up, (k.steps, k.programs))? {
                 return self.image_made(stream_of(&back, rows * d)?);
             }
             lock(&self.dev.backbone).kept = None;

@@ -8,7 +8,7 @@ use tt_blackhole::device::DitRunError;
 use super::super::gather::{TokenSource, check_tokens, ids_tile};
 use super::super::graph::{Graph, Upload, tiles};
 use super::super::llm_graph::{LlmShape, llm_constants, qwen3_body};
-use super::super::protocol::{ActDtype, Replay};
+use super::super::protocol::ActDtype;
 use super::images::IMAGE_ROWS;
 use super::steps::{check_ran, stream_of};
 use super::{DeviceSteps, lock};
@@ -146,17 +146,15 @@ impl DeviceSteps<'_> {
         // The same prompt length's graph again: only the ids and the image rows go in.
         let worker = self.dev.reopened();
         let replays = self.dev.options().replay;
-        let kept = lock(&self.dev.backbone)
-            .kept_llm
-            .filter(|k| replays && k.worker == worker && k.tokens == n && k.images == images);
+        let kept = lock(&self.dev.backbone).kept_llm.filter(|k| {
+            replays
+                && k.worker == worker
+                && k.tokens == n
+                && k.images == images
+                && k.image_src_on_device == on_device
+        });
         if let Some(k) = kept {
-            let request = Replay {
-                name: KEPT_LLM.into(),
-                inputs: up.specs().to_vec(),
-            };
-            let (reply, back) = self.dev.call(&request, &up.bytes())?;
-            if let Some(run) = &reply.answer.run {
-                check_ran(run, k.steps, k.programs)?;
+            if let Some(back) = self.replay_kept(KEPT_LLM, &up, (k.steps, k.programs))? {
                 return self.context_made(stream_of(&back, n * d)?);
             }
             lock(&self.dev.backbone).kept_llm = None;

@@ -8,7 +8,7 @@ use std::time::Instant;
 use tt_blackhole::device::{DitRunError, DitStepInputs};
 
 use super::super::graph::{
-    Context, CrossKeys, ada_graph, observation_graph, step_graph, step_inputs,
+    Context, CrossKeys, Upload, ada_graph, observation_graph, step_graph, step_inputs,
 };
 use super::super::head_graph::head_timestep;
 use super::super::protocol::{GraphRun, Replay};
@@ -163,6 +163,28 @@ impl DeviceSteps<'_> {
         self.dev.call(&request, &up.bytes())?;
         *obs = Some((key, keys));
         Ok(keys)
+    }
+
+    /// The kept graph `name` run again with `up`'s inputs (`op_replay`): the bytes it read back,
+    /// or `None` when the worker no longer holds it (the caller builds it again).
+    pub(super) fn replay_kept(
+        &self,
+        name: &str,
+        up: &Upload,
+        (steps, programs): (usize, usize),
+    ) -> Result<Option<Vec<u8>>, DitRunError> {
+        let request = Replay {
+            name: name.into(),
+            inputs: up.specs().to_vec(),
+        };
+        let (reply, back) = self.dev.call(&request, &up.bytes())?;
+        match &reply.answer.run {
+            Some(run) => {
+                check_ran(run, steps, programs)?;
+                Ok(Some(back))
+            }
+            None => Ok(None),
+        }
     }
 
     /// The step's timestep on the device: its AdaLN rows computed there ([`ada_graph`]) once
