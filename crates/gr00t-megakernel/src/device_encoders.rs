@@ -47,13 +47,19 @@ impl gr00t_runtime::model::LlmEncoder for DeviceLlm<'_, '_> {
 }
 
 impl gr00t_runtime::model::ImageEncoder for DeviceImages<'_, '_> {
-    fn image_tokens(&self, pixels: &[f32], h: usize, w: usize) -> Result<Vec<f32>, ModelError> {
+    fn image_tokens(
+        &self,
+        pixels: &[f32],
+        hw: (usize, usize),
+        [index, of]: [usize; 2],
+    ) -> Result<Vec<f32>, ModelError> {
         let steps = self.steps.borrow();
         let steps = steps.as_ref().ok_or(ModelError::NotPrepared(
             "the image encoder after the action head",
         ))?;
+        let camera = crate::device::Camera { index, of };
         steps
-            .image_tokens(self.arena, self.vision, pixels, (h, w))
+            .image_tokens(self.arena, self.vision, pixels, hw, camera)
             .map_err(ModelError::DeviceBackbone)
     }
 }

@@ -43,6 +43,7 @@ mod device_steps;
 mod forward;
 /// A camera's image tokens from the device's vision tower and projector.
 mod images;
+pub use images::Camera;
 /// A matmul's units cut to fit L1 at many activation rows.
 mod l1_fit;
 /// The prompt's VL context from the device's Qwen3 body and vlln.

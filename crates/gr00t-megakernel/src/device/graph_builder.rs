@@ -128,6 +128,8 @@ pub(super) struct Job {
     /// The output tensor's tile rows when it holds more than this matmul writes
     /// ([`FinishJob::out_rows`]).
     pub out_rows: Option<usize>,
+    /// The output's tile row this matmul's first goes to ([`FinishJob::out_row0`]).
+    pub out_row0: usize,
 }
 
 /// One graph under construction: its steps and the kernel sources they name.
@@ -202,6 +204,7 @@ impl<'a> Graph<'a> {
                 out: out.clone(),
                 bias: bias_name(*block, *kind),
                 out_rows: None,
+                out_row0: 0,
             })
             .collect();
         self.jobs(&jobs, end, out_f32)
@@ -246,6 +249,7 @@ impl<'a> Graph<'a> {
                 k_split: spec.k_split,
                 res: stream.map(str::to_string),
                 out_rows: job.out_rows,
+                out_row0: job.out_row0,
             });
             // The arena, dtypes and fidelity every job shares (one arena per step).
             if let Some(s) = &shared {

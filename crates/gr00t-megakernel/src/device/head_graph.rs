@@ -144,6 +144,7 @@ pub(crate) fn head_timestep(
             out: time_bias_name(slot),
             bias: head_bias_name(HeadWeight::ActW2Time),
             out_rows: None,
+            out_row0: 0,
         },
         Job {
             weight: Weight::Head(HeadWeight::ProjOut1),
@@ -152,6 +153,7 @@ pub(crate) fn head_timestep(
             out: out_rows_name(slot),
             bias: head_bias_name(HeadWeight::ProjOut1),
             out_rows: None,
+            out_row0: 0,
         },
     ];
     g.jobs(&jobs, End::Plain, true)
@@ -193,6 +195,7 @@ fn job(w: HeadWeight, act: &str, m: usize, out: &str) -> Job {
         out: out.into(),
         bias: head_bias_name(w),
         out_rows: None,
+        out_row0: 0,
     }
 }
 

@@ -291,6 +291,7 @@ fn sim_full_width_head_stages_match_emulation() {
         out: out.into(),
         bias: head_bias_name(w),
         out_rows: None,
+        out_row0: 0,
     };
     let tm = rows.token_m();
     g.jobs(

@@ -102,6 +102,7 @@ fn job(layer: usize, m: LlmMatrix, act: &str, rows: usize, out: &str) -> Job {
         out: out.into(),
         bias: backbone_bias_name(w),
         out_rows: None,
+        out_row0: 0,
     }
 }
 

@@ -45,13 +45,15 @@ pub mod watchdog;
 pub mod worker;
 
 pub use backend::{
-    DeviceInfo, DeviceSteps, ForwardInputs, GraphOptions, MatmulTimes, Prompt, SFPU, SfpuPlacement,
-    StepHost, TtDevice,
+    Camera, DeviceInfo, DeviceSteps, ForwardInputs, GraphOptions, MatmulTimes, Prompt, SFPU,
+    SfpuPlacement, StepHost, TtDevice,
 };
 pub use deadline::{DeadlineRule, Expected, ProgramDeadlines};
 pub use worker::{DEFAULT_PYTHON, TIMEOUT_VAR, TtnnWorker, WorkerConfig, WorkerError};
 #[cfg(test)]
 mod attention_tests;
+#[cfg(test)]
+mod backbone_tests;
 #[cfg(test)]
 mod gather_tests;
 #[cfg(test)]

@@ -273,6 +273,14 @@ pub struct FinishJob {
     /// written by the state encoder and kept); `None`: `mt`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub out_rows: Option<usize>,
+    /// The output tensor's tile row the end's first tile row goes to (0: its first): one
+    /// camera's image rows among every camera's.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub out_row0: usize,
+}
+
+fn is_zero(v: &usize) -> bool {
+    *v == 0
 }
 
 /// The ends of a group of matmuls.

@@ -234,6 +234,7 @@ fn matmul_end(before: Option<BeforeStep>) -> MatmulEndStep {
                 k_split: 1,
                 res: Some("t/x0".into()),
                 out_rows: Some(2),
+                out_row0: 1,
             }],
             out_f32: true,
             unit_tiles: 16,

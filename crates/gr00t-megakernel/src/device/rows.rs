@@ -442,6 +442,7 @@ pub fn bias_act(
             k_split: 1,
             res: residual.map(|_| t("res")),
             out_rows: None,
+            out_row0: 0,
         }],
         out_f32: residual.is_some(),
         // A unit per tile row, its units dealt over `cores` cores.

@@ -294,7 +294,7 @@ class PartsOps:
                               + [jh["nt"], r, c0, cw, jh["k_split"], jh["mt"]])])
                 wk["cp"] += [pair(cw, jh["k_split"]) for (jh, *_), _, _, cw in work]
                 wk["wr"].append([len(work)] + [v for (jh, _, _, out, _), r, c0, cw in work
-                                               for v in (out.buffer_address(), r * jh["nt"] + c0, cw)]
+                                               for v in (out.buffer_address(), (r + jh.get("out_row0", 0)) * jh["nt"] + c0, cw)]
                                 + [len(sig)] + sig)
             used_by_task.append(cores)
             all_jobs += t["jobs"]

@@ -171,6 +171,7 @@ fn job(w: BackboneWeight, act: &str, m: usize, out: &str) -> Job {
         out: out.into(),
         bias: backbone_bias_name(w),
         out_rows: None,
+        out_row0: 0,
     }
 }
 
@@ -281,12 +282,25 @@ pub(crate) fn vision_tower(
 /// the pixel-unshuffle as a copy of each token group's tile rows into its column block (the
 /// layout makes it one: `crate::vision_layout`), the LayerNorm, fc1 with the exact-GELU end,
 /// fc2.
+#[cfg(test)]
 pub(crate) fn projector(
     g: &mut Graph<'_>,
     arena: &BackboneArena,
     shape: VisionShape,
     x: &str,
     out: &str,
+) -> Result<(), DitRunError> {
+    projector_at(g, arena, shape, x, (out, 0, None))
+}
+
+/// [`projector`] into tile rows `row0..` of `out`, a tensor of `rows` tile rows (`None`: the
+/// image's own): one camera's tokens among every camera's, in one tensor.
+pub(crate) fn projector_at(
+    g: &mut Graph<'_>,
+    arena: &BackboneArena,
+    shape: VisionShape,
+    x: &str,
+    (out, row0, rows): (&str, usize, Option<usize>),
 ) -> Result<(), DitRunError> {
     let (c, gt) = (shape.width, shape.layout.group_tiles());
     let progs = (0..4)
@@ -303,9 +317,7 @@ pub(crate) fn projector(
         End::GeluErf,
         false,
     )?;
-    g.jobs(
-        &[job(BackboneWeight::ProjectorFc2, "t/p/f", m, out)],
-        End::Plain,
-        true,
-    )
+    let mut fc2 = job(BackboneWeight::ProjectorFc2, "t/p/f", m, out);
+    (fc2.out_row0, fc2.out_rows) = (row0, rows);
+    g.jobs(&[fc2], End::Plain, true)
 }

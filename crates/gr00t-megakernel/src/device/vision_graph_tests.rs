@@ -7,7 +7,7 @@ use tt_blackhole::ArenaDtype;
 use tt_blackhole::backbone::BACKBONE_DTYPE;
 
 use super::graph::{Graph, Upload};
-use super::head_graph_tests::{compare, draw, replayed_head_bytes};
+use super::head_graph_tests::{compare, draw};
 use super::protocol::ActDtype;
 use super::tests::{require_simulator, sim_policy, sim_policy_with};
 use super::vision_graph::{
@@ -396,64 +396,4 @@ fn sim_tiny_vision_and_projector_match_the_golden_taps() {
     for (tap, p, _) in &checks {
         assert!(*p >= 0.999, "{tap}: PCC {p}");
     }
-}
-
-/// The tiny forward with the whole model on the device (`GR00T_BACKBONE_BACKEND=device`):
-/// SigLIP2's tower and the projector, the prompt's rows gathered from the token-embedding
-/// table, Qwen3's kept layers, the final norm and vlln, then the whole action head: the actions
-/// vs NVIDIA's f32 run; the host ran none of the model's stages; the forward's counters hold
-/// the backbone's exchanges too (the patches, the ids and the image rows its only inputs).
-#[test]
-#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
-fn sim_tiny_forward_with_the_whole_model_on_the_device() {
-    use crate::tests::{case_dir, golden_inputs, pcc};
-    use gr00t_runtime::model::{Gr00tModel, Taps};
-    use gr00t_runtime::policy::{HostStages, Policy};
-
-    require_simulator("sim_tiny_forward_with_the_whole_model_on_the_device");
-    let inputs = golden_inputs();
-    let model = Gr00tModel::load(&case_dir()).unwrap();
-    let reference = model.forward(&inputs, &mut Taps::none()).unwrap();
-    let sim = sim_policy_with(&crate::MegakernelConfig {
-        device: "sim".into(),
-        head_embodiment: Some(inputs.embodiment_id),
-        backbone_on_device: true,
-        ..crate::MegakernelConfig::default()
-    });
-    let started = Instant::now();
-    let (got, timing) = sim.predict(&inputs).unwrap();
-    let wall = started.elapsed().as_secs_f64();
-    let p = pcc(&got.data, &reference.data);
-    let stats = sim.device().unwrap().stats().expect("a finished forward");
-    eprintln!(
-        "tiny forward, the whole model on the device: {wall:.1} s; PCC vs f32 {p:.6}; \
-         host stages {:?}; {stats:?}",
-        timing.host_stages.names()
-    );
-    assert!(p >= 0.999, "PCC vs f32 {p}");
-    assert_eq!(
-        timing.host_stages,
-        HostStages::NONE,
-        "{:?}",
-        timing.host_stages.names()
-    );
-    // The image goes in as its patches (bf16, 2 bytes each), in the tokens' device order.
-    let v = &sim.model().cfg.eagle.vision_config;
-    let (h, w) = inputs.image_hw;
-    let layout = VisionLayout::new(h / v.patch_size, w / v.patch_size).unwrap();
-    let patches = 32 * layout.row_tiles() * v.num_channels * v.patch_size * v.patch_size;
-    // A second forward of the same observation: the arena and the grid's constants stay on
-    // the device; the head's replayed inputs and the patches are all it sends.
-    let (again, _) = sim.predict(&inputs).unwrap();
-    assert_eq!(again.data, got.data);
-    let st2 = sim.device().unwrap().stats().unwrap();
-    eprintln!("second forward: {st2:?}");
-    // The LLM's replayed inputs: the ids' row (4 bytes a token); the image rows are the
-    // vision graph's output, gathered where it left them.
-    let llm = 4 * inputs.input_ids.len();
-    assert_eq!(
-        st2.host_to_device_bytes_per_forward,
-        replayed_head_bytes(sim.model(), &inputs, true) + 2 * patches as u64 + llm as u64,
-        "{st2:?}"
-    );
 }

@@ -33,8 +33,14 @@ use vision::{Projector, VisionTower};
 /// projector: a device that runs both.
 pub trait ImageEncoder {
     /// The image tokens `[(h/p/2)·(w/p/2), text hidden]` of one `[3, h, w]` image, the
-    /// projector's output rows in raster order of the 2×2 blocks.
-    fn image_tokens(&self, pixels: &[f32], h: usize, w: usize) -> Result<Vec<f32>, ModelError>;
+    /// projector's output rows in raster order of the 2×2 blocks (`hw`: its `(h, w)`); the
+    /// image is camera `camera[0]` of the observation's `camera[1]`.
+    fn image_tokens(
+        &self,
+        pixels: &[f32],
+        hw: (usize, usize),
+        camera: [usize; 2],
+    ) -> Result<Vec<f32>, ModelError>;
 }
 
 /// Where the VL context comes from when not from the host's Qwen3 body and `vlln`: a device
@@ -271,9 +277,10 @@ impl Gr00tModel {
         let (h, w) = inp.image_hw;
         let p = self.cfg.eagle.vision_config.patch_size;
         let mut image_rows = Vec::new();
+        let cameras = inp.pixel_values.len();
         for (i, px) in inp.pixel_values.iter().enumerate() {
             match images {
-                Some(enc) => image_rows.extend(enc.image_tokens(px, h, w)?),
+                Some(enc) => image_rows.extend(enc.image_tokens(px, (h, w), [i, cameras])?),
                 None => {
                     let vis = self.vision.forward(px, h, w, taps, i == 0);
                     image_rows.extend(self.projector.forward(&vis, h / p, w / p, taps, i == 0));

@@ -19,9 +19,9 @@ pub struct DeviceSteps<'a> {
     /// The VL context the device's backbone made this forward (its values, read back): it is
     /// on the device for the observation's graph to gather from.
     pub(super) vl_on_device: Mutex<Option<Vec<f32>>>,
-    /// The image tokens the device's vision graph made last (their values, read back): they
-    /// are on the device for the LLM graph to gather from.
-    pub(super) image_on_device: Mutex<Option<Vec<f32>>>,
+    /// Per camera, the image tokens this forward's vision graph made (their values, read
+    /// back): they are on the device for the LLM graph to gather from.
+    pub(super) image_on_device: Mutex<Vec<Option<Vec<f32>>>>,
 }
 
 impl<'a> DeviceSteps<'a> {
@@ -51,7 +51,7 @@ impl<'a> DeviceSteps<'a> {
             failed: AtomicBool::new(false),
             observation: Mutex::new(None),
             vl_on_device: Mutex::new(None),
-            image_on_device: Mutex::new(None),
+            image_on_device: Mutex::new(Vec::new()),
         })
     }
 }

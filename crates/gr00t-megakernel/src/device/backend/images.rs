@@ -7,7 +7,7 @@ use tt_blackhole::device::DitRunError;
 use super::super::graph::{Graph, Upload};
 
 use super::super::vision_graph::{
-    BACKBONE_ARENA, VisionShape, arena_constants, arena_upload, patch_input, projector,
+    BACKBONE_ARENA, VisionShape, arena_constants, arena_upload, patch_input, projector_at,
     vision_constants, vision_tower,
 };
 use super::llm::embed_table;
@@ -23,40 +23,65 @@ use gr00t_runtime::config::VisionConfig;
 #[derive(Default)]
 pub(in super::super) struct DeviceBackbone {
     on: Option<(u32, Option<VisionLayout>)>,
-    kept: Option<KeptVision>,
+    /// Per camera of the observation, the vision graph kept for it.
+    kept: Vec<KeptVision>,
     /// The prompt length whose LLM constants (RoPE tables, key mask) are there.
     pub(super) llm_tokens: Option<usize>,
     /// The LLM graph the worker keeps.
     pub(super) kept_llm: Option<super::llm::KeptLlm>,
 }
 
-/// The vision graph the worker keeps (`op_replay`, under [`KEPT_VISION`]): the worker and grid
-/// it was built for, its steps and programs.
+/// A vision graph the worker keeps (`op_replay`, under [`Camera::kept_name`]): the worker,
+/// grid and camera it was built for, its steps and programs.
 #[derive(Clone, Copy, PartialEq)]
 struct KeptVision {
     worker: u32,
     layout: VisionLayout,
+    camera: Camera,
     steps: usize,
     programs: usize,
 }
 
-/// The worker's name of the kept vision graph.
-const KEPT_VISION: &str = "vision";
-/// The last image's tokens as the projector left them on the device (fp32, rewritten per
-/// image), for the LLM graph's gather.
+/// Which of an observation's cameras an image is: its tokens go to the camera's own tile rows
+/// of [`IMAGE_ROWS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Camera {
+    /// Its place among the observation's cameras.
+    pub index: usize,
+    /// The observation's cameras.
+    pub of: usize,
+}
+
+impl Camera {
+    /// The worker's name of the camera's kept vision graph (each writes its own rows).
+    fn kept_name(self) -> String {
+        format!("vision/{}", self.index)
+    }
+}
+
+/// Every camera's image tokens as the projector left them on the device (fp32; camera i's in
+/// tile rows `i·⌈tokens/32⌉..`), for the LLM graph's gather.
 pub(super) const IMAGE_ROWS: &str = "b/img";
 
 impl DeviceSteps<'_> {
     /// The image tokens of one `[ch, h, w]` image (`[(h/p/2)·(w/p/2), text hidden]`, raster
     /// order of the 2×2 blocks): the patch embedding, every encoder layer, the post-LayerNorm
-    /// and the projector of `arena` on the device, one exchange.
+    /// and the projector of `arena` on the device, one exchange; the tokens also stay there,
+    /// in `camera`'s rows of [`IMAGE_ROWS`].
     pub fn image_tokens(
         &self,
         arena: &BackboneArena,
         vision: &VisionConfig,
         pixels: &[f32],
         (h, w): (usize, usize),
+        camera: Camera,
     ) -> Result<Vec<f32>, DitRunError> {
+        if camera.index >= camera.of {
+            return Err(DitRunError::Input(format!(
+                "camera {} of {}",
+                camera.index, camera.of
+            )));
+        }
         let (p, ch) = (vision.patch_size, vision.num_channels);
         let layout = (h % p == 0 && w % p == 0)
             .then(|| VisionLayout::new(h / p, w / p))
@@ -84,16 +109,25 @@ impl DeviceSteps<'_> {
         let mut up = Upload::new();
         patch_input(&mut up, "t/v/p", pixels, [ch, h, w, p], layout);
         let rows = layout.blocks();
-        // The same grid's graph again: only the patches go in.
+        let bt = layout.blocks().div_ceil(32);
+        // What is read back: every row up to the camera's last (the read starts at row 0).
+        let read = 32 * bt * camera.index + rows;
+        let own = |back: &[u8]| -> Result<Vec<f32>, DitRunError> {
+            let all = stream_of(back, read * d)?;
+            Ok(all[32 * bt * camera.index * d..].to_vec())
+        };
+        // The same grid's and camera's graph again: only the patches go in.
         let replays = self.dev.options().replay;
-        let kept = lock(&self.dev.backbone)
-            .kept
-            .filter(|k| replays && k.worker == worker && k.layout == layout);
+        let kept =
+            lock(&self.dev.backbone).kept.iter().copied().find(|k| {
+                replays && k.worker == worker && k.layout == layout && k.camera == camera
+            });
         if let Some(k) = kept {
-            if let Some(back) = self.replay_kept(KEPT_VISION, &up, (k.steps, k.programs))? {
-                return self.image_made(stream_of(&back, rows * d)?);
+            let name = camera.kept_name();
+            if let Some(back) = self.replay_kept(&name, &up, (k.steps, k.programs))? {
+                return self.image_made(camera, own(&back)?);
             }
-            lock(&self.dev.backbone).kept = None;
+            lock(&self.dev.backbone).kept.clear();
         }
         let mut g = Graph::new(self.dev, &self.plan);
         g.backbone = Some(arena);
@@ -101,31 +135,44 @@ impl DeviceSteps<'_> {
         g.scratch = "v";
         let layers = arena.vision_layers();
         vision_tower(&mut g, arena, shape, layers, "t/v/p", "t/v/out")?;
-        projector(&mut g, arena, shape, "t/v/out", IMAGE_ROWS)?;
+        let place = (IMAGE_ROWS, bt * camera.index, Some(bt * camera.of));
+        projector_at(&mut g, arena, shape, "t/v/out", place)?;
         let steps = g.steps();
-        let keep = replays.then_some(KEPT_VISION);
+        let name = camera.kept_name();
+        let keep = replays.then_some(name.as_str());
         let (request, programs) = g.request(
             &up,
-            &[(IMAGE_ROWS, rows, d)],
+            &[(IMAGE_ROWS, read, d)],
             keep,
             self.dev.options().chain,
         )?;
+        // Another grid or camera count re-allocates the image rows under every kept vision
+        // graph: those are built again.
+        lock(&self.dev.backbone)
+            .kept
+            .retain(|k| k.worker == worker && k.layout == layout && k.camera.of == camera.of);
         let (reply, back) = self.dev.call(&request, &up.bytes())?;
         check_ran(&reply.answer, steps, programs)?;
         if replays {
-            lock(&self.dev.backbone).kept = Some(KeptVision {
+            let mut b = lock(&self.dev.backbone);
+            b.kept.retain(|k| k.camera != camera);
+            b.kept.push(KeptVision {
                 worker,
                 layout,
+                camera,
                 steps,
                 programs,
             });
         }
-        self.image_made(stream_of(&back, rows * d)?)
+        self.image_made(camera, own(&back)?)
     }
 
-    /// `rows`, which the device holds as [`IMAGE_ROWS`] for this forward's LLM graph.
-    fn image_made(&self, rows: Vec<f32>) -> Result<Vec<f32>, DitRunError> {
-        *lock(&self.image_on_device) = Some(rows.clone());
+    /// `rows`, which the device holds in `camera`'s rows of [`IMAGE_ROWS`] for this forward's
+    /// LLM graph.
+    fn image_made(&self, camera: Camera, rows: Vec<f32>) -> Result<Vec<f32>, DitRunError> {
+        let mut on = lock(&self.image_on_device);
+        on.resize(camera.of, None);
+        on[camera.index] = Some(rows.clone());
         Ok(rows)
     }
 
@@ -143,7 +190,7 @@ impl DeviceSteps<'_> {
         {
             return Ok(grid);
         }
-        b.kept = None;
+        b.kept.clear();
         b.llm_tokens = None;
         b.kept_llm = None;
         let upload = arena_upload(BACKBONE_ARENA, &arena.weights);
@@ -168,7 +215,7 @@ impl DeviceSteps<'_> {
         let worker = self.dev.reopened();
         let mut b = lock(&self.dev.backbone);
         if grid != Some(shape.layout) {
-            b.kept = None;
+            b.kept.clear();
             let up = vision_constants(arena, shape)?;
             self.dev.call(&up.put(), &up.bytes())?;
             b.on = Some((worker, Some(shape.layout)));

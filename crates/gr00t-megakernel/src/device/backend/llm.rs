@@ -36,6 +36,21 @@ pub(super) struct KeptLlm {
     programs: usize,
 }
 
+/// Where the image tokens are in [`IMAGE_ROWS`]: each camera's `per` tokens from its own
+/// multiple of `stride` rows.
+#[derive(Debug, Clone, Copy)]
+struct ImageRowsAt {
+    per: usize,
+    stride: usize,
+}
+
+impl ImageRowsAt {
+    /// The row of image token `k` (counted over every camera's, in order).
+    fn row(self, k: usize) -> usize {
+        (k / self.per) * self.stride + k % self.per
+    }
+}
+
 /// One prompt as the device's LLM takes it.
 #[derive(Debug, Clone, Copy)]
 pub struct Prompt<'a> {
@@ -90,6 +105,9 @@ impl DeviceSteps<'_> {
                 prompt.image_rows.len()
             )));
         }
+        // Where the image rows are: where the cameras' vision graphs left them (camera i's in
+        // its own tile rows of IMAGE_ROWS), or sent with this graph's inputs.
+        let placed = self.images_placed(prompt.image_rows, d);
         let mut next = 0;
         let tokens: Vec<TokenSource> = prompt
             .ids
@@ -97,7 +115,7 @@ impl DeviceSteps<'_> {
             .map(|&id| {
                 if id == prompt.image_token && next < images {
                     next += 1;
-                    TokenSource::Image(next - 1)
+                    TokenSource::Image(placed.map_or(next - 1, |(_, at)| at.row(next - 1)))
                 } else {
                     TokenSource::Text(id)
                 }
@@ -108,7 +126,8 @@ impl DeviceSteps<'_> {
                 "the prompt has {next} image tokens for {images} image rows"
             )));
         }
-        check_tokens(&tokens, table.vocab, images)?;
+        let image_rows = placed.map_or(images, |(rows, _)| rows);
+        check_tokens(&tokens, table.vocab, image_rows)?;
         let n = tokens.len();
         let shape = LlmShape::new(text, n);
         self.ensure_backbone_arena(arena)?;
@@ -127,10 +146,9 @@ impl DeviceSteps<'_> {
         // Only the ids' row of their tile goes: 4 bytes a token.
         let ids = ids_tile(&tokens);
         up.add_padded("t/l/ids", &ids[..n], 1, n, 32, 32 * tiles(n), ActDtype::F32);
-        // The image rows the vision graph left on the device (one camera's), or every
-        // camera's rows sent in one tensor (one tile row of zeros when there are none).
-        let on_device =
-            images > 0 && lock(&self.image_on_device).as_deref() == Some(prompt.image_rows);
+        // The image rows the vision graphs left on the device, or every camera's rows sent in
+        // one tensor (one tile row of zeros when there are none).
+        let on_device = placed.is_some();
         let image_src = if on_device { IMAGE_ROWS } else { "t/l/img" };
         if !on_device {
             up.add_padded(
@@ -182,6 +200,22 @@ impl DeviceSteps<'_> {
             });
         }
         self.context_made(stream_of(&back, n * d)?)
+    }
+
+    /// When `image_rows` (`[tokens, d]`, every camera's in order) are the rows this forward's
+    /// vision graphs left on the device: the rows of [`IMAGE_ROWS`] and where image token k
+    /// is in it (camera i's tokens start at its own tile rows).
+    fn images_placed(&self, image_rows: &[f32], d: usize) -> Option<(usize, ImageRowsAt)> {
+        let on = lock(&self.image_on_device);
+        let cameras: Vec<&Vec<f32>> = on.iter().map(Option::as_ref).collect::<Option<_>>()?;
+        let per = cameras.first()?.len() / d.max(1);
+        let same = cameras.iter().all(|c| c.len() == per * d);
+        let all = cameras.iter().flat_map(|c| c.iter().copied());
+        if per == 0 || !same || !all.eq(image_rows.iter().copied()) {
+            return None;
+        }
+        let stride = 32 * tiles(per);
+        Some((stride * cameras.len(), ImageRowsAt { per, stride }))
     }
 
     /// `context`, which the device holds as [`VL_CONTEXT`] for this forward's observation.
