@@ -438,14 +438,42 @@ impl TtDevice {
             return Ok(Vec::new());
         }
         let mt = m.div_ceil(32);
-        let xbytes: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-        let request = protocol::Matmul {
-            shared: spec.shared,
-            job: spec.job,
+        let (act, partials) = ("m/act", "m/partials");
+        let mut up = super::graph::Upload::new();
+        up.add_padded(
+            act,
+            x,
+            m,
+            k,
+            mt * 32,
+            spec.job.kt * 32,
+            protocol::ActDtype::Bf16,
+        );
+        let program =
+            super::lower::lone_matmul(&spec.shared, &spec.job, (act, partials), self.info.grid)?;
+        let k = &spec.shared.kernels;
+        let request = protocol::Graph {
+            inputs: up.specs().to_vec(),
+            programs: vec![program],
+            outputs: vec![(partials.into(), spec.k_split * mt * 32, nt * 32)],
+            free: vec![act.into(), partials.into()],
+            sources: [
+                ("reader", &k.reader),
+                ("compute", &k.compute),
+                ("writer", &k.writer),
+            ]
+            .into_iter()
+            .map(|(n, s)| (n.to_string(), s.clone()))
+            .collect(),
+            keep: None,
         };
-        let (ans, out) = self.call(&request, &xbytes)?;
+        let (ans, out) = self.call(&request, &up.bytes())?;
         if let Ok(mut t) = self.times.lock() {
-            let ms = ans.answer.program_ms.max(0.0);
+            let ms = ans
+                .answer
+                .by_label
+                .get("matmul")
+                .map_or(0.0, |l| l.1.max(0.0));
             t.add(kind, Duration::from_secs_f64(ms / 1e3));
         }
         let (rows, cols, k_split) = (mt * 32, nt * 32, spec.k_split);

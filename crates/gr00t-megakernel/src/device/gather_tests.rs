@@ -126,10 +126,10 @@ fn the_gather_is_a_row_step_the_worker_runs_as_it_is() {
     );
     g.gather_rows("t/ids", 70, ["t/tab", "t/img"], 2048, "t/x")
         .unwrap();
-    let (request, programs) = g.request(&Upload::new(), &[], None, true).unwrap();
-    assert_eq!(programs, 1);
-    let GraphStep::Rows(st) = &request.steps[0] else {
-        panic!("not a row step: {:?}", request.steps[0]);
+    let (request, steps) = g.lowered(&Upload::new(), &[], None, true).unwrap();
+    assert_eq!(request.programs.len(), 1);
+    let GraphStep::Rows(st) = &steps[0] else {
+        panic!("not a row step: {:?}", steps[0]);
     };
     assert_eq!(
         (st.x.as_str(), st.scaler.as_str(), st.g.as_str()),

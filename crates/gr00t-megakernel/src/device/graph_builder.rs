@@ -505,6 +505,19 @@ impl<'a> Graph<'a> {
         keep: Option<&str>,
         chain: bool,
     ) -> Result<(GraphRequest, usize), DitRunError> {
+        let (request, _) = self.lowered(inputs, outputs, keep, chain)?;
+        let programs = request.programs.len();
+        Ok((request, programs))
+    }
+
+    /// [`Graph::request`] and the packed steps its programs were lowered from.
+    pub(crate) fn lowered(
+        self,
+        inputs: &Upload,
+        outputs: &[(&str, usize, usize)],
+        keep: Option<&str>,
+        chain: bool,
+    ) -> Result<(GraphRequest, Vec<GraphStep>), DitRunError> {
         let mut free: Vec<String> = self
             .steps
             .iter()
@@ -538,9 +551,11 @@ impl<'a> Graph<'a> {
             }
         }
         let (steps, programs) = super::graph_pack::pack(self.steps, self.grid, chain)?;
+        let lowered = super::lower::lower(&steps, self.grid)?;
+        debug_assert_eq!(lowered.len(), programs, "a program a packed step");
         let request = GraphRequest {
             inputs: inputs.specs().to_vec(),
-            steps,
+            programs: lowered,
             outputs: outputs
                 .iter()
                 .map(|(n, r, c)| (n.to_string(), *r, *c))
@@ -549,7 +564,7 @@ impl<'a> Graph<'a> {
             sources: self.sources,
             keep: keep.map(str::to_string),
         };
-        Ok((request, programs))
+        Ok((request, steps))
     }
 
     /// How many steps the graph has (runs of them share programs: [`Graph::request`]).

@@ -9,7 +9,7 @@ use tt_blackhole::plan::program::{Before, StepNeed, pack_programs};
 use super::protocol::{BeforeStep, ChainStep, GraphStep, MatmulEndStep};
 
 /// A matmul-and-end step's cores as the packer sees them, from the step the worker gets.
-fn need_of(step: &MatmulEndStep) -> StepNeed {
+pub(super) fn need_of(step: &MatmulEndStep) -> StepNeed {
     let before = step.before.as_ref().map(|b| {
         let need = match b {
             BeforeStep::Rows(r) => Before::Rows {

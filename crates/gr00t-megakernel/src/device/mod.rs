@@ -16,11 +16,13 @@
 //! * `graph`: a denoising step over them, its matmul-and-end steps packed by the plan into one
 //!   program (docs/blackhole.md §12–13); [`task_table`]: the DRAM work lists the data-movement
 //!   kernels read, since one program's exceed the runtime args.
-//! * [`protocol`]: every worker request and answer as a type (the graph's steps in
-//!   `protocol_graph`), with the schema (`protocol.json`) the worker checks each message
-//!   against; [`registry`]: our kernels as values (file, role, CB ids, task-table CB), the one
-//!   source of the ids the kernels, the worker and the graph builder share (docs/blackhole.md
-//!   §17). `one_program`: a kernel test's lone program as a graph of one step.
+//! * [`protocol`]: every worker request and answer as a type, with the schema
+//!   (`protocol.json`) the worker checks each message against; [`program`]: a program as the
+//!   worker launches it, every kernel's cores, words, CBs and semaphores, lowered from the
+//!   graph's steps (`protocol_graph`) by `lower` (docs/blackhole.md §22); [`registry`]: our
+//!   kernels as values (file, role, CB ids, task-table CB), the one source of the ids the
+//!   kernels and the programs share (§17). `one_program`: a kernel test's lone program as a
+//!   graph of one program.
 
 pub mod attention;
 pub mod backend;
@@ -32,7 +34,11 @@ mod graph_norms;
 mod graph_pack;
 mod head_graph;
 mod llm_graph;
+mod lower;
+mod lower_chain;
+mod lower_parts;
 mod one_program;
+pub mod program;
 pub mod protocol;
 mod protocol_graph;
 pub mod registry;
@@ -62,6 +68,8 @@ mod graph_tests;
 mod head_graph_tests;
 #[cfg(test)]
 mod llm_graph_tests;
+#[cfg(test)]
+mod lower_tests;
 #[cfg(test)]
 mod norm_graph_tests;
 #[cfg(test)]

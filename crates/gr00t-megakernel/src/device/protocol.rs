@@ -1,5 +1,7 @@
 //! The worker protocol as types: every request the runtime sends the ttnn worker
-//! (`ttnn_worker.py`, `ttnn_graph.py`, `ttnn_parts.py`) and every answer it gets back.
+//! (`ttnn_worker.py`, `ttnn_graph.py`) and every answer it gets back. A graph's programs come
+//! laid out (`program.rs`, lowered by `lower.rs`); the steps they are lowered from
+//! (`protocol_graph.rs`) are the builder's and never cross the boundary.
 //!
 //! Why types and a schema rather than `json!` literals: the worker reads its headers by key in
 //! another language, so a renamed or misspelt key used to surface as a Python `KeyError` deep in
@@ -34,10 +36,6 @@ pub enum Op {
     Readback,
     /// Release a named device tensor.
     Free,
-    /// One matmul program over the arena.
-    Matmul,
-    /// One element-wise SFPU program.
-    Eltwise,
     /// Named device tensors kept for later graphs.
     Put,
     /// A sequence of programs over named device tensors.
@@ -50,13 +48,11 @@ pub enum Op {
 
 impl Op {
     /// Every op, in the order `protocol.json` lists them.
-    pub const ALL: [Op; 10] = [
+    pub const ALL: [Op; 8] = [
         Op::Open,
         Op::Upload,
         Op::Readback,
         Op::Free,
-        Op::Matmul,
-        Op::Eltwise,
         Op::Put,
         Op::Graph,
         Op::Replay,
@@ -70,8 +66,6 @@ impl Op {
             Op::Upload => "upload",
             Op::Readback => "readback",
             Op::Free => "free",
-            Op::Matmul => "matmul",
-            Op::Eltwise => "eltwise",
             Op::Put => "put",
             Op::Graph => "graph",
             Op::Replay => "replay",
@@ -227,17 +221,6 @@ pub struct Timed {
 }
 impl AnswerRun for Timed {}
 
-/// The answer of a one-program op: the program's time and the op's.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProgramTimes {
-    /// The program, launched to its end, ms.
-    pub program_ms: f64,
-    /// The whole op (transfers included), ms.
-    pub total_ms: f64,
-}
-impl AnswerRun for ProgramTimes {}
-
 /// One work unit of a matmul on one core (the plan's split).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -316,37 +299,6 @@ pub struct MatmulJob {
     pub out: Option<String>,
 }
 
-/// `matmul`: x (the payload, f32 `[m, k]`) times an arena weight; answers the fp32 partials.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Matmul {
-    /// The arena, dtypes, kernels.
-    #[serde(flatten)]
-    pub shared: MatmulShared,
-    /// The one job.
-    #[serde(flatten)]
-    pub job: MatmulJob,
-}
-op!(Matmul, Op::Matmul, ProgramTimes);
-
-/// `eltwise`: one SFPU op over the payload (f32 `[rows, cols]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Eltwise {
-    /// Rows (whole tiles).
-    pub rows: usize,
-    /// Columns (whole tiles).
-    pub cols: usize,
-    /// Cores of the grid's first row.
-    pub cores: usize,
-    /// The input's dtype on the device.
-    pub in_dtype: ActDtype,
-    /// The output's.
-    pub out_dtype: ActDtype,
-    /// Reader, compute, writer sources.
-    pub kernels: KernelSet,
-}
-op!(Eltwise, Op::Eltwise, ProgramTimes);
-
 /// A named device tensor and the values that fill it (the payload's next `real` values, each as
 /// the tensor stores it: bf16, 2 bytes, or f32, 4).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -389,8 +341,8 @@ pub use super::protocol_graph::{
 pub struct Graph {
     /// Put first, their values in the payload.
     pub inputs: Vec<TensorSpec>,
-    /// One program each (a chain's steps one program).
-    pub steps: Vec<GraphStep>,
+    /// The programs, in order (the graph's steps lowered: `lower.rs`).
+    pub programs: Vec<super::program::Program>,
     /// Read back: (name, real rows, real columns), f32, in order.
     pub outputs: Vec<(String, usize, usize)>,
     /// Released at the end (unless kept).

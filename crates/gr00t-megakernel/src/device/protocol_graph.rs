@@ -1,6 +1,6 @@
-//! The steps of a `graph` request ([`super::protocol::Graph`]): what each program of a graph
-//! does, as `ttnn_graph.py` and `ttnn_parts.py` read it. Built by `graph.rs`, packed into
-//! chains by `graph_pack.rs`; kept apart from `protocol.rs` to keep each file to one concern.
+//! The steps of a graph as the builder makes them: what each program of a graph does, before
+//! it is laid out. Built by `graph.rs`, packed into chains by `graph_pack.rs`, lowered to the
+//! programs a `graph` request carries by `lower.rs` (only those cross to the worker).
 
 use serde::{Deserialize, Serialize};
 use tt_blackhole::plan::program::{PhaseGroup, StepCores};

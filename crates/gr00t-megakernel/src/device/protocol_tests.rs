@@ -147,7 +147,7 @@ fn shared() -> MatmulShared {
     }
 }
 
-fn job(graph: bool) -> MatmulJob {
+fn job() -> MatmulJob {
     MatmulJob {
         m: 17,
         mt: 1,
@@ -170,8 +170,8 @@ fn job(graph: bool) -> MatmulJob {
             weights: 2,
             out: 2,
         },
-        act: graph.then(|| "t/h".into()),
-        out: graph.then(|| "t/partials/0/0".into()),
+        act: Some("t/h".into()),
+        out: Some("t/partials/0/0".into()),
     }
 }
 
@@ -222,7 +222,7 @@ fn matmul_end(before: Option<BeforeStep>) -> MatmulEndStep {
         before,
         matmul: MatmulGroup {
             shared: shared(),
-            jobs: vec![job(true)],
+            jobs: vec![job()],
         },
         finish: FinishStep {
             jobs: vec![FinishJob {
@@ -253,39 +253,44 @@ fn graph() -> Graph {
         end: vec![(3, 4)],
         end_cut: 1,
     };
+    let step_cores = |before| StepCores {
+        before: vec![before],
+        ..cores.clone()
+    };
+    // Every kind of step the builder makes, lowered to the programs the worker gets.
+    let steps = [
+        GraphStep::Rows(rows_step()),
+        GraphStep::Attention(attention_step()),
+        GraphStep::Relayout(RelayoutStep {
+            src: "t/q".into(),
+            dst: "t/a".into(),
+            rows: 1,
+            src_w: 2,
+            dst_w: 2,
+            dtype: ActDtype::Bf16,
+            progs: vec![vec![1; 10]],
+            span: 2,
+            cores: 8,
+            kernel: "relayout".into(),
+            label: Some("copy".into()),
+        }),
+        GraphStep::Finish(FinishStep {
+            cut: Some(4),
+            ..matmul_end(None).finish
+        }),
+        GraphStep::Chain(ChainStep {
+            steps: vec![
+                matmul_end(Some(BeforeStep::Rows(rows_step()))),
+                matmul_end(Some(BeforeStep::Attention(attention_step()))),
+            ],
+            cores: vec![step_cores((0, 1)), step_cores((0, 2))],
+            groups: vec![("ln_plain".into(), vec![(0, 1)])],
+            label: "2 steps: a … b".into(),
+        }),
+    ];
     Graph {
         inputs: vec![spec(Some([17, 64])), spec(None)],
-        steps: vec![
-            GraphStep::Rows(rows_step()),
-            GraphStep::Attention(attention_step()),
-            GraphStep::Relayout(RelayoutStep {
-                src: "t/q".into(),
-                dst: "t/a".into(),
-                rows: 1,
-                src_w: 2,
-                dst_w: 2,
-                dtype: ActDtype::Bf16,
-                progs: vec![vec![1; 10]],
-                span: 2,
-                cores: 8,
-                kernel: "relayout".into(),
-                label: Some("copy".into()),
-            }),
-            GraphStep::MatmulEnd(Box::new(matmul_end(None))),
-            GraphStep::Finish(FinishStep {
-                cut: Some(4),
-                ..matmul_end(None).finish
-            }),
-            GraphStep::Chain(ChainStep {
-                steps: vec![
-                    matmul_end(Some(BeforeStep::Rows(rows_step()))),
-                    matmul_end(Some(BeforeStep::Attention(attention_step()))),
-                ],
-                cores: vec![cores.clone(), cores],
-                groups: vec![("ln_plain".into(), vec![(0, 1)])],
-                label: "2 steps: a … b".into(),
-            }),
-        ],
+        programs: super::lower::lower(&steps, [13, 10]).expect("the sample steps lower"),
         outputs: vec![("t/x2".into(), 17, 64)],
         free: vec!["t/h".into()],
         sources: [("r".to_string(), "// reader".to_string())].into(),
@@ -317,10 +322,6 @@ fn samples() -> Vec<(Op, Value, Value)> {
             serde_json::to_value(answer).expect("an answer serialises"),
         )
     }
-    let times = ProgramTimes {
-        program_ms: 1.0,
-        total_ms: 2.0,
-    };
     let info = json!({"arch": "Arch.BLACKHOLE", "grid": [13, 10], "simulator": true,
                       "dram_banks": 8, "open_ms": 1.5});
     let info: super::backend::DeviceInfo = serde_json::from_value(info).expect("DeviceInfo");
@@ -349,24 +350,6 @@ fn samples() -> Vec<(Op, Value, Value)> {
         ),
         one(Readback(named()), Timed { ms: 1.0 }),
         one(Free(named()), Empty {}),
-        one(
-            Matmul {
-                shared: shared(),
-                job: job(false),
-            },
-            times.clone(),
-        ),
-        one(
-            Eltwise {
-                rows: 32,
-                cols: 32,
-                cores: 1,
-                in_dtype: ActDtype::F32,
-                out_dtype: ActDtype::Bf16,
-                kernels: kernels(),
-            },
-            times,
-        ),
         one(
             Put {
                 tensors: vec![spec(None)],
@@ -464,10 +447,6 @@ fn requests_round_trip() {
         assert_eq!(again, r);
     }
     back(graph());
-    back(Matmul {
-        shared: shared(),
-        job: job(false),
-    });
     back(Replay {
         name: "step/0".into(),
         inputs: vec![spec(Some([1, 2]))],
@@ -539,14 +518,14 @@ while True:
 /// whole bounded.
 #[test]
 fn a_request_summary_shortens_kernel_sources() {
-    let mut m = Matmul {
-        shared: shared(),
-        job: job(false),
+    let mut g = Graph {
+        programs: Vec::new(),
+        ..graph()
     };
-    m.shared.kernels.reader = "x".repeat(5000);
-    let s = summary(&header(&m).unwrap());
-    assert!(s.contains("\"reader\":\"<5000 chars>\""), "{s}");
-    assert!(s.contains("\"op\":\"matmul\""), "{s}");
+    g.sources.insert("r".into(), "x".repeat(5000));
+    let s = summary(&header(&g).unwrap());
+    assert!(s.contains("\"r\":\"<5000 chars>\""), "{s}");
+    assert!(s.contains("\"op\":\"graph\""), "{s}");
     let long = summary(&header(&graph()).unwrap());
     assert!(long.len() <= 2010 && long.ends_with(" …"), "{}", long.len());
 }

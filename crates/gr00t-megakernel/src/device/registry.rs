@@ -1,8 +1,8 @@
-//! The kernel registry: our device kernels as values, the one source of the ids the three
-//! languages share. Per kernel its source file, the role it plays in a program, its circular
-//! buffers (id and name) and whether it reads a task table (and into which CB). The worker takes
-//! its CB ids from here ([`worker_constants`]); a kernel names its CBs and the host pastes their
-//! ids in ([`with_cb_ids`], at the kernel's `//@@GR00T_CB_IDS <file>@@` line), except the few
+//! The kernel registry: our device kernels as values, the one source of the ids the kernels
+//! and the programs share. Per kernel its source file, the role it plays in a program, its
+//! circular buffers (id and name) and whether it reads a task table (and into which CB). The
+//! programs take their CB ids from here (`lower.rs`: the worker knows none); a kernel names its
+//! CBs and the host pastes their ids in ([`with_cb_ids`], at the kernel's `//@@GR00T_CB_IDS <file>@@` line), except the few
 //! kernels a program takes as they are, which declare the ids themselves (`registry_tests.rs`
 //! checks those declarations, and every kernel's use of CB names, against the registry).
 
@@ -285,31 +285,6 @@ pub const KERNELS: &[Kernel] = &[
         table_cb: None,
     },
 ];
-
-/// What the worker takes from the registry and the plan rather than numbers of its own (its
-/// `CONSTANTS`): the task tables' CBs, every kernel's CB ids by kernel (file stem) and name,
-/// and the plan's bounds on runtime args and task-table words.
-pub fn worker_constants() -> serde_json::Value {
-    let cbs: serde_json::Map<String, serde_json::Value> = KERNELS
-        .iter()
-        .map(|k| {
-            let stem = k.file.rsplit('/').next().unwrap_or(k.file);
-            let stem = stem.trim_end_matches(".cpp").to_string();
-            let ids = k
-                .cbs
-                .iter()
-                .map(|c| (c.name.to_string(), c.id.into()))
-                .collect();
-            (stem, serde_json::Value::Object(ids))
-        })
-        .collect();
-    serde_json::json!({
-        "table_cb": {"reader": READER_TABLE_CB, "writer": WRITER_TABLE_CB},
-        "cb": cbs,
-        "max_args": tt_blackhole::plan::program::MAX_ARGS,
-        "table_words": tt_blackhole::plan::program::TABLE_WORDS,
-    })
-}
 
 /// The kernel in `file` (under `kernels/`).
 pub fn kernel(file: &str) -> Option<&'static Kernel> {

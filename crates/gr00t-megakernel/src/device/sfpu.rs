@@ -207,6 +207,9 @@ pub enum SfpuError {
     /// The worker or the device failed.
     #[error(transparent)]
     Worker(#[from] WorkerError),
+    /// The op's program cannot be laid out (a value past its word, too many args).
+    #[error(transparent)]
+    Program(#[from] super::lower::LowerError),
     /// The worker answered with something other than the protocol promises.
     #[error("{op}: the worker returned {got} bytes, want {want}")]
     Reply {
@@ -228,32 +231,22 @@ pub fn eltwise(
 ) -> Result<EltwiseRun, SfpuError> {
     spec.check(x.len())?;
     let EltwiseSpec { op, rows, cols, .. } = *spec;
-    let header = super::protocol::Eltwise {
-        rows,
-        cols,
-        cores: spec.cores.max(1),
-        in_dtype: spec.input,
-        out_dtype: spec.output,
-        kernels: super::protocol::KernelSet {
-            reader: with_cb_ids(READER_TILES_KERNEL),
-            writer: super::task_table::with_task_table(WRITER_TILES_KERNEL),
-            compute: op.compute_kernel(),
-        },
+    let kernels = super::protocol::KernelSet {
+        reader: "reader".into(),
+        writer: "writer".into(),
+        compute: "compute".into(),
     };
-    let payload: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
-    let (ans, out) = worker.call(&header, &payload)?;
-    if out.len() != x.len() * 4 {
-        return Err(SfpuError::Reply {
-            op: format!("{op:?}"),
-            got: out.len(),
-            want: x.len() * 4,
-        });
-    }
-    Ok(EltwiseRun {
-        values: out
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect(),
-        program_ms: ans.answer.program_ms,
-    })
+    let program = super::one_program::eltwise_program(spec, &kernels)?;
+    let sources = super::one_program::sources([
+        ("reader", with_cb_ids(READER_TILES_KERNEL)),
+        (
+            "writer",
+            super::task_table::with_task_table(WRITER_TILES_KERNEL),
+        ),
+        ("compute", op.compute_kernel()),
+    ]);
+    let mut inputs = super::one_program::Inputs::default();
+    inputs.add("x", rows, cols, spec.input, x);
+    let label = program.label.clone();
+    super::one_program::run_program(worker, inputs, program, sources, ("y", rows, cols), &label)
 }

@@ -5,7 +5,7 @@ the time `launches` says; a program over a released tensor fails, as a device wo
 longer its own."""
 import numpy as _np
 
-bfloat16, float32, bfloat8_b, bfloat4_b, uint8 = "bf16", "f32", "bfp8_b", "bfp4_b", "u8"
+bfloat16, float32, bfloat8_b, bfloat4_b, uint8, uint32 = "bf16", "f32", "bfp8_b", "bfp4_b", "u8", "u32"
 TILE_LAYOUT, ROW_MAJOR_LAYOUT, DRAM_MEMORY_CONFIG = "tile", "row_major", "dram"
 
 
@@ -163,3 +163,27 @@ class ReaderConfigDescriptor(_Record):
 class KernelDescriptor(_Record):
     class SourceType:
         SOURCE_CODE = "source"
+
+
+class WriterConfigDescriptor(_Record):
+    pass
+
+
+class ComputeConfigDescriptor(_Record):
+    pass
+
+
+class SemaphoreDescriptor(_Record):
+    pass
+
+
+class CoreType:
+    WORKER = "worker"
+
+
+class MathFidelity:
+    LoFi, HiFi2, HiFi3, HiFi4 = "LoFi", "HiFi2", "HiFi3", "HiFi4"
+
+
+class UnpackToDestMode:
+    Default, UnpackToDestFp32 = "default", "fp32"

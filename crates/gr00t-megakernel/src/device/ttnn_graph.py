@@ -1,12 +1,14 @@
 """The worker's graph ops (gr00t-megakernel `device` feature): named device tensors kept between requests
-(`op_put`) and a whole denoising step as a sequence of our programs over them (`op_graph`), with the
-relayout program the graph may still need. A mixin of ttnn_worker.py's `Worker`, split out to keep each
-file to one purpose.
+(`op_put`), a sequence of our programs over them (`op_graph`), kept and run again (`op_replay`). Each program
+comes laid out by the Rust side (program.rs, lower.rs): its kernels, cores, words, CBs and semaphores; the
+worker allocates, writes the tensors' addresses and the cores' NOC coordinates where the words say, writes
+the task tables and launches. A mixin of ttnn_worker.py's `Worker`, split out to keep each file to one
+purpose.
 
 The runtime ships the worker as ONE source string (`python3 -c`): this file comes first, then
 ttnn_worker.py (worker.rs, `WORKER_SOURCE`). So nothing here runs at load time but this class
-statement: the names its methods use (np, ttnn, time, sys, ACT_DTYPES) are ttnn_worker.py's globals,
-looked up when a request calls them, after that file's imports ran.
+statement: the names its methods use (np, ttnn, time, sys, ACT_DTYPES, FORMATS, TABLES_KEPT) are
+ttnn_worker.py's globals, looked up when a request calls them, after that file's imports ran.
 """
 
 
@@ -140,183 +142,125 @@ class GraphOps:
 
     def op_graph(self, h, payload):
         """A sequence of our device programs over named device tensors, the activations never leaving the
-        device between them: h["inputs"] are put first (as op_put), then each of h["steps"] runs one
-        program (kind "chain", "rows", "relayout" or "attention"; its output allocated under its name),
-        then h["outputs"] ([name, rows, cols]) are read back (f32, the real rows and columns, in order) and the
-        names in h["free"] released. A "chain" is matmul_end steps as ONE program, with the cores of every
-        phase as the Rust plan packed them (tt_blackhole::plan::program): the worker runs what it is given.
-        With h["keep"] (a name) the graph is kept for op_replay: its launches recorded, its "free" names not
-        released (the next step's graph reuses them). Answers the number of programs launched, the number of
-        matmul_end and other steps run, each chain's phases with their cores, per label its programs, total and
-        slowest time, and the host's share of the time ("host_ms": building the programs, putting, reading
-        back)."""
+        device between them: h["inputs"] are put first (as op_put), then each of h["programs"] is launched
+        (_program), then h["outputs"] ([name, rows, cols]) are read back (f32, the real rows and columns, in
+        order) and the names in h["free"] released. Every program is the Rust side's whole: its kernels, cores,
+        words, CBs and semaphores (lower.rs); the worker fills in the addresses and NOC coordinates. With
+        h["keep"] (a name) the graph is kept for op_replay: its launches recorded, its "free" names not released
+        (the next step's graph reuses them). Answers the number of programs launched, the graph steps they
+        ran, each chain's phases, per label its programs, total and slowest time, and the host's share of the
+        time ("host_ms": building the programs, putting, reading back)."""
         t0, s0 = time.time(), self.launch_s
         self._put(h["inputs"], payload)
-        b = self.buffers
         keep = h.get("keep")
         if keep:  # recorded for op_replay; its step tensors stay until it is replaced
             self._drop_kept(keep)
             self.recording = []
-        times, launched, ran, chains = {}, 0, 0, []
-        sources = h.get("sources", {})
-        src = lambda p: {**p, "kernels": {r: sources.get(n, n) for r, n in p["kernels"].items()}} if p else None
-        for st in h["steps"]:
-            kind = st["kind"]
-            if "kernels" in st:  # kernel sources are sent once per graph, named by its steps
-                st = src(st)
-            if "kernel" in st:
-                st = {**st, "kernel": sources.get(st["kernel"], st["kernel"])}
+        times, ran, chains = {}, 0, []
+        for p in h["programs"]:
             t1 = time.time()
-            self.label, self.chain_steps = st.get("label", kind), len(st["steps"]) if kind == "chain" else 0
-            self._announce(self.chain_steps or 1, self.label)
-            if kind == "chain":  # matmul_end steps, one after the other: one program
-                if len(st["cores"]) != len(st["steps"]):
-                    raise RuntimeError(f"graph: a chain of {len(st['steps'])} steps with cores for {len(st['cores'])}")
-                # The end's units are cut for the cores the plan cut them for (end_cut).
-                items = [(src(s_["matmul"]), src(s_["finish"]), src(s_.get("before")))
-                         for s_ in st["steps"]]
-                cores = [tuple([tuple(xy) for xy in c[k]] for k in ("before", "matmul", "end")) + (c["end_cut"],)
-                         for c in st["cores"]]
-                phases = self._chain(items, cores, b)
-                chains.append({"steps": len(st["steps"]), "phases": [[kind, n] for kind, n in phases]})
-                ran += len(st["steps"])
-            elif kind in ("rows", "attention", "finish"):  # a phase no matmul of the graph follows
-                kernels, cbs, tensors, _ = self._group_parts(st, [self._task(st, b)])
-                self._launch(tensors, kernels, cbs)
-            elif kind == "relayout":
-                out = self._alloc(st["dst"], st["rows"] * 32, st["dst_w"] * 32, st["dtype"])
-                self._relayout_on_device(st, b[st["src"]], out)
-            else:
-                raise RuntimeError(f"graph: unknown step kind {kind!r}")
-            launched += 1
-            ran += 1 if kind != "chain" else 0
-            self._done(times, self.label, t1)
+            self.label, self.chain_steps = p["label"], p["steps"]
+            self._announce(p["steps"], p["label"])
+            self._program(p, h["sources"])
+            if p.get("phases"):
+                chains.append({"steps": p["steps"], "phases": p["phases"]})
+            ran += p["steps"]
+            self._done(times, p["label"], t1)
         out = self._outputs(h["outputs"])
         if keep:
-            self.kept[keep] = {"inputs": h["inputs"], "tensors": {t["name"]: b[t["name"]] for t in h["inputs"]},
+            self.kept[keep] = {"inputs": h["inputs"], "tensors": {t["name"]: self.buffers[t["name"]]
+                                                                  for t in h["inputs"]},
                                "launches": self.recording, "outputs": h["outputs"], "steps": ran, "chains": chains,
                                "held": self.held}
             self.recording, self.held = None, []
         else:
             for name in h.get("free", []):
-                t = b.pop(name, None)
+                t = self.buffers.pop(name, None)
                 if t is not None:
                     ttnn.deallocate(t)
         total = (time.time() - t0) * 1e3
-        return {"programs": launched, "steps": ran, "chains": chains, "by_label": times, "total_ms": total,
-                "host_ms": total - (self.launch_s - s0) * 1e3}, out
+        return {"programs": len(h["programs"]), "steps": ran, "chains": chains, "by_label": times,
+                "total_ms": total, "host_ms": total - (self.launch_s - s0) * 1e3}, out
 
-    def _task(self, st, b):
-        """A graph phase's task for its parts builder (ttnn_parts.py), its output allocated under its name: a
-        LayerNorm ("rows"), an attention, or a matmul's end ("finish": it has "jobs")."""
-        if "jobs" in st:
-            dt_ = "f32" if st["out_f32"] else "bf16"
-            return {"jobs": [(j, b[j["x"]], b[j["bias"]], self._alloc(j["out"], (j.get("out_rows") or j["mt"]) * 32, j["nt"] * 32, dt_),
-                              b[j["res"]] if j.get("res") else None) for j in st["jobs"]], "cut": st.get("cut")}
-        if st["kind"] == "attention":
-            out = self._alloc(st["out"], st["mp"], -(-st["heads"] * st["hd"] // 32) * 32, "bf16")
-            return {"tq": b[st["q"]], "tk": b[st["k"]], "tv": b[st["v"]], "ts": b[st["scaler"]], "tm": b[st["mask"]],
-                    "out": out, "heads": st["heads"], "mp": st["mp"], "np": st["np"], "hd": st["hd"]}
-        out = self._alloc(st["out"], st["row_tiles"] * 32, st["wt"] * 32, "f32" if st["out_f32"] else "bf16")
-        return {"tx": b[st["x"]], "ts": b[st["scaler"]], "tg": b[st.get("g") or st["scaler"]],
-                "tb": b[st.get("b") or st["scaler"]], "out": out, "wt": st["wt"], "row_tiles": st["row_tiles"],
-                "vec_tiles": st["vec_tiles"], "b_col": st["b_col"], "vec_len": st["vec_len"]}
+    def _program(self, p, sources):
+        """One program as the Rust side lowered it (program.rs), launched: its tensors resolved in order (a
+        name's tensor, or one allocated under it: _alloc), each kernel on its cores with its words (a task
+        table's rows, else its runtime args) where the addresses and NOC coordinates are written in, its CBs
+        and semaphores."""
+        ts = [self._alloc(t["name"], *t["alloc"]) if "alloc" in t else self.buffers[t["name"]]
+              for t in p["tensors"]]
+        used = {id(t): t for t in ts}
+        kernels = []
+        for k in p["kernels"]:
+            cores = [tuple(c["core"]) for c in k["cores"]]
+            words = [self._words(c, ts) for c in k["cores"]]
+            ct = [a for i in k["accessors"] for a in ttnn.TensorAccessorArgs(ts[i]).get_compile_time_args()]
+            ra = ttnn.RuntimeArgs()
+            if "table_width" in k:
+                table = self._table(words, k["table_width"])
+                used[id(table)] = table
+                ct = list(ttnn.TensorAccessorArgs(table).get_compile_time_args()) + ct
+                for i, (x_, y_) in enumerate(cores):
+                    ra[x_][y_] = [table.buffer_address(), i]
+            else:
+                for (x_, y_), w in zip(cores, words):
+                    ra[x_][y_] = w.tolist()
+            kernels.append(ttnn.KernelDescriptor(
+                kernel_source=sources[k["source"]], source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE,
+                core_ranges=self._ranges(cores), compile_time_args=ct + k["compile_args"], runtime_args=ra,
+                config=self._config(k["config"])))
+        cbs = [ttnn.CBDescriptor(total_size=c["page"] * c["pages"], core_ranges=self._ranges(c["cores"]),
+                                 format_descriptors=[ttnn.CBFormatDescriptor(buffer_index=c["index"],
+                                                                             data_format=FORMATS[c["format"]],
+                                                                             page_size=c["page"])])
+               for c in p["cbs"]]
+        sems = [ttnn.SemaphoreDescriptor(id=i, core_type=ttnn.CoreType.WORKER, core_ranges=self._ranges(c),
+                                         initial_value=0) for i, c in enumerate(p["semaphores"])]
+        self._launch(used, kernels, cbs, semaphores=sems)
 
-    def _group_parts(self, st, tasks):
-        """The kernels of a group of phases alike (st: the first one's step) over their tasks: _finish_parts,
-        _attention_parts or _rows_parts."""
-        if "jobs" in st:
-            return self._finish_parts(st, tasks)
-        if st["kind"] == "attention":
-            return self._attention_parts(st, tasks)
-        return self._rows_parts(st, tasks, dict(st["work_cbs"]),
-                                unpack_to_dest=tuple(st["unpack_to_dest"]), out_f32=st["out_f32"])
+    def _words(self, c, ts):
+        """A core's words with the tensors' DRAM addresses and the cores' NOC coordinates written in."""
+        w = np.array(c["words"], dtype=np.uint32)
+        for i, t in c.get("addrs", ()):
+            w[i] = ts[t].buffer_address()
+        for i, x_, y_ in c.get("nocs", ()):
+            noc = self.dev.worker_core_from_logical_core(ttnn.CoreCoord(x_, y_))
+            w[i] = noc.x | noc.y << 16
+        return w
 
-    def _noc(self, cores):
-        """The NOC coordinates [(x, y)] of logical cores, as kernels address them."""
-        return [(c.x, c.y) for c in (self.dev.worker_core_from_logical_core(ttnn.CoreCoord(*xy)) for xy in cores)]
+    def _table(self, words, width):
+        """A task table: the cores' words as a uint32 ROW_MAJOR DRAM tensor, a row of `width` words a core. A
+        table with the same words as one already on the device is that one (a denoising step's tables are the
+        same step after step while the tensors' addresses are); the bytes written are counted in
+        self.table_bytes."""
+        rows = np.zeros((len(words), width), np.uint32)
+        for i, w in enumerate(words):
+            if len(w) > width:
+                raise RuntimeError(f"task table: {len(w)} words in a row of {width}")
+            rows[i, :len(w)] = w
+        key = (rows.shape, rows.tobytes())
+        table = self.tables.pop(key, None)
+        if table is None:
+            table = ttnn.Tensor(rows, ttnn.uint32, self.dev, ttnn.ROW_MAJOR_LAYOUT, ttnn.DRAM_MEMORY_CONFIG)
+            self.table_bytes += rows.nbytes
+        self.tables[key] = table  # the newest last: the oldest go first when there are too many
+        while len(self.tables) > TABLES_KEPT:
+            self.retired.append(self.tables.pop(next(iter(self.tables))))
+        return table
 
-    def _chain(self, items, plan, b):
-        """matmul_end steps ((matmul, finish, before) each, with the plan's cores for them: (before's, the
-        matmul's, the end's, the cores the end's units are cut for) per step) as ONE program: each step's
-        independent matmuls (mm["jobs"]: each job's fp32 partials per K piece, allocated here under its "out")
-        and their ends (the K pieces summed, the bias, bf16, GELU or the residual add), with the step that
-        makes their activations (before: a LayerNorm or the attention) when given. The matmul kernels run on
-        the plan's cores, every job of the chain in turn. The other phases run in groups (the plan's: each
-        phase names its "group"), a group's cores running one set of kernels over its phases, a task each
-        (ttnn_parts.py). Between consecutive phases a barrier on the device: each core of a phase, once its
-        writes are acknowledged, increments semaphore 0 of every core of the next, whose reader waits until
-        it holds the increments of every phase before one of its own so far. The phases form one line, each
-        waiting for the whole of the one before, so a phase starts only when every earlier one has ended: a
-        tensor a later phase rewrites (t/h, t/q, ...) has been read. Answers the line: (kind, cores) per
-        phase."""
-        line = []
-        for (mm, end, before), (bc, mc, ec, cut) in zip(items, plan):
-            if before is not None:
-                line.append(("before", before, bc, None))
-            line += [("matmul", mm, mc, None), ("end", end, ec, cut)]
-        counts, groups, mm_jobs, mm_phases, mm_h = {}, {}, [], [], None
-        for i, (kind, st, cores, cut) in enumerate(line):
-            producers = len(line[i - 1][2]) if i > 0 else 0
-            signal = self._noc(line[i + 1][2]) if i + 1 < len(line) else []
-            if kind == "matmul":
-                mm_h = mm_h or st
-                mm_phases.append((producers, signal))
-                # After the step before: its output, allocated there, is the matmuls' input.
-                mm_jobs += [({**j, "arena": st["arena"]}, b[j["act"]],
-                             self._alloc(j["out"], j["k_split"] * j["mt"] * 32, j["nt"] * 32, "f32"),
-                             j["mt"], len(mm_phases) - 1) for j in st["jobs"]]
-                continue
-            waits = {}
-            for xy in cores if producers else ():
-                counts[xy] = waits[xy] = counts.get(xy, 0) + producers
-            task = {**self._task(st, b), "cores": list(cores), "waits": waits, "signal": signal, "cut": cut}
-            g = groups.setdefault(st["group"], {"st": st, "tasks": [], "planned": []})
-            g["tasks"].append(task)
-            g["planned"].append(list(cores))
-        kernels, cbs, tensors = [], [], {}
-        owner = {}
-        for name, g in groups.items():
-            for xy in {xy for c in g["planned"] for xy in c}:
-                if owner.setdefault(xy, name) != name:
-                    raise RuntimeError(f"chain: core {xy} is planned for groups {owner[xy]} and {name}")
-            k_, c_, t_, used = self._group_parts(g["st"], g["tasks"])
-            if used != g["planned"]:
-                raise RuntimeError(f"chain: group {name} took {used}, planned {g['planned']}")
-            kernels, cbs, tensors = kernels + k_, cbs + c_, {**tensors, **t_}
-        k_, c_, t_, _ = self._matmul_parts(mm_h, mm_jobs, mm_phases)
-        kernels, cbs, tensors = k_ + kernels, c_ + cbs, {**t_, **tensors}
-        waiting = sorted({xy for _, _, cores, _ in line[1:] for xy in cores})
-        ranges = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*xy), ttnn.CoreCoord(*xy)) for xy in waiting])
-        sem = ttnn.SemaphoreDescriptor(id=0, core_type=ttnn.CoreType.WORKER, core_ranges=ranges, initial_value=0)
-        self._launch(tensors, kernels, cbs, semaphores=[sem])
-        return [(kind if kind != "before" else st["kind"], len(cores)) for kind, st, cores, _ in line]
+    @staticmethod
+    def _ranges(cores):
+        return ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(*xy), ttnn.CoreCoord(*xy)) for xy in cores])
 
-    def _relayout_on_device(self, st, src, dst):
-        """Our relayout_tiles.cpp (data movement only) from src to dst: the dst tile rows shared over
-        st["cores"] cores of the grid's first row, each core given every segment progression."""
-        rows, dst_w, elem = st["rows"], st["dst_w"], 4 if st["dtype"] == "f32" else 2
-        n_cores = max(1, min(st["cores"], rows, self.dev.compute_with_storage_grid_size().x))
-        per, extra = divmod(rows, n_cores)
-        flat = [w for p in st["progs"] for w in p]
-        cores, rd, first = [], ttnn.RuntimeArgs(), 0
-        for c in range(n_cores):
-            count = per + (1 if c < extra else 0)
-            rd[c][0] = [src.buffer_address(), dst.buffer_address(), st["src_w"], dst_w, elem, first, count,
-                        len(st["progs"])] + flat
-            cores.append(ttnn.CoreRange(ttnn.CoreCoord(c, 0), ttnn.CoreCoord(c, 0)))
-            first += count
-        cores = ttnn.CoreRangeSet(cores)
-        page = 1024 * elem
-        fmt = ACT_DTYPES[st["dtype"]]
-        cbs = [ttnn.CBDescriptor(total_size=n * page, core_ranges=cores, format_descriptors=[
-            ttnn.CBFormatDescriptor(buffer_index=i, data_format=fmt, page_size=page)])
-            for i, n in ((CB["relayout_tiles"]["cb_dst"], (per + (1 if extra else 0)) * dst_w),
-                         (CB["relayout_tiles"]["cb_src"], st["span"]))]
-        acc = lambda t: list(ttnn.TensorAccessorArgs(t).get_compile_time_args())
-        prog = ttnn.ProgramDescriptor(kernels=[
-            ttnn.KernelDescriptor(kernel_source=st["kernel"], source_type=ttnn.KernelDescriptor.SourceType.SOURCE_CODE,
-                                  core_ranges=cores, compile_time_args=acc(src) + acc(dst), runtime_args=rd,
-                                  config=ttnn.ReaderConfigDescriptor()),
-        ], semaphores=[], cbs=cbs)
-        self._run([src, dst], prog)
+    @staticmethod
+    def _config(c):
+        if c["kind"] == "reader":
+            return ttnn.ReaderConfigDescriptor()
+        if c["kind"] == "writer":
+            return ttnn.WriterConfigDescriptor()
+        cfg = ttnn.ComputeConfigDescriptor(math_fidelity=getattr(ttnn.MathFidelity, c["fidelity"]),
+                                           fp32_dest_acc_en=True)
+        if c["unpack_to_dest"]:  # one entry per CB index
+            cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32 if i in c["unpack_to_dest"]
+                                       else ttnn.UnpackToDestMode.Default for i in range(64)]
+        return cfg

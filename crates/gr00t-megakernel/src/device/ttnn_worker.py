@@ -8,8 +8,9 @@ Requests carry an "op"; each answer is one frame with {"ok": true, ...} or {"ok"
 "op", "error": "..."}. Every request read and every answer written is checked against the protocol's schema
 (PROTOCOL_JSON, protocol.json, the same messages as the Rust side's protocol.rs types): a key missing, unknown
 or of another type is a "schema" failure naming it, before anything runs.
-Nothing here decides anything about the model: which tiles, which cores, which runtime args all come from
-the Rust side (tt_blackhole's plan); the kernels are the repo's C++ sources, sent as SOURCE_CODE.
+Nothing here decides anything about the model: which tiles, which cores, which words and CBs all come from
+the Rust side (tt_blackhole's plan, lowered to programs by lower.rs); the kernels are the repo's C++ sources,
+sent as SOURCE_CODE.
 """
 import json
 import os
@@ -27,15 +28,10 @@ _proto_in = sys.stdin.buffer
 import numpy as np  # noqa: E402
 import ttnn  # noqa: E402
 
-DTYPES = {"bfp8_b": ttnn.bfloat8_b, "bfp4_b": ttnn.bfloat4_b, "bf16": ttnn.bfloat16}
 ACT_DTYPES = {"bf16": ttnn.bfloat16, "f32": ttnn.float32}
-# What the runtime decides and the worker uses (CONSTANTS_JSON, registry.rs worker_constants): the CB ids of
-# every kernel by kernel and name (CB["layernorm_rows"]["cb_x"]) and the task tables' CBs, from the kernel
-# registry; the most runtime args one kernel takes on one core (tt-metal's limit; padded_args refuses a kernel
-# past it with the count) and the most words of a task table a core, from the plan.
-CONSTANTS = json.loads(CONSTANTS_JSON)
-CB, TABLE_CB = CONSTANTS["cb"], CONSTANTS["table_cb"]
-MAX_ARGS, TABLE_WORDS = CONSTANTS["max_args"], CONSTANTS["table_words"]
+# A CB's page format as the Rust side names it (program.rs, CbFormat).
+FORMATS = {"f32": ttnn.float32, "bf16": ttnn.bfloat16, "bfp8_b": ttnn.bfloat8_b, "bfp4_b": ttnn.bfloat4_b,
+           "uint32": ttnn.uint32}
 TABLES_KEPT = 256  # task tables kept on the device for the programs that use them again
 
 
@@ -54,6 +50,9 @@ def check(value, ty, at):
             raise SchemaError(f"{at}: {type(value).__name__} {value!r:.40}, the schema wants {ty}")
     elif isinstance(ty, str):
         check(value, PROTOCOL["types"][ty], at)
+    elif ty == ["int"]:  # a kernel's words: many, checked at once
+        if not isinstance(value, list) or not all(type(v) is int for v in value):
+            raise SchemaError(f"{at}: {type(value).__name__}, the schema wants a list of ints")
     elif isinstance(ty, list) or "tuple" in ty:
         items = ty if isinstance(ty, list) else ty["tuple"]
         if not isinstance(value, (list, tuple)) or ("tuple" in ty and len(value) != len(items)):
@@ -93,28 +92,6 @@ def check_request(h):
     check({k: v for k, v in h.items() if k != "op"}, PROTOCOL["requests"][op], f"request `{op}`")
 
 
-def pair(lo, hi):
-    """Two values < 2^16 in one runtime arg word, lo in the low half (the matmul kernels' job words)."""
-    if not (0 <= lo < 1 << 16 and 0 <= hi < 1 << 16):
-        raise RuntimeError(f"runtime arg pair ({lo}, {hi}) does not fit 16 bits each")
-    return lo | hi << 16
-
-
-def padded_args(per_core):
-    """Runtime args {(x, y): [words]} of a kernel whose per-core length varies (a program of several jobs or
-    units) as ttnn.RuntimeArgs, every core's padded with zeros to the longest, and that length: ttnn's
-    program cache keys a program by its descriptor without the runtime args, and on a hit writes the new
-    args into the cached vectors, which must be as long. The caller adds the length to the kernel's
-    compile-time args (the key), so programs whose args differ in length are different programs."""
-    n = max(len(v) for v in per_core.values())
-    if n > MAX_ARGS:
-        raise RuntimeError(f"runtime args: {n} words on one core, tt-metal takes at most {MAX_ARGS}")
-    ra = ttnn.RuntimeArgs()
-    for (x_, y_), v in per_core.items():
-        ra[x_][y_] = v + [0] * (n - len(v))
-    return ra, n
-
-
 def read_exact(n):
     buf = bytearray()
     while len(buf) < n:
@@ -140,12 +117,12 @@ def write_frame(header, payload=b""):
         _proto_out.write(payload)
 
 
-class Worker(GraphOps, PartsOps):
+class Worker(GraphOps):
     def __init__(self):
         self.dev = None
         self.buffers = {}  # name -> device tensor holding raw pages
         self.retired = []  # tensors replaced under their names while a program being built may use them
-        self.tables = {}  # task tables on the device, by their words (ttnn_parts.py), the newest last
+        self.tables = {}  # task tables on the device, by their words (ttnn_graph.py), the newest last
         self.table_bytes = 0  # the bytes of task tables written to the device so far
         self.kept = {}  # graphs kept for op_replay, by name (ttnn_graph.py)
         self.recording = None  # the launches of the graph being kept, while it runs
@@ -195,27 +172,6 @@ class Worker(GraphOps, PartsOps):
             ttnn.deallocate(b)
         return {}, b""
 
-    def op_matmul(self, h, payload):
-        """x [m, k] f32 (zero-padded to whole tiles, packed to bf16 tiles by ttnn, round to nearest even)
-        times the arena weight, one program over the plan's compute cores; returns the fp32 partials
-        [k_split, m_pad, n_tiles * 32]."""
-        m, k, kt, nt, k_split = h["m"], h["k"], h["kt"], h["nt"], h["k_split"]
-        mt = (m + 31) // 32
-        x = np.zeros((mt * 32, kt * 32), dtype=np.float32)
-        x[:m, :k] = np.frombuffer(payload, dtype=np.float32).reshape(m, k)
-        t0 = time.time()
-        act = ttnn.Tensor(x, ttnn.bfloat16, self.dev, ttnn.TILE_LAYOUT, ttnn.DRAM_MEMORY_CONFIG)
-        out = ttnn.allocate_tensor_on_device(ttnn.Shape([k_split * mt * 32, nt * 32]), ttnn.float32,
-                                             ttnn.TILE_LAYOUT, self.dev, ttnn.DRAM_MEMORY_CONFIG)
-        t1 = time.time()
-        kernels, cbs, tensors, _ = self._matmul_parts(h, [(h, act, out, mt, 0)], [(0, [])])
-        self._launch(tensors, kernels, cbs)
-        t2 = time.time()
-        got = np.ascontiguousarray(ttnn.from_device(out).to_numpy(), dtype=np.float32)
-        ttnn.deallocate(act)
-        ttnn.deallocate(out)
-        return {"program_ms": (t2 - t1) * 1e3, "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
-
     def _launch(self, tensors, kernels, cbs, semaphores=()):
         """One program of these kernels and CBs over these device tensors, run to its end."""
         prog = ttnn.ProgramDescriptor(kernels=kernels, semaphores=list(semaphores), cbs=cbs)
@@ -226,72 +182,6 @@ class Worker(GraphOps, PartsOps):
             else:
                 ttnn.deallocate(t)
         self.retired.clear()
-
-    def op_eltwise(self, h, payload):
-        """One tile-streaming program of our kernels (an SFPU op of the library, compiled as the Rust side
-        composed it) over x [rows, cols] f32 (rows and cols whole tiles), sent to the device as
-        h["in_dtype"] ("bf16": rounded to nearest even by ttnn, or "f32": unpacked straight to the fp32
-        DST), computed with an fp32 DST, packed as h["out_dtype"]. The tiles are cut into contiguous runs
-        over h["cores"] cores of the grid's first row. Returns the output as f32 [rows, cols]."""
-        rows, cols, n_cores = h["rows"], h["cols"], h["cores"]
-        if rows % 32 or cols % 32 or len(payload) != rows * cols * 4:
-            raise RuntimeError(f"eltwise: {len(payload)} bytes for [{rows}, {cols}] (whole tiles of f32)")
-        dt = {"bf16": ttnn.bfloat16, "f32": ttnn.float32}
-        in_dt, out_dt = dt[h["in_dtype"]], dt[h["out_dtype"]]
-        page = {"bf16": 2048, "f32": 4096}
-        x = np.frombuffer(payload, dtype=np.float32).reshape(rows, cols)
-        t0 = time.time()
-        inp = ttnn.Tensor(np.ascontiguousarray(x), in_dt, self.dev, ttnn.TILE_LAYOUT, ttnn.DRAM_MEMORY_CONFIG)
-        out = ttnn.allocate_tensor_on_device(ttnn.Shape([rows, cols]), out_dt, ttnn.TILE_LAYOUT, self.dev,
-                                             ttnn.DRAM_MEMORY_CONFIG)
-        tiles = rows * cols // 1024
-        n_cores = max(1, min(n_cores, tiles, self.dev.compute_with_storage_grid_size().x))
-        per, extra = divmod(tiles, n_cores)
-        runs, first = [], 0
-        for c in range(n_cores):
-            count = per + (1 if c < extra else 0)
-            runs.append((c, first, count))
-            first += count
-        src = ttnn.KernelDescriptor.SourceType.SOURCE_CODE
-        k = h["kernels"]
-        cores = ttnn.CoreRangeSet([ttnn.CoreRange(ttnn.CoreCoord(c, 0), ttnn.CoreCoord(c, 0)) for c, _, _ in runs])
-        rd, cp = ttnn.RuntimeArgs(), ttnn.RuntimeArgs()
-        for c, f, n in runs:
-            rd[c][0] = [inp.buffer_address(), f, n]
-            cp[c][0] = [n]
-        # Our tile writer reads its run from a task table (one task: out, first page, count, no signal).
-        writer, table_cb, table = self._table_kernel(
-            k["writer"], {(c, 0): [1, out.buffer_address(), f, n, 0] for c, f, n in runs},
-            list(ttnn.TensorAccessorArgs(out).get_compile_time_args()), ttnn.WriterConfigDescriptor(),
-            TABLE_CB["writer"])
-        cb_in, cb_out = CB["eltwise_sfpu"]["cb_in"], CB["eltwise_sfpu"]["cb_out"]
-        cbs = [ttnn.CBDescriptor(total_size=2 * page[name], core_ranges=cores, format_descriptors=[
-            ttnn.CBFormatDescriptor(buffer_index=i, data_format=dt[name], page_size=page[name])])
-            for i, name in ((cb_in, h["in_dtype"]), (cb_out, h["out_dtype"]))] + [table_cb]
-        cfg = ttnn.ComputeConfigDescriptor(math_fidelity=ttnn.MathFidelity.HiFi4, fp32_dest_acc_en=True)
-        if h["in_dtype"] == "f32":
-            cfg.unpack_to_dest_mode = [ttnn.UnpackToDestMode.UnpackToDestFp32 if i == cb_in
-                                       else ttnn.UnpackToDestMode.Default for i in range(64)]  # one per CB index
-        prog = ttnn.ProgramDescriptor(kernels=[
-            ttnn.KernelDescriptor(kernel_source=k["reader"], source_type=src, core_ranges=cores,
-                                  compile_time_args=list(ttnn.TensorAccessorArgs(inp).get_compile_time_args()),
-                                  runtime_args=rd, config=ttnn.ReaderConfigDescriptor()),
-            writer,
-            ttnn.KernelDescriptor(kernel_source=k["compute"], source_type=src, core_ranges=cores,
-                                  compile_time_args=[], runtime_args=cp, config=cfg),
-        ], semaphores=[], cbs=cbs)
-        t1 = time.time()
-        ttnn.generic_op([inp, out, table], prog)
-        ttnn.synchronize_device(self.dev)
-        t2 = time.time()
-        host = ttnn.from_device(out)
-        if out_dt != ttnn.float32:  # a bf16 host tensor's to_numpy is an object array: widen it first (exact)
-            host = ttnn.to_dtype(host, ttnn.float32)
-        got = np.ascontiguousarray(host.to_numpy(), dtype=np.float32)
-        ttnn.deallocate(inp)
-        ttnn.deallocate(out)
-        return {"program_ms": (t2 - t1) * 1e3,
-                "total_ms": (time.time() - t0) * 1e3}, got.tobytes()
 
     def op_close(self, h, _):
         if self.dev is not None:

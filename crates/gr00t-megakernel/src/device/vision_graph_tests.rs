@@ -78,7 +78,7 @@ pub(super) fn run_graph(
 
 /// A graph over the tiny golden's DiT arena index and plan, on the p150a's worker grid, with
 /// `arena` for its backbone matmuls: built without a device.
-fn offline_graph<'a>(
+pub(super) fn offline_graph<'a>(
     index: &'a tt_blackhole::arena::ArenaIndex,
     plan: &'a tt_blackhole::plan::MegakernelPlan,
     arena: &'a BackboneArena,
@@ -90,7 +90,7 @@ fn offline_graph<'a>(
 }
 
 /// The tiny golden's DiT dims' arena index and plan (what a graph's DiT side is cut for).
-fn tiny_dit() -> (
+pub(super) fn tiny_dit() -> (
     tt_blackhole::arena::ArenaIndex,
     tt_blackhole::plan::MegakernelPlan,
 ) {
@@ -103,12 +103,10 @@ fn tiny_dit() -> (
     )
 }
 
-/// A full-width SigLIP2 layer's graph, built without a device: its four matmul steps (each
-/// with the LayerNorm or attention before it) packed into one program, fc2's units cut into K
-/// blocks (two per column beside the split's two pieces: 4 pieces) to fit L1 at 12 tile rows.
-#[test]
-fn a_full_width_vision_layer_is_one_program_with_fc2_in_k_blocks() {
-    use super::protocol::GraphStep;
+/// A full-width SigLIP2 layer's graph (one layer of the default config), built without a
+/// device and lowered: the request and the packed steps its programs come from.
+pub(super) fn full_width_vision_layer() -> (super::protocol::Graph, Vec<super::protocol::GraphStep>)
+{
     use super::vision_graph::vision_layer;
 
     let mut cfg = EagleConfig::default();
@@ -130,10 +128,20 @@ fn a_full_width_vision_layer_is_one_program_with_fc2_in_k_blocks() {
     let mut g = offline_graph(&index, &plan, &arena);
     vision_layer(&mut g, &arena, 0, shape, "t/v/x0", "t/v/y").unwrap();
     assert_eq!(g.steps(), 4, "LN + QKV, attention + O, LN + fc1, fc2");
-    let (request, programs) = g.request(&Upload::new(), &[], None, true).unwrap();
-    assert_eq!(programs, 1);
-    let [GraphStep::Chain(chain)] = request.steps.as_slice() else {
-        panic!("one chain: {:?}", request.steps.len());
+    g.lowered(&Upload::new(), &[], None, true).unwrap()
+}
+
+/// A full-width SigLIP2 layer's graph: its four matmul steps (each with the LayerNorm or
+/// attention before it) packed into one program, fc2's units cut into K blocks (two per column
+/// beside the split's two pieces: 4 pieces) to fit L1 at 12 tile rows.
+#[test]
+fn a_full_width_vision_layer_is_one_program_with_fc2_in_k_blocks() {
+    use super::protocol::GraphStep;
+
+    let (request, steps) = full_width_vision_layer();
+    assert_eq!(request.programs.len(), 1);
+    let [GraphStep::Chain(chain)] = steps.as_slice() else {
+        panic!("one chain: {:?}", steps.len());
     };
     let pieces: Vec<usize> = chain
         .steps
@@ -171,9 +179,8 @@ fn the_full_size_projector_norm_streams() {
     let (index, plan) = tiny_dit();
     let mut g = offline_graph(&index, &plan, &arena);
     projector(&mut g, &arena, shape, "t/v/out", "t/p/y").unwrap();
-    let (request, _) = g.request(&Upload::new(), &[], None, true).unwrap();
-    let norms: Vec<&RowsStep> = request
-        .steps
+    let (_, steps) = g.lowered(&Upload::new(), &[], None, true).unwrap();
+    let norms: Vec<&RowsStep> = steps
         .iter()
         .flat_map(|st| match st {
             GraphStep::Rows(r) => vec![r],

@@ -26,25 +26,22 @@ use super::deadline::{ProgramDeadlines, secs};
 use super::protocol::{Op, Reply, WorkerFailure, WorkerOp, header, parse_reply, summary};
 use super::watchdog::{Liveness, Watchdog};
 
-/// The worker's Python source, shipped inside the binary: the graph ops' and the programs'
-/// mixins (`ttnn_graph.py`, `ttnn_parts.py`) first, then the worker that inherits them
-/// (`ttnn_worker.py`). [`worker_source`] puts what it takes from the runtime before it.
+/// The worker's Python source, shipped inside the binary: the graph ops' mixin
+/// (`ttnn_graph.py`) first, then the worker that inherits it (`ttnn_worker.py`).
+/// [`worker_source`] puts what it takes from the runtime before it.
 pub const WORKER_SOURCE: &str = concat!(
     include_str!("ttnn_graph.py"),
-    "\n",
-    include_str!("ttnn_parts.py"),
     "\n",
     include_str!("ttnn_worker.py")
 );
 
 /// The worker's whole source: the protocol's schema ([`super::protocol::SCHEMA`], which it
-/// checks every message against) and the registry's constants
-/// ([`super::registry::worker_constants`]: CB ids, bounds) first, then [`WORKER_SOURCE`].
+/// checks every message against) first, then [`WORKER_SOURCE`]. Nothing else: every CB id,
+/// word and bound of a program comes in the program itself (`lower.rs`).
 pub fn worker_source() -> String {
     format!(
-        "PROTOCOL_JSON = r'''{}'''\nCONSTANTS_JSON = r'''{}'''\n{WORKER_SOURCE}",
-        super::protocol::SCHEMA,
-        super::registry::worker_constants()
+        "PROTOCOL_JSON = r'''{}'''\n{WORKER_SOURCE}",
+        super::protocol::SCHEMA
     )
 }
 

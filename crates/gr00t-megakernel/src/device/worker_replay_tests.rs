@@ -82,26 +82,33 @@ fn open() -> Open {
 
 /// A graph of one relayout program from `x` into `y`, kept as `step` and read back from `y`.
 fn kept_graph() -> Graph {
+    let step = copy(vec![vec![0]]);
     Graph {
         inputs: inputs(),
-        steps: vec![GraphStep::Relayout(RelayoutStep {
-            src: "x".into(),
-            dst: "y".into(),
-            rows: 1,
-            src_w: 1,
-            dst_w: 1,
-            dtype: ActDtype::F32,
-            progs: vec![vec![0]],
-            span: 1,
-            cores: 1,
-            kernel: "// stand-in".into(),
-            label: Some("copy".into()),
-        })],
+        programs: vec![super::lower::lower_step(&step, [13, 10]).expect("a relayout lowers")],
         outputs: vec![("y".into(), 32, 32)],
         free: Vec::new(),
-        sources: Default::default(),
+        sources: [("copy".to_string(), "// stand-in".to_string())].into(),
         keep: Some("step".into()),
     }
+}
+
+/// A relayout of one f32 tile from `x` into `y` (`progs`: its segment progressions), its kernel
+/// named `copy`.
+pub(super) fn copy(progs: Vec<Vec<usize>>) -> GraphStep {
+    GraphStep::Relayout(RelayoutStep {
+        src: "x".into(),
+        dst: "y".into(),
+        rows: 1,
+        src_w: 1,
+        dst_w: 1,
+        dtype: ActDtype::F32,
+        progs,
+        span: 1,
+        cores: 1,
+        kernel: "copy".into(),
+        label: Some("copy".into()),
+    })
 }
 
 fn replay() -> Replay {

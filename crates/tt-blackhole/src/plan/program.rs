@@ -279,7 +279,7 @@ pub fn chain_cores(
             }
         })
         .collect();
-    let (args, table) = longest_words(steps, &out);
+    let (args, table) = chain_words(steps, &out);
     (args <= MAX_ARGS && table <= TABLE_WORDS).then_some((out, groups))
 }
 
@@ -293,9 +293,11 @@ struct Words {
 }
 
 /// The longest compute args and the longest task table any kernel of the chain has on one core,
-/// in words (the worker's layouts, `ttnn_worker.py`). A writer's table names every core of the
-/// phase after its own, a word each, after each of its phases.
-fn longest_words(steps: &[StepNeed], cores: &[StepCores]) -> (usize, usize) {
+/// in words (the kernels' layouts, as gr00t-megakernel's `lower_parts.rs` writes them: its
+/// tests hold this at least what the lowering writes, so the packer never accepts a chain the
+/// lowering refuses). A writer's table names every core of the phase after its own, a word
+/// each, after each of its phases. A matmul's end's reader is counted with its stream's word.
+pub fn chain_words(steps: &[StepNeed], cores: &[StepCores]) -> (usize, usize) {
     // The line of phases: (its cores, per core its reader, writer and compute words), built
     // below; each phase's writer signals the next phase's cores.
     enum Kind {
@@ -327,7 +329,8 @@ fn longest_words(steps: &[StepNeed], cores: &[StepCores]) -> (usize, usize) {
             compute: 1,
         };
         match kind {
-            // rows: reader 11 words a task, writer 4, compute 1; attention: 14, 10, 2.
+            // rows: reader 11 words a task, writer 4, compute 1; attention: 16, 10, 3 (the
+            // layouts gr00t-megakernel's lowering writes: `lower_parts.rs`).
             Kind::Before(Before::Rows { .. }) => {
                 for c in *these {
                     add(*c, 11, 4 + next, 1, phase_head);
@@ -335,7 +338,7 @@ fn longest_words(steps: &[StepNeed], cores: &[StepCores]) -> (usize, usize) {
             }
             Kind::Before(Before::Attention { .. }) => {
                 for c in *these {
-                    add(*c, 14, 10 + next, 2, phase_head);
+                    add(*c, 16, 10 + next, 3, phase_head);
                 }
             }
             // A matmul core: reader 4 words then 6 a job (its arena's address the sixth),
@@ -354,14 +357,20 @@ fn longest_words(steps: &[StepNeed], cores: &[StepCores]) -> (usize, usize) {
                     add(*c, 0, next, 0, head);
                 }
             }
-            // An end core, its units dealt in turn: reader 2 words a task then 9 a unit, writer
-            // 2 then 3 a unit, compute 1 a unit.
+            // An end core, its units dealt in turn: reader 2 words (count, the CBs' sizes) then
+            // 2 a task and 9 a unit, writer 1 then 2 a task and 3 a unit, compute 2 then 1 a
+            // unit.
             Kind::End(s) => {
                 let n = these.len().max(1);
                 let units = finish_units(&steps[*s].end_jobs, cores[*s].end_cut);
+                let head = Words {
+                    reader: 2,
+                    writer: 1,
+                    compute: 2,
+                };
                 for (j, c) in these.iter().enumerate() {
                     let u = units / n + usize::from(j < units % n);
-                    add(*c, 2 + 9 * u, 2 + 3 * u + next, u, phase_head);
+                    add(*c, 2 + 9 * u, 2 + 3 * u + next, u, head);
                 }
             }
         }
