@@ -22,11 +22,8 @@ enum Phase<'a> {
     End(&'a FinishStep, usize),
 }
 
-/// A chain: matmul-and-end steps as ONE program on the plan's cores. The phases form one line;
-/// each core of a phase, once its writes are acknowledged, increments semaphore 0 of every core
-/// of the next, whose reader waits until it holds the increments of every phase before one of
-/// its own so far. So a phase starts only when every earlier one has ended, and a tensor a later
-/// phase rewrites (`t/h`, `t/q`, ...) has been read.
+/// A chain's program (the module's line of phases), every group's cores checked against the
+/// plan's.
 pub(super) fn chain(mut d: Draft, c: &ChainStep) -> Result<Program, LowerError> {
     if c.steps.len() != c.cores.len() {
         return Err(LowerError::Steps(format!(
