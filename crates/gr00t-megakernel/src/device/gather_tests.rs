@@ -13,7 +13,7 @@ use super::graph::{Graph, Upload};
 use super::head_graph_tests::{compare, draw};
 use super::protocol::{ActDtype, GraphStep};
 use super::registry::cb_id;
-use super::tests::{require_simulator, sim_policy};
+use super::tests::{require_simulator, sim_policy_with};
 use gr00t_runtime::weights::{WeightSource, WeightStore};
 
 use TokenSource::{Image, Text};
@@ -191,7 +191,14 @@ fn gather_on_sim(
     }
     let want = want_rows(tokens, &rows, &image_p, wt);
 
-    let sim = sim_policy(ArenaDtype::Bfp8B);
+    // A full-width table's first run (the kernels' JIT build included) takes tens of seconds on
+    // the simulator under CI's load: the full-width tests' deadline, as the other layers'.
+    let sim = sim_policy_with(&crate::MegakernelConfig {
+        dtype: ArenaDtype::Bfp8B,
+        device: "sim".into(),
+        device_timeout: std::time::Duration::from_secs(600),
+        ..crate::MegakernelConfig::default()
+    });
     let dev = sim.device().unwrap();
     let dims = crate::dit_dims(&sim.model().cfg.gr00t, 1);
     let plan = tt_blackhole::plan::build_plan(&dims, ArenaDtype::Bfp8B).unwrap();
