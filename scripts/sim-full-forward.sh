@@ -3,7 +3,7 @@
 # simulated p150a, against the CPU emulator: prints the time it took and the PCC
 # (docs/benchmarks.md records them). Over an hour on a 2-core box (one full-size block's step
 # takes about 37 s on the simulator); never part of CI. By hand: scripts/sim-full-forward.sh
-# The test: crates/gr00t-megakernel/tests/sim_full_forward.rs.
+# The test: crates/gr00t-device/tests/sim_full_forward.rs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sim=../shared/blackhole-sim

@@ -327,7 +327,7 @@ pub(crate) fn norm_affine(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tests::case_dir;
+    use crate::golden_case::case_dir;
     use gr00t_runtime::config::ModelConfig;
     use gr00t_runtime::weights::WeightStore;
 

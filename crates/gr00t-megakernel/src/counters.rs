@@ -1,9 +1,9 @@
 //! What crosses between the host and a device, counted where each worker exchange happens
-//! (`device::backend::TtDevice`), never computed from the plan: device programs launched,
+//! (`gr00t_device::TtDevice`), never computed from the plan: device programs launched,
 //! bytes sent for the device, bytes read back; per denoising step, per forward, since boot.
 //!
 //! A step is the window around one `DitDevice::run_blocks`; a forward is the life of one
-//! `DeviceSteps` (one observation). The windows read one running total, which is exact because
+//! `DeviceForward` (one observation). The windows read one running total, which is exact because
 //! the server runs one forward at a time on a device (its FIFO device lock).
 //!
 //! The figures are the policy's plain data ([`DeviceStats`], gr00t-runtime's `policy`, what a

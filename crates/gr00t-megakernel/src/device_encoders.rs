@@ -4,12 +4,13 @@
 //! them (so one forward's counters cover the backbone and the head).
 
 use crate::backbone_arena::BackboneArena;
+use crate::device_backend::{Camera, DeviceForward, Prompt};
 use gr00t_runtime::model::ModelError;
 
 /// The device's vision tower and projector as the model's image encoder, over the forward's
 /// device steps (until the action head takes them).
 pub(crate) struct DeviceImages<'s, 'a> {
-    pub(crate) steps: &'s std::cell::RefCell<Option<crate::device::DeviceSteps<'a>>>,
+    pub(crate) steps: &'s std::cell::RefCell<Option<Box<dyn DeviceForward + 'a>>>,
     pub(crate) arena: &'s BackboneArena,
     pub(crate) vision: &'s gr00t_runtime::config::VisionConfig,
 }
@@ -17,7 +18,7 @@ pub(crate) struct DeviceImages<'s, 'a> {
 /// The device's Qwen3 body, final norm and vlln as the model's LLM encoder, over the forward's
 /// device steps (until the action head takes them).
 pub(crate) struct DeviceLlm<'s, 'a> {
-    pub(crate) steps: &'s std::cell::RefCell<Option<crate::device::DeviceSteps<'a>>>,
+    pub(crate) steps: &'s std::cell::RefCell<Option<Box<dyn DeviceForward + 'a>>>,
     pub(crate) arena: &'s BackboneArena,
     pub(crate) text: &'s gr00t_runtime::config::TextConfig,
     /// `select_layer`: the body's kept layers.
@@ -35,7 +36,7 @@ impl gr00t_runtime::model::LlmEncoder for DeviceLlm<'_, '_> {
         let steps = steps.as_ref().ok_or(ModelError::NotPrepared(
             "the LLM encoder after the action head",
         ))?;
-        let prompt = crate::device::Prompt {
+        let prompt = Prompt {
             ids,
             image_token,
             image_rows,
@@ -57,7 +58,7 @@ impl gr00t_runtime::model::ImageEncoder for DeviceImages<'_, '_> {
         let steps = steps.as_ref().ok_or(ModelError::NotPrepared(
             "the image encoder after the action head",
         ))?;
-        let camera = crate::device::Camera { index, of };
+        let camera = Camera { index, of };
         steps
             .image_tokens(self.arena, self.vision, pixels, hw, camera)
             .map_err(ModelError::DeviceBackbone)

@@ -125,7 +125,7 @@ impl<'a> Emulator<'a> {
 }
 
 /// What runs the step's matmuls: the CPU ([`Emulator`]) or a device
-/// (`super::device::TtDevice`). The rest of the step (SiLU, LayerNorm, attention's softmax,
+/// (`gr00t_device::TtDevice`). The rest of the step (SiLU, LayerNorm, attention's softmax,
 /// GELU: the SFPU work) is the shared host code of [`run_step_with`], so a device that runs
 /// only the FPU matmuls gets exactly the emulator's numerics around them.
 pub trait StepMatmul {

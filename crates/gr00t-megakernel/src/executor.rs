@@ -11,7 +11,7 @@ use tt_blackhole::device::{DeviceKind, DitDevice, DitRunError, DitStepInputs, se
 
 use super::arena_source::{CheckpointTensors, dit_dims};
 use super::backbone_arena::BackboneArena;
-#[cfg(feature = "device")]
+use super::device_backend::{DeviceBackend, DeviceForward, DeviceOpener};
 use super::device_encoders::{DeviceImages, DeviceLlm};
 use super::emulator::{ArenaBytes, Emulator};
 use super::flow_device::{FlowContext, FlowDevice};
@@ -144,20 +144,18 @@ impl<D: DitDevice + FlowDevice> DitExecutor for MegakernelDit<'_, D> {
     }
 }
 
-/// What runs the DiT blocks of a forward: the emulator, or (feature `device`) a device.
+/// What runs the DiT blocks of a forward: the emulator, or a device's forward.
 pub enum Engine<'a> {
     /// The CPU emulation of the megakernel.
-    Emulator(Emulator<'a>),
-    /// A Tenstorrent device (p150a or simulator) through the ttnn worker.
-    #[cfg(feature = "device")]
-    Device(super::device::DeviceSteps<'a>),
+    Emulator(Box<Emulator<'a>>),
+    /// A Tenstorrent device (p150a or simulator): one observation's forward on it.
+    Device(Box<dyn DeviceForward + 'a>),
 }
 
 impl DitDevice for Engine<'_> {
     fn kind(&self) -> DeviceKind {
         match self {
             Engine::Emulator(e) => e.kind(),
-            #[cfg(feature = "device")]
             Engine::Device(d) => d.kind(),
         }
     }
@@ -165,7 +163,6 @@ impl DitDevice for Engine<'_> {
     fn prepare(&mut self, ctx_tokens: usize) -> Result<(), DitRunError> {
         match self {
             Engine::Emulator(e) => e.prepare(ctx_tokens),
-            #[cfg(feature = "device")]
             Engine::Device(d) => d.prepare(ctx_tokens),
         }
     }
@@ -173,7 +170,6 @@ impl DitDevice for Engine<'_> {
     fn run_blocks(&self, inputs: &DitStepInputs<'_>) -> Result<Vec<f32>, DitRunError> {
         match self {
             Engine::Emulator(e) => e.run_blocks(inputs),
-            #[cfg(feature = "device")]
             Engine::Device(d) => d.run_blocks(inputs),
         }
     }
@@ -232,9 +228,9 @@ impl Default for MegakernelConfig {
 pub const DEFAULT_DEVICE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The megakernel backend: the CPU model for everything but the DiT blocks, which run on the
-/// [`Emulator`] from the block-float arena (`megakernel-emulated`), or, with the feature
-/// `device`, on a p150a or its simulator from the same arena uploaded to device DRAM
-/// (`megakernel-p150a` / `megakernel-sim`, SFPU steps on the host).
+/// [`Emulator`] from the block-float arena (`megakernel-emulated`), or, with a device backend's
+/// opener ([`DeviceOpener`]), on a p150a or its simulator from the same arena uploaded to device
+/// DRAM (`megakernel-p150a` / `megakernel-sim`).
 pub struct MegakernelPolicy {
     model: Gr00tModel,
     index: ArenaIndex,
@@ -243,34 +239,20 @@ pub struct MegakernelPolicy {
     pub arena_outcome: CacheOutcome,
     kind: DeviceKind,
     /// The action head's weights on the device ([`MegakernelConfig::head_embodiment`]).
-    #[cfg_attr(
-        not(feature = "device"),
-        expect(
-            dead_code,
-            reason = "only a device runs the head; without the feature none opens"
-        )
-    )]
     head: Option<HeadArena>,
     /// The vision tower's and the projector's weights on the device
     /// ([`MegakernelConfig::backbone_on_device`]).
-    #[cfg_attr(
-        not(feature = "device"),
-        expect(
-            dead_code,
-            reason = "only a device runs the backbone; without the feature none opens"
-        )
-    )]
     backbone: Option<BackboneArena>,
-    #[cfg(feature = "device")]
-    device: Option<super::device::TtDevice>,
+    /// The open device, where one runs the blocks.
+    device: Option<Box<dyn DeviceBackend>>,
 }
 
 impl MegakernelPolicy {
     /// Build the arena from `weights` (the model's checkpoint) in `dtype`. With `cache_dir`
     /// (`GR00T_TT_CACHE`) the arena is cached there under `weights_revision`; without, it is
-    /// built in memory. `device` is the `GR00T_MK_DEVICE`-style choice: `emulator`, or with
-    /// the feature `device` `p150a` / `sim` (the device is opened and the arena uploaded here);
-    /// without the feature those fail here, clearly.
+    /// built in memory. `device` is the `GR00T_MK_DEVICE`-style choice: `emulator` here
+    /// (`p150a` / `sim` need a backend's opener: [`MegakernelPolicy::with_config`]; without
+    /// one they fail here, clearly).
     pub fn new(
         model: Gr00tModel,
         weights: &dyn WeightSource,
@@ -285,22 +267,25 @@ impl MegakernelPolicy {
             device: device.to_string(),
             ..MegakernelConfig::default()
         };
-        Self::with_config(model, weights, weights_revision, &config)
+        Self::with_config(model, weights, weights_revision, &config, None)
     }
 
-    /// [`MegakernelPolicy::new`] as `config` says (dtype, cache, device and its worker).
+    /// [`MegakernelPolicy::new`] as `config` says (dtype, cache, device and its worker);
+    /// `devices` opens a `p150a` or `sim` device (the crate `gr00t-device`'s opener), and
+    /// without it those are refused as not built in.
     pub fn with_config(
         model: Gr00tModel,
         weights: &dyn WeightSource,
         weights_revision: &str,
         config: &MegakernelConfig,
+        devices: Option<&dyn DeviceOpener>,
     ) -> Result<Self, ModelError> {
         let (dtype, cache_dir, device) = (
             config.dtype,
             config.cache_dir.as_deref(),
             config.device.as_str(),
         );
-        let kind = select_device(device, cfg!(feature = "device"))?;
+        let kind = select_device(device, devices.is_some())?;
         let dims = dit_dims(&model.cfg.gr00t, NOMINAL_CTX);
         let layout = arena_layout(&dims, dtype);
         let source = CheckpointTensors {
@@ -324,29 +309,16 @@ impl MegakernelPolicy {
                 )
             }
         };
-        #[cfg(feature = "device")]
-        let device = match kind {
-            DeviceKind::Emulator => None,
-            _ => {
-                let python = config
-                    .ttnn_python
-                    .clone()
-                    .unwrap_or_else(|| super::device::DEFAULT_PYTHON.into());
-                let worker = super::device::WorkerConfig::new(python)
-                    .with_call_timeout(config.device_timeout);
-                let options = super::device::GraphOptions {
-                    chain: config.chain,
-                    replay: config.replay,
-                };
-                Some(
-                    super::device::TtDevice::open_with(kind, &index, arena.verified()?, &worker)
-                        .map_err(|cause| ModelError::DeviceOpen {
-                            device: device.to_string(),
-                            cause,
-                        })?
-                        .with_options(options),
-                )
-            }
+        let device = match (kind, devices) {
+            (DeviceKind::Emulator, _) | (_, None) => None,
+            (_, Some(opener)) => Some(
+                opener
+                    .open(kind, &index, arena.verified()?, config)
+                    .map_err(|cause| ModelError::DeviceOpen {
+                        device: device.to_string(),
+                        cause,
+                    })?,
+            ),
         };
         // The head goes on the device only where one runs it (the emulator declines).
         let head = match config.head_embodiment {
@@ -383,7 +355,6 @@ impl MegakernelPolicy {
             kind,
             head,
             backbone,
-            #[cfg(feature = "device")]
             device,
         })
     }
@@ -393,19 +364,23 @@ impl MegakernelPolicy {
         self.kind
     }
 
-    /// The open device (feature `device`, `GR00T_MK_DEVICE=p150a|sim`).
-    #[cfg(feature = "device")]
-    pub fn device(&self) -> Option<&super::device::TtDevice> {
-        self.device.as_ref()
+    /// The open device (`GR00T_MK_DEVICE=p150a|sim`).
+    pub fn device(&self) -> Option<&dyn DeviceBackend> {
+        self.device.as_deref()
     }
 
-    /// Load a checkpoint directory and set the backend up as `config` says. The cache key's
-    /// weights revision is [`checkpoint_revision`].
-    pub fn load(model_dir: &Path, config: &MegakernelConfig) -> Result<Self, ModelError> {
+    /// Load a checkpoint directory and set the backend up as `config` says, a device opened
+    /// by `devices` ([`MegakernelPolicy::with_config`]). The cache key's weights revision is
+    /// [`checkpoint_revision`].
+    pub fn load(
+        model_dir: &Path,
+        config: &MegakernelConfig,
+        devices: Option<&dyn DeviceOpener>,
+    ) -> Result<Self, ModelError> {
         let model = Gr00tModel::load(model_dir)?;
         let ws = gr00t_runtime::weights::WeightStore::open_dir(model_dir)?;
         let rev = checkpoint_revision(model_dir)?;
-        Self::with_config(model, &ws, &rev, config)
+        Self::with_config(model, &ws, &rev, config, devices)
     }
 
     /// The CPU model whose code runs everything outside the DiT blocks.
@@ -427,23 +402,21 @@ impl MegakernelPolicy {
     /// and device).
     pub fn executor(&self) -> Result<MegakernelDit<'_, Engine<'_>>, ModelError> {
         let dims = dit_dims(&self.model.cfg.gr00t, NOMINAL_CTX);
-        #[cfg(feature = "device")]
         if let Some(dev) = &self.device {
-            let steps = super::device::DeviceSteps::new(dev, &self.model.head.dit, &dims)?;
+            let steps = dev.forward(&self.model.head.dit, &dims)?;
             return Ok(self.executor_on(steps));
         }
         let emu = Emulator::new(&self.model.head.dit, &self.index, &self.arena, &dims)?;
         Ok(MegakernelDit::new(
-            Engine::Emulator(emu),
+            Engine::Emulator(Box::new(emu)),
             &self.model.head.dit,
         ))
     }
 
     /// The device's DiT executor over `steps` (one forward's).
-    #[cfg(feature = "device")]
     fn executor_on<'a>(
         &'a self,
-        steps: super::device::DeviceSteps<'a>,
+        steps: Box<dyn DeviceForward + 'a>,
     ) -> MegakernelDit<'a, Engine<'a>> {
         let dit = MegakernelDit::new(Engine::Device(steps), &self.model.head.dit);
         match &self.head {
@@ -454,7 +427,6 @@ impl MegakernelPolicy {
 
     /// One forward whose backbone's vision tower and projector run on the device before its
     /// action head (the same forward's steps: its counters cover both).
-    #[cfg(feature = "device")]
     fn predict_with_device_images(
         &self,
         inputs: &ModelInputs,
@@ -465,7 +437,8 @@ impl MegakernelPolicy {
                 .predict_timed(inputs, Encoders::default(), || self.executor());
         };
         let dims = dit_dims(&self.model.cfg.gr00t, NOMINAL_CTX);
-        let steps = super::device::DeviceSteps::new(dev, &self.model.head.dit, &dims)
+        let steps = dev
+            .forward(&self.model.head.dit, &dims)
             .map_err(ModelError::from)?;
         let steps = std::cell::RefCell::new(Some(steps));
         let images = DeviceImages {
@@ -532,12 +505,7 @@ impl Policy for MegakernelPolicy {
                 reason: before.lost.unwrap_or_default(),
             });
         }
-        #[cfg(feature = "device")]
         let run = self.predict_with_device_images(inputs);
-        #[cfg(not(feature = "device"))]
-        let run = self
-            .model
-            .predict_timed(inputs, Encoders::default(), || self.executor());
         run.map_err(|e| {
             let now = dev.status();
             if now.usable && now.reopened == before.reopened {
@@ -551,11 +519,7 @@ impl Policy for MegakernelPolicy {
     }
 
     fn device(&self) -> Option<&dyn DeviceSupervision> {
-        #[cfg(feature = "device")]
-        if self.device.is_some() {
-            return Some(self);
-        }
-        None
+        self.device.as_ref().map(|_| self as _)
     }
 }
 
@@ -566,7 +530,6 @@ impl DeviceSupervision for MegakernelPolicy {
             DeviceKind::P150a => "p150a",
             DeviceKind::Simulator => "sim",
         };
-        #[cfg(feature = "device")]
         if let Some(dev) = &self.device {
             let lost = dev.lost();
             return DeviceStatus {
@@ -587,7 +550,6 @@ impl DeviceSupervision for MegakernelPolicy {
     }
 
     fn reopen(&self) -> Result<(), PolicyError> {
-        #[cfg(feature = "device")]
         if let Some(dev) = &self.device {
             let bytes = self
                 .arena
@@ -607,26 +569,17 @@ impl DeviceSupervision for MegakernelPolicy {
     }
 
     fn close(&self) {
-        #[cfg(feature = "device")]
         if let Some(dev) = &self.device {
             dev.close();
         }
     }
 
     fn stats(&self) -> Option<super::counters::DeviceStats> {
-        #[cfg(feature = "device")]
-        if let Some(dev) = &self.device {
-            return dev.stats();
-        }
-        None
+        self.device.as_ref()?.stats()
     }
 
     fn step_host(&self) -> Option<serde_json::Value> {
-        #[cfg(feature = "device")]
-        if let Some(dev) = &self.device {
-            return Some(dev.times().step_host_json());
-        }
-        None
+        Some(self.device.as_ref()?.step_host())
     }
 }
 

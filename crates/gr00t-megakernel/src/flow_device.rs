@@ -5,6 +5,7 @@
 
 use tt_blackhole::device::DitRunError;
 
+use super::device_backend::ForwardInputs;
 use super::executor::Engine;
 use super::head_arena::HeadArena;
 use gr00t_runtime::model::FlowInputs;
@@ -44,10 +45,9 @@ impl FlowDevice for Engine<'_> {
                 let _ = (head, ctx, flow);
                 None
             }
-            #[cfg(feature = "device")]
-            Engine::Device(d) => Some(d.run_forward(
+            Engine::Device(d) => Some(d.run_flow(
                 head,
-                &super::device::ForwardInputs {
+                &ForwardInputs {
                     context: ctx.context,
                     text_mask: ctx.text_mask,
                     image_mask: ctx.image_mask,

@@ -249,7 +249,7 @@ mod tests {
     use tt_blackhole::tile::tilize;
 
     use super::*;
-    use crate::tests::case_dir;
+    use crate::golden_case::case_dir;
     use gr00t_runtime::config::ModelConfig;
     use gr00t_runtime::weights::WeightStore;
 

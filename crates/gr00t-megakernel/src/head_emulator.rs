@@ -162,7 +162,7 @@ mod tests {
     use tt_blackhole::tile::face_index;
 
     use super::*;
-    use crate::tests::{case_dir, pcc};
+    use crate::golden_case::{case_dir, pcc};
     use gr00t_runtime::config::{Gr00tConfig, ModelConfig};
     use gr00t_runtime::model::action_head::{ActionHead, action_time_encoding};
     use gr00t_runtime::weights::{DType, RandomWeights, WeightSource, WeightStore};

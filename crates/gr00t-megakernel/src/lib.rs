@@ -14,9 +14,10 @@
 //!   CPU emulation of the head's device stages from them.
 //! * [`counters`]: the device traffic measured per step and forward (`--stats-json`, `/info`),
 //!   reported as the policy's [`gr00t_runtime::policy::DeviceStats`].
-//! * `device` (cargo feature `device`): the same blocks on a Blackhole p150a or its simulator
-//!   through ttnn: the kernel registry, the graph builder, the worker protocol, our C++ kernels,
-//!   the Python ttnn worker and its launcher and watchdog.
+//! * [`device_backend`]: the seam a device backend implements ([`DeviceOpener`],
+//!   [`DeviceBackend`], [`DeviceForward`]): the crate `gr00t-device` runs the same blocks on a
+//!   Blackhole p150a or its simulator through ttnn, and `gr00t-server` (feature `device`)
+//!   passes its opener in.
 //!
 //! Everything outside the DiT blocks (backbone, encoders, timestep embedding, output layer,
 //! decoder, Euler loop) is the CPU model's own code, called, not copied.
@@ -26,13 +27,17 @@
 pub mod arena_source;
 pub mod backbone_arena;
 pub mod counters;
-#[cfg(feature = "device")]
-pub mod device;
-#[cfg(feature = "device")]
+pub mod device_backend;
 mod device_encoders;
 pub mod emulator;
 pub mod executor;
 pub mod flow_device;
+#[cfg(test)]
+#[allow(
+    dead_code,
+    reason = "the golden case's helpers are shared with gr00t-device's tests"
+)]
+mod golden_case;
 pub mod head_arena;
 pub mod head_emulator;
 pub mod head_layout;
@@ -46,6 +51,7 @@ pub use arena_source::{CheckpointTensors, dit_dims};
 pub use backbone_arena::{
     BackboneArena, BackboneArenaError, BackboneNorm, BackboneWeight, LlmMatrix, VisionMatrix,
 };
+pub use device_backend::{DeviceBackend, DeviceForward, DeviceOpener};
 pub use emulator::Emulator;
 pub use executor::{
     DEFAULT_DEVICE_TIMEOUT, Engine, MegakernelConfig, MegakernelDit, MegakernelPolicy,

@@ -241,7 +241,7 @@ impl BackboneArena {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tests::case_dir;
+    use crate::golden_case::case_dir;
     use gr00t_runtime::config::ModelConfig;
     use gr00t_runtime::weights::WeightStore;
 

@@ -1,92 +1,15 @@
 //! The emulated megakernel against the f32 CPU backend on golden case1 (the tiny checkpoint).
 
-use std::path::PathBuf;
-
-use safetensors::{Dtype, SafeTensors};
 use tt_blackhole::ArenaDtype;
 use tt_blackhole::arena::CacheOutcome;
 use tt_blackhole::split::split_matmul as plan_split;
 
 use super::MegakernelPolicy;
 use super::emulator::{flash_attention, norm_from_partials, split_matmul};
+use super::golden_case::{case_dir, golden_inputs, pcc};
 use gr00t_runtime::model::{Gr00tModel, Taps};
-use gr00t_runtime::policy::{HostStages, ModelInputs, Policy};
+use gr00t_runtime::policy::{HostStages, Policy};
 use gr00t_runtime::weights::WeightStore;
-
-pub(super) fn case_dir() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/golden/gr00t-n16-tiny/case1"
-    ))
-}
-
-fn read(name: &str) -> Vec<u8> {
-    let p = case_dir().join(name);
-    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
-}
-
-fn f32s(st: &SafeTensors<'_>, name: &str) -> (Vec<usize>, Vec<f32>) {
-    let v = st.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-    assert_eq!(v.dtype(), Dtype::F32, "{name}");
-    (
-        v.shape().to_vec(),
-        v.data()
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-    )
-}
-
-fn i64s(st: &SafeTensors<'_>, name: &str) -> Vec<i64> {
-    let v = st.tensor(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-    v.data()
-        .chunks_exact(8)
-        .map(|c| i64::from_le_bytes(c.try_into().unwrap()))
-        .collect()
-}
-
-/// The golden tap `name` (f32): its shape and values.
-pub(super) fn golden_tap(name: &str) -> (Vec<usize>, Vec<f32>) {
-    let taps = read("taps.safetensors");
-    f32s(&SafeTensors::deserialize(&taps).unwrap(), name)
-}
-
-pub(super) fn golden_inputs() -> ModelInputs {
-    let taps = read("taps.safetensors");
-    let obs = read("observation.safetensors");
-    let (taps, obs) = (
-        SafeTensors::deserialize(&taps).unwrap(),
-        SafeTensors::deserialize(&obs).unwrap(),
-    );
-    let (shape, px) = f32s(&taps, "input.pixel_values");
-    ModelInputs {
-        input_ids: i64s(&taps, "input.input_ids")
-            .into_iter()
-            .map(|v| v as u32)
-            .collect(),
-        pixel_values: vec![px],
-        image_hw: (shape[2], shape[3]),
-        state: f32s(&taps, "input.state").1,
-        embodiment_id: i64s(&taps, "input.embodiment_id")[0] as usize,
-        noise: f32s(&obs, "noise").1,
-    }
-}
-
-pub(super) fn pcc(a: &[f32], b: &[f32]) -> f64 {
-    let n = a.len() as f64;
-    let (ma, mb) = (
-        a.iter().map(|&v| v as f64).sum::<f64>() / n,
-        b.iter().map(|&v| v as f64).sum::<f64>() / n,
-    );
-    let (mut sab, mut saa, mut sbb) = (0.0, 0.0, 0.0);
-    for (&x, &y) in a.iter().zip(b) {
-        let (dx, dy) = (x as f64 - ma, y as f64 - mb);
-        sab += dx * dy;
-        saa += dx * dx;
-        sbb += dy * dy;
-    }
-    sab / (saa.sqrt() * sbb.sqrt())
-}
 
 fn policy(dtype: ArenaDtype, cache: Option<&std::path::Path>) -> MegakernelPolicy {
     let model = Gr00tModel::load(&case_dir()).expect("tiny checkpoint");
@@ -160,33 +83,12 @@ fn arena_cache_is_reused_and_card_choice_fails() {
 
     let model = Gr00tModel::load(&case_dir()).unwrap();
     let ws = WeightStore::open_dir(&case_dir()).unwrap();
-    // Without the feature the card is refused as not built in; with it, this test process has
-    // no card (and TT_METAL_SIMULATOR, when set, contradicts `p150a`): refused either way.
+    // Without a device backend's opener the card is refused as not built in (gr00t-device's
+    // tests refuse it with one, on a machine without a card).
     let err = MegakernelPolicy::new(model, &ws, ArenaDtype::Bfp8B, None, "x", "p150a")
         .err()
         .expect("p150a must fail");
-    #[cfg(not(feature = "device"))]
     assert!(err.to_string().contains("not built in"), "{err}");
-    // With the feature, the card is refused for one of the reasons a machine without one has:
-    // no ttnn in the worker's Python, the simulator's variable set, or no device found.
-    #[cfg(feature = "device")]
-    {
-        let gr00t_runtime::model::ModelError::DeviceOpen { device, cause } = &err else {
-            panic!("not a device-open error: {err}")
-        };
-        assert_eq!(device, "p150a");
-        let why = cause.to_string();
-        assert!(
-            [
-                "ModuleNotFoundError",
-                "TT_METAL_SIMULATOR is set",
-                "no Tenstorrent device found"
-            ]
-            .iter()
-            .any(|r| why.contains(r)),
-            "{why}"
-        );
-    }
 }
 
 /// The emulator's split matmul, flash attention and LayerNorm (host code: the device runs none

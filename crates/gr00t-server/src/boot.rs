@@ -49,7 +49,7 @@ pub fn load_policy(settings: &Settings, model_dir: &Path) -> anyhow::Result<Box<
                 let processor = Processor::load(model_dir, &settings.embodiment)?;
                 config.head_embodiment = Some(processor.embodiment_id);
             }
-            let p = gr00t_megakernel::MegakernelPolicy::load(model_dir, &config)
+            let p = gr00t_megakernel::MegakernelPolicy::load(model_dir, &config, device_opener())
                 .map_err(|e| load_err(&e))?;
             tracing::info!("DiT arena: {:?}", p.arena_outcome);
             Ok(Box::new(p))
@@ -58,6 +58,15 @@ pub fn load_policy(settings: &Settings, model_dir: &Path) -> anyhow::Result<Box<
             "GR00T_DIT_BACKEND={other} needs the tt-metal device runtime, which this build does not include (use cpu or megakernel)"
         ),
     }
+}
+
+/// The device backend this build carries (cargo feature `device`): `gr00t-device`'s ttnn
+/// worker; without the feature none, and `GR00T_MK_DEVICE=p150a|sim` is refused as not built in.
+fn device_opener() -> Option<&'static dyn gr00t_megakernel::DeviceOpener> {
+    #[cfg(feature = "device")]
+    return Some(&gr00t_device::TtnnOpener);
+    #[cfg(not(feature = "device"))]
+    None
 }
 
 /// `--model-dir`, else the HF cache snapshot at `TT_WEIGHTS_REVISION`.

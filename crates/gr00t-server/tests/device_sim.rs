@@ -116,30 +116,6 @@ fn predict(req: &std::path::Path, device: &str) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-#[test]
-#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
-fn sim_predict_matches_golden_and_emulator() {
-    require_simulator("sim_predict_matches_golden_and_emulator");
-    let dir = tmpdir("predict");
-    let req = dir.join("req.json");
-    std::fs::write(&req, serde_json::to_vec(&case1_request()).unwrap()).unwrap();
-    let t = Instant::now();
-    let sim = predict(&req, "sim");
-    let wall = t.elapsed().as_secs_f64();
-    let emu = predict(&req, "emulator");
-    let golden = flat(&case1_expected()["actions"]);
-    let got = flat(&sim["actions"]);
-    let (p_golden, p_emu) = (pcc(&got, &golden), pcc(&got, &flat(&emu["actions"])));
-    eprintln!(
-        "gr00t-server predict, tiny case1 on the simulator: {wall:.1} s (process: boot, device open, arena upload, one forward); \
-         PCC vs f32 golden {p_golden:.6}, vs emulator {p_emu:.8}; max |err| vs golden {:.4}",
-        max_action_err(&sim["actions"])
-    );
-    assert!(p_golden >= 0.999, "PCC vs the f32 golden {p_golden}");
-    assert!(p_emu >= 0.9999, "PCC vs the CPU emulator {p_emu}");
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
 /// `key`'s first value anywhere in the JSON file `path` (the configs nest their sections).
 fn config_usize(path: &std::path::Path, key: &str) -> u64 {
     fn find(v: &serde_json::Value, key: &str) -> Option<u64> {
@@ -158,7 +134,8 @@ fn config_usize(path: &std::path::Path, key: &str) -> u64 {
 
 /// Issue 39's counters, measured: `gr00t-server predict --stats-json` on the tiny golden case
 /// with the default settings, the whole action head on the device: the forward is one
-/// graph (no step of its own), the actions match the f32 golden, and the forward's window
+/// graph (no step of its own), the actions match the f32 golden and the CPU emulator's (the
+/// same command with `GR00T_MK_DEVICE=emulator`), and the forward's window
 /// holds the observation's cross K/V program, each timestep's rows program (the first forward
 /// computes them; later ones find them on the device) and ONE program for the state encoder
 /// and the four steps' action encoder, DiT blocks, output layer, decoder and Euler update.
@@ -169,6 +146,7 @@ fn sim_predict_stats_json_counts_one_program_per_forward() {
     let dir = tmpdir("stats-forward");
     let (req, stats) = (dir.join("req.json"), dir.join("stats.json"));
     std::fs::write(&req, serde_json::to_vec(&case1_request()).unwrap()).unwrap();
+    let t = Instant::now();
     let out = with_sim(&mut predict_cmd(&req))
         .env("GR00T_DIT_BACKEND", "megakernel")
         .env("GR00T_MK_DEVICE", "sim")
@@ -176,14 +154,25 @@ fn sim_predict_stats_json_counts_one_program_per_forward() {
         .arg(&stats)
         .output()
         .unwrap();
+    let wall = t.elapsed().as_secs_f64();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let p = pcc(&flat(&v["actions"]), &flat(&case1_expected()["actions"]));
-    assert!(p >= 0.999, "PCC vs the f32 golden {p}");
+    let emu = predict(&req, "emulator");
+    let got = flat(&v["actions"]);
+    let golden = flat(&case1_expected()["actions"]);
+    let (p_golden, p_emu) = (pcc(&got, &golden), pcc(&got, &flat(&emu["actions"])));
+    eprintln!(
+        "gr00t-server predict, tiny case1 on the simulator: {wall:.1} s (process: boot, device \
+         open, arena upload, one forward); PCC vs f32 golden {p_golden:.6}, vs emulator \
+         {p_emu:.8}; max |err| vs golden {:.4}",
+        max_action_err(&v["actions"])
+    );
+    assert!(p_golden >= 0.999, "PCC vs the f32 golden {p_golden}");
+    assert!(p_emu >= 0.9999, "PCC vs the CPU emulator {p_emu}");
     let s: serde_json::Value = serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
     eprintln!("tiny case1, head on the device, --stats-json: {s}");
     let d = &s["device"];
@@ -218,11 +207,14 @@ fn sim_predict_stats_json_counts_one_program_per_forward() {
 /// table, Qwen3's kept layers, the final norm, vlln): `predict --stats-json` on the tiny golden
 /// case still matches the f32 golden, the host ran only the pipeline, the forward's programs
 /// hold the backbone's beside the head's, and what the forward sent the device is no more than
-/// the preprocessed observation and a few KiB.
+/// the preprocessed observation and a few KiB. By hand (`scripts/device-sim-tests.sh --long`):
+/// CI runs the whole model on the device through the policy
+/// (`gr00t-device`'s `backbone_tests`, two cameras and a replay), and the setting's mapping
+/// offline (`settings::tests`).
 #[test]
-#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
-fn sim_predict_with_the_whole_model_on_the_device() {
-    require_simulator("sim_predict_with_the_whole_model_on_the_device");
+#[ignore = "covered in CI by gr00t-device's backbone_tests, 3 min: scripts/device-sim-tests.sh --long"]
+fn sim_long_predict_with_the_whole_model_on_the_device() {
+    require_simulator("sim_long_predict_with_the_whole_model_on_the_device");
     let dir = tmpdir("stats-vision");
     let (req, stats) = (dir.join("req.json"), dir.join("stats.json"));
     std::fs::write(&req, serde_json::to_vec(&case1_request()).unwrap()).unwrap();
@@ -373,82 +365,6 @@ fn sim_predict_stats_json_counts_the_step_graph() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-#[test]
-#[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
-fn sim_serve_boot_runs_the_warmup_gate() {
-    require_simulator("sim_serve_boot_runs_the_warmup_gate");
-    let demo = tmpdir("demo");
-    std::fs::write(
-        demo.join("request.json"),
-        serde_json::to_vec(&case1_request()).unwrap(),
-    )
-    .unwrap();
-    std::fs::write(
-        demo.join("expected.json"),
-        serde_json::to_vec(&case1_expected()).unwrap(),
-    )
-    .unwrap();
-    let port = free_port();
-    let t = Instant::now();
-    let mut child = with_sim(clean_env(&mut Command::new(BIN)))
-        .env("GR00T_DIT_BACKEND", "megakernel")
-        .env("GR00T_MK_DEVICE", "sim")
-        .env("GR00T_WARMUP_RUNS", "1")
-        .env("GR00T_WARMUP_PCC_MIN", "0.999")
-        .env("RUST_LOG", "info")
-        .arg("--model-dir")
-        .arg(case1())
-        .arg("--tokenizer-dir")
-        .arg(tok_dir())
-        .arg("--demo-dir")
-        .arg(&demo)
-        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ready = wait_for_ready(&mut child);
-    eprintln!(
-        "served boot with the warm-up gate on the simulator: {:.1} s; {ready}",
-        t.elapsed().as_secs_f64()
-    );
-    // A request after the warm-up: it replays the forward graph the warm-up left on the
-    // worker (the same timesteps, the same context length), only the state and noise sent
-    // besides its observation.
-    let body = serde_json::to_vec(&case1_request()).unwrap();
-    let (code, _, pred) = http_within(port, "POST", "/predict", &body, Duration::from_secs(300));
-    assert_eq!(code, 200, "{pred}");
-    let p = pcc(&flat(&pred["actions"]), &flat(&case1_expected()["actions"]));
-    assert!(p >= 0.999, "PCC vs the f32 golden after the warm-up {p}");
-    let (code, v) = http(port, "GET", "/info", b"");
-    let _ = child.kill();
-    let _ = child.wait();
-    std::fs::remove_dir_all(&demo).unwrap();
-    assert_eq!(code, 200);
-    let host = &v["device"]["step_host"];
-    eprintln!("/info device.step_host after the warm-up and one request: {host}");
-    let steps = v["device"]["steps"].as_u64().unwrap();
-    assert_eq!(host["built"]["steps"], steps, "{host}");
-    assert_eq!(host["replayed"]["steps"], steps, "{host}");
-    assert!(
-        host["replayed"]["request_bytes_per_step"].as_u64().unwrap() < 1024,
-        "{host}"
-    );
-    // The request's forward: its observation's cross K/V and the kept forward graph, one
-    // program each; nothing per step.
-    assert_eq!(v["device"]["programs_per_forward"], 2, "{v}");
-    assert_eq!(v["device"]["programs_per_step"], 0, "{v}");
-    assert_eq!(
-        v["device"]["host_stages"],
-        serde_json::json!(HEAD_ON_DEVICE_HOST_STAGES),
-        "{v}"
-    );
-    assert_eq!(v["backend"], "megakernel-sim", "{v}");
-    assert_eq!(v["stage"], "stage2-megakernel-sim-devicestep", "{v}");
-    let p = v["warmup_pcc"].as_f64().expect("the warm-up gate ran");
-    assert!(p >= 0.999, "warm-up PCC {p}");
-    assert!(v["device"]["steps"].as_u64().unwrap() > 0, "{v}");
-}
-
 /// One HTTP/1.1 exchange with 127.0.0.1:`port`, its reply bounded by `limit` (a hang fails the
 /// test instead of stalling it): (status, the head's lines, JSON body).
 fn http_within(
@@ -539,14 +455,17 @@ fn wait_for_new_worker(port: u16, old: u64, limit: Duration) -> (u64, bool) {
     panic!("the device was not reopened within {limit:?}");
 }
 
-/// The issue's acceptance on the simulated p150a: a stopped worker (SIGSTOP) turns a /predict
-/// into a 503 naming the device and the deadline instead of a hang; a killed worker (SIGKILL)
-/// makes /health non-200 and the server reopens the device without a restart; the next
-/// /predict meets PCC ≥ 0.999 on the golden case; shutdown ends the last worker.
+/// A served model on the simulated p150a, from boot to shutdown. The boot runs the warm-up gate
+/// (PCC ≥ 0.999), and the first /predict replays the forward graph the warm-up left (`/info`
+/// shows it: two programs, nothing per step). Then the supervision: a stopped worker (SIGSTOP)
+/// turns a /predict into a 503 naming the device and the deadline instead of a hang; a killed
+/// worker (SIGKILL) makes /health non-200 and the server reopens the device without a restart;
+/// the next /predict meets PCC ≥ 0.999 on the golden case; shutdown ends the last worker. One
+/// server for both: each boot on the simulator is a minute.
 #[test]
 #[ignore = "needs the simulated p150a: scripts/device-sim-tests.sh runs it"]
-fn sim_server_survives_a_stopped_and_a_killed_worker() {
-    require_simulator("sim_server_survives_a_stopped_and_a_killed_worker");
+fn sim_served_model_warms_up_and_survives_a_stopped_and_a_killed_worker() {
+    require_simulator("sim_served_model_warms_up_and_survives_a_stopped_and_a_killed_worker");
     let demo = tmpdir("supervise");
     std::fs::write(
         demo.join("request.json"),
@@ -586,6 +505,39 @@ fn sim_server_survives_a_stopped_and_a_killed_worker() {
     let body = serde_json::to_vec(&case1_request()).unwrap();
     let golden = flat(&case1_expected()["actions"]);
     let bound = Duration::from_secs(timeout_s + 60);
+
+    // A request after the warm-up: it replays the forward graph the warm-up left on the
+    // worker (the same timesteps, the same context length), only the state and noise sent
+    // besides its observation.
+    let (code, _, pred) = http_within(port, "POST", "/predict", &body, Duration::from_secs(300));
+    assert_eq!(code, 200, "{pred}");
+    let p = pcc(&flat(&pred["actions"]), &golden);
+    assert!(p >= 0.999, "PCC vs the f32 golden after the warm-up {p}");
+    let (code, v) = http(port, "GET", "/info", b"");
+    assert_eq!(code, 200);
+    let host = &v["device"]["step_host"];
+    eprintln!("/info device.step_host after the warm-up and one request: {host}");
+    let steps = v["device"]["steps"].as_u64().unwrap();
+    assert_eq!(host["built"]["steps"], steps, "{host}");
+    assert_eq!(host["replayed"]["steps"], steps, "{host}");
+    assert!(
+        host["replayed"]["request_bytes_per_step"].as_u64().unwrap() < 1024,
+        "{host}"
+    );
+    // The request's forward: its observation's cross K/V and the kept forward graph, one
+    // program each; nothing per step.
+    assert_eq!(v["device"]["programs_per_forward"], 2, "{v}");
+    assert_eq!(v["device"]["programs_per_step"], 0, "{v}");
+    assert_eq!(
+        v["device"]["host_stages"],
+        serde_json::json!(HEAD_ON_DEVICE_HOST_STAGES),
+        "{v}"
+    );
+    assert_eq!(v["backend"], "megakernel-sim", "{v}");
+    assert_eq!(v["stage"], "stage2-megakernel-sim-devicestep", "{v}");
+    let p = v["warmup_pcc"].as_f64().expect("the warm-up gate ran");
+    assert!(p >= 0.999, "warm-up PCC {p}");
+    assert!(v["device"]["steps"].as_u64().unwrap() > 0, "{v}");
 
     let (code, _, v) = http_within(port, "GET", "/health", b"", bound);
     assert_eq!(code, 200, "{v}");

@@ -102,14 +102,18 @@ pub struct StepNeed {
 pub fn finish_units(end_jobs: &[(usize, usize)], n_grid: usize) -> usize {
     end_jobs
         .iter()
-        .map(|&(mt, nt)| {
-            let per_row = nt
-                .div_ceil(FINISH_UNIT_TILES.min(nt).max(1))
-                .min((n_grid / mt.max(1)).max(1));
-            let cw = nt.div_ceil(per_row.max(1));
-            mt * nt.div_ceil(cw.max(1))
-        })
+        .map(|&(mt, nt)| mt * nt.div_ceil(finish_unit_cols(mt, nt, FINISH_UNIT_TILES, n_grid)))
         .sum()
+}
+
+/// The columns (tiles) of each unit of a `mt × nt`-tile end cut for `n_grid` cores: at most
+/// `unit_tiles`, a row cut into no more pieces than `n_grid` cores share (a row's last unit
+/// takes what is left). The lowering cuts the units it lays out with it.
+pub fn finish_unit_cols(mt: usize, nt: usize, unit_tiles: usize, n_grid: usize) -> usize {
+    let per_row = nt
+        .div_ceil(unit_tiles.min(nt).max(1))
+        .min((n_grid / mt.max(1)).max(1));
+    nt.div_ceil(per_row.max(1)).max(1)
 }
 
 /// The cores of one step's three phases in a chain.
