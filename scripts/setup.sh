@@ -24,7 +24,7 @@ python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip)
 # A venv for kubernetes-validate (the fleet checks of `serve --print k8s`).
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || need+=(python3-venv)
 # numpy for the device worker's own Python, which a default test runs over a stand-in ttnn on
-# the PATH's python3 (gr00t-megakernel, device/worker_replay_tests.rs): Debian's
+# the PATH's python3 (gr00t-device, src/worker_replay_tests.rs): Debian's
 # package for Debian's python3, pip (below) for another one (pyenv's).
 numpy_by_pip=0
 if ! python3 -c 'import numpy' >/dev/null 2>&1; then
